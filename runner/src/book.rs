@@ -1,0 +1,288 @@
+//! The book: chapters rendered in the terminal (`runner explain`), the HTML book built with
+//! mdbook as a library (`runner book`), and the results tables generated from
+//! `assets/results/*.json` (the `{{#results KIND}}` marker).
+
+use anyhow::{anyhow, bail, Context, Result};
+use common::toolkit::project_root;
+use common::StepInfo;
+use mdbook_preprocessor::book::Book;
+use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// Chapters and results embedded in the binary, used when the repository is not at hand.
+const EMBEDDED: &[(&str, &str)] = &[
+    ("book/src/introduction.md", include_str!("../../book/src/introduction.md")),
+    ("book/src/step0.md", include_str!("../../book/src/step0.md")),
+    ("steps/include/blackwell.cuh", include_str!("../../steps/include/blackwell.cuh")),
+    ("steps/include/tcgen05_emu.cuh", include_str!("../../steps/include/tcgen05_emu.cuh")),
+];
+
+/// A repository file: from disk when the checkout is there (so edits show), else embedded.
+fn read_repo_file(rel: &str) -> Result<String> {
+    let on_disk = project_root().join(rel);
+    if let Ok(s) = std::fs::read_to_string(&on_disk) {
+        return Ok(s);
+    }
+    if let Some((_, s)) = EMBEDDED.iter().find(|(p, _)| *p == rel) {
+        return Ok(s.to_string());
+    }
+    for s in crate::steps::all() {
+        let i = s.info();
+        if rel == i.kernel_path() {
+            return Ok(i.kernel.to_string());
+        }
+        if rel == i.host_path() {
+            return Ok(i.host.to_string());
+        }
+    }
+    bail!("cannot read {rel}")
+}
+
+/// Normalise `a/b/../c` without touching the file system.
+fn normalise(p: &Path) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for c in p.to_str().unwrap_or_default().split('/') {
+        match c {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            c => parts.push(c),
+        }
+    }
+    parts.join("/")
+}
+
+/// The part of `text` an mdbook include selects: all, `start:end` lines (1-based, inclusive,
+/// either side optional), or an `ANCHOR: name` region.
+fn select(text: &str, selector: Option<&str>) -> Result<String> {
+    let Some(sel) = selector else {
+        return Ok(text.to_string());
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let keep = |l: &&&str| !l.contains("ANCHOR:") && !l.contains("ANCHOR_END:");
+    if sel.chars().next().is_some_and(|c| c.is_ascii_digit() || c == ':') {
+        let (a, b) = sel.split_once(':').unwrap_or((sel, sel));
+        let start = a.parse::<usize>().unwrap_or(1).max(1);
+        let end = b.parse::<usize>().unwrap_or(lines.len()).min(lines.len());
+        return Ok(lines[start - 1..end].iter().filter(keep).map(|l| format!("{l}\n")).collect());
+    }
+    let begin = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR: {sel}")));
+    let end = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR_END: {sel}")));
+    match (begin, end) {
+        (Some(b), Some(e)) if b < e => Ok(lines[b + 1..e].iter().filter(keep).map(|l| format!("{l}\n")).collect()),
+        _ => bail!("no anchor {sel:?}"),
+    }
+}
+
+/// Expand `{{#include path[:selector]}}` (paths relative to `base`, a repo-relative folder).
+fn expand_includes(md: &str, base: &str) -> Result<String> {
+    let mut out = String::new();
+    let mut rest = md;
+    while let Some(i) = rest.find("{{#include ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "{{#include ".len()..];
+        let j = after.find("}}").ok_or_else(|| anyhow!("unterminated {{{{#include"))?;
+        let arg = after[..j].trim();
+        let (path, selector) = match arg.split_once(':') {
+            Some((p, s)) => (p, Some(s)),
+            None => (arg, None),
+        };
+        let rel = normalise(&Path::new(base).join(path));
+        let text = read_repo_file(&rel).with_context(|| format!("include {arg}"))?;
+        out.push_str(&select(&text, selector).with_context(|| format!("include {arg}"))?);
+        rest = &after[j + 2..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+fn results_files() -> Vec<(String, Value)> {
+    let dir = project_root().join("assets/results");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
+    files.sort();
+    files
+        .into_iter()
+        .filter_map(|p| {
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
+            Some((p.file_name()?.to_string_lossy().into_owned(), v))
+        })
+        .collect()
+}
+
+fn s(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+/// Markdown tables for the results files of one kind (`emulation`, `selftest`).
+pub fn results_table(kind: &str) -> String {
+    let mut out = String::new();
+    for (name, v) in results_files().iter().filter(|(_, v)| v["kind"] == kind) {
+        out.push_str(&format!(
+            "\n*{}, driver {}, {}, commit `{}`: `assets/results/{name}`*\n\n",
+            s(v, "gpu"),
+            s(v, "driver"),
+            s(v, "date"),
+            s(v, "commit")
+        ));
+        match kind {
+            "emulation" => {
+                out.push_str("| step | shape | dtype | seed | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
+                for c in v["cases"].as_array().into_iter().flatten() {
+                    let ok = c["expected"] == c["outcome"];
+                    out.push_str(&format!(
+                        "| {} | {} | {} | {} | {} | {} | {}{} | {} |\n",
+                        s(c, "step"),
+                        s(c, "shape"),
+                        s(c, "dtype"),
+                        s(c, "seed"),
+                        s(c, "mutation"),
+                        s(c, "expected"),
+                        s(c, "outcome"),
+                        if ok { "" } else { " ⚠" },
+                        c["rel_error_norm"].as_f64().map(|e| format!("{e:.2e}")).unwrap_or_else(|| "-".into())
+                    ));
+                }
+            }
+            "selftest" => {
+                out.push_str("| shape | dtype | cuBLAS median (µs) | cuBLAS TFLOP/s | % of peak | verified |\n|---|---|---|---|---|---|\n");
+                for c in v["cases"].as_array().into_iter().flatten() {
+                    let peak = c["peak_tflops"].as_f64();
+                    let tf = c["cublas_tflops"].as_f64().unwrap_or(f64::NAN);
+                    out.push_str(&format!(
+                        "| {} | {} | {:.1} | {:.1} | {} | {} |\n",
+                        s(c, "shape"),
+                        s(c, "dtype"),
+                        c["cublas_median_us"].as_f64().unwrap_or(f64::NAN),
+                        tf,
+                        peak.map(|p| format!("{:.1}%", 100.0 * tf / p)).unwrap_or_else(|| "-".into()),
+                        s(c, "verified")
+                    ));
+                }
+            }
+            _ => {}
+        }
+    }
+    if out.is_empty() {
+        out = format!("\n*No `{kind}` results recorded yet in `assets/results/`.*\n");
+    }
+    out
+}
+
+/// Replace every `{{#results KIND}}` marker with its generated table.
+fn expand_results(md: &str) -> String {
+    let mut out = String::new();
+    let mut rest = md;
+    while let Some(i) = rest.find("{{#results ") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + "{{#results ".len()..];
+        let Some(j) = after.find("}}") else {
+            out.push_str(&rest[i..]);
+            return out;
+        };
+        out.push_str(&results_table(after[..j].trim()));
+        rest = &after[j + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A step's chapter with its includes and results expanded.
+pub fn chapter_markdown(step: &StepInfo) -> Result<String> {
+    let md = read_repo_file(step.chapter)?;
+    let base = Path::new(step.chapter).parent().and_then(|p| p.to_str()).unwrap_or("");
+    Ok(expand_results(&expand_includes(&md, base)?))
+}
+
+pub fn render_terminal(md: &str) {
+    let skin = termimad::MadSkin::default();
+    skin.print_text(md);
+}
+
+struct Results;
+
+impl Preprocessor for Results {
+    fn name(&self) -> &str {
+        "workbook-results"
+    }
+    fn run(&self, _ctx: &PreprocessorContext, mut book: Book) -> mdbook_preprocessor::errors::Result<Book> {
+        book.for_each_chapter_mut(|ch| ch.content = expand_results(&ch.content));
+        Ok(book)
+    }
+}
+
+/// Build the HTML book; returns the output folder.
+pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
+    let root = project_root().join("book");
+    if !root.join("book.toml").is_file() {
+        bail!("no book at {}: `runner book` needs the repository checkout", root.display());
+    }
+    let mut md = mdbook_driver::MDBook::load(&root).map_err(|e| anyhow!("cannot load the book: {e:#}"))?;
+    if let Some(out) = &out {
+        md.config.build.build_dir = std::path::absolute(out)?;
+    }
+    md.with_preprocessor(Results);
+    md.build().map_err(|e| anyhow!("cannot build the book: {e:#}"))?;
+    Ok(md.build_dir_for("html"))
+}
+
+/// Serve a built book on 127.0.0.1 until interrupted.
+pub fn serve(dir: &Path, port: u16) -> Result<()> {
+    let server = tiny_http::Server::http(("127.0.0.1", port)).map_err(|e| anyhow!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    println!("serving {} on http://127.0.0.1:{port}/ (Ctrl-C to stop)", dir.display());
+    for req in server.incoming_requests() {
+        let url = req.url().split('?').next().unwrap_or("/").trim_start_matches('/').to_string();
+        let rel = normalise(Path::new(if url.is_empty() { "index.html" } else { &url }));
+        let mut path = dir.join(&rel);
+        if path.is_dir() {
+            path = path.join("index.html");
+        }
+        let resp = match std::fs::read(&path) {
+            Ok(bytes) => {
+                let ct = match path.extension().and_then(|e| e.to_str()) {
+                    Some("html") => "text/html; charset=utf-8",
+                    Some("css") => "text/css",
+                    Some("js") => "application/javascript",
+                    Some("svg") => "image/svg+xml",
+                    Some("png") => "image/png",
+                    Some("json") => "application/json",
+                    Some("woff2") => "font/woff2",
+                    _ => "application/octet-stream",
+                };
+                let header = tiny_http::Header::from_bytes("Content-Type", ct).map_err(|_| anyhow!("bad header"))?;
+                req.respond(tiny_http::Response::from_data(bytes).with_header(header))
+            }
+            Err(_) => req.respond(tiny_http::Response::from_string("not found").with_status_code(404)),
+        };
+        resp.ok();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selects_lines_and_anchors() {
+        let t = "a\n// ANCHOR: x\nb\nc\n// ANCHOR_END: x\nd\n";
+        assert_eq!(select(t, None).unwrap(), t);
+        assert_eq!(select(t, Some("x")).unwrap(), "b\nc\n");
+        assert_eq!(select(t, Some("1:1")).unwrap(), "a\n");
+        assert_eq!(select(t, Some("5:")).unwrap(), "d\n");
+        assert!(select(t, Some("nope")).is_err());
+    }
+
+    #[test]
+    fn normalises_relative_paths() {
+        assert_eq!(normalise(Path::new("book/src/../../steps/a.cu")), "steps/a.cu");
+    }
+}

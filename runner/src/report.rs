@@ -1,0 +1,136 @@
+//! The text reports of `runner`.
+
+use common::compile::Compiled;
+use common::run::{RunReport, SelfTest};
+use common::sass::Sass;
+use common::Step;
+
+const W: usize = 10;
+
+pub fn print_list(steps: &[&'static dyn Step]) {
+    println!("The ladder (runner step N to run one, runner explain N to read its chapter):");
+    for s in steps {
+        let i = s.info();
+        println!("  {:>2}  {:<28} {}", i.number, i.title, i.idea);
+    }
+    let next = [
+        (1, "Warp specialization"),
+        (2, "Tiled epilogue"),
+        (3, "Collective 2-CTA MMA"),
+        (4, "Persistent kernel"),
+        (5, "Epilogue warpgroup"),
+        (6, "Grid tiling"),
+    ];
+    let have: Vec<u32> = steps.iter().map(|s| s.info().number).collect();
+    for (n, title) in next.iter().filter(|(n, _)| !have.contains(n)) {
+        println!("  {n:>2}  {title:<28} (not written yet)");
+    }
+}
+
+pub fn print_header(step: &dyn Step) {
+    let i = step.info();
+    println!("Step {} · {}", i.number, i.title);
+    println!("{:<W$}{}", "idea", i.idea);
+    let params: Vec<String> = step.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    println!("{:<W$}{}", "config", params.join(" "));
+}
+
+pub fn print_compile(c: &Compiled, smem_bytes: u32) {
+    let r = &c.resources;
+    println!(
+        "{:<W$}{} in {:.0} ms (NVRTC {}): {} registers, {} B stack, {} B spill stores, {} B spill loads; {} B dynamic shared memory",
+        "compile",
+        c.target.describe(),
+        c.compile_ms,
+        c.nvrtc_version,
+        r.registers,
+        r.stack_frame_bytes,
+        r.spill_store_bytes,
+        r.spill_load_bytes,
+        smem_bytes
+    );
+}
+
+pub fn print_sass(s: &Sass, expect: &[&str], full_histogram: bool) {
+    let key: Vec<String> = expect.iter().map(|p| format!("{p} {}", s.count(p))).collect();
+    println!(
+        "{:<W$}{} instructions; step's key instructions: {}; local memory (LDL/STL): {}",
+        "SASS",
+        s.total(),
+        key.join(", "),
+        s.local_memory_ops()
+    );
+    let missing: Vec<&&str> = expect.iter().filter(|p| s.count(p) == 0).collect();
+    if !missing.is_empty() {
+        println!("{:<W$}MISSING expected instructions: {missing:?}", "");
+    }
+    if full_histogram {
+        let mut v: Vec<(&String, &usize)> = s.histogram.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        println!("{:<W$}histogram (count opcode):", "");
+        for (op, n) in v {
+            println!("{:<W$}{n:>6}  {op}", "");
+        }
+    }
+}
+
+pub fn print_run(step: &dyn Step, r: &RunReport) {
+    print_header(step);
+    let g = &r.gpu;
+    println!(
+        "{:<W$}{} ({}, {} SMs, {} MHz max, driver {})",
+        "GPU",
+        g.name,
+        g.sm(),
+        g.sm_count,
+        g.max_clock_mhz,
+        g.driver_version
+    );
+    if r.emulated {
+        println!("{:<W$}tcgen05 emulated on sm_90: this proves the kernel's logic; emulated timings mean nothing and are not shown", "mode");
+    } else {
+        println!("{:<W$}native {}", "mode", r.target.describe());
+    }
+    println!("{:<W$}{} {} {} seed {}", "problem", r.shape, r.dtype, r.dist, r.seed);
+    print_compile(&r.compile, r.smem_bytes);
+    println!(
+        "{:<W$}grid {}x{}x{}, {} threads per CTA, cluster {}x{}x{}",
+        "launch", r.grid.0, r.grid.1, r.grid.2, r.block, r.cluster.0, r.cluster.1, r.cluster.2
+    );
+    println!("{:<W$}{}", "verify", r.verification.summary());
+    if let Some(t) = &r.timing {
+        let peak = match (t.pct_of_peak, t.peak_tflops) {
+            (Some(p), Some(pk)) => format!("{p:.1}% of peak ({pk:.0} TFLOP/s)"),
+            _ => "peak unknown for this GPU".to_string(),
+        };
+        println!(
+            "{:<W$}median {:.1} us (min {:.1}, max {:.1}, {} runs{}) = {:.1} TFLOP/s, {peak}",
+            "time",
+            t.kernel.median_us,
+            t.kernel.min_us,
+            t.kernel.max_us,
+            t.kernel.runs,
+            if t.l2_flushed { ", L2 flushed" } else { "" },
+            t.tflops
+        );
+        println!(
+            "{:<W$}{:.1}% of cuBLAS in the same run (cuBLAS median {:.1} us = {:.1} TFLOP/s)",
+            "",
+            t.pct_of_cublas,
+            t.cublas.median_us,
+            t.cublas_tflops
+        );
+    }
+}
+
+pub fn print_selftest(t: &SelfTest) {
+    let g = &t.gpu;
+    println!("selftest: cuBLAS on {} ({}, {} SMs, driver {})", g.name, g.sm(), g.sm_count, g.driver_version);
+    println!("{:<W$}{} {}", "problem", t.shape, t.dtype);
+    println!("{:<W$}{}", "verify", t.verification.summary());
+    let peak = t.peak_tflops.map(|p| format!(", {:.1}% of peak ({p:.0} TFLOP/s)", 100.0 * t.cublas_tflops / p)).unwrap_or_default();
+    println!(
+        "{:<W$}cuBLAS median {:.1} us (min {:.1}, max {:.1}, {} runs, L2 flushed) = {:.1} TFLOP/s{peak}",
+        "time", t.cublas.median_us, t.cublas.min_us, t.cublas.max_us, t.cublas.runs, t.cublas_tflops
+    );
+}

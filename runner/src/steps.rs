@@ -1,0 +1,21 @@
+//! The ladder: every step crate, in order.
+
+use anyhow::{bail, Result};
+use common::Step;
+
+static STEP0: step0_naive::Step0 = step0_naive::Step0 { config: step0_naive::Config::DEFAULT };
+
+pub fn all() -> Vec<&'static dyn Step> {
+    vec![&STEP0]
+}
+
+pub fn get(n: u32) -> Result<&'static dyn Step> {
+    let steps = all();
+    match steps.iter().find(|s| s.info().number == n) {
+        Some(s) => Ok(*s),
+        None => bail!(
+            "there is no step {n}; steps available: {}",
+            steps.iter().map(|s| s.info().number.to_string()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# GPU checks in one call, for an H100/H200 (sm_90): builds nothing, takes a prebuilt runner.
+#
+#   RUNNER=path/to/runner OUT=folder WB_COMMIT=<sha> scripts/gpu-check.sh
+#
+# 1. selftest: cuBLAS against the CPU fp64 reference, and cuBLAS TFLOP/s (f16, bf16);
+# 2. every step under the tcgen05 emulation: shapes x dtypes x seeds, each must pass;
+# 3. negative controls: the same kernels with seeded bugs, each must be reported as failing.
+# Every run is under `timeout`, since a broken mbarrier phase hangs forever.
+# Writes $OUT/emulation.json and $OUT/selftest.json (the formats of assets/results/) and
+# $OUT/log.txt; prints a summary table last. Exit 0 only if every case met its expectation.
+set -u
+RUNNER=${RUNNER:-target/release/runner}
+OUT=${OUT:-/tmp/wb-gpu-check}
+COMMIT=${WB_COMMIT:-unknown}
+mkdir -p "$OUT/cases"
+LOG="$OUT/log.txt"
+: >"$LOG"
+chmod +x "$RUNNER" 2>/dev/null
+
+SHAPES=${SHAPES:-"512x1024x512 256x768x320 1024x512x2048 128x256x4096"}
+DTYPES=${DTYPES:-"f16 bf16"}
+SEEDS=${SEEDS:-"1 2"}
+MUTATIONS=${MUTATIONS:-"wrong-sbo skip-acc-wait"}
+
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$LOG"
+
+run_case() { # name expected step shape dtype seed mutation
+  local name=$1 expected=$2 step=$3 shape=$4 dtype=$5 seed=$6 mutation=$7
+  IFS=x read -r m n k <<<"$shape"
+  local args=(step "$step" --emulate --m "$m" --n "$n" --k "$k" --dtype "$dtype" --seed "$seed" --json --timeout 60)
+  [ "$mutation" != "-" ] && args+=(--mutate "$mutation")
+  local t0=$(date +%s.%N)
+  timeout 150 "$RUNNER" "${args[@]}" >"$OUT/cases/$name.json" 2>"$OUT/cases/$name.err"
+  local rc=$?
+  local t1=$(date +%s.%N)
+  echo "$name rc=$rc expected=$expected $(head -c 300 "$OUT/cases/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(echo "$t1 - $t0" | bc)" >>"$OUT/cases.tsv"
+}
+
+: >"$OUT/cases.tsv"
+for dtype in f16 bf16; do
+  timeout 300 "$RUNNER" selftest --dtype "$dtype" --json >"$OUT/selftest-$dtype.json" 2>>"$LOG"
+  echo "selftest $dtype rc=$?" | tee -a "$LOG"
+done
+
+STEPS=$("$RUNNER" list --json | python3 -c 'import json,sys; print(" ".join(str(s["number"]) for s in json.load(sys.stdin)))')
+for step in $STEPS; do
+  for shape in $SHAPES; do
+    for dtype in $DTYPES; do
+      for seed in $SEEDS; do
+        run_case "s${step}-${shape}-${dtype}-${seed}" pass "$step" "$shape" "$dtype" "$seed" -
+      done
+    done
+  done
+  for mut in $MUTATIONS; do
+    run_case "s${step}-${mut}" fail "$step" 512x1024x512 f16 1 "$mut"
+  done
+done
+
+python3 - "$OUT" "$COMMIT" <<'PY'
+import json, os, subprocess, sys, datetime
+out, commit = sys.argv[1], sys.argv[2]
+smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                     capture_output=True, text=True).stdout.strip().split(", ")
+gpu, driver = smi[0], smi[1] if len(smi) > 1 else "?"
+date = datetime.date.today().isoformat()
+cases, ok_all = [], True
+for line in open(os.path.join(out, "cases.tsv")):
+    name, expected, step, shape, dtype, seed, mutation, rc, secs = line.rstrip("\n").split("\t")
+    rc = int(rc)
+    rel = None
+    try:
+        rep = json.load(open(os.path.join(out, "cases", name + ".json")))
+        rel = rep["verification"]["rel_error_norm"]
+        passed = rep["verification"]["passed"]
+    except Exception:
+        passed = None
+    if rc == 0 and passed:
+        outcome = "pass"
+    elif rc == 1 and passed is False:
+        outcome = "fail"
+    elif rc in (124, 137):
+        outcome = "hang"
+    else:
+        outcome = "error"
+    err = open(os.path.join(out, "cases", name + ".err")).read().strip().splitlines()
+    # A seeded bug counts as caught whether verification failed, the emulator trapped or it hung.
+    met = outcome == "pass" if expected == "pass" else outcome != "pass"
+    ok_all &= met
+    cases.append({"step": int(step), "shape": shape, "dtype": dtype, "seed": int(seed),
+                  "mutation": None if mutation == "-" else mutation, "expected": expected,
+                  "outcome": outcome, "met_expectation": met, "exit_code": rc,
+                  "rel_error_norm": rel if isinstance(rel, float) else None,
+                  "seconds": round(float(secs), 2), "detail": err[-1][:300] if err else ""})
+json.dump({"kind": "emulation", "gpu": gpu, "driver": driver, "date": date, "commit": commit,
+           "mode": "tcgen05 emulated on sm_90a", "cases": cases},
+          open(os.path.join(out, "emulation.json"), "w"), indent=1)
+st = []
+for d in ("f16", "bf16"):
+    try:
+        t = json.load(open(os.path.join(out, f"selftest-{d}.json")))
+        st.append({"shape": "{m}x{n}x{k}".format(**t["shape"]), "dtype": t["dtype"],
+                   "cublas_median_us": t["cublas"]["median_us"], "cublas_tflops": t["cublas_tflops"],
+                   "peak_tflops": t["peak_tflops"], "verified": t["verification"]["passed"],
+                   "rel_error_norm": t["verification"]["rel_error_norm"]})
+    except Exception as e:
+        st.append({"dtype": d, "error": str(e)})
+json.dump({"kind": "selftest", "gpu": gpu, "driver": driver, "date": date, "commit": commit, "cases": st},
+          open(os.path.join(out, "selftest.json"), "w"), indent=1)
+print(f"\n{'case':<34} {'expected':<8} {'outcome':<8} {'secs':>6}  rel.err")
+for c in cases:
+    name = f"s{c['step']} {c['shape']} {c['dtype']} seed{c['seed']}" + (f" [{c['mutation']}]" if c['mutation'] else "")
+    flag = "" if c["met_expectation"] else "  <-- UNEXPECTED"
+    print(f"{name:<34} {c['expected']:<8} {c['outcome']:<8} {c['seconds']:>6}  {c['rel_error_norm'] if c['rel_error_norm'] is not None else '-'}{flag}")
+for s in st:
+    print("selftest", s)
+print("ALL EXPECTATIONS MET" if ok_all else "SOME CASES DID NOT MEET EXPECTATIONS")
+sys.exit(0 if ok_all else 1)
+PY

@@ -1,0 +1,287 @@
+//! Compiling a step kernel with NVRTC to a CUBIN, with the shared headers embedded.
+
+use crate::toolkit;
+use anyhow::{anyhow, Result};
+use cudarc::nvrtc::sys as nvrtc;
+use serde::Serialize;
+use std::ffi::{CStr, CString};
+use std::time::Instant;
+
+/// The shared device headers, embedded so the binary compiles kernels from anywhere.
+pub const HEADERS: &[(&str, &str)] = &[
+    (
+        "blackwell.cuh",
+        include_str!("../../include/blackwell.cuh"),
+    ),
+    (
+        "tcgen05_emu.cuh",
+        include_str!("../../include/tcgen05_emu.cuh"),
+    ),
+];
+
+/// What a kernel is compiled for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Target {
+    /// Blackwell B200/GB200, native tcgen05.
+    Sm100a,
+    /// Hopper, with tcgen05 replaced by the emulation layer (tcgen05_emu.cuh).
+    Sm90aEmulated,
+}
+
+impl Target {
+    pub fn arch(self) -> &'static str {
+        match self {
+            Target::Sm100a => "sm_100a",
+            Target::Sm90aEmulated => "sm_90a",
+        }
+    }
+    pub fn describe(self) -> &'static str {
+        match self {
+            Target::Sm100a => "sm_100a (native tcgen05)",
+            Target::Sm90aEmulated => "sm_90a (tcgen05 emulated)",
+        }
+    }
+}
+
+/// A kernel source with the name NVRTC reports errors under.
+#[derive(Debug, Clone)]
+pub struct KernelSource {
+    /// Path shown in compiler messages, e.g. `steps/step0_naive/src/kernel.cu`.
+    pub path: String,
+    pub text: String,
+}
+
+/// Resource usage as ptxas reports it.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Resources {
+    pub registers: u32,
+    pub stack_frame_bytes: u32,
+    pub spill_store_bytes: u32,
+    pub spill_load_bytes: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Compiled {
+    #[serde(skip)]
+    pub cubin: Vec<u8>,
+    pub target: Target,
+    pub compile_ms: f64,
+    pub resources: Resources,
+    pub nvrtc_version: String,
+    #[serde(skip)]
+    pub log: String,
+}
+
+/// A compile failure: NVRTC's log, each error followed by the source line it names.
+#[derive(Debug, thiserror::Error)]
+#[error("{path} failed to compile for {arch}:\n{log}")]
+pub struct CompileError {
+    pub path: String,
+    pub arch: &'static str,
+    pub log: String,
+}
+
+fn check(r: nvrtc::nvrtcResult, what: &str) -> Result<()> {
+    if r == nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(anyhow!("NVRTC {what} failed: {r:?}"))
+    }
+}
+
+pub fn nvrtc_version() -> Result<(i32, i32)> {
+    toolkit::get()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters.
+    check(
+        unsafe { nvrtc::nvrtcVersion(&mut major, &mut minor) },
+        "version query",
+    )?;
+    Ok((major, minor))
+}
+
+/// Add the offending source line under each `file(line): error` line of an NVRTC log.
+pub fn annotate_log(log: &str, source: &KernelSource) -> String {
+    let lines: Vec<&str> = source.text.lines().collect();
+    let mut out = String::new();
+    for l in log.lines() {
+        out.push_str(l);
+        out.push('\n');
+        if let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) {
+            if let Some((num, tail)) = rest.split_once(')') {
+                if tail.contains("error") {
+                    if let Some(text) = num
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|n| lines.get(n.wrapping_sub(1)))
+                    {
+                        out.push_str(&format!("    {num} | {}\n", text.trim_end()));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Parse `ptxas info : Used N registers` and the spill line of a `-v` log.
+pub fn parse_resources(log: &str) -> Resources {
+    let mut r = Resources::default();
+    let number_before = |line: &str, unit: &str| -> Option<u32> {
+        let idx = line.find(unit)?;
+        line[..idx].split_whitespace().last()?.parse().ok()
+    };
+    for line in log.lines() {
+        if let Some(v) = number_before(line, "registers") {
+            r.registers = v;
+        }
+        if let Some(v) = number_before(line, "bytes stack frame") {
+            r.stack_frame_bytes = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill stores") {
+            r.spill_store_bytes = v;
+        }
+        if let Some(v) = number_before(line, "bytes spill loads") {
+            r.spill_load_bytes = v;
+        }
+    }
+    r
+}
+
+/// Compile `source` for `target` with `-D` definitions; returns the CUBIN and ptxas' report.
+pub fn compile(source: &KernelSource, target: Target, defines: &[(String, String)]) -> Result<Compiled> {
+    let tk = toolkit::get()?;
+    let (major, minor) = nvrtc_version()?;
+    if target == Target::Sm100a && (major, minor) < (12, 8) {
+        return Err(anyhow!(
+            "NVRTC {major}.{minor} (from {}) cannot target sm_100a: it needs CUDA 12.8 or newer",
+            tk.origin
+        ));
+    }
+    let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
+    let src = to_c(&source.text)?;
+    let name = to_c(&source.path)?;
+    let header_src: Vec<CString> = HEADERS.iter().map(|(_, t)| to_c(t)).collect::<Result<_>>()?;
+    let header_names: Vec<CString> = HEADERS.iter().map(|(n, _)| to_c(n)).collect::<Result<_>>()?;
+    let header_src_ptrs: Vec<*const std::ffi::c_char> = header_src.iter().map(|c| c.as_ptr()).collect();
+    let header_name_ptrs: Vec<*const std::ffi::c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
+
+    let mut opts = vec![
+        format!("--gpu-architecture={}", target.arch()),
+        format!("--include-path={}", tk.include_dir.display()),
+        "--std=c++17".to_string(),
+        "--ptxas-options=-v".to_string(),
+        "-lineinfo".to_string(),
+    ];
+    if target == Target::Sm90aEmulated {
+        opts.push("-DWB_EMULATE_TCGEN05".to_string());
+    }
+    for (k, v) in defines {
+        opts.push(format!("-D{k}={v}"));
+    }
+    let opts_c: Vec<CString> = opts.iter().map(|o| to_c(o)).collect::<Result<_>>()?;
+    let opt_ptrs: Vec<*const std::ffi::c_char> = opts_c.iter().map(|c| c.as_ptr()).collect();
+
+    let start = Instant::now();
+    let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: all pointers come from CStrings that outlive the calls; counts match the arrays.
+    unsafe {
+        check(
+            nvrtc::nvrtcCreateProgram(
+                &mut prog,
+                src.as_ptr(),
+                name.as_ptr(),
+                HEADERS.len() as i32,
+                header_src_ptrs.as_ptr(),
+                header_name_ptrs.as_ptr(),
+            ),
+            "create program",
+        )?;
+    }
+    // SAFETY: `prog` is a live program; the options array outlives the call.
+    let result = unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+    let log = program_log(prog);
+    let outcome = if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        Err(CompileError {
+            path: source.path.clone(),
+            arch: target.arch(),
+            log: annotate_log(&log, source),
+        }
+        .into())
+    } else {
+        cubin(prog).map(|cubin| Compiled {
+            cubin,
+            target,
+            compile_ms,
+            resources: parse_resources(&log),
+            nvrtc_version: format!("{major}.{minor}"),
+            log: log.clone(),
+        })
+    };
+    // SAFETY: destroys the program created above, once.
+    unsafe {
+        nvrtc::nvrtcDestroyProgram(&mut prog);
+    }
+    outcome
+}
+
+fn program_log(prog: nvrtc::nvrtcProgram) -> String {
+    let mut size = 0usize;
+    // SAFETY: `prog` is live; the buffer has the size NVRTC reported.
+    unsafe {
+        if nvrtc::nvrtcGetProgramLogSize(prog, &mut size) != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return String::new();
+        }
+        let mut buf = vec![0u8; size.max(1)];
+        if nvrtc::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast()) != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+            return String::new();
+        }
+        CStr::from_bytes_until_nul(&buf)
+            .map(|c| c.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
+}
+
+fn cubin(prog: nvrtc::nvrtcProgram) -> Result<Vec<u8>> {
+    let mut size = 0usize;
+    // SAFETY: `prog` compiled successfully; the buffer has the size NVRTC reported.
+    unsafe {
+        check(nvrtc::nvrtcGetCUBINSize(prog, &mut size), "CUBIN size")?;
+        let mut buf = vec![0u8; size];
+        check(nvrtc::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast()), "CUBIN")?;
+        if buf.is_empty() {
+            return Err(anyhow!("NVRTC produced an empty CUBIN"));
+        }
+        Ok(buf)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_ptxas_report() {
+        let log = "ptxas info    : Compiling entry function 'gemm_kernel' for 'sm_100a'\n\
+                   ptxas         .     8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+                   ptxas info    : Used 82 registers, used 1 barriers\n";
+        let r = parse_resources(log);
+        assert_eq!(r.registers, 82);
+        assert_eq!(r.stack_frame_bytes, 8);
+        assert_eq!(r.spill_store_bytes, 4);
+        assert_eq!(r.spill_load_bytes, 12);
+    }
+
+    #[test]
+    fn annotates_errors_with_source_lines() {
+        let src = KernelSource {
+            path: "k.cu".into(),
+            text: "int a;\nint b = nope;\n".into(),
+        };
+        let log = "k.cu(2): error: identifier \"nope\" is undefined\n";
+        let out = annotate_log(log, &src);
+        assert!(out.contains("k.cu(2): error"));
+        assert!(out.contains("    2 | int b = nope;"), "{out}");
+    }
+}

@@ -1,0 +1,94 @@
+//! cuBLAS: the reference product (f32 output) and the speed to compare against (same dtype).
+
+use crate::gpu::Gpu;
+use crate::problem::{Dtype, Shape};
+use crate::toolkit;
+use anyhow::{anyhow, bail, Result};
+use cudarc::cublas::sys as cb;
+use cudarc::cublas::CudaBlas;
+use cudarc::driver::sys::CUdeviceptr;
+use std::path::PathBuf;
+
+/// Make cuBLAS loadable: cudarc opens it by name, so load it by path from the toolkit (or the
+/// python `nvidia` packages) when it is not on the loader's path.
+pub fn ensure_loadable() -> Result<()> {
+    // SAFETY: probes whether the library can be opened.
+    if unsafe { cb::is_culib_present() } {
+        return Ok(());
+    }
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    if let Some(tk) = toolkit::find().ok().flatten() {
+        if let Some(d) = tk.nvrtc_lib.parent() {
+            dirs.push(d.to_path_buf());
+        }
+    }
+    dirs.push("/usr/local/cuda/lib64".into());
+    for site in ["/usr/local/lib/python3/dist-packages", "/opt/torch/.venv/lib/python3.12/site-packages"] {
+        dirs.push(PathBuf::from(site).join("nvidia/cu13/lib"));
+        dirs.push(PathBuf::from(site).join("nvidia/cublas/lib"));
+    }
+    toolkit::preload_named(&dirs, &["libcublasLt.so.", "libcublas.so."]);
+    // SAFETY: as above.
+    if unsafe { cb::is_culib_present() } {
+        Ok(())
+    } else {
+        bail!("cuBLAS (libcublas.so) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")
+    }
+}
+
+pub struct Blas {
+    handle: CudaBlas,
+}
+
+fn cuda_type(d: Dtype) -> cb::cudaDataType {
+    match d {
+        Dtype::F16 => cb::cudaDataType::CUDA_R_16F,
+        Dtype::Bf16 => cb::cudaDataType::CUDA_R_16BF,
+    }
+}
+
+impl Blas {
+    pub fn new(gpu: &Gpu) -> Result<Blas> {
+        ensure_loadable()?;
+        let handle = CudaBlas::new(gpu.stream.clone()).map_err(|e| anyhow!("cuBLAS init: {e:?}"))?;
+        Ok(Blas { handle })
+    }
+
+    /// Row-major C = A * B^T. cuBLAS is column-major, so compute C^T = B * A^T: the row-major
+    /// N x K buffer of B read column-major is B^T (K x N), transposed back by op T; the row-major
+    /// A is A^T column-major. f32 accumulation (CUBLAS_COMPUTE_32F, no TF32 shortcuts apply
+    /// to 16-bit inputs); `c_f32` chooses an f32 output (the reference) or `dtype` (timing).
+    pub fn gemm(&self, shape: Shape, dtype: Dtype, a: CUdeviceptr, b: CUdeviceptr, c: CUdeviceptr, c_f32: bool) -> Result<()> {
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let c_type = if c_f32 { cb::cudaDataType::CUDA_R_32F } else { cuda_type(dtype) };
+        // SAFETY: pointers are device buffers of the sizes the shape implies; scalars are f32 as
+        // CUBLAS_COMPUTE_32F requires.
+        let status = unsafe {
+            cb::cublasGemmEx(
+                *self.handle.handle(),
+                cb::cublasOperation_t::CUBLAS_OP_T,
+                cb::cublasOperation_t::CUBLAS_OP_N,
+                shape.n as i32,
+                shape.m as i32,
+                shape.k as i32,
+                (&alpha as *const f32).cast(),
+                b as *const std::ffi::c_void,
+                cuda_type(dtype),
+                shape.k as i32,
+                a as *const std::ffi::c_void,
+                cuda_type(dtype),
+                shape.k as i32,
+                (&beta as *const f32).cast(),
+                c as *mut std::ffi::c_void,
+                c_type,
+                shape.n as i32,
+                cb::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                cb::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        };
+        if status != cb::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            bail!("cublasGemmEx failed: {status:?}");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,185 @@
+//! Host side of the tcgen05 emulation (steps/include/tcgen05_emu.cuh): the tensor-memory
+//! backing store, the per-CTA bookkeeping, and the fault record that survives a trap.
+
+use crate::descriptors::{decode_idesc, decode_smem_desc};
+use crate::gpu::{check, Gpu};
+use anyhow::{anyhow, Result};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
+use std::sync::Arc;
+
+/// 128 lanes x 512 columns of 32-bit cells per CTA.
+pub const TMEM_CELLS_PER_CTA: usize = 128 * 512;
+/// sizeof(bw::emu::CtaState): 4 words plus 64 queued MMAs of 32 bytes.
+pub const CTA_STATE_BYTES: usize = 16 + 64 * 32;
+
+/// Mirror of `bw::emu::Fault`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fault {
+    pub code: u32,
+    pub cta: u32,
+    pub warp: u32,
+    pub lane: u32,
+    pub detail0: u64,
+    pub detail1: u64,
+}
+
+fn op_name(what: u64) -> &'static str {
+    match what {
+        1 => "tcgen05.alloc",
+        2 => "tcgen05.relinquish_alloc_permit",
+        3 => "tcgen05.dealloc",
+        4 => "tcgen05.commit",
+        5 => "tcgen05.ld",
+        _ => "a tcgen05 instruction",
+    }
+}
+
+impl Fault {
+    /// What the emulator caught, in words.
+    pub fn describe(&self) -> String {
+        let (d0, d1) = (self.detail0, self.detail1);
+        let what = match self.code {
+            1 => format!("{} ran with lanes missing (active mask {d1:#010x}): .sync.aligned instructions need the whole warp", op_name(d0)),
+            2 => format!("tcgen05.alloc of {d0} columns: the count must be a power of two from 32 to 512"),
+            3 => format!("tcgen05.alloc of {d0} columns after tcgen05.relinquish_alloc_permit"),
+            4 => format!("tcgen05.alloc of {d0} columns: no free aligned range left (allocated granules {d1:#018b}); a CTA has 512 columns"),
+            5 => format!("tcgen05.dealloc of address {d0:#x} ({d1} columns), which is not an allocated range"),
+            6 => {
+                let i = decode_idesc(d0 as u32);
+                format!("instruction descriptor {d0:#010x} (M={}, N={}, D format {}, A/B format {}/{}, A/B major {}/{}) uses an encoding the emulator does not implement: it models dense kind::f16 with f32 accumulation, K-major A and B, M = 128, N a multiple of 16 up to 256", i.m, i.n, i.d_format, i.a_format, i.b_format, i.a_major, i.b_major)
+            }
+            7 => {
+                let s = decode_smem_desc(d0);
+                format!("shared-memory descriptor {d0:#018x} (start {:#x}, SBO {}, version {}, base offset {}, LBO mode {}, swizzle {}) uses an encoding the emulator does not implement: it models version 1, base offset 0, 128-byte swizzle, K-major", s.start_address, s.sbo, s.version, s.base_offset, s.lbo_mode, s.swizzle)
+            }
+            8 => format!("tensor-memory columns {d0}..{} are used but not allocated (address lane field must be 0 for an MMA)", d0 + d1),
+            9 => format!("tcgen05.ld addressed lanes {}..{}, but warp {} may only access lanes {d1}..{} (warp index % 4 picks the quarter)", (d0 >> 16), (d0 >> 16) + 31, self.warp, d1 + 31),
+            10 => format!("{d0} tcgen05.mma issued without a tcgen05.commit: the emulator queues at most 64"),
+            11 => format!("CTA {d0} runs, but tensor memory was emulated for {d1} CTAs"),
+            12 => format!("tcgen05.dealloc while {d0} issued MMAs were never committed"),
+            c => format!("unknown emulation fault code {c}"),
+        };
+        format!("tcgen05 emulation fault in CTA {}, warp {}, lane {}: {what}", self.cta, self.warp, self.lane)
+    }
+}
+
+/// The buffers one emulated launch needs.
+pub struct EmuBuffers {
+    tmem: CudaSlice<f32>,
+    state: CudaSlice<u8>,
+    fault_host: *mut Fault,
+    fault_dev: sys::CUdeviceptr,
+    pub num_ctas: usize,
+}
+
+impl EmuBuffers {
+    pub fn new(gpu: &Gpu, num_ctas: usize) -> Result<EmuBuffers> {
+        let s = &gpu.stream;
+        // SAFETY: filled with NaN by `reset` before every launch.
+        let tmem = unsafe { s.alloc::<f32>(num_ctas * TMEM_CELLS_PER_CTA) }
+            .map_err(|e| anyhow!("cannot allocate emulated tensor memory ({num_ctas} CTAs x 256 KiB): {e:?}"))?;
+        let state = s
+            .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
+            .map_err(|e| anyhow!("{e:?}"))?;
+        let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: pinned, device-mapped host memory of the struct's size; freed in Drop.
+        unsafe {
+            check(
+                sys::cuMemHostAlloc(&mut host, std::mem::size_of::<Fault>(), 0x02 /* DEVICEMAP */),
+                "cuMemHostAlloc",
+            )?;
+            check(sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0), "cuMemHostGetDevicePointer")?;
+        }
+        Ok(EmuBuffers { tmem, state, fault_host: host.cast(), fault_dev: dev, num_ctas })
+    }
+
+    /// Point the module's `wb_emu_*` globals at these buffers.
+    pub fn install(&self, gpu: &Gpu, module: &Arc<CudaModule>) -> Result<()> {
+        let s = &gpu.stream;
+        let (tmem_ptr, _g1) = self.tmem.device_ptr(s);
+        let (state_ptr, _g2) = self.state.device_ptr(s);
+        let values: [(&str, Vec<u8>); 4] = [
+            ("wb_emu_tmem", tmem_ptr.to_le_bytes().to_vec()),
+            ("wb_emu_state", state_ptr.to_le_bytes().to_vec()),
+            ("wb_emu_num_ctas", (self.num_ctas as u32).to_le_bytes().to_vec()),
+            ("wb_emu_fault", self.fault_dev.to_le_bytes().to_vec()),
+        ];
+        for (name, bytes) in values {
+            let mut view = module.get_global(name, s).map_err(|e| {
+                anyhow!("the kernel has no {name}: was it compiled for emulation? ({e:?})")
+            })?;
+            s.memcpy_htod(&bytes, &mut view).map_err(|e| anyhow!("{e:?}"))?;
+        }
+        s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+        Ok(())
+    }
+
+    /// Before each launch: tensor memory to NaN (reads before the MMAs land fail verification),
+    /// bookkeeping to zero, no fault.
+    pub fn reset(&mut self, gpu: &Gpu) -> Result<()> {
+        let s = &gpu.stream;
+        {
+            let (p, _g) = self.tmem.device_ptr(s);
+            // SAFETY: `p` is the tmem buffer, `num_ctas * cells * 4` bytes long.
+            check(
+                unsafe { sys::cuMemsetD8Async(p, 0xFF, self.num_ctas * TMEM_CELLS_PER_CTA * 4, s.cu_stream()) },
+                "poisoning emulated tensor memory",
+            )?;
+        }
+        s.memset_zeros(&mut self.state).map_err(|e| anyhow!("{e:?}"))?;
+        s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+        // SAFETY: pinned host memory of one Fault, not in use by a running kernel now.
+        unsafe { self.fault_host.write_volatile(Fault::default()) };
+        Ok(())
+    }
+
+    /// The fault the kernel recorded before trapping, if any. Readable even after the context
+    /// died, since it lives in host memory.
+    pub fn fault(&self) -> Option<Fault> {
+        // SAFETY: pinned host memory of one Fault.
+        let f = unsafe { self.fault_host.read_volatile() };
+        (f.code != 0).then_some(f)
+    }
+
+    /// CTAs that exited with tensor memory still allocated (a real GPU requires dealloc).
+    pub fn leaked_ctas(&self, gpu: &Gpu) -> Result<Vec<usize>> {
+        let bytes = gpu.stream.clone_dtoh(&self.state).map_err(|e| anyhow!("{e:?}"))?;
+        Ok((0..self.num_ctas)
+            .filter(|&c| {
+                let o = c * CTA_STATE_BYTES;
+                u32::from_le_bytes([bytes[o], bytes[o + 1], bytes[o + 2], bytes[o + 3]]) != 0
+            })
+            .collect())
+    }
+}
+
+impl Drop for EmuBuffers {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc in `new`, freed once.
+        unsafe {
+            sys::cuMemFreeHost(self.fault_host.cast());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fault_layout_matches_the_device_struct() {
+        assert_eq!(std::mem::size_of::<Fault>(), 32);
+    }
+
+    #[test]
+    fn faults_are_described_in_words() {
+        let f = Fault { code: 9, cta: 3, warp: 1, lane: 0, detail0: 0, detail1: 32 };
+        let s = f.describe();
+        assert!(s.contains("warp 1 may only access lanes 32..63"), "{s}");
+        let f = Fault { code: 7, detail0: 0x4000_4040_0001_0040 | (1 << 49), ..Default::default() };
+        assert!(f.describe().contains("base offset 1"), "{}", f.describe());
+    }
+}

@@ -1,0 +1,234 @@
+//! The GPU: finding it, describing it, its peak rate, tensor maps and kernel launches.
+
+use anyhow::{anyhow, bail, Context, Result};
+use cudarc::driver::sys;
+use cudarc::driver::{CudaContext, CudaStream};
+use serde::Serialize;
+use std::sync::Arc;
+
+use crate::problem::Dtype;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct GpuInfo {
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: u32,
+    pub max_clock_mhz: u32,
+    pub l2_bytes: u32,
+    pub max_smem_per_block: u32,
+    pub driver_version: String,
+}
+
+impl GpuInfo {
+    pub fn sm(&self) -> String {
+        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+    }
+    /// Dense f16/bf16 tensor-core peak at the maximum clock, if the architecture is known.
+    pub fn peak_tflops(&self) -> Option<f64> {
+        peak_tflops(self.compute_capability, self.sm_count, self.max_clock_mhz)
+    }
+}
+
+/// Dense f16/bf16 FLOP per clock per SM of the tensor cores: 4096 for Hopper (sm_90: 1024 FMA
+/// per clock per SM across 4 tensor cores), 8192 for Blackwell datacenter parts (sm_100).
+pub fn dense_f16_flop_per_clock_per_sm(cc: (i32, i32)) -> Option<f64> {
+    match cc {
+        (9, 0) => Some(4096.0),
+        (10, 0) => Some(8192.0),
+        _ => None,
+    }
+}
+
+/// Peak TFLOP/s = SM count x clock x FLOP/clock/SM.
+pub fn peak_tflops(cc: (i32, i32), sm_count: u32, clock_mhz: u32) -> Option<f64> {
+    dense_f16_flop_per_clock_per_sm(cc).map(|f| f * sm_count as f64 * clock_mhz as f64 * 1e6 / 1e12)
+}
+
+pub struct Gpu {
+    pub ctx: Arc<CudaContext>,
+    pub stream: Arc<CudaStream>,
+    pub info: GpuInfo,
+}
+
+/// Whether a GPU is usable here, and if not, why.
+pub enum GpuStatus {
+    Present(Box<Gpu>),
+    Absent(String),
+}
+
+fn attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Result<u32> {
+    Ok(ctx.attribute(a).with_context(|| format!("cannot read {a:?}"))? as u32)
+}
+
+/// Open device 0 (or `WORKBOOK_DEVICE`), or say why there is none.
+pub fn open() -> GpuStatus {
+    // SAFETY: only probes whether libcuda can be loaded.
+    if !unsafe { sys::is_culib_present() } {
+        return GpuStatus::Absent("no CUDA driver (libcuda.so) on this machine".into());
+    }
+    if let Err(e) = cudarc::driver::result::init() {
+        return GpuStatus::Absent(format!("the CUDA driver found no usable GPU ({e:?})"));
+    }
+    match cudarc::driver::result::device::get_count() {
+        Ok(0) | Err(_) => return GpuStatus::Absent("the CUDA driver reports no GPU".into()),
+        Ok(_) => {}
+    }
+    let ordinal = std::env::var("WORKBOOK_DEVICE").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    match open_device(ordinal) {
+        Ok(g) => GpuStatus::Present(Box::new(g)),
+        Err(e) => GpuStatus::Absent(format!("cannot open GPU {ordinal}: {e:#}")),
+    }
+}
+
+fn open_device(ordinal: usize) -> Result<Gpu> {
+    let ctx = CudaContext::new(ordinal).map_err(|e| anyhow!("{e:?}"))?;
+    // The harness orders its work on one stream itself; cudarc's per-buffer events would only
+    // add synchronisation to the raw launches below.
+    // SAFETY: called before any allocation on this context.
+    unsafe { ctx.disable_event_tracking() };
+    let stream = ctx.new_stream().map_err(|e| anyhow!("{e:?}"))?;
+    let mut driver = 0;
+    // SAFETY: plain out-parameter.
+    unsafe { sys::cuDriverGetVersion(&mut driver) };
+    use sys::CUdevice_attribute::*;
+    let info = GpuInfo {
+        name: ctx.name().map_err(|e| anyhow!("{e:?}"))?,
+        compute_capability: ctx.compute_capability().map_err(|e| anyhow!("{e:?}"))?,
+        sm_count: attr(&ctx, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+        max_clock_mhz: attr(&ctx, CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000,
+        l2_bytes: attr(&ctx, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
+        max_smem_per_block: attr(&ctx, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?,
+        driver_version: format!("{}.{}", driver / 1000, (driver % 1000) / 10),
+    };
+    Ok(Gpu { ctx, stream, info })
+}
+
+pub fn check(r: sys::CUresult, what: &str) -> Result<()> {
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(anyhow!("{what} failed: {r:?}"))
+    }
+}
+
+/// A 2D tensor map over a row-major `rows x cols` matrix of 16-bit elements, with a
+/// `box_rows x box_cols` box and the 128-byte swizzle the MMA descriptors expect.
+pub fn tensor_map_2d(
+    ptr: sys::CUdeviceptr,
+    dtype: Dtype,
+    rows: usize,
+    cols: usize,
+    box_rows: u32,
+    box_cols: u32,
+) -> Result<sys::CUtensorMap> {
+    if box_cols * 2 > 128 {
+        bail!("a 128B-swizzled box is at most 128 bytes wide ({box_cols} 16-bit columns asked)");
+    }
+    if box_rows > 256 || box_cols > 256 {
+        bail!("a TMA box is at most 256 elements per dimension");
+    }
+    if (cols * 2) % 16 != 0 {
+        bail!("TMA needs rows that are a multiple of 16 bytes ({cols} columns)");
+    }
+    let data_type = match dtype {
+        Dtype::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Dtype::Bf16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let global_dim = [cols as u64, rows as u64];
+    let global_strides = [(cols * 2) as u64];
+    let box_dim = [box_cols, box_rows];
+    let element_strides = [1u32, 1];
+    let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
+    // SAFETY: arrays have rank (2) or rank-1 entries as the API requires; `map` is writable.
+    let r = unsafe {
+        sys::cuTensorMapEncodeTiled(
+            map.as_mut_ptr(),
+            data_type,
+            2,
+            ptr as *mut std::ffi::c_void,
+            global_dim.as_ptr(),
+            global_strides.as_ptr(),
+            box_dim.as_ptr(),
+            element_strides.as_ptr(),
+            sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    };
+    check(r, "cuTensorMapEncodeTiled")?;
+    // SAFETY: initialised by the successful call above.
+    Ok(unsafe { map.assume_init() })
+}
+
+/// Grid, block, cluster and shared memory of one launch.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct LaunchDims {
+    pub grid: (u32, u32, u32),
+    pub block: u32,
+    pub cluster: (u32, u32, u32),
+    pub smem_bytes: u32,
+}
+
+impl LaunchDims {
+    pub fn num_ctas(&self) -> u32 {
+        self.grid.0 * self.grid.1 * self.grid.2
+    }
+}
+
+/// cuLaunchKernelEx: the one launch path, since only it takes a cluster shape.
+///
+/// # Safety
+/// `params` must point at the kernel's arguments, in order, with the kernel's types.
+pub unsafe fn launch(
+    func: sys::CUfunction,
+    dims: &LaunchDims,
+    stream: &CudaStream,
+    params: &mut [*mut std::ffi::c_void],
+) -> Result<()> {
+    let mut attrs: Vec<sys::CUlaunchAttribute> = Vec::new();
+    if dims.cluster != (1, 1, 1) {
+        let mut a: sys::CUlaunchAttribute = std::mem::zeroed();
+        a.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        a.value.clusterDim.x = dims.cluster.0;
+        a.value.clusterDim.y = dims.cluster.1;
+        a.value.clusterDim.z = dims.cluster.2;
+        attrs.push(a);
+    }
+    let config = sys::CUlaunchConfig {
+        gridDimX: dims.grid.0,
+        gridDimY: dims.grid.1,
+        gridDimZ: dims.grid.2,
+        blockDimX: dims.block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: dims.smem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attrs.as_mut_ptr(),
+        numAttrs: attrs.len() as u32,
+    };
+    check(
+        sys::cuLaunchKernelEx(&config, func, params.as_mut_ptr(), std::ptr::null_mut()),
+        "kernel launch",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_table() {
+        // H100 SXM: 132 SMs at 1980 MHz max clock -> 1070 TFLOP/s dense f16 at that clock;
+        // at the datasheet's 1830 MHz boost the same formula gives the published 989.
+        let h100 = peak_tflops((9, 0), 132, 1980).unwrap();
+        assert!((h100 - 1070.5).abs() < 0.5, "{h100}");
+        let h100_boost = peak_tflops((9, 0), 132, 1830).unwrap();
+        assert!((h100_boost - 989.4).abs() < 0.5, "{h100_boost}");
+        // B200: 148 SMs; twice Hopper's rate per SM and clock.
+        let b200 = peak_tflops((10, 0), 148, 1965).unwrap();
+        assert!((b200 - 2382.3).abs() < 1.0, "{b200}");
+        assert_eq!(peak_tflops((8, 0), 108, 1410), None);
+        assert_eq!(peak_tflops((12, 0), 84, 2500), None, "consumer Blackwell has no tcgen05");
+    }
+}

@@ -1,0 +1,24 @@
+//! Shared host harness of the Blackwell GEMM workbook.
+//!
+//! A step crate holds a kernel and implements [`step::Step`]; everything else lives here once:
+//! finding NVRTC ([`toolkit`]), compiling ([`compile`]), disassembling ([`sass`]), the GPU and
+//! its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]), timing
+//! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]) and the whole run ([`run`]).
+
+pub mod compile;
+pub mod cublas;
+pub mod descriptors;
+pub mod emulation;
+pub mod gpu;
+pub mod mutation;
+pub mod problem;
+pub mod run;
+pub mod sass;
+pub mod step;
+pub mod timing;
+pub mod toolkit;
+pub mod verify;
+
+pub use compile::{Compiled, KernelSource, Target};
+pub use problem::{Dist, Dtype, Problem, Shape};
+pub use step::{OutputArg, Plan, Step, StepInfo};

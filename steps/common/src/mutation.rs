@@ -1,0 +1,84 @@
+//! Seeded bugs: textual edits of a step kernel that a correct harness must catch. They are the
+//! negative controls of the GPU check script, and a way for students to see what a broken
+//! kernel looks like (`runner step N --mutate wrong-sbo`).
+
+use anyhow::{bail, Result};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Mutation {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// Every line containing this text is edited...
+    pub anchor: &'static str,
+    /// ...by replacing `from` with `to` (an empty `from` comments the whole line out).
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+pub const MUTATIONS: &[Mutation] = &[
+    Mutation {
+        name: "wrong-sbo",
+        description: "shared-memory descriptors use an SBO of 2048 bytes instead of 1024 (8 rows of 128 B)",
+        anchor: "SWIZZLE_GROUP_BYTES = 8 * 128",
+        from: "8 * 128",
+        to: "16 * 128",
+    },
+    Mutation {
+        name: "skip-acc-wait",
+        description: "the epilogue reads the accumulator without waiting on acc_full",
+        anchor: "mbarrier_wait(&smem.acc_full",
+        from: "",
+        to: "",
+    },
+];
+
+pub fn find(name: &str) -> Result<&'static Mutation> {
+    match MUTATIONS.iter().find(|m| m.name == name) {
+        Some(m) => Ok(m),
+        None => bail!(
+            "unknown mutation {name:?}; known: {}",
+            MUTATIONS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+impl Mutation {
+    /// The kernel with the bug seeded; an error if the anchor is not in it.
+    pub fn apply(&self, kernel: &str) -> Result<String> {
+        let mut hits = 0;
+        let out: Vec<String> = kernel
+            .lines()
+            .map(|l| {
+                if !l.contains(self.anchor) {
+                    return l.to_string();
+                }
+                hits += 1;
+                if self.from.is_empty() {
+                    format!("// [mutation {}] {}", self.name, l.trim_start())
+                } else {
+                    l.replace(self.from, self.to)
+                }
+            })
+            .collect();
+        if hits == 0 {
+            bail!("mutation {} does not apply: no line contains {:?}", self.name, self.anchor);
+        }
+        Ok(out.join("\n") + "\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mutations_edit_what_they_name() {
+        let k = "constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;\n  bw::mbarrier_wait(&smem.acc_full, 0);\nx;\n";
+        let a = find("wrong-sbo").unwrap().apply(k).unwrap();
+        assert!(a.contains("SWIZZLE_GROUP_BYTES = 16 * 128;"));
+        let b = find("skip-acc-wait").unwrap().apply(k).unwrap();
+        assert!(b.contains("// [mutation skip-acc-wait] bw::mbarrier_wait(&smem.acc_full, 0);"));
+        assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
+        assert!(find("nope").is_err());
+    }
+}

@@ -1,0 +1,232 @@
+//! The GEMM every step solves, and its inputs: C = A * B^T, A (M x K), B (N x K), C (M x N),
+//! all row-major; f16 or bf16 inputs and output, f32 accumulation.
+
+use anyhow::{bail, Result};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, StandardNormal};
+use serde::Serialize;
+use std::fmt;
+use std::str::FromStr;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    F16,
+    Bf16,
+}
+
+impl Dtype {
+    pub fn to_f32(self, bits: u16) -> f32 {
+        match self {
+            Dtype::F16 => half::f16::from_bits(bits).to_f32(),
+            Dtype::Bf16 => half::bf16::from_bits(bits).to_f32(),
+        }
+    }
+    pub fn from_f32(self, v: f32) -> u16 {
+        match self {
+            Dtype::F16 => half::f16::from_f32(v).to_bits(),
+            Dtype::Bf16 => half::bf16::from_f32(v).to_bits(),
+        }
+    }
+    /// The CUDA C++ type the kernels are compiled with.
+    pub fn cuda_type(self) -> &'static str {
+        match self {
+            Dtype::F16 => "__half",
+            Dtype::Bf16 => "__nv_bfloat16",
+        }
+    }
+    /// Unit roundoff of the storage format (2^-11 for f16, 2^-8 for bf16).
+    pub fn unit_roundoff(self) -> f64 {
+        match self {
+            Dtype::F16 => 2f64.powi(-11),
+            Dtype::Bf16 => 2f64.powi(-8),
+        }
+    }
+    /// All-ones bits: a NaN in both formats, used to poison outputs.
+    pub const POISON: u16 = 0xFFFF;
+}
+
+impl FromStr for Dtype {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "f16" | "fp16" | "half" => Ok(Dtype::F16),
+            "bf16" | "bfloat16" => Ok(Dtype::Bf16),
+            _ => bail!("unknown dtype {s:?}: use f16 or bf16"),
+        }
+    }
+}
+
+impl fmt::Display for Dtype {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dtype::F16 => "f16",
+            Dtype::Bf16 => "bf16",
+        })
+    }
+}
+
+/// How the inputs are drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dist {
+    /// iid N(0, 1): the default; realistic magnitudes and cancellation.
+    Gaussian,
+    /// iid U(-1, 1).
+    Uniform,
+    /// Integers in [-4, 4]: products and sums are exact in f32, so any error is a bug.
+    Int,
+}
+
+impl FromStr for Dist {
+    type Err = anyhow::Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.to_ascii_lowercase().as_str() {
+            "gaussian" | "normal" => Ok(Dist::Gaussian),
+            "uniform" => Ok(Dist::Uniform),
+            "int" | "small-int" | "integer" => Ok(Dist::Int),
+            _ => bail!("unknown distribution {s:?}: use gaussian, uniform or int"),
+        }
+    }
+}
+
+impl fmt::Display for Dist {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Dist::Gaussian => "gaussian",
+            Dist::Uniform => "uniform",
+            Dist::Int => "int",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Shape {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+}
+
+impl Shape {
+    pub const DEFAULT: Shape = Shape { m: 4096, n: 8192, k: 4096 };
+    /// Small default for emulated runs: emulation proves logic, not speed.
+    pub const EMULATION_DEFAULT: Shape = Shape { m: 512, n: 1024, k: 512 };
+
+    pub fn flops(&self) -> f64 {
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}x{}x{}", self.m, self.n, self.k)
+    }
+}
+
+/// The inputs of one run, as 16-bit patterns of `dtype`.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub dist: Dist,
+    pub seed: u64,
+    pub a: Vec<u16>,
+    pub b: Vec<u16>,
+}
+
+fn draw(rng: &mut impl Rng, dist: Dist) -> f32 {
+    match dist {
+        Dist::Gaussian => StandardNormal.sample(rng),
+        Dist::Uniform => rng.random_range(-1.0f32..1.0),
+        Dist::Int => rng.random_range(-4i32..=4) as f32,
+    }
+}
+
+impl Problem {
+    /// Draw A and B from `dist` with a seeded generator: the same seed gives the same inputs.
+    pub fn generate(shape: Shape, dtype: Dtype, dist: Dist, seed: u64) -> Problem {
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let mut fill = |len: usize| -> Vec<u16> {
+            (0..len).map(|_| dtype.from_f32(draw(&mut rng, dist))).collect()
+        };
+        let a = fill(shape.m * shape.k);
+        let b = fill(shape.n * shape.k);
+        Problem { shape, dtype, dist, seed, a, b }
+    }
+
+    /// C[i][j] in f64 from the (already rounded) inputs: the CPU reference.
+    pub fn reference_entry(&self, i: usize, j: usize) -> f64 {
+        let k = self.shape.k;
+        let a = &self.a[i * k..(i + 1) * k];
+        let b = &self.b[j * k..(j + 1) * k];
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| self.dtype.to_f32(x) as f64 * self.dtype.to_f32(y) as f64)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generation_is_seeded_and_nonzero() {
+        let s = Shape { m: 64, n: 32, k: 128 };
+        let p1 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 7);
+        let p2 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 7);
+        let p3 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 8);
+        assert_eq!(p1.a, p2.a);
+        assert_eq!(p1.b, p2.b);
+        assert_ne!(p1.a, p3.a);
+        assert_eq!(p1.a.len(), 64 * 128);
+        assert_eq!(p1.b.len(), 32 * 128);
+    }
+
+    #[test]
+    fn gaussian_inputs_have_unit_variance() {
+        let s = Shape { m: 256, n: 1, k: 256 };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let p = Problem::generate(s, dtype, Dist::Gaussian, 1);
+            let v: Vec<f64> = p.a.iter().map(|&x| dtype.to_f32(x) as f64).collect();
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
+            assert!(mean.abs() < 0.02, "mean {mean}");
+            assert!((var - 1.0).abs() < 0.05, "variance {var}");
+            assert!(v.iter().all(|x| x.is_finite()));
+        }
+    }
+
+    #[test]
+    fn small_int_inputs_are_exact_integers() {
+        let p = Problem::generate(Shape { m: 8, n: 8, k: 64 }, Dtype::Bf16, Dist::Int, 3);
+        for &x in &p.a {
+            let f = Dtype::Bf16.to_f32(x);
+            assert_eq!(f, f.round());
+            assert!((-4.0..=4.0).contains(&f));
+        }
+    }
+
+    #[test]
+    fn poison_is_nan_in_both_formats() {
+        assert!(Dtype::F16.to_f32(Dtype::POISON).is_nan());
+        assert!(Dtype::Bf16.to_f32(Dtype::POISON).is_nan());
+    }
+
+    #[test]
+    fn reference_entry_is_a_dot_product() {
+        let mut p = Problem::generate(Shape { m: 2, n: 2, k: 3 }, Dtype::F16, Dist::Int, 0);
+        p.a = [1.0, 2.0, 3.0, 0.0, 0.0, 0.0].map(|v| Dtype::F16.from_f32(v)).to_vec();
+        p.b = [4.0, 5.0, 6.0, 1.0, 1.0, 1.0].map(|v| Dtype::F16.from_f32(v)).to_vec();
+        assert_eq!(p.reference_entry(0, 0), 32.0);
+        assert_eq!(p.reference_entry(0, 1), 6.0);
+        assert_eq!(p.reference_entry(1, 0), 0.0);
+    }
+
+    #[test]
+    fn parses_names() {
+        assert_eq!("BF16".parse::<Dtype>().unwrap(), Dtype::Bf16);
+        assert!("f32".parse::<Dtype>().is_err());
+        assert_eq!("int".parse::<Dist>().unwrap(), Dist::Int);
+    }
+}

@@ -1,0 +1,112 @@
+//! What a step crate provides: its kernel, its tuning parameters, the shapes it accepts and its
+//! launch plan. Everything else (compiling, launching, verifying, timing) is shared.
+//!
+//! Kernel contract, the same for every step:
+//! `extern "C" __global__ void gemm_kernel(const __grid_constant__ TmaDesc tmap_a,
+//!     const __grid_constant__ TmaDesc tmap_b, <T* C | const __grid_constant__ TmaDesc tmap_c>,
+//!     int M, int N, int K)` compiled with `-DWB_DTYPE=<__half|__nv_bfloat16> -DWB_IS_BF16=<0|1>`
+//! and `-DWB_<PARAM>=<value>` for each tuning parameter.
+
+use crate::compile::KernelSource;
+use crate::gpu::{GpuInfo, LaunchDims};
+use crate::problem::{Dtype, Shape};
+
+/// The static facts of a step.
+#[derive(Debug)]
+pub struct StepInfo {
+    pub number: u32,
+    /// Crate folder relative to the repository root, e.g. `steps/step0_naive`.
+    pub crate_dir: &'static str,
+    pub title: &'static str,
+    /// The step's one idea, in a sentence.
+    pub idea: &'static str,
+    pub kernel: &'static str,
+    pub host: &'static str,
+    /// The book chapter, relative to the repository root.
+    pub chapter: &'static str,
+    /// SASS opcodes (prefixes) the sm_100a build must contain.
+    pub sass_expect: &'static [&'static str],
+}
+
+impl StepInfo {
+    pub fn kernel_path(&self) -> String {
+        format!("{}/src/kernel.cu", self.crate_dir)
+    }
+    pub fn host_path(&self) -> String {
+        format!("{}/src/lib.rs", self.crate_dir)
+    }
+    pub fn kernel_source(&self) -> KernelSource {
+        KernelSource {
+            path: self.kernel_path(),
+            text: self.kernel.to_string(),
+        }
+    }
+}
+
+/// How the kernel receives C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputArg {
+    /// A plain `T*`.
+    Pointer,
+    /// A tensor map with this box (rows, cols), for TMA stores.
+    TensorMap { box_rows: u32, box_cols: u32 },
+}
+
+/// One launch of the step's kernel for one shape.
+#[derive(Debug, Clone, Copy)]
+pub struct Plan {
+    pub dims: LaunchDims,
+    /// TMA boxes (rows, cols) for A and B.
+    pub a_box: (u32, u32),
+    pub b_box: (u32, u32),
+    pub output: OutputArg,
+}
+
+pub trait Step: Sync {
+    fn info(&self) -> &'static StepInfo;
+    /// Tuning parameters in a fixed order, e.g. `[("tile_m", 128), ...]`; each becomes
+    /// `-DWB_TILE_M=128` for the kernel and a line of `runner step`'s report.
+    fn params(&self) -> Vec<(&'static str, u32)>;
+    /// `Err` names the violated constraint, e.g. "M must be a multiple of 128 for step 0".
+    fn check_shape(&self, shape: Shape) -> Result<(), String>;
+    /// The launch for `shape`; `gpu` is absent when planning without a device.
+    fn plan(&self, shape: Shape, gpu: Option<&GpuInfo>) -> Plan;
+
+    /// Compiler definitions for `dtype`.
+    fn defines(&self, dtype: Dtype) -> Vec<(String, String)> {
+        let mut d = vec![
+            ("WB_DTYPE".to_string(), dtype.cuda_type().to_string()),
+            ("WB_IS_BF16".to_string(), u32::from(dtype == Dtype::Bf16).to_string()),
+        ];
+        d.extend(
+            self.params()
+                .into_iter()
+                .map(|(k, v)| (format!("WB_{}", k.to_ascii_uppercase()), v.to_string())),
+        );
+        d
+    }
+}
+
+/// `Err("M must be a multiple of 128 for step 0")` unless `value` is a positive multiple.
+pub fn require_multiple(dim: &str, value: usize, multiple: usize, step: u32) -> Result<(), String> {
+    if value == 0 || value % multiple != 0 {
+        Err(format!(
+            "{dim} must be a positive multiple of {multiple} for step {step} (got {value})"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shape_errors_name_the_constraint() {
+        assert!(require_multiple("M", 256, 128, 0).is_ok());
+        let e = require_multiple("M", 100, 128, 0).unwrap_err();
+        assert_eq!(e, "M must be a positive multiple of 128 for step 0 (got 100)");
+        assert!(require_multiple("K", 0, 64, 0).is_err());
+    }
+}

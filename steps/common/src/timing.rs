@@ -1,0 +1,118 @@
+//! Timing with CUDA events: warm-up, then the median over many runs, with the L2 cache flushed
+//! between runs by default so every run reads its operands from HBM.
+
+use crate::gpu::{check, Gpu};
+use anyhow::{anyhow, Result};
+use cudarc::driver::sys;
+use serde::Serialize;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Stats {
+    pub median_us: f64,
+    pub min_us: f64,
+    pub max_us: f64,
+    pub runs: usize,
+}
+
+impl Stats {
+    pub fn from_samples(mut us: Vec<f64>) -> Stats {
+        us.sort_by(|a, b| a.total_cmp(b));
+        let n = us.len();
+        let median = if n == 0 {
+            f64::NAN
+        } else if n % 2 == 1 {
+            us[n / 2]
+        } else {
+            0.5 * (us[n / 2 - 1] + us[n / 2])
+        };
+        Stats {
+            median_us: median,
+            min_us: us.first().copied().unwrap_or(f64::NAN),
+            max_us: us.last().copied().unwrap_or(f64::NAN),
+            runs: n,
+        }
+    }
+    pub fn tflops(&self, flops: f64) -> f64 {
+        flops / (self.median_us * 1e-6) / 1e12
+    }
+}
+
+/// Wait for everything queued on the stream, but give up after `timeout`: a kernel waiting on
+/// an mbarrier phase that never completes spins forever. On a hang the process exits at once
+/// (code 124): dropping buffers or modules a running kernel still uses could block too.
+pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
+    let event = gpu
+        .stream
+        .record_event(None)
+        .map_err(|e| anyhow!("cannot record an event: {e:?}"))?;
+    let start = Instant::now();
+    loop {
+        // SAFETY: the event is alive for the loop.
+        let r = unsafe { sys::cuEventQuery(event.cu_event()) };
+        match r {
+            sys::CUresult::CUDA_SUCCESS => return Ok(()),
+            sys::CUresult::CUDA_ERROR_NOT_READY => {
+                if start.elapsed() > timeout {
+                    eprintln!(
+                        "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
+                        timeout.as_secs_f64()
+                    );
+                    std::process::exit(124);
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            other => return Err(anyhow!("{what} faulted: {other:?}")),
+        }
+    }
+}
+
+/// Time `launch` with events: `warmup` untimed runs, then `iters` timed ones, each preceded
+/// (outside the timed region) by overwriting `flush` to evict L2.
+pub fn time_launches(
+    gpu: &Gpu,
+    warmup: usize,
+    iters: usize,
+    flush: Option<(sys::CUdeviceptr, usize)>,
+    timeout: Duration,
+    mut launch: impl FnMut() -> Result<()>,
+) -> Result<Stats> {
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    for _ in 0..warmup {
+        launch()?;
+    }
+    sync_with_timeout(gpu, timeout, "warm-up")?;
+    let mut samples = Vec::with_capacity(iters);
+    for _ in 0..iters {
+        if let Some((ptr, bytes)) = flush {
+            // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
+            check(
+                unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
+                "L2 flush",
+            )?;
+        }
+        let start = gpu.stream.record_event(flags).map_err(|e| anyhow!("{e:?}"))?;
+        launch()?;
+        let end = gpu.stream.record_event(flags).map_err(|e| anyhow!("{e:?}"))?;
+        sync_with_timeout(gpu, timeout, "timed run")?;
+        let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
+        samples.push(ms as f64 * 1e3);
+    }
+    Ok(Stats::from_samples(samples))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_of_odd_and_even_counts() {
+        let s = Stats::from_samples(vec![5.0, 1.0, 3.0]);
+        assert_eq!((s.median_us, s.min_us, s.max_us, s.runs), (3.0, 1.0, 5.0, 3));
+        let s = Stats::from_samples(vec![4.0, 1.0, 3.0, 2.0]);
+        assert_eq!(s.median_us, 2.5);
+        // 2 * 4096 * 8192 * 4096 flops in 1000 us = 274.9 TFLOP/s.
+        let s = Stats::from_samples(vec![1000.0]);
+        assert!((s.tflops(2.0 * 4096.0 * 8192.0 * 4096.0) - 274.88).abs() < 0.01);
+    }
+}

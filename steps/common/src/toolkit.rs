@@ -1,0 +1,302 @@
+//! Finding (and, where none is found, installing) NVRTC, the CUDA headers and nvdisasm.
+//!
+//! Search order: `WORKBOOK_CUDA` (an explicit toolkit root), `CUDA_PATH`, `CUDA_HOME`,
+//! `/usr/local/cuda*`, the project-local PyPI install (`.cuda/pypi`), then the `nvidia` packages
+//! of the `python3` on the PATH. When none is usable, the pinned PyPI packages are installed
+//! into `.cuda/pypi` with pip, once; later runs reuse them.
+
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// Pinned PyPI packages: 13.0.x matches the CUDA 13.0 driver of the GPU machines; nvdisasm has
+/// no 13.0 wheel, and a newer disassembler reads older cubins.
+pub const PYPI_NVRTC: &str = "nvidia-cuda-nvrtc==13.0.88";
+pub const PYPI_HEADERS: &str = "nvidia-cuda-runtime==13.0.96";
+pub const PYPI_NVDISASM: &str = "nvidia-cuda-nvdisasm==13.2.51";
+
+/// A usable set of CUDA compile tools.
+#[derive(Debug, Clone)]
+pub struct Toolkit {
+    /// Where it came from, for reports ("CUDA_PATH=/usr/local/cuda", "PyPI (.cuda/pypi)", ...).
+    pub origin: String,
+    /// Directory holding `cuda_fp16.h`.
+    pub include_dir: PathBuf,
+    /// `libnvrtc.so.*`.
+    pub nvrtc_lib: PathBuf,
+    /// `libnvrtc-builtins.so.*`, which NVRTC opens by name at compile time.
+    pub builtins_lib: Option<PathBuf>,
+    /// `nvdisasm`, if this toolkit has one.
+    pub nvdisasm: Option<PathBuf>,
+}
+
+/// The workspace root (two levels above this crate), where `.cuda/` lives by default.
+pub fn project_root() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    manifest
+        .ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| manifest.to_path_buf())
+}
+
+/// Folder the PyPI packages are installed into: `WORKBOOK_CUDA_CACHE` or `<root>/.cuda/pypi`.
+pub fn pypi_dir() -> PathBuf {
+    std::env::var_os("WORKBOOK_CUDA_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| project_root().join(".cuda").join("pypi"))
+}
+
+fn first_glob(dir: &Path, prefix: &str) -> Option<PathBuf> {
+    let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix) && !n.contains(".alt."))
+        })
+        .collect();
+    hits.sort();
+    hits.into_iter().next()
+}
+
+/// Try one candidate root (a toolkit or a PyPI `nvidia/cuXX` folder).
+fn probe(root: &Path, origin: String) -> Option<Toolkit> {
+    let include_dir = root.join("include");
+    if !include_dir.join("cuda_fp16.h").is_file() {
+        return None;
+    }
+    let (nvrtc_lib, lib_dir) = ["lib64", "lib", "lib/x64"].iter().find_map(|d| {
+        let dir = root.join(d);
+        first_glob(&dir, "libnvrtc.so.").map(|lib| (lib, dir))
+    })?;
+    let builtins_lib = first_glob(&lib_dir, "libnvrtc-builtins.so.");
+    let nvdisasm = Some(root.join("bin").join("nvdisasm")).filter(|p| p.is_file());
+    Some(Toolkit {
+        origin,
+        include_dir,
+        nvrtc_lib,
+        builtins_lib,
+        nvdisasm,
+    })
+}
+
+fn pypi_roots(site: &Path) -> Vec<PathBuf> {
+    ["cu13", "cu12", "cuda_nvrtc"]
+        .iter()
+        .map(|d| site.join("nvidia").join(d))
+        .collect()
+}
+
+fn python() -> String {
+    std::env::var("WORKBOOK_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// The `nvidia` package folders of the python on the PATH, if it has any.
+fn python_site_nvidia() -> Vec<PathBuf> {
+    let out = Command::new(python())
+        .args([
+            "-c",
+            "import nvidia, sys; sys.stdout.write('\\n'.join(list(nvidia.__path__)))",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .filter_map(|l| Path::new(l).parent().map(Path::to_path_buf))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Find a toolkit without installing anything.
+pub fn find() -> Result<Option<Toolkit>> {
+    if let Some(root) = std::env::var_os("WORKBOOK_CUDA") {
+        let root = PathBuf::from(root);
+        return match probe(&root, format!("WORKBOOK_CUDA={}", root.display())) {
+            Some(tk) => Ok(Some(tk)),
+            None => bail!(
+                "WORKBOOK_CUDA={} holds no include/cuda_fp16.h and lib64/libnvrtc.so.*: point it at a CUDA toolkit root, or unset it",
+                root.display()
+            ),
+        };
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = std::env::var_os(var) {
+            let root = PathBuf::from(root);
+            if let Some(tk) = probe(&root, format!("{var}={}", root.display())) {
+                return Ok(Some(tk));
+            }
+        }
+    }
+    let mut system: Vec<PathBuf> = vec![PathBuf::from("/usr/local/cuda")];
+    if let Ok(rd) = std::fs::read_dir("/usr/local") {
+        let mut more: Vec<PathBuf> = rd
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.starts_with("cuda-"))
+            })
+            .collect();
+        more.sort();
+        more.reverse();
+        system.extend(more);
+    }
+    for root in system {
+        if let Some(tk) = probe(&root, root.display().to_string()) {
+            return Ok(Some(tk));
+        }
+    }
+    for root in pypi_roots(&pypi_dir()) {
+        if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
+            return Ok(Some(tk));
+        }
+    }
+    if std::env::var_os("WORKBOOK_NO_SITE_PYTHON").is_none() {
+        for site in python_site_nvidia() {
+            for root in pypi_roots(&site) {
+                if let Some(tk) = probe(&root, format!("python packages in {}", site.display()))
+                {
+                    return Ok(Some(tk));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn pip_install(packages: &[&str]) -> Result<()> {
+    let target = pypi_dir();
+    if std::env::var_os("WORKBOOK_NO_INSTALL").is_some() {
+        bail!(
+            "{} not found and WORKBOOK_NO_INSTALL is set; install it with: {} -m pip install --target {} {}",
+            packages.join(" "),
+            python(),
+            target.display(),
+            packages.join(" ")
+        );
+    }
+    eprintln!(
+        "note: installing {} into {} (one time; set WORKBOOK_CUDA to use another toolkit)",
+        packages.join(" "),
+        target.display()
+    );
+    std::fs::create_dir_all(&target)
+        .with_context(|| format!("cannot create {}", target.display()))?;
+    let status = Command::new(python())
+        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args(["--no-deps", "--upgrade", "--target"])
+        .arg(&target)
+        .args(packages)
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => bail!(
+            "pip could not install {} ({s}); without network access, install a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root",
+            packages.join(" ")
+        ),
+        Err(e) => bail!(
+            "cannot run `{} -m pip` to install NVRTC ({e}); install python3 with pip, or a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root",
+            python()
+        ),
+    }
+}
+
+/// Find a toolkit, installing the pinned PyPI packages when none is found.
+pub fn find_or_install() -> Result<Toolkit> {
+    if let Some(tk) = find()? {
+        return Ok(tk);
+    }
+    pip_install(&[PYPI_NVRTC, PYPI_HEADERS])?;
+    for root in pypi_roots(&pypi_dir()) {
+        if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
+            return Ok(tk);
+        }
+    }
+    bail!(
+        "installed {PYPI_NVRTC} and {PYPI_HEADERS} into {}, but found no libnvrtc there",
+        pypi_dir().display()
+    )
+}
+
+/// The toolkit of this process, found (or installed) once and preloaded.
+pub fn get() -> Result<&'static Toolkit> {
+    static TK: OnceLock<Toolkit> = OnceLock::new();
+    if let Some(tk) = TK.get() {
+        return Ok(tk);
+    }
+    let tk = find_or_install()?;
+    preload(&tk)?;
+    Ok(TK.get_or_init(|| tk))
+}
+
+impl Toolkit {
+    /// nvdisasm from this toolkit, from the PyPI folder, or installed there.
+    pub fn nvdisasm(&self) -> Result<PathBuf> {
+        if let Some(p) = &self.nvdisasm {
+            return Ok(p.clone());
+        }
+        let find_local = || {
+            pypi_roots(&pypi_dir())
+                .into_iter()
+                .map(|r| r.join("bin").join("nvdisasm"))
+                .find(|p| p.is_file())
+        };
+        if let Some(p) = find_local() {
+            return Ok(p);
+        }
+        pip_install(&[PYPI_NVDISASM])?;
+        find_local().context("installed nvdisasm, but cannot find the binary")
+    }
+}
+
+/// Load NVRTC (and its builtins) by absolute path, so that cudarc's by-name loading and NVRTC's
+/// own dlopen of the builtins find them without LD_LIBRARY_PATH.
+fn preload(tk: &Toolkit) -> Result<()> {
+    let open = |p: &Path| -> Result<()> {
+        // SAFETY: loading a shared library runs its initialisers; these are NVIDIA's NVRTC
+        // libraries, which have no unusual load-time behaviour. They stay loaded for the process.
+        let lib = unsafe {
+            libloading::os::unix::Library::open(
+                Some(p),
+                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+            )
+        }
+        .with_context(|| format!("cannot load {}", p.display()))?;
+        std::mem::forget(lib);
+        Ok(())
+    };
+    if let Some(b) = &tk.builtins_lib {
+        open(b)?;
+    }
+    open(&tk.nvrtc_lib)
+}
+
+/// Load a library of the toolkit or of the driver by absolute path when it is found in one of
+/// `dirs`; returns whether it was found. Used for cuBLAS, which cudarc also opens by name.
+pub fn preload_named(dirs: &[PathBuf], prefixes: &[&str]) -> bool {
+    let mut all = true;
+    for prefix in prefixes {
+        let found = dirs.iter().find_map(|d| first_glob(d, prefix));
+        match found {
+            Some(p) => {
+                // SAFETY: as in `preload`: NVIDIA libraries, kept for the life of the process.
+                let lib = unsafe {
+                    libloading::os::unix::Library::open(
+                        Some(&p),
+                        libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+                    )
+                };
+                match lib {
+                    Ok(l) => std::mem::forget(l),
+                    Err(_) => all = false,
+                }
+            }
+            None => all = false,
+        }
+    }
+    all
+}

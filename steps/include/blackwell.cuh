@@ -1,0 +1,265 @@
+// blackwell.cuh: the device primitives every step kernel uses, one small wrapper per PTX idea.
+//
+// Conventions
+// - Shared-memory addresses are 32-bit `shared::cta` addresses (see `smem_u32`).
+// - "warp-level" wrappers are called by all 32 lanes of a warp; one elected lane issues the
+//   instruction. That keeps the kernels free of `if (lane == 0)` noise and lets the sm_90
+//   emulation (tcgen05_emu.cuh) use every lane for the emulated math.
+// - Each wrapper cites the PTX ISA (CUDA 13.0) section of the instruction it wraps, by title.
+//
+// Compile-time switches (set by the host through NVRTC options):
+//   WB_EMULATE_TCGEN05  build for sm_90a, with tcgen05 replaced by the emulation layer.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
+struct alignas(64) TmaDesc {
+  u64 opaque[16];
+};
+
+namespace bw {
+
+// ---------------------------------------------------------------------------------------------
+// Thread and address helpers
+// ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ u32 warp_id() { return threadIdx.x / 32; }
+
+// %dynamic_smem_size (PTX ISA "Special Registers"): the dynamic shared memory of this launch.
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+  u32 bytes;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+__device__ __forceinline__ u32 lane_id() { return threadIdx.x % 32; }
+
+// PTX ISA "elect.sync": true in exactly one active lane of the warp.
+__device__ __forceinline__ bool elect_one() {
+  u32 elected = 0;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "elect.sync _|p, 0xffffffff;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(elected));
+  return elected != 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier")
+// ---------------------------------------------------------------------------------------------
+
+// mbarrier.init: `count` arrivals complete a phase. One thread initialises each barrier.
+__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
+}
+
+// fence.mbarrier_init (PTX ISA "membar/fence"): make initialised barriers visible to the async
+// proxy (TMA, tcgen05) and to the other CTAs of a cluster before anyone uses them.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// mbarrier.arrive: one arrival, by the calling thread.
+__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// mbarrier.arrive.expect_tx (warp-level): one arrival plus `bytes` of expected TMA traffic, so
+// the phase completes only when the copies that name this barrier have landed.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
+  if (elect_one()) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+  }
+  __syncwarp();
+}
+
+// mbarrier.try_wait.parity: has the phase with this parity completed?
+__device__ __forceinline__ bool mbarrier_try_wait(u64* bar, u32 parity) {
+  u32 done = 0;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Block until the phase with this parity completes. A wrong parity waits forever: the host
+// side runs every kernel under a timeout for exactly that reason.
+__device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
+  while (!mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TMA (PTX ISA "Data Movement and Conversion Instructions: cp.async.bulk.tensor")
+// ---------------------------------------------------------------------------------------------
+
+// prefetch.tensormap (PTX ISA "prefetch, prefetchu"): pull the descriptor into the cache before first use.
+__device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(desc) : "memory");
+}
+
+// cp.async.bulk.tensor.2d global -> shared (warp-level): copy the box at (c0 = inner, c1 = outer)
+// coordinates; the byte count completes on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64* bar, int c0,
+                                            int c1) {
+  if (elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Descriptors for tcgen05.mma. Pure bit packing, identical on every architecture, so the host
+// tests check the same encodings (common::descriptors mirrors these functions).
+// ---------------------------------------------------------------------------------------------
+
+// Shared-memory matrix descriptor (PTX ISA "Shared Memory Descriptor", tcgen05) for a K-major operand
+// in the 128-byte swizzle layout TMA writes: rows of 128 B, 8-row groups `sbo` bytes apart.
+// LBO is unused for swizzled K-major layouts; 16 B (encoded 1) is the conventional filler.
+__device__ __forceinline__ u64 make_smem_desc_sw128(u32 smem_addr, u32 sbo_bytes) {
+  u64 desc = 0;
+  desc |= (u64)((smem_addr >> 4) & 0x3FFF);       // bits 0-13: start address >> 4
+  desc |= (u64)((16 >> 4) & 0x3FFF) << 16;        // bits 16-29: LBO >> 4
+  desc |= (u64)((sbo_bytes >> 4) & 0x3FFF) << 32; // bits 32-45: SBO >> 4
+  desc |= (u64)1 << 46;                           // bits 46-48: fixed 0b001 (sm_100 version)
+  desc |= (u64)2 << 61;                           // bits 61-63: 2 = 128-byte swizzle
+  return desc;                                    // base offset 0: tiles are 1024-B aligned
+}
+
+// Instruction descriptor for kind::f16 (PTX ISA "Instruction descriptor", tcgen05): f32 accumulator,
+// A and B both K-major, dense, no negation.
+__device__ __forceinline__ u32 make_idesc_f16(u32 m, u32 n, bool bf16) {
+  u32 desc = 0;
+  desc |= 1u << 4;                 // bits 4-5: D format, 1 = F32
+  desc |= (bf16 ? 1u : 0u) << 7;   // bits 7-9: A format, 0 = F16, 1 = BF16
+  desc |= (bf16 ? 1u : 0u) << 10;  // bits 10-12: B format
+  desc |= ((n >> 3) & 0x3F) << 17; // bits 17-22: N >> 3
+  desc |= ((m >> 4) & 0x1F) << 24; // bits 24-28: M >> 4
+  return desc;
+}
+
+}  // namespace bw
+
+#if defined(WB_EMULATE_TCGEN05)
+#include "tcgen05_emu.cuh"
+#else
+
+namespace bw {
+
+// ---------------------------------------------------------------------------------------------
+// Tensor memory (PTX ISA "Tensor Memory Allocation and Management Instructions")
+// ---------------------------------------------------------------------------------------------
+
+// tcgen05.alloc (warp-level, whole warp): allocate `ncols` columns (a power of two >= 32) of
+// tensor memory; the address lands in shared memory at `dst`.
+__device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) {
+  asm volatile("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(
+                   smem_u32(dst)),
+               "r"(ncols)
+               : "memory");
+}
+
+// tcgen05.relinquish_alloc_permit: this CTA will allocate no more, so other CTAs on the SM may.
+__device__ __forceinline__ void tmem_relinquish_alloc_permit() {
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;" ::: "memory");
+}
+
+// tcgen05.dealloc (warp-level, whole warp): every allocation must be freed before the CTA exits.
+__device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) {
+  asm volatile("tcgen05.dealloc.cta_group::1.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(ncols)
+               : "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// MMA and its completion (PTX ISA "tcgen05.mma", "tcgen05.commit")
+// ---------------------------------------------------------------------------------------------
+
+// tcgen05.mma.cta_group::1.kind::f16 (warp-level): D[tmem] (+)= A[smem] * B[smem]^T, K = 16.
+// `accumulate` = false overwrites D: the first MMA of a tile clears the accumulator for free.
+__device__ __forceinline__ void mma_f16(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
+                                        bool accumulate) {
+  if (elect_one()) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.ne.b32 p, %4, 0;\n\t"
+        "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}" ::"r"(d_tmem),
+        "l"(a_desc), "l"(b_desc), "r"(idesc), "r"((u32)accumulate)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// tcgen05.commit (warp-level): arrive once on `bar` when every tcgen05.mma this thread issued
+// before it has completed. This is how the MMA warp says "slot consumed" or "accumulator ready".
+__device__ __forceinline__ void mma_commit(u64* bar) {
+  if (elect_one()) {
+    asm volatile(
+        "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%0];" ::"r"(
+            smem_u32(bar))
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tensor memory -> registers (PTX ISA "tcgen05.ld", "tcgen05.wait")
+// ---------------------------------------------------------------------------------------------
+
+// tcgen05.ld.32x32b.x32 (warp-level, whole warp): thread t of warp w gets lane 32*(w%4)+t,
+// 32 consecutive 32-bit columns starting at `taddr`'s column. Not usable before tmem_wait_ld.
+__device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
+  asm volatile(
+      "tcgen05.ld.sync.aligned.32x32b.x32.b32"
+      " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      " %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31},"
+      " [%32];"
+      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]), "=r"(r[4]), "=r"(r[5]), "=r"(r[6]),
+        "=r"(r[7]), "=r"(r[8]), "=r"(r[9]), "=r"(r[10]), "=r"(r[11]), "=r"(r[12]), "=r"(r[13]),
+        "=r"(r[14]), "=r"(r[15]), "=r"(r[16]), "=r"(r[17]), "=r"(r[18]), "=r"(r[19]),
+        "=r"(r[20]), "=r"(r[21]), "=r"(r[22]), "=r"(r[23]), "=r"(r[24]), "=r"(r[25]),
+        "=r"(r[26]), "=r"(r[27]), "=r"(r[28]), "=r"(r[29]), "=r"(r[30]), "=r"(r[31])
+      : "r"(taddr));
+}
+
+// tcgen05.wait::ld: block until this thread's tcgen05.ld results are in its registers.
+__device__ __forceinline__ void tmem_wait_ld() {
+  asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ordering tcgen05 work around thread synchronisation (PTX ISA "tcgen05.fence")
+// ---------------------------------------------------------------------------------------------
+
+// Before a barrier/mbarrier that hands tcgen05 results (or tensor memory) to other threads.
+__device__ __forceinline__ void tcgen05_fence_before_thread_sync() {
+  asm volatile("tcgen05.fence::before_thread_sync;" ::: "memory");
+}
+
+// After waiting on a barrier/mbarrier and before issuing tcgen05 work that depends on it.
+__device__ __forceinline__ void tcgen05_fence_after_thread_sync() {
+  asm volatile("tcgen05.fence::after_thread_sync;" ::: "memory");
+}
+
+}  // namespace bw
+
+#endif  // WB_EMULATE_TCGEN05
