@@ -35,7 +35,7 @@ run_case() { # name expected step shape dtype seed mutation
   local rc=$?
   local t1=$(date +%s.%N)
   echo "$name rc=$rc expected=$expected $(head -c 300 "$OUT/cases/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(echo "$t1 - $t0" | bc)" >>"$OUT/cases.tsv"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" >>"$OUT/cases.tsv"
 }
 
 : >"$OUT/cases.tsv"
