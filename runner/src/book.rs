@@ -12,10 +12,19 @@ use std::path::{Path, PathBuf};
 
 /// Chapters and results embedded in the binary, used when the repository is not at hand.
 const EMBEDDED: &[(&str, &str)] = &[
-    ("book/src/introduction.md", include_str!("../../book/src/introduction.md")),
+    (
+        "book/src/introduction.md",
+        include_str!("../../book/src/introduction.md"),
+    ),
     ("book/src/step0.md", include_str!("../../book/src/step0.md")),
-    ("steps/include/blackwell.cuh", include_str!("../../steps/include/blackwell.cuh")),
-    ("steps/include/tcgen05_emu.cuh", include_str!("../../steps/include/tcgen05_emu.cuh")),
+    (
+        "steps/include/blackwell.cuh",
+        include_str!("../../steps/include/blackwell.cuh"),
+    ),
+    (
+        "steps/include/tcgen05_emu.cuh",
+        include_str!("../../steps/include/tcgen05_emu.cuh"),
+    ),
 ];
 
 /// A repository file: from disk when the checkout is there (so edits show), else embedded.
@@ -62,16 +71,32 @@ fn select(text: &str, selector: Option<&str>) -> Result<String> {
     };
     let lines: Vec<&str> = text.lines().collect();
     let keep = |l: &&&str| !l.contains("ANCHOR:") && !l.contains("ANCHOR_END:");
-    if sel.chars().next().is_some_and(|c| c.is_ascii_digit() || c == ':') {
+    if sel
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_digit() || c == ':')
+    {
         let (a, b) = sel.split_once(':').unwrap_or((sel, sel));
         let start = a.parse::<usize>().unwrap_or(1).max(1);
         let end = b.parse::<usize>().unwrap_or(lines.len()).min(lines.len());
-        return Ok(lines[start - 1..end].iter().filter(keep).map(|l| format!("{l}\n")).collect());
+        return Ok(lines[start - 1..end]
+            .iter()
+            .filter(keep)
+            .map(|l| format!("{l}\n"))
+            .collect());
     }
-    let begin = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR: {sel}")));
-    let end = lines.iter().position(|l| l.trim_end().ends_with(&format!("ANCHOR_END: {sel}")));
+    let begin = lines
+        .iter()
+        .position(|l| l.trim_end().ends_with(&format!("ANCHOR: {sel}")));
+    let end = lines
+        .iter()
+        .position(|l| l.trim_end().ends_with(&format!("ANCHOR_END: {sel}")));
     match (begin, end) {
-        (Some(b), Some(e)) if b < e => Ok(lines[b + 1..e].iter().filter(keep).map(|l| format!("{l}\n")).collect()),
+        (Some(b), Some(e)) if b < e => Ok(lines[b + 1..e]
+            .iter()
+            .filter(keep)
+            .map(|l| format!("{l}\n"))
+            .collect()),
         _ => bail!("no anchor {sel:?}"),
     }
 }
@@ -83,7 +108,9 @@ fn expand_includes(md: &str, base: &str) -> Result<String> {
     while let Some(i) = rest.find("{{#include ") {
         out.push_str(&rest[..i]);
         let after = &rest[i + "{{#include ".len()..];
-        let j = after.find("}}").ok_or_else(|| anyhow!("unterminated {{{{#include"))?;
+        let j = after
+            .find("}}")
+            .ok_or_else(|| anyhow!("unterminated {{{{#include"))?;
         let arg = after[..j].trim();
         let (path, selector) = match arg.split_once(':') {
             Some((p, s)) => (p, Some(s)),
@@ -148,7 +175,10 @@ pub fn results_table(kind: &str) -> String {
                         s(c, "expected"),
                         s(c, "outcome"),
                         if ok { "" } else { " ⚠" },
-                        c["rel_error_norm"].as_f64().map(|e| format!("{e:.2e}")).unwrap_or_else(|| "-".into())
+                        c["rel_error_norm"]
+                            .as_f64()
+                            .map(|e| format!("{e:.2e}"))
+                            .unwrap_or_else(|| "-".into())
                     ));
                 }
             }
@@ -163,7 +193,8 @@ pub fn results_table(kind: &str) -> String {
                         s(c, "dtype"),
                         c["cublas_median_us"].as_f64().unwrap_or(f64::NAN),
                         tf,
-                        peak.map(|p| format!("{:.1}%", 100.0 * tf / p)).unwrap_or_else(|| "-".into()),
+                        peak.map(|p| format!("{:.1}%", 100.0 * tf / p))
+                            .unwrap_or_else(|| "-".into()),
                         s(c, "verified")
                     ));
                 }
@@ -198,7 +229,10 @@ fn expand_results(md: &str) -> String {
 /// A step's chapter with its includes and results expanded.
 pub fn chapter_markdown(step: &StepInfo) -> Result<String> {
     let md = read_repo_file(step.chapter)?;
-    let base = Path::new(step.chapter).parent().and_then(|p| p.to_str()).unwrap_or("");
+    let base = Path::new(step.chapter)
+        .parent()
+        .and_then(|p| p.to_str())
+        .unwrap_or("");
     Ok(expand_results(&expand_includes(&md, base)?))
 }
 
@@ -213,7 +247,11 @@ impl Preprocessor for Results {
     fn name(&self) -> &str {
         "workbook-results"
     }
-    fn run(&self, _ctx: &PreprocessorContext, mut book: Book) -> mdbook_preprocessor::errors::Result<Book> {
+    fn run(
+        &self,
+        _ctx: &PreprocessorContext,
+        mut book: Book,
+    ) -> mdbook_preprocessor::errors::Result<Book> {
         book.for_each_chapter_mut(|ch| ch.content = expand_results(&ch.content));
         Ok(book)
     }
@@ -223,23 +261,38 @@ impl Preprocessor for Results {
 pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     let root = project_root().join("book");
     if !root.join("book.toml").is_file() {
-        bail!("no book at {}: `runner book` needs the repository checkout", root.display());
+        bail!(
+            "no book at {}: `runner book` needs the repository checkout",
+            root.display()
+        );
     }
-    let mut md = mdbook_driver::MDBook::load(&root).map_err(|e| anyhow!("cannot load the book: {e:#}"))?;
+    let mut md =
+        mdbook_driver::MDBook::load(&root).map_err(|e| anyhow!("cannot load the book: {e:#}"))?;
     if let Some(out) = &out {
         md.config.build.build_dir = std::path::absolute(out)?;
     }
     md.with_preprocessor(Results);
-    md.build().map_err(|e| anyhow!("cannot build the book: {e:#}"))?;
+    md.build()
+        .map_err(|e| anyhow!("cannot build the book: {e:#}"))?;
     Ok(md.build_dir_for("html"))
 }
 
 /// Serve a built book on 127.0.0.1 until interrupted.
 pub fn serve(dir: &Path, port: u16) -> Result<()> {
-    let server = tiny_http::Server::http(("127.0.0.1", port)).map_err(|e| anyhow!("cannot listen on 127.0.0.1:{port}: {e}"))?;
-    println!("serving {} on http://127.0.0.1:{port}/ (Ctrl-C to stop)", dir.display());
+    let server = tiny_http::Server::http(("127.0.0.1", port))
+        .map_err(|e| anyhow!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    println!(
+        "serving {} on http://127.0.0.1:{port}/ (Ctrl-C to stop)",
+        dir.display()
+    );
     for req in server.incoming_requests() {
-        let url = req.url().split('?').next().unwrap_or("/").trim_start_matches('/').to_string();
+        let url = req
+            .url()
+            .split('?')
+            .next()
+            .unwrap_or("/")
+            .trim_start_matches('/')
+            .to_string();
         let rel = normalise(Path::new(if url.is_empty() { "index.html" } else { &url }));
         let mut path = dir.join(&rel);
         if path.is_dir() {
@@ -257,10 +310,13 @@ pub fn serve(dir: &Path, port: u16) -> Result<()> {
                     Some("woff2") => "font/woff2",
                     _ => "application/octet-stream",
                 };
-                let header = tiny_http::Header::from_bytes("Content-Type", ct).map_err(|_| anyhow!("bad header"))?;
+                let header = tiny_http::Header::from_bytes("Content-Type", ct)
+                    .map_err(|_| anyhow!("bad header"))?;
                 req.respond(tiny_http::Response::from_data(bytes).with_header(header))
             }
-            Err(_) => req.respond(tiny_http::Response::from_string("not found").with_status_code(404)),
+            Err(_) => {
+                req.respond(tiny_http::Response::from_string("not found").with_status_code(404))
+            }
         };
         resp.ok();
     }
@@ -283,6 +339,9 @@ mod tests {
 
     #[test]
     fn normalises_relative_paths() {
-        assert_eq!(normalise(Path::new("book/src/../../steps/a.cu")), "steps/a.cu");
+        assert_eq!(
+            normalise(Path::new("book/src/../../steps/a.cu")),
+            "steps/a.cu"
+        );
     }
 }

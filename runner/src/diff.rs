@@ -11,7 +11,11 @@ const RESET: &str = "\x1b[0m";
 
 fn one(a_path: &str, a: &str, b_path: &str, b: &str, colored: bool) -> String {
     let diff = TextDiff::from_lines(a, b);
-    let text = diff.unified_diff().context_radius(3).header(a_path, b_path).to_string();
+    let text = diff
+        .unified_diff()
+        .context_radius(3)
+        .header(a_path, b_path)
+        .to_string();
     if text.is_empty() {
         return format!("{a_path} and {b_path} are identical\n");
     }
@@ -41,9 +45,21 @@ fn one(a_path: &str, a: &str, b_path: &str, b: &str, colored: bool) -> String {
 }
 
 pub fn steps(a: &StepInfo, b: &StepInfo, host: bool, colored: bool) -> String {
-    let mut out = one(&a.kernel_path(), a.kernel, &b.kernel_path(), b.kernel, colored);
+    let mut out = one(
+        &a.kernel_path(),
+        a.kernel,
+        &b.kernel_path(),
+        b.kernel,
+        colored,
+    );
     if host {
-        out.push_str(&one(&a.host_path(), a.host, &b.host_path(), b.host, colored));
+        out.push_str(&one(
+            &a.host_path(),
+            a.host,
+            &b.host_path(),
+            b.host,
+            colored,
+        ));
     }
     out
 }

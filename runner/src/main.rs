@@ -16,7 +16,11 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 #[derive(Parser)]
-#[command(name = "runner", version, about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step")]
+#[command(
+    name = "runner",
+    version,
+    about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -84,7 +88,8 @@ enum Command {
     /// report its sm_100a compilation (resources, SASS) instead.
     Step {
         /// Step number.
-        n: u32,
+        #[arg(value_name = "STEP")]
+        step: u32,
         #[command(flatten)]
         problem: ProblemArgs,
         /// Timed runs (after warm-up); 0 skips timing.
@@ -117,7 +122,9 @@ enum Command {
     },
     /// Registers, shared memory and the SASS instruction histogram of a step.
     Inspect {
-        n: u32,
+        /// Step number.
+        #[arg(value_name = "STEP")]
+        step: u32,
         /// Target: sm_100a (native) or sm_90a (the emulation build).
         #[arg(long, value_enum, default_value = "sm_100a")]
         arch: ArchArg,
@@ -140,7 +147,9 @@ enum Command {
     },
     /// Render a step's chapter in the terminal, with its code inlined.
     Explain {
-        n: u32,
+        /// Step number.
+        #[arg(value_name = "STEP")]
+        step: u32,
         /// Print the markdown instead of rendering it.
         #[arg(long)]
         markdown: bool,
@@ -199,19 +208,37 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Step { n, problem, iters, warmup, no_flush, emulate, no_emulate, timeout, kernel, mutate, json } => {
+        Command::Step {
+            step: n,
+            problem,
+            iters,
+            warmup,
+            no_flush,
+            emulate,
+            no_emulate,
+            timeout,
+            kernel,
+            mutate,
+            json,
+        } => {
             let step = steps::get(n)?;
             let mut source = match &kernel {
                 Some(path) => Some(KernelSource {
                     path: path.display().to_string(),
-                    text: std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?,
+                    text: std::fs::read_to_string(path)
+                        .with_context(|| format!("cannot read {}", path.display()))?,
                 }),
                 None => None,
             };
             if let Some(name) = &mutate {
                 let m = mutation::find(name)?;
-                let base = source.clone().unwrap_or_else(|| step.info().kernel_source());
-                source = Some(KernelSource { path: base.path.clone(), text: m.apply(&base.text)? });
+                let base = source
+                    .clone()
+                    .unwrap_or_else(|| step.info().kernel_source());
+                source = Some(KernelSource {
+                    path: base.path.clone(),
+                    text: m.apply(&base.text)?,
+                });
                 if !json {
                     eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
                 }
@@ -237,7 +264,13 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             };
             step_command(step, &opts, emulate || no_emulate, json)
         }
-        Command::Inspect { n, arch, dtype, sass: full, json } => {
+        Command::Inspect {
+            step: n,
+            arch,
+            dtype,
+            sass: full,
+            json,
+        } => {
             let step = steps::get(n)?;
             let target = match arch {
                 ArchArg::Sm100a => Target::Sm100a,
@@ -273,7 +306,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             print!("{}", diff::steps(sa.info(), sb.info(), host, colored));
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { n, markdown } => {
+        Command::Explain { step: n, markdown } => {
             let step = steps::get(n)?;
             let md = book::chapter_markdown(step.info())?;
             if markdown {
@@ -291,7 +324,11 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Selftest { problem, iters, json } => {
+        Command::Selftest {
+            problem,
+            iters,
+            json,
+        } => {
             let gpu = match gpu::open() {
                 GpuStatus::Present(g) => g,
                 GpuStatus::Absent(why) => bail!("selftest needs a GPU: {why}"),
@@ -303,13 +340,22 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             } else {
                 report::print_selftest(&t);
             }
-            Ok(if t.verification.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if t.verification.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
     }
 }
 
 /// `runner step N`: run where the GPU allows it, otherwise report the sm_100a build.
-fn step_command(step: &'static dyn common::Step, opts: &RunOptions, mode_forced: bool, json: bool) -> Result<ExitCode> {
+fn step_command(
+    step: &'static dyn common::Step,
+    opts: &RunOptions,
+    mode_forced: bool,
+    json: bool,
+) -> Result<ExitCode> {
     let status = gpu::open();
     let why_not = match &status {
         GpuStatus::Present(g) => match run::choose_target(&g.info, opts.emulate) {
@@ -339,14 +385,21 @@ fn step_command(step: &'static dyn common::Step, opts: &RunOptions, mode_forced:
             } else {
                 report::print_run(step, &r);
             }
-            Ok(if r.verification.passed { ExitCode::SUCCESS } else { ExitCode::from(1) })
+            Ok(if r.verification.passed {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            })
         }
         (_, reason) => {
             let reason = reason.unwrap_or_default();
             // Shapes are still checked, so a bad --m is reported here too.
             let shape = opts.shape.unwrap_or(Shape::DEFAULT);
             step.check_shape(shape).map_err(|e| anyhow!(e))?;
-            let source = opts.source.clone().unwrap_or_else(|| step.info().kernel_source());
+            let source = opts
+                .source
+                .clone()
+                .unwrap_or_else(|| step.info().kernel_source());
             let compiled = compile(&source, Target::Sm100a, &step.defines(opts.dtype))?;
             let listing = sass::disassemble(&compiled.cubin)?;
             let plan = step.plan(shape, None);

@@ -31,7 +31,11 @@ pub fn print_header(step: &dyn Step) {
     let i = step.info();
     println!("Step {} · {}", i.number, i.title);
     println!("{:<W$}{}", "idea", i.idea);
-    let params: Vec<String> = step.params().iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let params: Vec<String> = step
+        .params()
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
     println!("{:<W$}{}", "config", params.join(" "));
 }
 
@@ -52,7 +56,10 @@ pub fn print_compile(c: &Compiled, smem_bytes: u32) {
 }
 
 pub fn print_sass(s: &Sass, expect: &[&str], full_histogram: bool) {
-    let key: Vec<String> = expect.iter().map(|p| format!("{p} {}", s.count(p))).collect();
+    let key: Vec<String> = expect
+        .iter()
+        .map(|p| format!("{p} {}", s.count(p)))
+        .collect();
     println!(
         "{:<W$}{} instructions; step's key instructions: {}; local memory (LDL/STL): {}",
         "SASS",
@@ -91,7 +98,10 @@ pub fn print_run(step: &dyn Step, r: &RunReport) {
     } else {
         println!("{:<W$}native {}", "mode", r.target.describe());
     }
-    println!("{:<W$}{} {} {} seed {}", "problem", r.shape, r.dtype, r.dist, r.seed);
+    println!(
+        "{:<W$}{} {} {} seed {}",
+        "problem", r.shape, r.dtype, r.dist, r.seed
+    );
     print_compile(&r.compile, r.smem_bytes);
     println!(
         "{:<W$}grid {}x{}x{}, {} threads per CTA, cluster {}x{}x{}",
@@ -115,20 +125,31 @@ pub fn print_run(step: &dyn Step, r: &RunReport) {
         );
         println!(
             "{:<W$}{:.1}% of cuBLAS in the same run (cuBLAS median {:.1} us = {:.1} TFLOP/s)",
-            "",
-            t.pct_of_cublas,
-            t.cublas.median_us,
-            t.cublas_tflops
+            "", t.pct_of_cublas, t.cublas.median_us, t.cublas_tflops
         );
     }
 }
 
 pub fn print_selftest(t: &SelfTest) {
     let g = &t.gpu;
-    println!("selftest: cuBLAS on {} ({}, {} SMs, driver {})", g.name, g.sm(), g.sm_count, g.driver_version);
+    println!(
+        "selftest: cuBLAS on {} ({}, {} SMs, driver {})",
+        g.name,
+        g.sm(),
+        g.sm_count,
+        g.driver_version
+    );
     println!("{:<W$}{} {}", "problem", t.shape, t.dtype);
     println!("{:<W$}{}", "verify", t.verification.summary());
-    let peak = t.peak_tflops.map(|p| format!(", {:.1}% of peak ({p:.0} TFLOP/s)", 100.0 * t.cublas_tflops / p)).unwrap_or_default();
+    let peak = t
+        .peak_tflops
+        .map(|p| {
+            format!(
+                ", {:.1}% of peak ({p:.0} TFLOP/s)",
+                100.0 * t.cublas_tflops / p
+            )
+        })
+        .unwrap_or_default();
     println!(
         "{:<W$}cuBLAS median {:.1} us (min {:.1}, max {:.1}, {} runs, L2 flushed) = {:.1} TFLOP/s{peak}",
         "time", t.cublas.median_us, t.cublas.min_us, t.cublas.max_us, t.cublas.runs, t.cublas_tflops

@@ -3,7 +3,9 @@
 use anyhow::{bail, Result};
 use common::Step;
 
-static STEP0: step0_naive::Step0 = step0_naive::Step0 { config: step0_naive::Config::DEFAULT };
+static STEP0: step0_naive::Step0 = step0_naive::Step0 {
+    config: step0_naive::Config::DEFAULT,
+};
 
 pub fn all() -> Vec<&'static dyn Step> {
     vec![&STEP0]
@@ -15,7 +17,11 @@ pub fn get(n: u32) -> Result<&'static dyn Step> {
         Some(s) => Ok(*s),
         None => bail!(
             "there is no step {n}; steps available: {}",
-            steps.iter().map(|s| s.info().number.to_string()).collect::<Vec<_>>().join(", ")
+            steps
+                .iter()
+                .map(|s| s.info().number.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }

@@ -25,6 +25,7 @@
 #define WB_EMU_ERR_QUEUE_FULL 10        // too many MMAs without a commit
 #define WB_EMU_ERR_CTA_INDEX 11         // more CTAs than the host sized tensor memory for
 #define WB_EMU_ERR_DEALLOC_PENDING 12   // dealloc while issued MMAs were never committed
+#define WB_EMU_ERR_SMEM_OUT_OF_RANGE 13 // an MMA operand row lies outside the CTA's shared memory
 
 namespace bw {
 namespace emu {
@@ -191,6 +192,11 @@ __device__ __forceinline__ void unpack8(uint4 v, bool bf16, float* out) {
 // which is how TMA laid the tile down.
 __device__ __forceinline__ void read_k16(const Sdesc& d, u32 r, bool bf16, float* out) {
   const u32 row_addr = d.start + (r / 8) * d.sbo + (r % 8) * 128;
+  u32 smem_total;
+  asm("mov.u32 %0, %%total_smem_size;" : "=r"(smem_total));
+  if ((row_addr | 127) >= smem_total)  // the whole 128-byte swizzle row must be inside
+    fail(WB_EMU_ERR_SMEM_OUT_OF_RANGE, (static_cast<u64>(d.sbo) << 32) | d.start,
+         (static_cast<u64>(r) << 32) | smem_total);
   for (u32 c = 0; c < 2; ++c) {
     const u32 logical = row_addr + c * 16;
     const u32 physical = logical ^ (((logical >> 7) & 7) << 4);

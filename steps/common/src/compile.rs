@@ -9,10 +9,7 @@ use std::time::Instant;
 
 /// The shared device headers, embedded so the binary compiles kernels from anywhere.
 pub const HEADERS: &[(&str, &str)] = &[
-    (
-        "blackwell.cuh",
-        include_str!("../../include/blackwell.cuh"),
-    ),
+    ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
     (
         "tcgen05_emu.cuh",
         include_str!("../../include/tcgen05_emu.cuh"),
@@ -149,7 +146,11 @@ pub fn parse_resources(log: &str) -> Resources {
 }
 
 /// Compile `source` for `target` with `-D` definitions; returns the CUBIN and ptxas' report.
-pub fn compile(source: &KernelSource, target: Target, defines: &[(String, String)]) -> Result<Compiled> {
+pub fn compile(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(String, String)],
+) -> Result<Compiled> {
     let tk = toolkit::get()?;
     let (major, minor) = nvrtc_version()?;
     if target == Target::Sm100a && (major, minor) < (12, 8) {
@@ -161,10 +162,18 @@ pub fn compile(source: &KernelSource, target: Target, defines: &[(String, String
     let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
     let src = to_c(&source.text)?;
     let name = to_c(&source.path)?;
-    let header_src: Vec<CString> = HEADERS.iter().map(|(_, t)| to_c(t)).collect::<Result<_>>()?;
-    let header_names: Vec<CString> = HEADERS.iter().map(|(n, _)| to_c(n)).collect::<Result<_>>()?;
-    let header_src_ptrs: Vec<*const std::ffi::c_char> = header_src.iter().map(|c| c.as_ptr()).collect();
-    let header_name_ptrs: Vec<*const std::ffi::c_char> = header_names.iter().map(|c| c.as_ptr()).collect();
+    let header_src: Vec<CString> = HEADERS
+        .iter()
+        .map(|(_, t)| to_c(t))
+        .collect::<Result<_>>()?;
+    let header_names: Vec<CString> = HEADERS
+        .iter()
+        .map(|(n, _)| to_c(n))
+        .collect::<Result<_>>()?;
+    let header_src_ptrs: Vec<*const std::ffi::c_char> =
+        header_src.iter().map(|c| c.as_ptr()).collect();
+    let header_name_ptrs: Vec<*const std::ffi::c_char> =
+        header_names.iter().map(|c| c.as_ptr()).collect();
 
     let mut opts = vec![
         format!("--gpu-architecture={}", target.arch()),
@@ -199,7 +208,8 @@ pub fn compile(source: &KernelSource, target: Target, defines: &[(String, String
         )?;
     }
     // SAFETY: `prog` is a live program; the options array outlives the call.
-    let result = unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    let result =
+        unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
     let compile_ms = start.elapsed().as_secs_f64() * 1e3;
     let log = program_log(prog);
     let outcome = if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
@@ -234,7 +244,9 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> String {
             return String::new();
         }
         let mut buf = vec![0u8; size.max(1)];
-        if nvrtc::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast()) != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        if nvrtc::nvrtcGetProgramLog(prog, buf.as_mut_ptr().cast())
+            != nvrtc::nvrtcResult::NVRTC_SUCCESS
+        {
             return String::new();
         }
         CStr::from_bytes_until_nul(&buf)

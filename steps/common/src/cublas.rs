@@ -23,7 +23,10 @@ pub fn ensure_loadable() -> Result<()> {
         }
     }
     dirs.push("/usr/local/cuda/lib64".into());
-    for site in ["/usr/local/lib/python3/dist-packages", "/opt/torch/.venv/lib/python3.12/site-packages"] {
+    for site in [
+        "/usr/local/lib/python3/dist-packages",
+        "/opt/torch/.venv/lib/python3.12/site-packages",
+    ] {
         dirs.push(PathBuf::from(site).join("nvidia/cu13/lib"));
         dirs.push(PathBuf::from(site).join("nvidia/cublas/lib"));
     }
@@ -50,7 +53,8 @@ fn cuda_type(d: Dtype) -> cb::cudaDataType {
 impl Blas {
     pub fn new(gpu: &Gpu) -> Result<Blas> {
         ensure_loadable()?;
-        let handle = CudaBlas::new(gpu.stream.clone()).map_err(|e| anyhow!("cuBLAS init: {e:?}"))?;
+        let handle =
+            CudaBlas::new(gpu.stream.clone()).map_err(|e| anyhow!("cuBLAS init: {e:?}"))?;
         Ok(Blas { handle })
     }
 
@@ -58,9 +62,21 @@ impl Blas {
     /// N x K buffer of B read column-major is B^T (K x N), transposed back by op T; the row-major
     /// A is A^T column-major. f32 accumulation (CUBLAS_COMPUTE_32F, no TF32 shortcuts apply
     /// to 16-bit inputs); `c_f32` chooses an f32 output (the reference) or `dtype` (timing).
-    pub fn gemm(&self, shape: Shape, dtype: Dtype, a: CUdeviceptr, b: CUdeviceptr, c: CUdeviceptr, c_f32: bool) -> Result<()> {
+    pub fn gemm(
+        &self,
+        shape: Shape,
+        dtype: Dtype,
+        a: CUdeviceptr,
+        b: CUdeviceptr,
+        c: CUdeviceptr,
+        c_f32: bool,
+    ) -> Result<()> {
         let (alpha, beta) = (1.0f32, 0.0f32);
-        let c_type = if c_f32 { cb::cudaDataType::CUDA_R_32F } else { cuda_type(dtype) };
+        let c_type = if c_f32 {
+            cb::cudaDataType::CUDA_R_32F
+        } else {
+            cuda_type(dtype)
+        };
         // SAFETY: pointers are device buffers of the sizes the shape implies; scalars are f32 as
         // CUBLAS_COMPUTE_32F requires.
         let status = unsafe {

@@ -140,7 +140,10 @@ mod tests {
         let bf16 = make_idesc_f16(128, 256, true);
         assert_eq!(bf16, 0x0840_0490);
         let d = decode_idesc(bf16);
-        assert_eq!((d.m, d.n, d.a_format, d.b_format, d.d_format), (128, 256, 1, 1, 1));
+        assert_eq!(
+            (d.m, d.n, d.a_format, d.b_format, d.d_format),
+            (128, 256, 1, 1, 1)
+        );
         assert_eq!((d.a_major, d.b_major), (0, 0), "both K-major");
         for (m, n) in [(64, 8), (128, 16), (128, 128), (256, 256)] {
             let d = decode_idesc(make_idesc_f16(m, n, false));

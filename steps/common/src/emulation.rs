@@ -59,9 +59,16 @@ impl Fault {
             10 => format!("{d0} tcgen05.mma issued without a tcgen05.commit: the emulator queues at most 64"),
             11 => format!("CTA {d0} runs, but tensor memory was emulated for {d1} CTAs"),
             12 => format!("tcgen05.dealloc while {d0} issued MMAs were never committed"),
+            13 => format!(
+                "an MMA operand (descriptor start {:#x}, SBO {} B) reaches row {} past the CTA's {} B of shared memory: check the start address and the SBO",
+                d0 & 0xFFFF_FFFF, d0 >> 32, d1 >> 32, d1 & 0xFFFF_FFFF
+            ),
             c => format!("unknown emulation fault code {c}"),
         };
-        format!("tcgen05 emulation fault in CTA {}, warp {}, lane {}: {what}", self.cta, self.warp, self.lane)
+        format!(
+            "tcgen05 emulation fault in CTA {}, warp {}, lane {}: {what}",
+            self.cta, self.warp, self.lane
+        )
     }
 }
 
@@ -78,8 +85,9 @@ impl EmuBuffers {
     pub fn new(gpu: &Gpu, num_ctas: usize) -> Result<EmuBuffers> {
         let s = &gpu.stream;
         // SAFETY: filled with NaN by `reset` before every launch.
-        let tmem = unsafe { s.alloc::<f32>(num_ctas * TMEM_CELLS_PER_CTA) }
-            .map_err(|e| anyhow!("cannot allocate emulated tensor memory ({num_ctas} CTAs x 256 KiB): {e:?}"))?;
+        let tmem = unsafe { s.alloc::<f32>(num_ctas * TMEM_CELLS_PER_CTA) }.map_err(|e| {
+            anyhow!("cannot allocate emulated tensor memory ({num_ctas} CTAs x 256 KiB): {e:?}")
+        })?;
         let state = s
             .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
             .map_err(|e| anyhow!("{e:?}"))?;
@@ -88,12 +96,25 @@ impl EmuBuffers {
         // SAFETY: pinned, device-mapped host memory of the struct's size; freed in Drop.
         unsafe {
             check(
-                sys::cuMemHostAlloc(&mut host, std::mem::size_of::<Fault>(), 0x02 /* DEVICEMAP */),
+                sys::cuMemHostAlloc(
+                    &mut host,
+                    std::mem::size_of::<Fault>(),
+                    0x02, /* DEVICEMAP */
+                ),
                 "cuMemHostAlloc",
             )?;
-            check(sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0), "cuMemHostGetDevicePointer")?;
+            check(
+                sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
+                "cuMemHostGetDevicePointer",
+            )?;
         }
-        Ok(EmuBuffers { tmem, state, fault_host: host.cast(), fault_dev: dev, num_ctas })
+        Ok(EmuBuffers {
+            tmem,
+            state,
+            fault_host: host.cast(),
+            fault_dev: dev,
+            num_ctas,
+        })
     }
 
     /// Point the module's `wb_emu_*` globals at these buffers.
@@ -104,14 +125,18 @@ impl EmuBuffers {
         let values: [(&str, Vec<u8>); 4] = [
             ("wb_emu_tmem", tmem_ptr.to_le_bytes().to_vec()),
             ("wb_emu_state", state_ptr.to_le_bytes().to_vec()),
-            ("wb_emu_num_ctas", (self.num_ctas as u32).to_le_bytes().to_vec()),
+            (
+                "wb_emu_num_ctas",
+                (self.num_ctas as u32).to_le_bytes().to_vec(),
+            ),
             ("wb_emu_fault", self.fault_dev.to_le_bytes().to_vec()),
         ];
         for (name, bytes) in values {
             let mut view = module.get_global(name, s).map_err(|e| {
                 anyhow!("the kernel has no {name}: was it compiled for emulation? ({e:?})")
             })?;
-            s.memcpy_htod(&bytes, &mut view).map_err(|e| anyhow!("{e:?}"))?;
+            s.memcpy_htod(&bytes, &mut view)
+                .map_err(|e| anyhow!("{e:?}"))?;
         }
         s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
         Ok(())
@@ -125,11 +150,19 @@ impl EmuBuffers {
             let (p, _g) = self.tmem.device_ptr(s);
             // SAFETY: `p` is the tmem buffer, `num_ctas * cells * 4` bytes long.
             check(
-                unsafe { sys::cuMemsetD8Async(p, 0xFF, self.num_ctas * TMEM_CELLS_PER_CTA * 4, s.cu_stream()) },
+                unsafe {
+                    sys::cuMemsetD8Async(
+                        p,
+                        0xFF,
+                        self.num_ctas * TMEM_CELLS_PER_CTA * 4,
+                        s.cu_stream(),
+                    )
+                },
                 "poisoning emulated tensor memory",
             )?;
         }
-        s.memset_zeros(&mut self.state).map_err(|e| anyhow!("{e:?}"))?;
+        s.memset_zeros(&mut self.state)
+            .map_err(|e| anyhow!("{e:?}"))?;
         s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
         // SAFETY: pinned host memory of one Fault, not in use by a running kernel now.
         unsafe { self.fault_host.write_volatile(Fault::default()) };
@@ -146,7 +179,10 @@ impl EmuBuffers {
 
     /// CTAs that exited with tensor memory still allocated (a real GPU requires dealloc).
     pub fn leaked_ctas(&self, gpu: &Gpu) -> Result<Vec<usize>> {
-        let bytes = gpu.stream.clone_dtoh(&self.state).map_err(|e| anyhow!("{e:?}"))?;
+        let bytes = gpu
+            .stream
+            .clone_dtoh(&self.state)
+            .map_err(|e| anyhow!("{e:?}"))?;
         Ok((0..self.num_ctas)
             .filter(|&c| {
                 let o = c * CTA_STATE_BYTES;
@@ -176,10 +212,21 @@ mod tests {
 
     #[test]
     fn faults_are_described_in_words() {
-        let f = Fault { code: 9, cta: 3, warp: 1, lane: 0, detail0: 0, detail1: 32 };
+        let f = Fault {
+            code: 9,
+            cta: 3,
+            warp: 1,
+            lane: 0,
+            detail0: 0,
+            detail1: 32,
+        };
         let s = f.describe();
         assert!(s.contains("warp 1 may only access lanes 32..63"), "{s}");
-        let f = Fault { code: 7, detail0: 0x4000_4040_0001_0040 | (1 << 49), ..Default::default() };
+        let f = Fault {
+            code: 7,
+            detail0: 0x4000_4040_0001_0040 | (1 << 49),
+            ..Default::default()
+        };
         assert!(f.describe().contains("base offset 1"), "{}", f.describe());
     }
 }

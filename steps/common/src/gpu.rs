@@ -21,7 +21,10 @@ pub struct GpuInfo {
 
 impl GpuInfo {
     pub fn sm(&self) -> String {
-        format!("sm_{}{}", self.compute_capability.0, self.compute_capability.1)
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
     }
     /// Dense f16/bf16 tensor-core peak at the maximum clock, if the architecture is known.
     pub fn peak_tflops(&self) -> Option<f64> {
@@ -57,7 +60,9 @@ pub enum GpuStatus {
 }
 
 fn attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Result<u32> {
-    Ok(ctx.attribute(a).with_context(|| format!("cannot read {a:?}"))? as u32)
+    Ok(ctx
+        .attribute(a)
+        .with_context(|| format!("cannot read {a:?}"))? as u32)
 }
 
 /// Open device 0 (or `WORKBOOK_DEVICE`), or say why there is none.
@@ -73,7 +78,10 @@ pub fn open() -> GpuStatus {
         Ok(0) | Err(_) => return GpuStatus::Absent("the CUDA driver reports no GPU".into()),
         Ok(_) => {}
     }
-    let ordinal = std::env::var("WORKBOOK_DEVICE").ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let ordinal = std::env::var("WORKBOOK_DEVICE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
     match open_device(ordinal) {
         Ok(g) => GpuStatus::Present(Box::new(g)),
         Err(e) => GpuStatus::Absent(format!("cannot open GPU {ordinal}: {e:#}")),
@@ -229,6 +237,10 @@ mod tests {
         let b200 = peak_tflops((10, 0), 148, 1965).unwrap();
         assert!((b200 - 2382.3).abs() < 1.0, "{b200}");
         assert_eq!(peak_tflops((8, 0), 108, 1410), None);
-        assert_eq!(peak_tflops((12, 0), 84, 2500), None, "consumer Blackwell has no tcgen05");
+        assert_eq!(
+            peak_tflops((12, 0), 84, 2500),
+            None,
+            "consumer Blackwell has no tcgen05"
+        );
     }
 }

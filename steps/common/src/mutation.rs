@@ -18,7 +18,8 @@ pub struct Mutation {
 pub const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "wrong-sbo",
-        description: "shared-memory descriptors use an SBO of 2048 bytes instead of 1024 (8 rows of 128 B)",
+        description:
+            "shared-memory descriptors use an SBO of 2048 bytes instead of 1024 (8 rows of 128 B)",
         anchor: "SWIZZLE_GROUP_BYTES = 8 * 128",
         from: "8 * 128",
         to: "16 * 128",
@@ -37,7 +38,11 @@ pub fn find(name: &str) -> Result<&'static Mutation> {
         Some(m) => Ok(m),
         None => bail!(
             "unknown mutation {name:?}; known: {}",
-            MUTATIONS.iter().map(|m| m.name).collect::<Vec<_>>().join(", ")
+            MUTATIONS
+                .iter()
+                .map(|m| m.name)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     }
 }
@@ -61,7 +66,11 @@ impl Mutation {
             })
             .collect();
         if hits == 0 {
-            bail!("mutation {} does not apply: no line contains {:?}", self.name, self.anchor);
+            bail!(
+                "mutation {} does not apply: no line contains {:?}",
+                self.name,
+                self.anchor
+            );
         }
         Ok(out.join("\n") + "\n")
     }

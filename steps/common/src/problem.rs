@@ -108,9 +108,17 @@ pub struct Shape {
 }
 
 impl Shape {
-    pub const DEFAULT: Shape = Shape { m: 4096, n: 8192, k: 4096 };
+    pub const DEFAULT: Shape = Shape {
+        m: 4096,
+        n: 8192,
+        k: 4096,
+    };
     /// Small default for emulated runs: emulation proves logic, not speed.
-    pub const EMULATION_DEFAULT: Shape = Shape { m: 512, n: 1024, k: 512 };
+    pub const EMULATION_DEFAULT: Shape = Shape {
+        m: 512,
+        n: 1024,
+        k: 512,
+    };
 
     pub fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
@@ -147,11 +155,20 @@ impl Problem {
     pub fn generate(shape: Shape, dtype: Dtype, dist: Dist, seed: u64) -> Problem {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
         let mut fill = |len: usize| -> Vec<u16> {
-            (0..len).map(|_| dtype.from_f32(draw(&mut rng, dist))).collect()
+            (0..len)
+                .map(|_| dtype.from_f32(draw(&mut rng, dist)))
+                .collect()
         };
         let a = fill(shape.m * shape.k);
         let b = fill(shape.n * shape.k);
-        Problem { shape, dtype, dist, seed, a, b }
+        Problem {
+            shape,
+            dtype,
+            dist,
+            seed,
+            a,
+            b,
+        }
     }
 
     /// C[i][j] in f64 from the (already rounded) inputs: the CPU reference.
@@ -172,7 +189,11 @@ mod tests {
 
     #[test]
     fn generation_is_seeded_and_nonzero() {
-        let s = Shape { m: 64, n: 32, k: 128 };
+        let s = Shape {
+            m: 64,
+            n: 32,
+            k: 128,
+        };
         let p1 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 7);
         let p2 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 7);
         let p3 = Problem::generate(s, Dtype::F16, Dist::Gaussian, 8);
@@ -185,7 +206,11 @@ mod tests {
 
     #[test]
     fn gaussian_inputs_have_unit_variance() {
-        let s = Shape { m: 256, n: 1, k: 256 };
+        let s = Shape {
+            m: 256,
+            n: 1,
+            k: 256,
+        };
         for dtype in [Dtype::F16, Dtype::Bf16] {
             let p = Problem::generate(s, dtype, Dist::Gaussian, 1);
             let v: Vec<f64> = p.a.iter().map(|&x| dtype.to_f32(x) as f64).collect();
@@ -216,8 +241,12 @@ mod tests {
     #[test]
     fn reference_entry_is_a_dot_product() {
         let mut p = Problem::generate(Shape { m: 2, n: 2, k: 3 }, Dtype::F16, Dist::Int, 0);
-        p.a = [1.0, 2.0, 3.0, 0.0, 0.0, 0.0].map(|v| Dtype::F16.from_f32(v)).to_vec();
-        p.b = [4.0, 5.0, 6.0, 1.0, 1.0, 1.0].map(|v| Dtype::F16.from_f32(v)).to_vec();
+        p.a = [1.0, 2.0, 3.0, 0.0, 0.0, 0.0]
+            .map(|v| Dtype::F16.from_f32(v))
+            .to_vec();
+        p.b = [4.0, 5.0, 6.0, 1.0, 1.0, 1.0]
+            .map(|v| Dtype::F16.from_f32(v))
+            .to_vec();
         assert_eq!(p.reference_entry(0, 0), 32.0);
         assert_eq!(p.reference_entry(0, 1), 6.0);
         assert_eq!(p.reference_entry(1, 0), 0.0);

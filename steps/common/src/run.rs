@@ -149,9 +149,12 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
         .ctx
         .load_module(Ptx::from_binary(compiled.cubin.clone()))
         .map_err(|e| anyhow!("cannot load the compiled kernel: {e:?}"))?;
-    let func = module
-        .load_function("gemm_kernel")
-        .map_err(|_| anyhow!("{} has no extern \"C\" kernel named gemm_kernel", source.path))?;
+    let func = module.load_function("gemm_kernel").map_err(|_| {
+        anyhow!(
+            "{} has no extern \"C\" kernel named gemm_kernel",
+            source.path
+        )
+    })?;
     // SAFETY: valid function handle and attribute.
     check(
         unsafe {
@@ -180,12 +183,15 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
         )
     };
 
-    let tmap_a = tensor_map_2d(pa, opts.dtype, shape.m, shape.k, plan.a_box.0, plan.a_box.1).context("tensor map for A")?;
-    let tmap_b = tensor_map_2d(pb, opts.dtype, shape.n, shape.k, plan.b_box.0, plan.b_box.1).context("tensor map for B")?;
+    let tmap_a = tensor_map_2d(pa, opts.dtype, shape.m, shape.k, plan.a_box.0, plan.a_box.1)
+        .context("tensor map for A")?;
+    let tmap_b = tensor_map_2d(pb, opts.dtype, shape.n, shape.k, plan.b_box.0, plan.b_box.1)
+        .context("tensor map for B")?;
     let tmap_c = match plan.output {
-        OutputArg::TensorMap { box_rows, box_cols } => {
-            Some(tensor_map_2d(pc, opts.dtype, shape.m, shape.n, box_rows, box_cols).context("tensor map for C")?)
-        }
+        OutputArg::TensorMap { box_rows, box_cols } => Some(
+            tensor_map_2d(pc, opts.dtype, shape.m, shape.n, box_rows, box_cols)
+                .context("tensor map for C")?,
+        ),
         OutputArg::Pointer => None,
     };
 
@@ -242,7 +248,9 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
     let out = s.clone_dtoh(&dc).map_err(|e| anyhow!("{e:?}"))?;
 
     let blas = Blas::new(gpu)?;
-    let dref = s.alloc_zeros::<f32>(shape.m * shape.n).map_err(|e| anyhow!("{e:?}"))?;
+    let dref = s
+        .alloc_zeros::<f32>(shape.m * shape.n)
+        .map_err(|e| anyhow!("{e:?}"))?;
     blas.gemm(shape, opts.dtype, pa, pb, dptr(&dref, gpu), true)?;
     let reference = s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))?;
     drop(dref);
@@ -253,7 +261,10 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
     } else {
         let flush_bytes = (gpu.info.l2_bytes as usize * 2).max(1 << 20);
         let flush_buf = if opts.flush_l2 {
-            Some(s.alloc_zeros::<u8>(flush_bytes).map_err(|e| anyhow!("{e:?}"))?)
+            Some(
+                s.alloc_zeros::<u8>(flush_bytes)
+                    .map_err(|e| anyhow!("{e:?}"))?,
+            )
         } else {
             None
         };
@@ -293,7 +304,11 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
         dtype: opts.dtype,
         dist: opts.dist,
         seed: opts.seed,
-        params: step.params().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        params: step
+            .params()
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
         compile: compiled,
         smem_bytes: dims.smem_bytes,
         grid: dims.grid,
@@ -317,16 +332,29 @@ pub struct SelfTest {
 
 /// Check the reference machinery itself: cuBLAS (f16/bf16 output, as timed) against the CPU
 /// reference, and its speed on `shape`.
-pub fn selftest(gpu: &Gpu, shape: Shape, dtype: Dtype, seed: u64, iters: usize) -> Result<SelfTest> {
+pub fn selftest(
+    gpu: &Gpu,
+    shape: Shape,
+    dtype: Dtype,
+    seed: u64,
+    iters: usize,
+) -> Result<SelfTest> {
     let problem = Problem::generate(shape, dtype, Dist::Gaussian, seed);
     let s = &gpu.stream;
     let da = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
     let db = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
-    let dc = s.alloc_zeros::<u16>(shape.m * shape.n).map_err(|e| anyhow!("{e:?}"))?;
-    let dref = s.alloc_zeros::<f32>(shape.m * shape.n).map_err(|e| anyhow!("{e:?}"))?;
+    let dc = s
+        .alloc_zeros::<u16>(shape.m * shape.n)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    let dref = s
+        .alloc_zeros::<f32>(shape.m * shape.n)
+        .map_err(|e| anyhow!("{e:?}"))?;
     let (pa, pb, pc) = (dptr(&da, gpu), dptr(&db, gpu), dptr(&dc, gpu));
     // SAFETY: `pc` is the output buffer.
-    check(unsafe { sys::cuMemsetD8Async(pc, 0xFF, shape.m * shape.n * 2, s.cu_stream()) }, "poisoning C")?;
+    check(
+        unsafe { sys::cuMemsetD8Async(pc, 0xFF, shape.m * shape.n * 2, s.cu_stream()) },
+        "poisoning C",
+    )?;
     let blas = Blas::new(gpu)?;
     blas.gemm(shape, dtype, pa, pb, pc, false)?;
     blas.gemm(shape, dtype, pa, pb, dptr(&dref, gpu), true)?;
@@ -334,10 +362,17 @@ pub fn selftest(gpu: &Gpu, shape: Shape, dtype: Dtype, seed: u64, iters: usize) 
     let reference = s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))?;
     let verification = verify(&problem, &out, &reference, 256);
     let flush_bytes = (gpu.info.l2_bytes as usize * 2).max(1 << 20);
-    let flush_buf = s.alloc_zeros::<u8>(flush_bytes).map_err(|e| anyhow!("{e:?}"))?;
-    let cublas = time_launches(gpu, 5, iters, Some((dptr(&flush_buf, gpu), flush_bytes)), Duration::from_secs(60), || {
-        blas.gemm(shape, dtype, pa, pb, pc, false)
-    })?;
+    let flush_buf = s
+        .alloc_zeros::<u8>(flush_bytes)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    let cublas = time_launches(
+        gpu,
+        5,
+        iters,
+        Some((dptr(&flush_buf, gpu), flush_bytes)),
+        Duration::from_secs(60),
+        || blas.gemm(shape, dtype, pa, pb, pc, false),
+    )?;
     Ok(SelfTest {
         gpu: gpu.info.clone(),
         shape,
@@ -367,10 +402,18 @@ mod tests {
 
     #[test]
     fn targets_by_gpu() {
-        assert_eq!(choose_target(&gpu((10, 0)), EmulateMode::Auto), Ok(Target::Sm100a));
+        assert_eq!(
+            choose_target(&gpu((10, 0)), EmulateMode::Auto),
+            Ok(Target::Sm100a)
+        );
         assert!(choose_target(&gpu((10, 0)), EmulateMode::Always).is_err());
-        assert_eq!(choose_target(&gpu((9, 0)), EmulateMode::Auto), Ok(Target::Sm90aEmulated));
-        assert!(choose_target(&gpu((9, 0)), EmulateMode::Never).unwrap_err().contains("no tcgen05"));
+        assert_eq!(
+            choose_target(&gpu((9, 0)), EmulateMode::Auto),
+            Ok(Target::Sm90aEmulated)
+        );
+        assert!(choose_target(&gpu((9, 0)), EmulateMode::Never)
+            .unwrap_err()
+            .contains("no tcgen05"));
         assert!(choose_target(&gpu((8, 9)), EmulateMode::Auto).is_err());
     }
 }

@@ -76,7 +76,10 @@ pub trait Step: Sync {
     fn defines(&self, dtype: Dtype) -> Vec<(String, String)> {
         let mut d = vec![
             ("WB_DTYPE".to_string(), dtype.cuda_type().to_string()),
-            ("WB_IS_BF16".to_string(), u32::from(dtype == Dtype::Bf16).to_string()),
+            (
+                "WB_IS_BF16".to_string(),
+                u32::from(dtype == Dtype::Bf16).to_string(),
+            ),
         ];
         d.extend(
             self.params()
@@ -106,7 +109,10 @@ mod tests {
     fn shape_errors_name_the_constraint() {
         assert!(require_multiple("M", 256, 128, 0).is_ok());
         let e = require_multiple("M", 100, 128, 0).unwrap_err();
-        assert_eq!(e, "M must be a positive multiple of 128 for step 0 (got 100)");
+        assert_eq!(
+            e,
+            "M must be a positive multiple of 128 for step 0 (got 100)"
+        );
         assert!(require_multiple("K", 0, 64, 0).is_err());
     }
 }

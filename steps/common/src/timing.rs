@@ -91,9 +91,15 @@ pub fn time_launches(
                 "L2 flush",
             )?;
         }
-        let start = gpu.stream.record_event(flags).map_err(|e| anyhow!("{e:?}"))?;
+        let start = gpu
+            .stream
+            .record_event(flags)
+            .map_err(|e| anyhow!("{e:?}"))?;
         launch()?;
-        let end = gpu.stream.record_event(flags).map_err(|e| anyhow!("{e:?}"))?;
+        let end = gpu
+            .stream
+            .record_event(flags)
+            .map_err(|e| anyhow!("{e:?}"))?;
         sync_with_timeout(gpu, timeout, "timed run")?;
         let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
         samples.push(ms as f64 * 1e3);
@@ -108,7 +114,10 @@ mod tests {
     #[test]
     fn median_of_odd_and_even_counts() {
         let s = Stats::from_samples(vec![5.0, 1.0, 3.0]);
-        assert_eq!((s.median_us, s.min_us, s.max_us, s.runs), (3.0, 1.0, 5.0, 3));
+        assert_eq!(
+            (s.median_us, s.min_us, s.max_us, s.runs),
+            (3.0, 1.0, 5.0, 3)
+        );
         let s = Stats::from_samples(vec![4.0, 1.0, 3.0, 2.0]);
         assert_eq!(s.median_us, 2.5);
         // 2 * 4096 * 8192 * 4096 flops in 1000 us = 274.9 TFLOP/s.

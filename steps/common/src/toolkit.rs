@@ -158,8 +158,7 @@ pub fn find() -> Result<Option<Toolkit>> {
     if std::env::var_os("WORKBOOK_NO_SITE_PYTHON").is_none() {
         for site in python_site_nvidia() {
             for root in pypi_roots(&site) {
-                if let Some(tk) = probe(&root, format!("python packages in {}", site.display()))
-                {
+                if let Some(tk) = probe(&root, format!("python packages in {}", site.display())) {
                     return Ok(Some(tk));
                 }
             }
@@ -187,7 +186,13 @@ fn pip_install(packages: &[&str]) -> Result<()> {
     std::fs::create_dir_all(&target)
         .with_context(|| format!("cannot create {}", target.display()))?;
     let status = Command::new(python())
-        .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
         .args(["--no-deps", "--upgrade", "--target"])
         .arg(&target)
         .args(packages)

@@ -93,7 +93,12 @@ pub fn sample_positions(m: usize, n: usize, count: usize, seed: u64) -> Vec<(usi
 }
 
 /// Compare `out` (M x N, `dtype` bits) with the cuBLAS f32 result and the CPU reference.
-pub fn verify(problem: &Problem, out: &[u16], cublas_f32: &[f32], cpu_samples: usize) -> Verification {
+pub fn verify(
+    problem: &Problem,
+    out: &[u16],
+    cublas_f32: &[f32],
+    cpu_samples: usize,
+) -> Verification {
     let (m, n) = (problem.shape.m, problem.shape.n);
     let dtype = problem.dtype;
     let tol = Tolerance::for_dtype(dtype);
@@ -121,11 +126,20 @@ pub fn verify(problem: &Problem, out: &[u16], cublas_f32: &[f32], cpu_samples: u
         if bad {
             bad_count += 1;
             if mismatches.len() < 8 {
-                mismatches.push(Mismatch { row: idx / n, col: idx % n, got, expected });
+                mismatches.push(Mismatch {
+                    row: idx / n,
+                    col: idx % n,
+                    got,
+                    expected,
+                });
             }
         }
     }
-    let rel_error_norm = if nan_count > 0 { f64::NAN } else { (err_sq / ref_sq.max(f64::MIN_POSITIVE)).sqrt() };
+    let rel_error_norm = if nan_count > 0 {
+        f64::NAN
+    } else {
+        (err_sq / ref_sq.max(f64::MIN_POSITIVE)).sqrt()
+    };
 
     let samples = sample_positions(m, n, cpu_samples, problem.seed);
     let mut cpu_sample_failures = 0;
@@ -178,7 +192,16 @@ mod tests {
     use crate::problem::{Dist, Shape};
 
     fn setup(dtype: Dtype) -> (Problem, Vec<f32>, Vec<u16>) {
-        let p = Problem::generate(Shape { m: 64, n: 48, k: 256 }, dtype, Dist::Gaussian, 11);
+        let p = Problem::generate(
+            Shape {
+                m: 64,
+                n: 48,
+                k: 256,
+            },
+            dtype,
+            Dist::Gaussian,
+            11,
+        );
         let r = cpu_reference(&p);
         let out: Vec<u16> = r.iter().map(|&v| dtype.from_f32(v)).collect();
         (p, r, out)
@@ -190,7 +213,10 @@ mod tests {
             let (p, r, out) = setup(dtype);
             let v = verify(&p, &out, &r, 64);
             assert!(v.passed, "{dtype}: {}", v.summary());
-            assert!(v.rel_error_norm > 0.0, "rounding to {dtype} must show some error");
+            assert!(
+                v.rel_error_norm > 0.0,
+                "rounding to {dtype} must show some error"
+            );
         }
     }
 
@@ -226,7 +252,10 @@ mod tests {
         }
         let partial = cpu_reference(&p);
         let out: Vec<u16> = partial.iter().map(|&v| Dtype::Bf16.from_f32(v)).collect();
-        p = Problem { a: setup(Dtype::Bf16).0.a, ..p };
+        p = Problem {
+            a: setup(Dtype::Bf16).0.a,
+            ..p
+        };
         let v = verify(&p, &out, &full, 64);
         assert!(!v.passed, "{}", v.summary());
         assert!(v.bad_count > 0);
@@ -234,7 +263,16 @@ mod tests {
 
     #[test]
     fn rejects_a_transposed_result() {
-        let p = Problem::generate(Shape { m: 32, n: 32, k: 64 }, Dtype::F16, Dist::Gaussian, 2);
+        let p = Problem::generate(
+            Shape {
+                m: 32,
+                n: 32,
+                k: 64,
+            },
+            Dtype::F16,
+            Dist::Gaussian,
+            2,
+        );
         let r = cpu_reference(&p);
         let mut out = vec![0u16; 32 * 32];
         for i in 0..32 {

@@ -15,7 +15,12 @@ pub struct Config {
 }
 
 impl Config {
-    pub const DEFAULT: Config = Config { tile_m: 128, tile_n: 256, tile_k: 64, stages: 4 };
+    pub const DEFAULT: Config = Config {
+        tile_m: 128,
+        tile_n: 256,
+        tile_k: 64,
+        stages: 4,
+    };
 }
 
 impl Default for Config {
@@ -47,7 +52,12 @@ impl Step for Step0 {
 
     fn params(&self) -> Vec<(&'static str, u32)> {
         let c = self.config;
-        vec![("tile_m", c.tile_m), ("tile_n", c.tile_n), ("tile_k", c.tile_k), ("stages", c.stages)]
+        vec![
+            ("tile_m", c.tile_m),
+            ("tile_n", c.tile_n),
+            ("tile_k", c.tile_k),
+            ("stages", c.stages),
+        ]
     }
 
     fn check_shape(&self, s: Shape) -> Result<(), String> {
