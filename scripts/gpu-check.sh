@@ -8,12 +8,13 @@
 # 3. negative controls: the same kernels with seeded bugs, each must be reported as failing.
 # Every run is under `timeout`, since a broken mbarrier phase hangs forever.
 # Writes $OUT/emulation.json and $OUT/selftest.json (the formats of assets/results/) and
-# $OUT/log.txt; prints a summary table last. Exit 0 only if every case met its expectation.
+# $OUT/log.txt (per-case stderr included); prints a summary table last. Exit 0 only if every case met its expectation.
 set -u
 RUNNER=${RUNNER:-target/release/runner}
 OUT=${OUT:-/tmp/wb-gpu-check}
 COMMIT=${WB_COMMIT:-unknown}
-mkdir -p "$OUT/cases"
+CASES=$(mktemp -d)  # per-case logs stay on the machine; $OUT gets the summaries
+mkdir -p "$OUT"
 LOG="$OUT/log.txt"
 : >"$LOG"
 chmod +x "$RUNNER" 2>/dev/null
@@ -31,10 +32,10 @@ run_case() { # name expected step shape dtype seed mutation
   local args=(step "$step" --emulate --m "$m" --n "$n" --k "$k" --dtype "$dtype" --seed "$seed" --json --timeout 60)
   [ "$mutation" != "-" ] && args+=(--mutate "$mutation")
   local t0=$(date +%s.%N)
-  timeout 150 "$RUNNER" "${args[@]}" >"$OUT/cases/$name.json" 2>"$OUT/cases/$name.err"
+  timeout 150 "$RUNNER" "${args[@]}" >"$CASES/$name.json" 2>"$CASES/$name.err"
   local rc=$?
   local t1=$(date +%s.%N)
-  echo "$name rc=$rc expected=$expected $(head -c 300 "$OUT/cases/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
+  echo "$name rc=$rc expected=$expected $(head -c 300 "$CASES/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
   printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" >>"$OUT/cases.tsv"
 }
 
@@ -58,9 +59,9 @@ for step in $STEPS; do
   done
 done
 
-python3 - "$OUT" "$COMMIT" <<'PY'
+python3 - "$OUT" "$COMMIT" "$CASES" <<'PY'
 import json, os, subprocess, sys, datetime
-out, commit = sys.argv[1], sys.argv[2]
+out, commit, cases_dir = sys.argv[1], sys.argv[2], sys.argv[3]
 smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
                      capture_output=True, text=True).stdout.strip().split(", ")
 gpu, driver = smi[0], smi[1] if len(smi) > 1 else "?"
@@ -71,7 +72,7 @@ for line in open(os.path.join(out, "cases.tsv")):
     rc = int(rc)
     rel = None
     try:
-        rep = json.load(open(os.path.join(out, "cases", name + ".json")))
+        rep = json.load(open(os.path.join(cases_dir, name + ".json")))
         rel = rep["verification"]["rel_error_norm"]
         passed = rep["verification"]["passed"]
     except Exception:
@@ -84,7 +85,7 @@ for line in open(os.path.join(out, "cases.tsv")):
         outcome = "hang"
     else:
         outcome = "error"
-    err = open(os.path.join(out, "cases", name + ".err")).read().strip().splitlines()
+    err = open(os.path.join(cases_dir, name + ".err")).read().strip().splitlines()
     # A seeded bug counts as caught whether verification failed, the emulator trapped or it hung.
     met = outcome == "pass" if expected == "pass" else outcome != "pass"
     ok_all &= met

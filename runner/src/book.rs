@@ -36,7 +36,7 @@ fn read_repo_file(rel: &str) -> Result<String> {
     if let Some((_, s)) = EMBEDDED.iter().find(|(p, _)| *p == rel) {
         return Ok(s.to_string());
     }
-    for s in crate::steps::all() {
+    for s in runner::steps::all() {
         let i = s.info();
         if rel == i.kernel_path() {
             return Ok(i.kernel.to_string());
@@ -149,8 +149,12 @@ fn s(v: &Value, k: &str) -> String {
     }
 }
 
-/// Markdown tables for the results files of one kind (`emulation`, `selftest`).
-pub fn results_table(kind: &str) -> String {
+/// Markdown tables for the results files of one kind (`emulation`, `selftest`), optionally only
+/// the cases of one step (`emulation 0`).
+pub fn results_table(spec: &str) -> String {
+    let mut words = spec.split_whitespace();
+    let kind = words.next().unwrap_or_default();
+    let step: Option<u64> = words.next().and_then(|w| w.parse().ok());
     let mut out = String::new();
     for (name, v) in results_files().iter().filter(|(_, v)| v["kind"] == kind) {
         out.push_str(&format!(
@@ -164,7 +168,12 @@ pub fn results_table(kind: &str) -> String {
             "emulation" => {
                 out.push_str("| step | shape | dtype | seed | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
                 for c in v["cases"].as_array().into_iter().flatten() {
-                    let ok = c["expected"] == c["outcome"];
+                    if step.is_some_and(|n| c["step"].as_u64() != Some(n)) {
+                        continue;
+                    }
+                    let ok = c["met_expectation"]
+                        .as_bool()
+                        .unwrap_or(c["expected"] == c["outcome"]);
                     out.push_str(&format!(
                         "| {} | {} | {} | {} | {} | {} | {}{} | {} |\n",
                         s(c, "step"),
@@ -274,7 +283,19 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     md.with_preprocessor(Results);
     md.build()
         .map_err(|e| anyhow!("cannot build the book: {e:#}"))?;
-    Ok(md.build_dir_for("html"))
+    let dir = md.build_dir_for("html");
+    // Figures live in the repository's assets/, outside the book's src/: copy them in.
+    let assets = dir.join("assets");
+    std::fs::create_dir_all(&assets)?;
+    for entry in std::fs::read_dir(project_root().join("assets"))? {
+        let p = entry?.path();
+        if p.extension().is_some_and(|e| e == "svg" || e == "png") {
+            if let Some(name) = p.file_name() {
+                std::fs::copy(&p, assets.join(name))?;
+            }
+        }
+    }
+    Ok(dir)
 }
 
 /// Serve a built book on 127.0.0.1 until interrupted.

@@ -3,7 +3,8 @@
 mod book;
 mod diff;
 mod report;
-mod steps;
+
+use runner::steps;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};

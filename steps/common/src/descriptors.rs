@@ -157,7 +157,7 @@ mod tests {
         for row in 0..8 {
             for k in 0..64 {
                 let off = sw128_offset(row, k) as usize;
-                assert!(off < 1024 && off % 2 == 0);
+                assert!(off < 1024 && off.is_multiple_of(2));
                 assert!(!seen[off / 2], "two elements at byte {off}");
                 seen[off / 2] = true;
             }

@@ -135,7 +135,7 @@ pub fn tensor_map_2d(
     if box_rows > 256 || box_cols > 256 {
         bail!("a TMA box is at most 256 elements per dimension");
     }
-    if (cols * 2) % 16 != 0 {
+    if !(cols * 2).is_multiple_of(16) {
         bail!("TMA needs rows that are a multiple of 16 bytes ({cols} columns)");
     }
     let data_type = match dtype {

@@ -68,9 +68,11 @@ impl Sass {
 pub fn disassemble(cubin: &[u8]) -> Result<Sass> {
     let tk = toolkit::get()?;
     let nvdisasm = tk.nvdisasm()?;
-    let dir = std::env::temp_dir().join(format!("workbook-sass-{}", std::process::id()));
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("workbook-sass-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join(format!("k{}.cubin", cubin.len()));
+    let path = dir.join("kernel.cubin");
     std::fs::write(&path, cubin).with_context(|| format!("cannot write {}", path.display()))?;
     let out = Command::new(&nvdisasm)
         .arg("-c")

@@ -92,7 +92,7 @@ pub trait Step: Sync {
 
 /// `Err("M must be a multiple of 128 for step 0")` unless `value` is a positive multiple.
 pub fn require_multiple(dim: &str, value: usize, multiple: usize, step: u32) -> Result<(), String> {
-    if value == 0 || value % multiple != 0 {
+    if value == 0 || !value.is_multiple_of(multiple) {
         Err(format!(
             "{dim} must be a positive multiple of {multiple} for step {step} (got {value})"
         ))

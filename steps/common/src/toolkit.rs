@@ -8,7 +8,7 @@
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// Pinned PyPI packages: 13.0.x matches the CUDA 13.0 driver of the GPU machines; nvdisasm has
 /// no 13.0 wheel, and a newer disassembler reads older cubins.
@@ -167,6 +167,23 @@ pub fn find() -> Result<Option<Toolkit>> {
     Ok(None)
 }
 
+/// Hold an exclusive lock on `<pypi_dir>.lock` while `f` runs: several runners (parallel tests,
+/// two terminals) may find the toolkit missing at once, and only one may install it.
+fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    let dir = pypi_dir();
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("cannot create {}", parent.display()))?;
+    let lock_path = dir.with_extension("lock");
+    let lock = std::fs::File::create(&lock_path)
+        .with_context(|| format!("cannot create {}", lock_path.display()))?;
+    lock.lock()
+        .with_context(|| format!("cannot lock {}", lock_path.display()))?;
+    let out = f();
+    let _ = lock.unlock();
+    out
+}
+
 fn pip_install(packages: &[&str]) -> Result<()> {
     let target = pypi_dir();
     if std::env::var_os("WORKBOOK_NO_INSTALL").is_some() {
@@ -176,6 +193,16 @@ fn pip_install(packages: &[&str]) -> Result<()> {
             python(),
             target.display(),
             packages.join(" ")
+        );
+    }
+    let pip_works = Command::new(python())
+        .args(["-m", "pip", "--version"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !pip_works {
+        bail!(
+            "no CUDA toolkit found, and `{} -m pip` cannot run to install NVRTC: install python3 with pip, or a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root",
+            python()
         );
     }
     eprintln!(
@@ -215,21 +242,32 @@ pub fn find_or_install() -> Result<Toolkit> {
     if let Some(tk) = find()? {
         return Ok(tk);
     }
-    pip_install(&[PYPI_NVRTC, PYPI_HEADERS])?;
-    for root in pypi_roots(&pypi_dir()) {
-        if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
+    with_install_lock(|| {
+        // Another process may have installed it while this one waited for the lock.
+        if let Some(tk) = find()? {
             return Ok(tk);
         }
-    }
-    bail!(
-        "installed {PYPI_NVRTC} and {PYPI_HEADERS} into {}, but found no libnvrtc there",
-        pypi_dir().display()
-    )
+        pip_install(&[PYPI_NVRTC, PYPI_HEADERS])?;
+        for root in pypi_roots(&pypi_dir()) {
+            if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
+                return Ok(tk);
+            }
+        }
+        bail!(
+            "installed {PYPI_NVRTC} and {PYPI_HEADERS} into {}, but found no libnvrtc there",
+            pypi_dir().display()
+        )
+    })
 }
 
 /// The toolkit of this process, found (or installed) once and preloaded.
 pub fn get() -> Result<&'static Toolkit> {
     static TK: OnceLock<Toolkit> = OnceLock::new();
+    static SEARCH: Mutex<()> = Mutex::new(());
+    if let Some(tk) = TK.get() {
+        return Ok(tk);
+    }
+    let _one_at_a_time = SEARCH.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(tk) = TK.get() {
         return Ok(tk);
     }
@@ -253,8 +291,13 @@ impl Toolkit {
         if let Some(p) = find_local() {
             return Ok(p);
         }
-        pip_install(&[PYPI_NVDISASM])?;
-        find_local().context("installed nvdisasm, but cannot find the binary")
+        with_install_lock(|| {
+            if let Some(p) = find_local() {
+                return Ok(p);
+            }
+            pip_install(&[PYPI_NVDISASM])?;
+            find_local().context("installed nvdisasm, but cannot find the binary")
+        })
     }
 }
 

@@ -31,6 +31,7 @@ static_assert(TILE_M == 128, "cta_group::1 with M = 128 maps row i of the tile t
 static_assert(TILE_N % 32 == 0 && TILE_N <= 256, "N of one MMA: a multiple of 16, at most 256");
 static_assert(STAGES >= 3, "the prefetch distance STAGES - 2 must be at least 1");
 
+// ANCHOR: storage
 struct SharedStorage {
   alignas(1024) T a[STAGES][TILE_M * TILE_K];  // 128B swizzle needs 1024-byte aligned tiles
   alignas(1024) T b[STAGES][TILE_N * TILE_K];
@@ -39,6 +40,7 @@ struct SharedStorage {
   alignas(8) u64 acc_full;            // MMA -> epilogue: the accumulator is final
   u32 tmem_base;                      // written by tcgen05.alloc
 };
+// ANCHOR_END: storage
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
@@ -55,6 +57,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int tile_n = blockIdx.x;
   const int num_k_blocks = K / TILE_K;
 
+  // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 -----------------------------
   if (threadIdx.x == 0) {
     bw::tma_prefetch_desc(&tmap_a);
@@ -74,7 +77,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   __syncthreads();
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
+  // ANCHOR_END: setup
 
+  // ANCHOR: mainloop
   // ---- main loop: warp 0 is producer and MMA issuer at once --------------------------------
   if (warp == 0) {
     const u32 idesc = bw::make_idesc_f16(TILE_M, TILE_N, IS_BF16);
@@ -111,7 +116,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     bw::mma_commit(&smem.acc_full);  // arrives after every MMA above has completed
   }
+  // ANCHOR_END: mainloop
 
+  // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> global, all 4 warps -------------------------
   bw::mbarrier_wait(&smem.acc_full, 0);
   bw::tcgen05_fence_after_thread_sync();
@@ -129,6 +136,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       *reinterpret_cast<uint4*>(c_row + col + j) = *reinterpret_cast<const uint4*>(out + j);
     }
   }
+
+  // ANCHOR_END: epilogue
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
   bw::tcgen05_fence_before_thread_sync();

@@ -5,6 +5,7 @@ use common::gpu::{GpuInfo, LaunchDims};
 use common::step::{require_multiple, OutputArg, Plan, Step, StepInfo};
 use common::Shape;
 
+// ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
 #[derive(Debug, Clone, Copy)]
 pub struct Config {
@@ -22,6 +23,8 @@ impl Config {
         stages: 4,
     };
 }
+
+// ANCHOR_END: config
 
 impl Default for Config {
     fn default() -> Self {

@@ -1,0 +1,237 @@
+//! The runner as a user meets it: every command, and the error paths (one line, non-zero exit,
+//! never a panic).
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn runner(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .output()
+        .expect("runner runs")
+}
+
+fn runner_env(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.args(args);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("runner runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A user error: exit code 2, one `error:` line, no panic or backtrace.
+fn assert_one_line_error(o: &Output, needle: &str) {
+    let err = stderr(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains(needle), "expected {needle:?} in {err}");
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("runner-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn list_shows_the_ladder() {
+    let o = runner(&["list"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    assert!(out.contains("Basic pipelined kernel"), "{out}");
+    let o = runner(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["number"], 0);
+    assert_eq!(v[0]["crate"], "steps/step0_naive");
+}
+
+#[test]
+fn step_0_reports_its_sm100a_build_or_runs() {
+    let o = runner(&["step", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("Step 0"), "{out}");
+    // Without a usable GPU (CI): the compile report; on a GPU: a verified run.
+    assert!(out.contains("UTCHMMA") || out.contains("verify"), "{out}");
+    if out.contains("compiled for sm_100a only") {
+        assert!(out.contains("registers"), "{out}");
+        assert!(out.contains("local memory (LDL/STL): 0"), "{out}");
+    }
+}
+
+#[test]
+fn step_json_is_machine_readable() {
+    let o = runner(&["step", "0", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(v["step"], 0);
+    if v["ran"] == false {
+        assert!(v["sass"]["histogram"]["UTCHMMA"].as_u64().unwrap() > 0);
+        assert!(v["compile"]["resources"]["registers"].as_u64().unwrap() > 0);
+        assert!(v["reason"].as_str().unwrap().contains("GPU"));
+    }
+}
+
+#[test]
+fn bad_shapes_name_the_constraint() {
+    let o = runner(&["step", "0", "--m", "100"]);
+    assert_one_line_error(
+        &o,
+        "M must be a positive multiple of 128 for step 0 (got 100)",
+    );
+    let o = runner(&["step", "0", "--n", "300", "--dtype", "bf16"]);
+    assert_one_line_error(&o, "N must be a positive multiple of 256");
+    let o = runner(&["step", "0", "--k", "0"]);
+    assert_one_line_error(&o, "K must be a positive multiple of 64");
+}
+
+#[test]
+fn unknown_step_and_bad_values_are_errors() {
+    assert_one_line_error(&runner(&["step", "42"]), "there is no step 42");
+    assert_one_line_error(&runner(&["explain", "42"]), "there is no step 42");
+    assert_one_line_error(
+        &runner(&["step", "0", "--mutate", "bogus"]),
+        "known: wrong-sbo, skip-acc-wait",
+    );
+    let o = runner(&["step", "0", "--dtype", "f32"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown dtype"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_kernel_that_fails_to_compile_shows_the_log_with_line_numbers() {
+    let d = tmp("broken");
+    let path = d.join("broken.cu");
+    std::fs::write(&path, "#include \"blackwell.cuh\"\nextern \"C\" __global__ void gemm_kernel() {\n  this is not C++;\n}\n").unwrap();
+    let o = runner(&["step", "0", "--kernel", path.to_str().unwrap()]);
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(err.contains("broken.cu(3): error"), "{err}");
+    assert!(err.contains("    3 |   this is not C++;"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn a_seeded_bug_still_compiles_for_sm100a() {
+    let o = runner(&["step", "0", "--mutate", "skip-acc-wait"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("seeded bug"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_toolkit_override_that_is_wrong_says_so() {
+    let o = runner_env(&["step", "0"], &[("WORKBOOK_CUDA", "/nonexistent/cuda")]);
+    assert_one_line_error(
+        &o,
+        "WORKBOOK_CUDA=/nonexistent/cuda holds no include/cuda_fp16.h",
+    );
+}
+
+#[test]
+fn missing_nvrtc_that_cannot_be_installed_says_how_to_install() {
+    if std::path::Path::new("/usr/local/cuda/include/cuda_fp16.h").exists()
+        || std::env::var_os("CUDA_PATH").is_some()
+    {
+        return; // a system toolkit would be found first: nothing to simulate here
+    }
+    let empty = tmp("no-cuda");
+    let o = runner_env(
+        &["step", "0"],
+        &[
+            ("WORKBOOK_CUDA_CACHE", empty.to_str().unwrap()),
+            ("WORKBOOK_PYTHON", "/nonexistent/python3"),
+            ("WORKBOOK_NO_SITE_PYTHON", "1"),
+        ],
+    );
+    assert_one_line_error(&o, "install python3 with pip, or a CUDA toolkit");
+    let o = runner_env(
+        &["step", "0"],
+        &[
+            ("WORKBOOK_CUDA_CACHE", empty.to_str().unwrap()),
+            ("WORKBOOK_NO_INSTALL", "1"),
+            ("WORKBOOK_NO_SITE_PYTHON", "1"),
+        ],
+    );
+    assert_one_line_error(&o, "pip install --target");
+}
+
+#[test]
+fn inspect_prints_resources_and_a_histogram() {
+    let o = runner(&["inspect", "0"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("histogram"), "{out}");
+    assert!(out.contains("UTCHMMA"), "{out}");
+    let o = runner(&["inspect", "0", "--arch", "sm_90a"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("tcgen05 emulated"));
+}
+
+#[test]
+fn diff_shows_changes_or_identity() {
+    let o = runner(&["diff", "0", "0", "--color", "never"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).contains("identical"), "{}", stdout(&o));
+    let steps = runner::steps::all();
+    if let (Some(a), Some(b)) = (steps.first(), steps.get(1)) {
+        let (a, b) = (a.info().number.to_string(), b.info().number.to_string());
+        let o = runner(&["diff", &a, &b, "--color", "never"]);
+        let out = stdout(&o);
+        assert!(
+            out.contains("--- ") && out.contains("+++ ") && out.contains("@@"),
+            "{out}"
+        );
+        let o = runner(&["diff", &a, &b, "--color", "always"]);
+        assert!(stdout(&o).contains("\x1b[32m+"));
+    }
+}
+
+#[test]
+fn explain_inlines_the_code_and_results() {
+    let o = runner(&["explain", "0", "--markdown"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let md = stdout(&o);
+    assert!(!md.contains("{{#include"), "includes must be expanded");
+    assert!(!md.contains("{{#results"), "results must be expanded");
+    assert!(md.contains("gemm_kernel"), "the kernel is included");
+    let o = runner(&["explain", "0"]);
+    assert!(o.status.success());
+    assert!(!stdout(&o).is_empty());
+}
+
+#[test]
+fn the_book_builds() {
+    let out = tmp("book");
+    let o = runner(&["book", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let index = std::fs::read_to_string(out.join("index.html")).unwrap();
+    assert!(index.contains("Blackwell"));
+    let ch0 = std::fs::read_to_string(out.join("step0.html")).unwrap();
+    assert!(
+        ch0.contains("gemm_kernel"),
+        "the kernel source is included in chapter 0"
+    );
+    assert!(!ch0.contains("{{#results"), "results tables are generated");
+}
+
+#[test]
+fn selftest_without_a_gpu_is_a_clear_error() {
+    let o = runner(&["selftest"]);
+    if o.status.success() {
+        return; // a GPU is present
+    }
+    assert_one_line_error(&o, "selftest needs a GPU");
+}

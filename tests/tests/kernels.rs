@@ -1,0 +1,98 @@
+//! Every step kernel compiles (NVRTC, no GPU needed) and its SASS holds what the step is about.
+
+use common::compile::{compile, CompileError, KernelSource, Target};
+use common::mutation::MUTATIONS;
+use common::sass::disassemble;
+use common::Dtype;
+
+#[test]
+fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
+    for step in runner::steps::all() {
+        let info = step.info();
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let c = compile(&info.kernel_source(), Target::Sm100a, &step.defines(dtype))
+                .unwrap_or_else(|e| {
+                    panic!("step {} ({dtype}) does not compile: {e:#}", info.number)
+                });
+            let sass = disassemble(&c.cubin).expect("nvdisasm");
+            for op in info.sass_expect {
+                assert!(
+                    sass.count(op) > 0,
+                    "step {} ({dtype}): SASS lost {op}; histogram {:?}",
+                    info.number,
+                    sass.histogram
+                );
+            }
+            assert_eq!(
+                sass.local_memory_ops(),
+                0,
+                "step {} ({dtype}) uses local memory (LDL/STL)",
+                info.number
+            );
+            assert_eq!(
+                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                0,
+                "step {} spills",
+                info.number
+            );
+            assert!(c.resources.registers > 0 && c.resources.registers <= 255);
+        }
+    }
+}
+
+#[test]
+fn every_step_builds_for_the_sm90a_emulation() {
+    for step in runner::steps::all() {
+        let info = step.info();
+        let c = compile(
+            &info.kernel_source(),
+            Target::Sm90aEmulated,
+            &step.defines(Dtype::Bf16),
+        )
+        .unwrap_or_else(|e| panic!("step {} does not build for emulation: {e:#}", info.number));
+        let sass = disassemble(&c.cubin).expect("nvdisasm");
+        assert_eq!(
+            sass.count("UTCHMMA"),
+            0,
+            "sm_90 has no tcgen05: the emulation must replace it"
+        );
+        assert_eq!(sass.count("LDTM"), 0);
+        assert!(
+            sass.count("UTMALDG") > 0,
+            "TMA stays native under emulation"
+        );
+    }
+}
+
+#[test]
+fn every_seeded_bug_still_applies_to_every_step() {
+    // The negative controls of the GPU check are only meaningful while they edit the kernels.
+    for step in runner::steps::all() {
+        for m in MUTATIONS {
+            let k = m
+                .apply(step.info().kernel)
+                .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
+            assert_ne!(k, step.info().kernel);
+        }
+    }
+}
+
+#[test]
+fn a_compile_error_names_file_line_and_shows_the_source() {
+    let src = KernelSource {
+        path: "steps/broken/kernel.cu".into(),
+        text: "#include \"blackwell.cuh\"\nextern \"C\" __global__ void gemm_kernel() {\n  int x = not_declared;\n}\n".into(),
+    };
+    let err = compile(&src, Target::Sm100a, &[]).expect_err("must not compile");
+    let ce = err.downcast_ref::<CompileError>().expect("a CompileError");
+    assert!(
+        ce.log.contains("steps/broken/kernel.cu(3): error"),
+        "{}",
+        ce.log
+    );
+    assert!(
+        ce.log.contains("    3 |   int x = not_declared;"),
+        "{}",
+        ce.log
+    );
+}
