@@ -7,8 +7,20 @@ static STEP0: step0_naive::Step0 = step0_naive::Step0 {
     config: step0_naive::Config::DEFAULT,
 };
 
+static STEP1: step1_warp_specialization::Step1 = step1_warp_specialization::Step1 {
+    config: step1_warp_specialization::Config::DEFAULT,
+};
+
+static STEP2: step2_tiled_epilogue::Step2 = step2_tiled_epilogue::Step2 {
+    config: step2_tiled_epilogue::Config::DEFAULT,
+};
+
+static STEP3: step3_collective_mma::Step3 = step3_collective_mma::Step3 {
+    config: step3_collective_mma::Config::DEFAULT,
+};
+
 pub fn all() -> Vec<&'static dyn Step> {
-    vec![&STEP0]
+    vec![&STEP0, &STEP1, &STEP2, &STEP3]
 }
 
 pub fn get(n: u32) -> Result<&'static dyn Step> {

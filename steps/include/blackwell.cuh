@@ -106,6 +106,30 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Clusters (PTX ISA "Special Registers: %cluster_ctarank", "barrier.cluster", "mapa")
+// ---------------------------------------------------------------------------------------------
+
+// %cluster_ctarank: this CTA's rank in its cluster (0 in a launch without clusters).
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// barrier.cluster.arrive.release + wait.acquire: every thread of every CTA in the cluster.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
+// mapa.shared::cluster: the address of the same shared-memory location in CTA `rank`.
+__device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
+  u32 mapped;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(smem_addr), "r"(rank));
+  return mapped;
+}
+
+// ---------------------------------------------------------------------------------------------
 // TMA (PTX ISA "Data Movement and Conversion Instructions: cp.async.bulk.tensor")
 // ---------------------------------------------------------------------------------------------
 
@@ -126,6 +150,41 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64*
         : "memory");
   }
   __syncwarp();
+}
+
+// cp.async.bulk.tensor.2d shared -> global (warp-level): store a box from shared memory at
+// (c0 = inner, c1 = outer). Lane 0 issues it, and lane 0 alone commits and waits on the bulk
+// group: bulk groups belong to the thread that issued them.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* src, int c0, int c1) {
+  if (lane_id() == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(desc),
+        "r"(smem_u32(src)), "r"(c0), "r"(c1)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// cp.async.bulk.commit_group (PTX ISA "cp.async.bulk.commit_group", warp-level): close the group
+// of bulk copies lane 0 issued since the last commit.
+__device__ __forceinline__ void tma_store_commit() {
+  if (lane_id() == 0) asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  __syncwarp();
+}
+
+// cp.async.bulk.wait_group.read (PTX ISA "cp.async.bulk.wait_group", warp-level): wait until at
+// most N of lane 0's committed groups are still reading their shared-memory source, so the
+// buffers of the others may be overwritten.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  if (lane_id() == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+  __syncwarp();
+}
+
+// fence.proxy.async.shared::cta (PTX ISA "membar/fence"): order this thread's ordinary
+// shared-memory writes before later async-proxy (TMA, tcgen05) reads of them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -190,6 +249,39 @@ __device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) {
                : "memory");
 }
 
+// The cta_group::2 forms: one warp in each CTA of the pair executes them, and the same columns
+// are allocated (freed) in both CTAs' tensor memory. A kernel uses one cta_group throughout.
+__device__ __forceinline__ void tmem_alloc_2cta(u32* dst, u32 ncols) {
+  asm volatile("tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%0], %1;" ::"r"(
+                   smem_u32(dst)),
+               "r"(ncols)
+               : "memory");
+}
+__device__ __forceinline__ void tmem_relinquish_alloc_permit_2cta() {
+  asm volatile("tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) {
+  asm volatile("tcgen05.dealloc.cta_group::2.sync.aligned.b32 %0, %1;" ::"r"(taddr), "r"(ncols)
+               : "memory");
+}
+
+// cp.async.bulk.tensor.2d ... .cta_group::2 (warp-level): like tma_load_2d, but the bytes are
+// counted on the barrier at `bar`'s offset in the pair's leader CTA (rank 0), whose MMA warp
+// consumes both CTAs' tiles. `bytes` is this copy's size; the hardware does not need it (the
+// sm_90 emulation does), it is checked against the box by nothing but the barrier's count.
+__device__ __forceinline__ void tma_load_2d_2cta(void* dst, const TmaDesc* desc, u64* bar,
+                                                 u32 bytes, int c0, int c1) {
+  (void)bytes;
+  if (elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(desc), "r"(map_to_cta(smem_u32(bar), 0)), "r"(c0), "r"(c1)
+        : "memory");
+  }
+  __syncwarp();
+}
+
 // ---------------------------------------------------------------------------------------------
 // MMA and its completion (PTX ISA "tcgen05.mma", "tcgen05.commit")
 // ---------------------------------------------------------------------------------------------
@@ -204,6 +296,36 @@ __device__ __forceinline__ void mma_f16(u32 d_tmem, u64 a_desc, u64 b_desc, u32 
         "setp.ne.b32 p, %4, 0;\n\t"
         "tcgen05.mma.cta_group::1.kind::f16 [%0], %1, %2, %3, p;\n\t}" ::"r"(d_tmem),
         "l"(a_desc), "l"(b_desc), "r"(idesc), "r"((u32)accumulate)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// tcgen05.mma.cta_group::2.kind::f16 (warp-level, leader CTA only): one MMA over the CTA pair,
+// M = 256 split 128/128 by rank. Both CTAs hold their A rows and their half of B's N rows at the
+// same shared-memory offsets, so the leader's local descriptors describe both; D lands in each
+// CTA's tensor memory at the same address.
+__device__ __forceinline__ void mma_f16_2cta(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
+                                             bool accumulate) {
+  if (elect_one()) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "setp.ne.b32 p, %4, 0;\n\t"
+        "tcgen05.mma.cta_group::2.kind::f16 [%0], %1, %2, %3, p;\n\t}" ::"r"(d_tmem),
+        "l"(a_desc), "l"(b_desc), "r"(idesc), "r"((u32)accumulate)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// tcgen05.commit.cta_group::2 ... multicast::cluster (warp-level): when this thread's MMAs are
+// complete, arrive once on the barrier at `bar`'s offset in every CTA of `cta_mask`.
+__device__ __forceinline__ void mma_commit_2cta_multicast(u64* bar, unsigned short cta_mask) {
+  if (elect_one()) {
+    asm volatile(
+        "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64"
+        " [%0], %1;" ::"r"(smem_u32(bar)),
+        "h"(cta_mask)
         : "memory");
   }
   __syncwarp();

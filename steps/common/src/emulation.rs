@@ -48,7 +48,7 @@ impl Fault {
             5 => format!("tcgen05.dealloc of address {d0:#x} ({d1} columns), which is not an allocated range"),
             6 => {
                 let i = decode_idesc(d0 as u32);
-                format!("instruction descriptor {d0:#010x} (M={}, N={}, D format {}, A/B format {}/{}, A/B major {}/{}) uses an encoding the emulator does not implement: it models dense kind::f16 with f32 accumulation, K-major A and B, M = 128, N a multiple of 16 up to 256", i.m, i.n, i.d_format, i.a_format, i.b_format, i.a_major, i.b_major)
+                format!("instruction descriptor {d0:#010x} (M={}, N={}, D format {}, A/B format {}/{}, A/B major {}/{}) uses an encoding the emulator does not implement: it models dense kind::f16 with f32 accumulation, K-major A and B, M = 128 (cta_group::1) or 256 (cta_group::2), N a multiple of 16 up to 256", i.m, i.n, i.d_format, i.a_format, i.b_format, i.a_major, i.b_major)
             }
             7 => {
                 let s = decode_smem_desc(d0);
@@ -63,6 +63,8 @@ impl Fault {
                 "an MMA operand (descriptor start {:#x}, SBO {} B) reaches row {} past the CTA's {} B of shared memory: check the start address and the SBO",
                 d0 & 0xFFFF_FFFF, d0 >> 32, d1 >> 32, d1 & 0xFFFF_FFFF
             ),
+            14 => format!("tcgen05.mma.cta_group::2 issued by the CTA of cluster rank {d0}: only the pair's leader (even rank) may issue it"),
+            15 => format!("a cta_group::{d1} commit covers an MMA issued with cta_group::{d0}: a kernel must use one cta_group for all its tcgen05 instructions"),
             c => format!("unknown emulation fault code {c}"),
         };
         format!(

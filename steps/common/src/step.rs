@@ -101,9 +101,51 @@ pub fn require_multiple(dim: &str, value: usize, multiple: usize, step: u32) -> 
     }
 }
 
+/// The shapes a tiled kernel accepts: M, N and K positive multiples of its tile.
+pub fn check_tiled(
+    shape: Shape,
+    tile_m: u32,
+    tile_n: u32,
+    tile_k: u32,
+    step: u32,
+) -> Result<(), String> {
+    require_multiple("M", shape.m, tile_m as usize, step)?;
+    require_multiple("N", shape.n, tile_n as usize, step)?;
+    require_multiple("K", shape.k, tile_k as usize, step)
+}
+
+/// Dynamic shared memory of a kernel whose `SharedStorage` starts with a `stages`-deep ring of
+/// 16-bit A (`a_rows` x `tile_k`) and B (`b_rows` x `tile_k`) tiles, then `extra` bytes of
+/// 1024-aligned buffers, then the barriers: one 1024-byte block for the barriers and the
+/// tensor-memory address (the struct rounds up to its 1024-byte alignment), plus 1024 bytes of
+/// slack for aligning the dynamic shared-memory base by hand. Kernels trap if it is too small.
+pub fn ring_smem_bytes(stages: u32, a_rows: u32, b_rows: u32, tile_k: u32, extra: u32) -> u32 {
+    stages * (a_rows + b_rows) * tile_k * 2 + extra + 1024 + 1024
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ring_smem_for_the_step0_tiles() {
+        // 4 stages of 128x64 + 256x64 f16 = 192 KiB, plus the barrier block and the slack.
+        assert_eq!(ring_smem_bytes(4, 128, 256, 64, 0), 196608 + 2048);
+        let ok = Shape {
+            m: 256,
+            n: 512,
+            k: 128,
+        };
+        assert!(check_tiled(ok, 128, 256, 64, 1).is_ok());
+        let bad = Shape {
+            m: 256,
+            n: 500,
+            k: 128,
+        };
+        assert!(check_tiled(bad, 128, 256, 64, 1)
+            .unwrap_err()
+            .starts_with("N must be"));
+    }
 
     #[test]
     fn shape_errors_name_the_constraint() {

@@ -48,6 +48,12 @@ pub fn pypi_dir() -> PathBuf {
         .unwrap_or_else(|| project_root().join(".cuda").join("pypi"))
 }
 
+fn nvdisasm_dir() -> PathBuf {
+    let mut name = pypi_dir().into_os_string();
+    name.push("-nvdisasm");
+    PathBuf::from(name)
+}
+
 fn first_glob(dir: &Path, prefix: &str) -> Option<PathBuf> {
     let mut hits: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
@@ -184,8 +190,9 @@ fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     out
 }
 
-fn pip_install(packages: &[&str]) -> Result<()> {
-    let target = pypi_dir();
+/// Install `packages` into `target` with pip. `--target --upgrade` replaces whole top-level
+/// folders (`nvidia/`), so everything one folder needs is installed in one call.
+fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
     if std::env::var_os("WORKBOOK_NO_INSTALL").is_some() {
         bail!(
             "{} not found and WORKBOOK_NO_INSTALL is set; install it with: {} -m pip install --target {} {}",
@@ -210,7 +217,7 @@ fn pip_install(packages: &[&str]) -> Result<()> {
         packages.join(" "),
         target.display()
     );
-    std::fs::create_dir_all(&target)
+    std::fs::create_dir_all(target)
         .with_context(|| format!("cannot create {}", target.display()))?;
     let status = Command::new(python())
         .args([
@@ -221,7 +228,7 @@ fn pip_install(packages: &[&str]) -> Result<()> {
             "--disable-pip-version-check",
         ])
         .args(["--no-deps", "--upgrade", "--target"])
-        .arg(&target)
+        .arg(target)
         .args(packages)
         .status();
     match status {
@@ -247,7 +254,7 @@ pub fn find_or_install() -> Result<Toolkit> {
         if let Some(tk) = find()? {
             return Ok(tk);
         }
-        pip_install(&[PYPI_NVRTC, PYPI_HEADERS])?;
+        pip_install(&pypi_dir(), &[PYPI_NVRTC, PYPI_HEADERS, PYPI_NVDISASM])?;
         for root in pypi_roots(&pypi_dir()) {
             if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
                 return Ok(tk);
@@ -277,14 +284,17 @@ pub fn get() -> Result<&'static Toolkit> {
 }
 
 impl Toolkit {
-    /// nvdisasm from this toolkit, from the PyPI folder, or installed there.
+    /// nvdisasm from this toolkit, from the PyPI folders, or installed into a folder of its own
+    /// (`<pypi_dir>-nvdisasm`, so the install cannot replace another toolkit's files).
     pub fn nvdisasm(&self) -> Result<PathBuf> {
         if let Some(p) = &self.nvdisasm {
             return Ok(p.clone());
         }
+        let own_dir = nvdisasm_dir();
         let find_local = || {
             pypi_roots(&pypi_dir())
                 .into_iter()
+                .chain(pypi_roots(&own_dir))
                 .map(|r| r.join("bin").join("nvdisasm"))
                 .find(|p| p.is_file())
         };
@@ -295,7 +305,7 @@ impl Toolkit {
             if let Some(p) = find_local() {
                 return Ok(p);
             }
-            pip_install(&[PYPI_NVDISASM])?;
+            pip_install(&own_dir, &[PYPI_NVDISASM])?;
             find_local().context("installed nvdisasm, but cannot find the binary")
         })
     }

@@ -2,7 +2,7 @@
 //! the TMA loads and the tcgen05 MMAs; the accumulator lives in tensor memory.
 
 use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{require_multiple, OutputArg, Plan, Step, StepInfo};
+use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
 use common::Shape;
 
 // ANCHOR: config
@@ -65,18 +65,12 @@ impl Step for Step0 {
 
     fn check_shape(&self, s: Shape) -> Result<(), String> {
         let c = self.config;
-        require_multiple("M", s.m, c.tile_m as usize, 0)?;
-        require_multiple("N", s.n, c.tile_n as usize, 0)?;
-        require_multiple("K", s.k, c.tile_k as usize, 0)
+        check_tiled(s, c.tile_m, c.tile_n, c.tile_k, INFO.number)
     }
 
     fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
         let c = self.config;
-        let stage_bytes = (c.tile_m + c.tile_n) * c.tile_k * 2;
-        // The stages, one 1024-byte block for the barriers and the tensor-memory address
-        // (SharedStorage rounds up to its 1024-byte alignment), and 1024 bytes of slack for
-        // aligning the dynamic shared-memory base by hand.
-        let smem_bytes = c.stages * stage_bytes + 1024 + 1024;
+        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, 0);
         Plan {
             dims: LaunchDims {
                 grid: ((s.n as u32) / c.tile_n, (s.m as u32) / c.tile_m, 1),

@@ -1,0 +1,164 @@
+// Step 2: tiled epilogue.
+//
+// C = A * B^T with A (M x K) and B (N x K) row-major (K-major), C (M x N) row-major.
+// One CTA of 4 warps computes one TILE_M x TILE_N tile of C:
+//   - warp 0 (producer) only issues TMA loads into a STAGES-deep shared-memory ring;
+//   - warp 1 (mma) only issues tcgen05.mma on the slots that have landed;
+//   - the accumulator lives in tensor memory, not in registers;
+//   - once the last MMA completes, all 4 warps walk the accumulator in EPILOGUE_TILE_N-column
+//     sub-tiles: tensor memory -> registers -> a double-buffered shared-memory staging tile ->
+//     TMA store, so reading sub-tile j + 1 overlaps storing sub-tile j.
+// The host sets TILE_M, TILE_N, TILE_K, STAGES, EPILOGUE_TILE_N (from
+// step2_tiled_epilogue::Config) and the element type.
+#include "blackwell.cuh"
+
+typedef WB_DTYPE T;  // __half or __nv_bfloat16
+constexpr bool IS_BF16 = WB_IS_BF16;
+
+constexpr int TILE_M = WB_TILE_M;    // 128: rows of C per CTA = lanes of tensor memory
+constexpr int TILE_N = WB_TILE_N;    // 256: columns of C per CTA = f32 columns of tensor memory
+constexpr int TILE_K = WB_TILE_K;    // 64: one 128-byte swizzle row of 16-bit elements
+constexpr int STAGES = WB_STAGES;    // depth of the TMA -> MMA ring
+constexpr int EPILOGUE_TILE_N = WB_EPILOGUE_TILE_N;  // columns per staged TMA store
+constexpr int MMA_K = 16;            // K of one tcgen05.mma kind::f16
+
+constexpr int NUM_THREADS = 128;
+constexpr u32 A_TILE_BYTES = TILE_M * TILE_K * sizeof(T);
+constexpr u32 B_TILE_BYTES = TILE_N * TILE_K * sizeof(T);
+constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;  // 8 rows of 128 B: the SBO of every operand
+constexpr u32 TMEM_COLS = TILE_N;             // f32 accumulator: one column per output column
+
+static_assert(TILE_K * sizeof(T) == 128, "one k-block must be exactly one 128-byte swizzle row");
+static_assert(TILE_M == 128, "cta_group::1 with M = 128 maps row i of the tile to lane i");
+static_assert(TILE_N % 32 == 0 && TILE_N <= 256, "N of one MMA: a multiple of 16, at most 256");
+static_assert(STAGES >= 2, "the producer must be able to run ahead of the MMA warp");
+static_assert(EPILOGUE_TILE_N * sizeof(T) == 128, "a staging row is one 128-byte swizzle row");
+static_assert(TILE_N % EPILOGUE_TILE_N == 0, "the sub-tiles must cover the tile");
+
+// ANCHOR: storage
+struct SharedStorage {
+  alignas(1024) T a[STAGES][TILE_M * TILE_K];  // 128B swizzle needs 1024-byte aligned tiles
+  alignas(1024) T b[STAGES][TILE_N * TILE_K];
+  alignas(1024) T epilogue[4][2][32 * EPILOGUE_TILE_N];  // per warp: two 32-row staging tiles
+  alignas(8) u64 load_full[STAGES];   // TMA -> MMA: slot holds k-block data
+  alignas(8) u64 load_empty[STAGES];  // MMA -> TMA: slot's MMAs are done, it may be refilled
+  alignas(8) u64 acc_full;            // MMA -> epilogue: the accumulator is final
+  u32 tmem_base;                      // written by tcgen05.alloc
+};
+// ANCHOR_END: storage
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
+                const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  SharedStorage& smem = *reinterpret_cast<SharedStorage*>(
+      (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
+
+  // The host sizes shared memory from its own formula; stop rather than overrun it.
+  if (threadIdx.x == 0 && bw::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
+
+  const u32 warp = bw::warp_id();
+  const int tile_m = blockIdx.y;
+  const int tile_n = blockIdx.x;
+  const int num_k_blocks = K / TILE_K;
+
+  // ANCHOR: setup
+  // ---- set-up: barriers by one thread, tensor memory by warp 0 -----------------------------
+  if (threadIdx.x == 0) {
+    bw::tma_prefetch_desc(&tmap_a);
+    bw::tma_prefetch_desc(&tmap_b);
+    bw::tma_prefetch_desc(&tmap_c);
+    for (int s = 0; s < STAGES; ++s) {
+      bw::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
+      bw::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
+    }
+    bw::mbarrier_init(&smem.acc_full, 1);         // the final tcgen05.commit
+    bw::fence_mbarrier_init();
+  }
+  if (warp == 0) {
+    bw::tmem_alloc(&smem.tmem_base, TMEM_COLS);
+    bw::tmem_relinquish_alloc_permit();
+  }
+  bw::tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  bw::tcgen05_fence_after_thread_sync();
+  const u32 tmem_acc = smem.tmem_base;
+  // ANCHOR_END: setup
+
+  // ANCHOR: mainloop
+  // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
+  if (warp == 0) {
+    // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
+    for (int kb = 0; kb < num_k_blocks; ++kb) {
+      const int slot = kb % STAGES;
+      if (kb >= STAGES) bw::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      bw::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
+      bw::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
+      bw::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
+    }
+  } else if (warp == 1) {
+    // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
+    const u32 idesc = bw::make_idesc_f16(TILE_M, TILE_N, IS_BF16);
+    for (int kb = 0; kb < num_k_blocks; ++kb) {
+      const int slot = kb % STAGES;
+      bw::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      bw::tcgen05_fence_after_thread_sync();
+      const u32 a_addr = bw::smem_u32(smem.a[slot]);
+      const u32 b_addr = bw::smem_u32(smem.b[slot]);
+      for (int k = 0; k < TILE_K / MMA_K; ++k) {
+        // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
+        const u32 k_bytes = k * MMA_K * sizeof(T);
+        bw::mma_f16(tmem_acc, bw::make_smem_desc_sw128(a_addr + k_bytes, SWIZZLE_GROUP_BYTES),
+                    bw::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES), idesc,
+                    /*accumulate=*/kb > 0 || k > 0);
+      }
+      bw::mma_commit(&smem.load_empty[slot]);  // frees the slot once these MMAs are done
+    }
+    bw::mma_commit(&smem.acc_full);  // arrives after every MMA above has completed
+  }
+  // ANCHOR_END: mainloop
+
+  // ANCHOR: epilogue
+  // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
+  bw::mbarrier_wait(&smem.acc_full, 0);
+  bw::tcgen05_fence_after_thread_sync();
+
+  // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
+  // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
+  const u32 lane = bw::lane_id();
+  for (int sub = 0; sub < TILE_N / EPILOGUE_TILE_N; ++sub) {
+    T* stage = smem.epilogue[warp][sub % 2];
+    // The store issued from this buffer two sub-tiles ago must have finished reading it.
+    bw::tma_store_wait_read<1>();
+    for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
+      u32 acc[32];
+      bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
+      bw::tmem_wait_ld();
+      // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
+      // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
+      for (int j = 0; j < 32; j += 8) {
+        alignas(16) T out[8];
+        for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));
+        const u32 chunk = ((col + j) / 8) ^ (lane % 8);
+        *reinterpret_cast<uint4*>(reinterpret_cast<char*>(stage) + lane * 128 + chunk * 16) =
+            *reinterpret_cast<const uint4*>(out);
+      }
+    }
+    bw::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+    __syncwarp();
+    bw::tma_store_2d(&tmap_c, stage, tile_n * TILE_N + sub * EPILOGUE_TILE_N,
+                     tile_m * TILE_M + warp * 32);
+    bw::tma_store_commit();
+  }
+  bw::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
+
+  // ANCHOR_END: epilogue
+
+  // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
+  bw::tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  if (warp == 0) {
+    bw::tcgen05_fence_after_thread_sync();
+    bw::tmem_dealloc(tmem_acc, TMEM_COLS);
+  }
+}

@@ -1,0 +1,94 @@
+//! Step 2: tiled epilogue. The accumulator leaves in column sub-tiles through a double-buffered
+//! shared-memory staging tile and TMA stores, so tensor-memory reads overlap global writes.
+
+use common::gpu::{GpuInfo, LaunchDims};
+use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
+use common::Shape;
+
+// ANCHOR: config
+/// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub tile_m: u32,
+    pub tile_n: u32,
+    pub tile_k: u32,
+    pub stages: u32,
+    pub epilogue_tile_n: u32,
+}
+
+impl Config {
+    pub const DEFAULT: Config = Config {
+        tile_m: 128,
+        tile_n: 256,
+        tile_k: 64,
+        stages: 4,
+        epilogue_tile_n: 64,
+    };
+}
+
+// ANCHOR_END: config
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::DEFAULT
+    }
+}
+
+pub static INFO: StepInfo = StepInfo {
+    number: 2,
+    crate_dir: "steps/step2_tiled_epilogue",
+    title: "Tiled epilogue",
+    idea: "store the accumulator in sub-tiles through double-buffered shared memory and TMA, overlapping reads and writes",
+    kernel: include_str!("kernel.cu"),
+    host: include_str!("lib.rs"),
+    chapter: "book/src/step2.md",
+    sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMASTG"],
+};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Step2 {
+    pub config: Config,
+}
+
+impl Step for Step2 {
+    fn info(&self) -> &'static StepInfo {
+        &INFO
+    }
+
+    fn params(&self) -> Vec<(&'static str, u32)> {
+        let c = self.config;
+        vec![
+            ("tile_m", c.tile_m),
+            ("tile_n", c.tile_n),
+            ("tile_k", c.tile_k),
+            ("stages", c.stages),
+            ("epilogue_tile_n", c.epilogue_tile_n),
+        ]
+    }
+
+    fn check_shape(&self, s: Shape) -> Result<(), String> {
+        let c = self.config;
+        check_tiled(s, c.tile_m, c.tile_n, c.tile_k, INFO.number)
+    }
+
+    fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
+        let c = self.config;
+        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
+        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
+        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
+        Plan {
+            dims: LaunchDims {
+                grid: ((s.n as u32) / c.tile_n, (s.m as u32) / c.tile_m, 1),
+                block: 128,
+                cluster: (1, 1, 1),
+                smem_bytes,
+            },
+            a_box: (c.tile_m, c.tile_k),
+            b_box: (c.tile_n, c.tile_k),
+            output: OutputArg::TensorMap {
+                box_rows: 32,
+                box_cols: c.epilogue_tile_n,
+            },
+        }
+    }
+}

@@ -1,0 +1,103 @@
+//! Step 3: collective (2-CTA) MMA. Clusters of two CTAs share one tcgen05.mma.cta_group::2 of
+//! M = 256: each CTA loads its own rows of A and half of B's rows, halving B traffic per SM.
+
+use common::gpu::{GpuInfo, LaunchDims};
+use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
+use common::Shape;
+
+// ANCHOR: config
+/// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub tile_m: u32,
+    pub tile_n: u32,
+    pub tile_k: u32,
+    pub stages: u32,
+    pub epilogue_tile_n: u32,
+}
+
+impl Config {
+    pub const DEFAULT: Config = Config {
+        tile_m: 128,
+        tile_n: 128,
+        tile_k: 64,
+        stages: 4,
+        epilogue_tile_n: 64,
+    };
+}
+
+// ANCHOR_END: config
+
+impl Default for Config {
+    fn default() -> Self {
+        Config::DEFAULT
+    }
+}
+
+pub static INFO: StepInfo = StepInfo {
+    number: 3,
+    crate_dir: "steps/step3_collective_mma",
+    title: "Collective 2-CTA MMA",
+    idea: "two CTAs of a cluster share one M = 256 MMA: each loads half of B, so each SM moves fewer bytes per FLOP",
+    kernel: include_str!("kernel.cu"),
+    host: include_str!("lib.rs"),
+    chapter: "book/src/step3.md",
+    sass_expect: &[
+        "UTMALDG.2D.2CTA",
+        "UTCHMMA.2CTA",
+        "UTCBAR.2CTA.MULTICAST",
+        "LDTM",
+        "UTCATOMSWS.2CTA",
+        "UTMASTG",
+    ],
+};
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Step3 {
+    pub config: Config,
+}
+
+impl Step for Step3 {
+    fn info(&self) -> &'static StepInfo {
+        &INFO
+    }
+
+    fn params(&self) -> Vec<(&'static str, u32)> {
+        let c = self.config;
+        vec![
+            ("tile_m", c.tile_m),
+            ("tile_n", c.tile_n),
+            ("tile_k", c.tile_k),
+            ("stages", c.stages),
+            ("epilogue_tile_n", c.epilogue_tile_n),
+        ]
+    }
+
+    fn check_shape(&self, s: Shape) -> Result<(), String> {
+        let c = self.config;
+        // A cluster covers 2 * tile_m rows and 2 * tile_n columns.
+        check_tiled(s, 2 * c.tile_m, 2 * c.tile_n, c.tile_k, INFO.number)
+    }
+
+    fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
+        let c = self.config;
+        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
+        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
+        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
+        Plan {
+            dims: LaunchDims {
+                // x: two CTAs per cluster column pair; y: one cluster row per 2 * tile_m rows.
+                grid: ((s.n as u32) / c.tile_n, (s.m as u32) / (2 * c.tile_m), 1),
+                block: 128,
+                cluster: (2, 1, 1),
+                smem_bytes,
+            },
+            a_box: (c.tile_m, c.tile_k),
+            b_box: (c.tile_n, c.tile_k),
+            output: OutputArg::TensorMap {
+                box_rows: 32,
+                box_cols: c.epilogue_tile_n,
+            },
+        }
+    }
+}
