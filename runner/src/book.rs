@@ -17,6 +17,9 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../book/src/introduction.md"),
     ),
     ("book/src/step0.md", include_str!("../../book/src/step0.md")),
+    ("book/src/step1.md", include_str!("../../book/src/step1.md")),
+    ("book/src/step2.md", include_str!("../../book/src/step2.md")),
+    ("book/src/step3.md", include_str!("../../book/src/step3.md")),
     (
         "steps/include/blackwell.cuh",
         include_str!("../../steps/include/blackwell.cuh"),
@@ -217,22 +220,50 @@ pub fn results_table(spec: &str) -> String {
     out
 }
 
-/// Replace every `{{#results KIND}}` marker with its generated table.
-fn expand_results(md: &str) -> String {
+/// The kernel diff from step `a` to step `b` as a fenced `diff` block (`{{#diff A B}}`).
+fn diff_block(spec: &str) -> String {
+    let nums: Vec<u32> = spec
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect();
+    let (Some(&a), Some(&b)) = (nums.first(), nums.get(1)) else {
+        return format!("*bad diff marker: {spec:?}*");
+    };
+    match (runner::steps::get(a), runner::steps::get(b)) {
+        (Ok(sa), Ok(sb)) => format!(
+            "```diff\n{}```\n",
+            crate::diff::steps(sa.info(), sb.info(), false, false)
+        ),
+        _ => format!("*no step {a} or {b}*"),
+    }
+}
+
+/// Replace every `{{#NAME ARGS}}` marker with `render(ARGS)`.
+fn expand_marker(md: &str, name: &str, render: impl Fn(&str) -> String) -> String {
+    let open = format!("{{{{#{name} ");
     let mut out = String::new();
     let mut rest = md;
-    while let Some(i) = rest.find("{{#results ") {
+    while let Some(i) = rest.find(&open) {
         out.push_str(&rest[..i]);
-        let after = &rest[i + "{{#results ".len()..];
+        let after = &rest[i + open.len()..];
         let Some(j) = after.find("}}") else {
             out.push_str(&rest[i..]);
             return out;
         };
-        out.push_str(&results_table(after[..j].trim()));
+        out.push_str(&render(after[..j].trim()));
         rest = &after[j + 2..];
     }
     out.push_str(rest);
     out
+}
+
+/// Expand the workbook's own markers: `{{#results KIND [STEP]}}` and `{{#diff A B}}`.
+fn expand_results(md: &str) -> String {
+    expand_marker(
+        &expand_marker(md, "results", results_table),
+        "diff",
+        diff_block,
+    )
 }
 
 /// A step's chapter with its includes and results expanded.

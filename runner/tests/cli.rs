@@ -207,6 +207,21 @@ fn explain_inlines_the_code_and_results() {
     assert!(!md.contains("{{#include"), "includes must be expanded");
     assert!(!md.contains("{{#results"), "results must be expanded");
     assert!(md.contains("gemm_kernel"), "the kernel is included");
+    for step in runner::steps::all().iter().skip(1) {
+        let n = step.info().number.to_string();
+        let o = runner(&["explain", &n, "--markdown"]);
+        assert!(o.status.success(), "step {n}: {}", stderr(&o));
+        let md = stdout(&o);
+        assert!(!md.contains("{{#"), "step {n}: every marker expanded");
+        assert!(
+            md.contains("```diff"),
+            "step {n}: the chapter shows its diff"
+        );
+        assert!(
+            md.contains("## Exercises"),
+            "step {n}: the chapter has exercises"
+        );
+    }
     let o = runner(&["explain", "0"]);
     assert!(o.status.success());
     assert!(!stdout(&o).is_empty());
