@@ -19,8 +19,20 @@ static STEP3: step3_collective_mma::Step3 = step3_collective_mma::Step3 {
     config: step3_collective_mma::Config::DEFAULT,
 };
 
+static STEP4: step4_persistent::Step4 = step4_persistent::Step4 {
+    config: step4_persistent::Config::DEFAULT,
+};
+
+static STEP5: step5_epilogue_warpgroup::Step5 = step5_epilogue_warpgroup::Step5 {
+    config: step5_epilogue_warpgroup::Config::DEFAULT,
+};
+
+static STEP6: step6_grid_tiling::Step6 = step6_grid_tiling::Step6 {
+    config: step6_grid_tiling::Config::DEFAULT,
+};
+
 pub fn all() -> Vec<&'static dyn Step> {
-    vec![&STEP0, &STEP1, &STEP2, &STEP3]
+    vec![&STEP0, &STEP1, &STEP2, &STEP3, &STEP4, &STEP5, &STEP6]
 }
 
 pub fn get(n: u32) -> Result<&'static dyn Step> {

@@ -105,6 +105,21 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   }
 }
 
+// mbarrier.try_wait.parity.acquire.cluster: as mbarrier_wait, for a barrier that threads of other
+// CTAs arrive on, so their writes before arriving are visible after the wait.
+__device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
+  u32 done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Clusters (PTX ISA "Special Registers: %cluster_ctarank", "barrier.cluster", "mapa")
 // ---------------------------------------------------------------------------------------------
@@ -127,6 +142,17 @@ __device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
   u32 mapped;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(smem_addr), "r"(rank));
   return mapped;
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster (warp-level): one arrival, from one elected
+// lane, on the barrier at `bar`'s offset in CTA `rank` of the cluster (possibly this CTA).
+__device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
+  if (elect_one()) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+                     map_to_cta(smem_u32(bar), rank))
+                 : "memory");
+  }
+  __syncwarp();
 }
 
 // ---------------------------------------------------------------------------------------------

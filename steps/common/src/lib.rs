@@ -15,6 +15,7 @@ pub mod problem;
 pub mod run;
 pub mod sass;
 pub mod step;
+pub mod tiling;
 pub mod timing;
 pub mod toolkit;
 pub mod verify;

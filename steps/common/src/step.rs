@@ -123,9 +123,26 @@ pub fn ring_smem_bytes(stages: u32, a_rows: u32, b_rows: u32, tile_k: u32, extra
     stages * (a_rows + b_rows) * tile_k * 2 + extra + 1024 + 1024
 }
 
+/// SMs assumed when planning without a GPU: a B200's 148.
+pub const DEFAULT_SM_COUNT: u32 = 148;
+
+/// CTAs of a persistent launch: as many clusters of `cluster` CTAs as fit on the GPU at once
+/// (one CTA per SM), but no more clusters than there are tiles.
+pub fn persistent_ctas(num_tiles: u32, gpu: Option<&GpuInfo>, cluster: u32) -> u32 {
+    let sms = gpu.map_or(DEFAULT_SM_COUNT, |g| g.sm_count);
+    num_tiles.min(sms / cluster).max(1) * cluster
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn persistent_grids_fill_the_gpu_or_the_tiles() {
+        assert_eq!(persistent_ctas(512, None, 2), 148);
+        assert_eq!(persistent_ctas(10, None, 2), 20);
+        assert_eq!(persistent_ctas(0, None, 2), 2);
+    }
 
     #[test]
     fn ring_smem_for_the_step0_tiles() {
