@@ -25,7 +25,7 @@ pub fn tile_coords(
     let band_width = width.min(minor_count - band * width);
     let in_band = tile - band * width * major_count;
     let along = in_band / band_width;
-    let major = if band % 2 == 0 {
+    let major = if band.is_multiple_of(2) {
         along
     } else {
         major_count - 1 - along
