@@ -3,6 +3,7 @@
 //! `assets/results/*.json` (the `{{#results KIND}}` marker).
 
 use anyhow::{anyhow, bail, Context, Result};
+use common::tiling::{visit_order, MinorDim};
 use common::toolkit::project_root;
 use common::StepInfo;
 use mdbook_preprocessor::book::Book;
@@ -20,6 +21,9 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("book/src/step1.md", include_str!("../../book/src/step1.md")),
     ("book/src/step2.md", include_str!("../../book/src/step2.md")),
     ("book/src/step3.md", include_str!("../../book/src/step3.md")),
+    ("book/src/step4.md", include_str!("../../book/src/step4.md")),
+    ("book/src/step5.md", include_str!("../../book/src/step5.md")),
+    ("book/src/step6.md", include_str!("../../book/src/step6.md")),
     (
         "steps/include/blackwell.cuh",
         include_str!("../../steps/include/blackwell.cuh"),
@@ -257,13 +261,68 @@ fn expand_marker(md: &str, name: &str, render: impl Fn(&str) -> String) -> Strin
     out
 }
 
-/// Expand the workbook's own markers: `{{#results KIND [STEP]}}` and `{{#diff A B}}`.
-fn expand_results(md: &str) -> String {
-    expand_marker(
-        &expand_marker(md, "results", results_table),
-        "diff",
-        diff_block,
-    )
+/// Step 6's visiting order (`{{#grid-order TILES_M TILES_N WIDTH MINOR}}`, MINOR `m` or `n`),
+/// computed by the host twin of the kernel's `tile_coords`: an SVG for the HTML book, a text
+/// grid for the terminal.
+fn grid_order(spec: &str, html: bool) -> String {
+    let w: Vec<&str> = spec.split_whitespace().collect();
+    let num = |i: usize| {
+        w.get(i)
+            .and_then(|s| s.parse::<usize>().ok())
+            .filter(|&v| v > 0)
+    };
+    let minor = match w.get(3).map(|s| s.to_ascii_lowercase()) {
+        Some(m) if m == "m" => MinorDim::M,
+        Some(n) if n == "n" => MinorDim::N,
+        _ => return format!("*bad grid-order marker: {spec:?}*"),
+    };
+    let (Some(tm), Some(tn), Some(width)) = (num(0), num(1), num(2)) else {
+        return format!("*bad grid-order marker: {spec:?}*");
+    };
+    let order = visit_order(tm, tn, width, minor);
+    let total = (tm * tn) as f64;
+    if !html {
+        let mut out = String::from("```text\n");
+        for row in &order {
+            out.push_str(&row.iter().map(|t| format!("{t:>4}")).collect::<String>());
+            out.push('\n');
+        }
+        out.push_str("```\n");
+        return out;
+    }
+    let cell = 34;
+    let (wd, ht) = (tn * cell + 20, tm * cell + 20);
+    let mut svg = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{wd}\" height=\"{ht}\" font-family=\"sans-serif\" font-size=\"11\">"
+    );
+    // Tiles shaded by visiting time, then the path through their centres in visiting order.
+    let mut centres = vec![(0usize, 0usize); tm * tn];
+    for (m, row) in order.iter().enumerate() {
+        for (n, &t) in row.iter().enumerate() {
+            let (x, y) = (10 + n * cell, 10 + m * cell);
+            centres[t] = (x + cell / 2, y + cell / 2);
+            let shade = 235.0 - 135.0 * t as f64 / total;
+            svg.push_str(&format!(
+                "<rect x=\"{x}\" y=\"{y}\" width=\"{cell}\" height=\"{cell}\" fill=\"rgb({shade:.0},{shade:.0},255)\" stroke=\"#fff\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{t}</text>",
+                x + cell / 2,
+                y + cell / 2 + 4
+            ));
+        }
+    }
+    let path: Vec<String> = centres.iter().map(|(x, y)| format!("{x},{y}")).collect();
+    svg.push_str(&format!(
+        "<polyline points=\"{}\" fill=\"none\" stroke=\"#c33\" stroke-width=\"1.5\" opacity=\"0.6\"/></svg>\n",
+        path.join(" ")
+    ));
+    svg
+}
+
+/// Expand the workbook's own markers: `{{#results KIND [STEP]}}`, `{{#diff A B}}` and
+/// `{{#grid-order ...}}` (as SVG when `html`, else as text).
+fn expand_markers(md: &str, html: bool) -> String {
+    let md = expand_marker(md, "results", results_table);
+    let md = expand_marker(&md, "diff", diff_block);
+    expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
 /// A step's chapter with its includes and results expanded.
@@ -273,7 +332,7 @@ pub fn chapter_markdown(step: &StepInfo) -> Result<String> {
         .parent()
         .and_then(|p| p.to_str())
         .unwrap_or("");
-    Ok(expand_results(&expand_includes(&md, base)?))
+    Ok(expand_markers(&expand_includes(&md, base)?, false))
 }
 
 pub fn render_terminal(md: &str) {
@@ -292,7 +351,7 @@ impl Preprocessor for Results {
         _ctx: &PreprocessorContext,
         mut book: Book,
     ) -> mdbook_preprocessor::errors::Result<Book> {
-        book.for_each_chapter_mut(|ch| ch.content = expand_results(&ch.content));
+        book.for_each_chapter_mut(|ch| ch.content = expand_markers(&ch.content, true));
         Ok(book)
     }
 }
@@ -387,6 +446,15 @@ mod tests {
         assert_eq!(select(t, Some("1:1")).unwrap(), "a\n");
         assert_eq!(select(t, Some("5:")).unwrap(), "d\n");
         assert!(select(t, Some("nope")).is_err());
+    }
+
+    #[test]
+    fn grid_order_renders_the_host_twin() {
+        let text = grid_order("3 4 2 n", false);
+        assert!(text.contains("   0   1  10  11"), "{text}");
+        let svg = grid_order("3 4 2 n", true);
+        assert!(svg.starts_with("<svg") && svg.contains("<polyline"));
+        assert!(grid_order("3 4 2 x", true).contains("bad grid-order"));
     }
 
     #[test]
