@@ -62,15 +62,90 @@ pub struct Plan {
     pub output: OutputArg,
 }
 
+/// What the host must know about a step's kernel to launch it: its tiles, its ring, how it
+/// stores C, how CTAs group and whether it is persistent. `plan` and `check_shape` follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelShape {
+    pub tile_m: u32,
+    /// Rows of B each CTA loads (the MMA's N is `cluster * tile_n`).
+    pub tile_n: u32,
+    pub tile_k: u32,
+    pub stages: u32,
+    /// 0: the epilogue stores C from registers through a pointer; otherwise the width of the
+    /// sub-tiles it stages per warp (two 32-row buffers each) and stores with TMA.
+    pub epilogue_tile_n: u32,
+    /// CTAs per cluster sharing one MMA: 1, or 2 for cta_group::2.
+    pub cluster: u32,
+    pub threads: u32,
+    /// One cluster per pair of SMs looping over tiles, instead of one cluster per tile.
+    pub persistent: bool,
+}
+
+impl KernelShape {
+    /// M, N and K must be multiples of what one cluster covers.
+    pub fn check_shape(&self, s: Shape, step: u32) -> Result<(), String> {
+        check_tiled(
+            s,
+            self.cluster * self.tile_m,
+            self.cluster * self.tile_n,
+            self.tile_k,
+            step,
+        )
+    }
+
+    pub fn plan(&self, s: Shape, gpu: Option<&GpuInfo>) -> Plan {
+        let staging = 4 * 2 * 32 * self.epilogue_tile_n * 2;
+        let tiles_m = s.m as u32 / (self.cluster * self.tile_m);
+        let tiles_n = s.n as u32 / (self.cluster * self.tile_n);
+        let grid = if self.persistent {
+            (persistent_ctas(tiles_m * tiles_n, gpu, self.cluster), 1, 1)
+        } else {
+            // x: the CTAs of a cluster side by side, then the column tiles; y: the row tiles.
+            (tiles_n * self.cluster, tiles_m, 1)
+        };
+        Plan {
+            dims: LaunchDims {
+                grid,
+                block: self.threads,
+                cluster: (self.cluster, 1, 1),
+                smem_bytes: ring_smem_bytes(
+                    self.stages,
+                    self.tile_m,
+                    self.tile_n,
+                    self.tile_k,
+                    staging,
+                ),
+            },
+            a_box: (self.tile_m, self.tile_k),
+            b_box: (self.tile_n, self.tile_k),
+            output: if self.epilogue_tile_n == 0 {
+                OutputArg::Pointer
+            } else {
+                OutputArg::TensorMap {
+                    box_rows: 32,
+                    box_cols: self.epilogue_tile_n,
+                }
+            },
+        }
+    }
+}
+
 pub trait Step: Sync {
     fn info(&self) -> &'static StepInfo;
     /// Tuning parameters in a fixed order, e.g. `[("tile_m", 128), ...]`; each becomes
     /// `-DWB_TILE_M=128` for the kernel and a line of `runner step`'s report.
     fn params(&self) -> Vec<(&'static str, u32)>;
+    /// The kernel's launch-relevant facts for the current parameters.
+    fn kernel(&self) -> KernelShape;
+
     /// `Err` names the violated constraint, e.g. "M must be a multiple of 128 for step 0".
-    fn check_shape(&self, shape: Shape) -> Result<(), String>;
+    fn check_shape(&self, shape: Shape) -> Result<(), String> {
+        self.kernel().check_shape(shape, self.info().number)
+    }
     /// The launch for `shape`; `gpu` is absent when planning without a device.
-    fn plan(&self, shape: Shape, gpu: Option<&GpuInfo>) -> Plan;
+    fn plan(&self, shape: Shape, gpu: Option<&GpuInfo>) -> Plan {
+        self.kernel().plan(shape, gpu)
+    }
 
     /// Compiler definitions for `dtype`.
     fn defines(&self, dtype: Dtype) -> Vec<(String, String)> {
@@ -136,6 +211,67 @@ pub fn persistent_ctas(num_tiles: u32, gpu: Option<&GpuInfo>, cluster: u32) -> u
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plans_follow_the_kernel_shape() {
+        let s = Shape {
+            m: 4096,
+            n: 8192,
+            k: 4096,
+        };
+        let one = KernelShape {
+            tile_m: 128,
+            tile_n: 256,
+            tile_k: 64,
+            stages: 4,
+            epilogue_tile_n: 0,
+            cluster: 1,
+            threads: 128,
+            persistent: false,
+        };
+        let p = one.plan(s, None);
+        assert_eq!(p.dims.grid, (32, 32, 1));
+        assert_eq!(p.output, OutputArg::Pointer);
+        assert_eq!(p.dims.smem_bytes, 198656);
+        let pair = KernelShape {
+            tile_n: 128,
+            epilogue_tile_n: 64,
+            cluster: 2,
+            ..one
+        };
+        let p = pair.plan(s, None);
+        assert_eq!(
+            p.dims.grid,
+            (64, 16, 1),
+            "32 column pairs x 2 CTAs, 16 row pairs"
+        );
+        assert_eq!(p.dims.cluster, (2, 1, 1));
+        assert_eq!(p.b_box, (128, 64));
+        assert_eq!(
+            p.output,
+            OutputArg::TensorMap {
+                box_rows: 32,
+                box_cols: 64
+            }
+        );
+        assert_eq!(p.dims.smem_bytes, 4 * 32768 + 32768 + 2048);
+        let persistent = KernelShape {
+            persistent: true,
+            ..pair
+        };
+        assert_eq!(persistent.plan(s, None).dims.grid, (148, 1, 1));
+        assert!(pair
+            .check_shape(
+                Shape {
+                    m: 128,
+                    n: 256,
+                    k: 64
+                },
+                3
+            )
+            .unwrap_err()
+            .starts_with("M must be a positive multiple of 256"));
+    }
 
     #[test]
     fn persistent_grids_fill_the_gpu_or_the_tiles() {

@@ -1,9 +1,7 @@
 //! Step 0: the basic pipelined Blackwell kernel. One CTA per output tile; one warp issues both
 //! the TMA loads and the tcgen05 MMAs; the accumulator lives in tensor memory.
 
-use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
-use common::Shape;
+use common::step::{KernelShape, Step, StepInfo};
 
 // ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
@@ -26,12 +24,6 @@ impl Config {
 
 // ANCHOR_END: config
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::DEFAULT
-    }
-}
-
 pub static INFO: StepInfo = StepInfo {
     number: 0,
     crate_dir: "steps/step0_naive",
@@ -43,7 +35,7 @@ pub static INFO: StepInfo = StepInfo {
     sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
 };
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Step0 {
     pub config: Config,
 }
@@ -63,24 +55,18 @@ impl Step for Step0 {
         ]
     }
 
-    fn check_shape(&self, s: Shape) -> Result<(), String> {
+    fn kernel(&self) -> KernelShape {
         let c = self.config;
-        check_tiled(s, c.tile_m, c.tile_n, c.tile_k, INFO.number)
-    }
-
-    fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
-        let c = self.config;
-        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, 0);
-        Plan {
-            dims: LaunchDims {
-                grid: ((s.n as u32) / c.tile_n, (s.m as u32) / c.tile_m, 1),
-                block: 128,
-                cluster: (1, 1, 1),
-                smem_bytes,
-            },
-            a_box: (c.tile_m, c.tile_k),
-            b_box: (c.tile_n, c.tile_k),
-            output: OutputArg::Pointer,
+        // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
+        KernelShape {
+            tile_m: c.tile_m,
+            tile_n: c.tile_n,
+            tile_k: c.tile_k,
+            stages: c.stages,
+            epilogue_tile_n: 0,
+            cluster: 1,
+            threads: 128,
+            persistent: false,
         }
     }
 }

@@ -1,9 +1,7 @@
 //! Step 2: tiled epilogue. The accumulator leaves in column sub-tiles through a double-buffered
 //! shared-memory staging tile and TMA stores, so tensor-memory reads overlap global writes.
 
-use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
-use common::Shape;
+use common::step::{KernelShape, Step, StepInfo};
 
 // ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
@@ -28,12 +26,6 @@ impl Config {
 
 // ANCHOR_END: config
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::DEFAULT
-    }
-}
-
 pub static INFO: StepInfo = StepInfo {
     number: 2,
     crate_dir: "steps/step2_tiled_epilogue",
@@ -45,7 +37,7 @@ pub static INFO: StepInfo = StepInfo {
     sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMASTG"],
 };
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Step2 {
     pub config: Config,
 }
@@ -66,29 +58,18 @@ impl Step for Step2 {
         ]
     }
 
-    fn check_shape(&self, s: Shape) -> Result<(), String> {
+    fn kernel(&self) -> KernelShape {
         let c = self.config;
-        check_tiled(s, c.tile_m, c.tile_n, c.tile_k, INFO.number)
-    }
-
-    fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
-        let c = self.config;
-        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
-        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
-        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
-        Plan {
-            dims: LaunchDims {
-                grid: ((s.n as u32) / c.tile_n, (s.m as u32) / c.tile_m, 1),
-                block: 128,
-                cluster: (1, 1, 1),
-                smem_bytes,
-            },
-            a_box: (c.tile_m, c.tile_k),
-            b_box: (c.tile_n, c.tile_k),
-            output: OutputArg::TensorMap {
-                box_rows: 32,
-                box_cols: c.epilogue_tile_n,
-            },
+        // C leaves through per-warp staging tiles and TMA stores.
+        KernelShape {
+            tile_m: c.tile_m,
+            tile_n: c.tile_n,
+            tile_k: c.tile_k,
+            stages: c.stages,
+            epilogue_tile_n: c.epilogue_tile_n,
+            cluster: 1,
+            threads: 128,
+            persistent: false,
         }
     }
 }

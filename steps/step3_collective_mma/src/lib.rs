@@ -1,9 +1,7 @@
 //! Step 3: collective (2-CTA) MMA. Clusters of two CTAs share one tcgen05.mma.cta_group::2 of
 //! M = 256: each CTA loads its own rows of A and half of B's rows, halving B traffic per SM.
 
-use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{check_tiled, ring_smem_bytes, OutputArg, Plan, Step, StepInfo};
-use common::Shape;
+use common::step::{KernelShape, Step, StepInfo};
 
 // ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
@@ -28,12 +26,6 @@ impl Config {
 
 // ANCHOR_END: config
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::DEFAULT
-    }
-}
-
 pub static INFO: StepInfo = StepInfo {
     number: 3,
     crate_dir: "steps/step3_collective_mma",
@@ -52,7 +44,7 @@ pub static INFO: StepInfo = StepInfo {
     ],
 };
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Step3 {
     pub config: Config,
 }
@@ -73,31 +65,18 @@ impl Step for Step3 {
         ]
     }
 
-    fn check_shape(&self, s: Shape) -> Result<(), String> {
+    fn kernel(&self) -> KernelShape {
         let c = self.config;
-        // A cluster covers 2 * tile_m rows and 2 * tile_n columns.
-        check_tiled(s, 2 * c.tile_m, 2 * c.tile_n, c.tile_k, INFO.number)
-    }
-
-    fn plan(&self, s: Shape, _gpu: Option<&GpuInfo>) -> Plan {
-        let c = self.config;
-        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
-        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
-        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
-        Plan {
-            dims: LaunchDims {
-                // x: two CTAs per cluster column pair; y: one cluster row per 2 * tile_m rows.
-                grid: ((s.n as u32) / c.tile_n, (s.m as u32) / (2 * c.tile_m), 1),
-                block: 128,
-                cluster: (2, 1, 1),
-                smem_bytes,
-            },
-            a_box: (c.tile_m, c.tile_k),
-            b_box: (c.tile_n, c.tile_k),
-            output: OutputArg::TensorMap {
-                box_rows: 32,
-                box_cols: c.epilogue_tile_n,
-            },
+        // Pairs of CTAs share one cta_group::2 MMA.
+        KernelShape {
+            tile_m: c.tile_m,
+            tile_n: c.tile_n,
+            tile_k: c.tile_k,
+            stages: c.stages,
+            epilogue_tile_n: c.epilogue_tile_n,
+            cluster: 2,
+            threads: 128,
+            persistent: false,
         }
     }
 }

@@ -1,11 +1,7 @@
 //! Step 4: persistent kernel. Only as many 2-CTA clusters as fit on the GPU are launched; each
 //! loops over output tiles, so set-up happens once per CTA and tiles follow each other closely.
 
-use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{
-    check_tiled, persistent_ctas, ring_smem_bytes, OutputArg, Plan, Step, StepInfo,
-};
-use common::Shape;
+use common::step::{KernelShape, Step, StepInfo};
 
 // ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
@@ -30,12 +26,6 @@ impl Config {
 
 // ANCHOR_END: config
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::DEFAULT
-    }
-}
-
 pub static INFO: StepInfo = StepInfo {
     number: 4,
     crate_dir: "steps/step4_persistent",
@@ -54,7 +44,7 @@ pub static INFO: StepInfo = StepInfo {
     ],
 };
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Step4 {
     pub config: Config,
 }
@@ -75,32 +65,18 @@ impl Step for Step4 {
         ]
     }
 
-    fn check_shape(&self, s: Shape) -> Result<(), String> {
+    fn kernel(&self) -> KernelShape {
         let c = self.config;
-        // A cluster covers 2 * tile_m rows and 2 * tile_n columns.
-        check_tiled(s, 2 * c.tile_m, 2 * c.tile_n, c.tile_k, INFO.number)
-    }
-
-    fn plan(&self, s: Shape, gpu: Option<&GpuInfo>) -> Plan {
-        let c = self.config;
-        let num_tiles = ((s.m as u32) / (2 * c.tile_m)) * ((s.n as u32) / (2 * c.tile_n));
-        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
-        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
-        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
-        Plan {
-            dims: LaunchDims {
-                // One cluster per pair of SMs (at most one per tile); each loops over tiles.
-                grid: (persistent_ctas(num_tiles, gpu, 2), 1, 1),
-                block: 128,
-                cluster: (2, 1, 1),
-                smem_bytes,
-            },
-            a_box: (c.tile_m, c.tile_k),
-            b_box: (c.tile_n, c.tile_k),
-            output: OutputArg::TensorMap {
-                box_rows: 32,
-                box_cols: c.epilogue_tile_n,
-            },
+        // One cluster per SM pair, looping over tiles.
+        KernelShape {
+            tile_m: c.tile_m,
+            tile_n: c.tile_n,
+            tile_k: c.tile_k,
+            stages: c.stages,
+            epilogue_tile_n: c.epilogue_tile_n,
+            cluster: 2,
+            threads: 128,
+            persistent: true,
         }
     }
 }

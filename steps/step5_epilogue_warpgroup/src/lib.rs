@@ -1,11 +1,7 @@
 //! Step 5: dedicated epilogue warpgroup. A second warpgroup only runs the epilogue, and the
 //! accumulator is double-buffered in tensor memory, so tile i's epilogue overlaps tile i+1's MMAs.
 
-use common::gpu::{GpuInfo, LaunchDims};
-use common::step::{
-    check_tiled, persistent_ctas, ring_smem_bytes, OutputArg, Plan, Step, StepInfo,
-};
-use common::Shape;
+use common::step::{KernelShape, Step, StepInfo};
 
 // ANCHOR: config
 /// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
@@ -30,12 +26,6 @@ impl Config {
 
 // ANCHOR_END: config
 
-impl Default for Config {
-    fn default() -> Self {
-        Config::DEFAULT
-    }
-}
-
 pub static INFO: StepInfo = StepInfo {
     number: 5,
     crate_dir: "steps/step5_epilogue_warpgroup",
@@ -54,7 +44,7 @@ pub static INFO: StepInfo = StepInfo {
     ],
 };
 
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub struct Step5 {
     pub config: Config,
 }
@@ -75,32 +65,18 @@ impl Step for Step5 {
         ]
     }
 
-    fn check_shape(&self, s: Shape) -> Result<(), String> {
+    fn kernel(&self) -> KernelShape {
         let c = self.config;
-        // A cluster covers 2 * tile_m rows and 2 * tile_n columns.
-        check_tiled(s, 2 * c.tile_m, 2 * c.tile_n, c.tile_k, INFO.number)
-    }
-
-    fn plan(&self, s: Shape, gpu: Option<&GpuInfo>) -> Plan {
-        let c = self.config;
-        let num_tiles = ((s.m as u32) / (2 * c.tile_m)) * ((s.n as u32) / (2 * c.tile_n));
-        // Per warp, two 32-row staging tiles of epilogue_tile_n 16-bit columns.
-        let staging = 4 * 2 * 32 * c.epilogue_tile_n * 2;
-        let smem_bytes = ring_smem_bytes(c.stages, c.tile_m, c.tile_n, c.tile_k, staging);
-        Plan {
-            dims: LaunchDims {
-                // One cluster per pair of SMs (at most one per tile); each loops over tiles.
-                grid: (persistent_ctas(num_tiles, gpu, 2), 1, 1),
-                block: 256, // warpgroup 0: producer and MMA warps; warpgroup 1: epilogue
-                cluster: (2, 1, 1),
-                smem_bytes,
-            },
-            a_box: (c.tile_m, c.tile_k),
-            b_box: (c.tile_n, c.tile_k),
-            output: OutputArg::TensorMap {
-                box_rows: 32,
-                box_cols: c.epilogue_tile_n,
-            },
+        // Two warpgroups: producer/MMA and epilogue.
+        KernelShape {
+            tile_m: c.tile_m,
+            tile_n: c.tile_n,
+            tile_k: c.tile_k,
+            stages: c.stages,
+            epilogue_tile_n: c.epilogue_tile_n,
+            cluster: 2,
+            threads: 256,
+            persistent: true,
         }
     }
 }
