@@ -293,7 +293,7 @@ fn grid_order(spec: &str, html: bool) -> String {
     let cell = 34;
     let (wd, ht) = (tn * cell + 20, tm * cell + 20);
     let mut svg = format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{wd}\" height=\"{ht}\" font-family=\"sans-serif\" font-size=\"11\">"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {wd} {ht}\" style=\"width: 100%; max-width: {wd}px\" font-family=\"sans-serif\" font-size=\"11\">"
     );
     // Tiles shaded by visiting time, then the path through their centres in visiting order.
     let mut centres = vec![(0usize, 0usize); tm * tn];

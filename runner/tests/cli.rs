@@ -103,7 +103,7 @@ fn unknown_step_and_bad_values_are_errors() {
     assert_one_line_error(&runner(&["explain", "42"]), "there is no step 42");
     assert_one_line_error(
         &runner(&["step", "0", "--mutate", "bogus"]),
-        "known: wrong-sbo, skip-acc-wait",
+        "known: wrong-sbo, skip-acc-wait, skip-acc-commit",
     );
     let o = runner(&["step", "0", "--dtype", "f32"]);
     assert_eq!(o.status.code(), Some(2));

@@ -8,8 +8,8 @@ use anyhow::{bail, Result};
 pub struct Mutation {
     pub name: &'static str,
     pub description: &'static str,
-    /// Every line containing this text is edited...
-    pub anchor: &'static str,
+    /// Every line containing all of these is edited...
+    pub anchor: &'static [&'static str],
     /// ...by replacing `from` with `to` (an empty `from` comments the whole line out).
     pub from: &'static str,
     pub to: &'static str,
@@ -20,14 +20,22 @@ pub const MUTATIONS: &[Mutation] = &[
         name: "wrong-sbo",
         description:
             "shared-memory descriptors use an SBO of 2048 bytes instead of 1024 (8 rows of 128 B)",
-        anchor: "SWIZZLE_GROUP_BYTES = 8 * 128",
+        anchor: &["SWIZZLE_GROUP_BYTES = 8 * 128"],
         from: "8 * 128",
         to: "16 * 128",
     },
     Mutation {
         name: "skip-acc-wait",
         description: "the epilogue reads the accumulator without waiting on acc_full",
-        anchor: "mbarrier_wait(&smem.acc_full",
+        anchor: &["mbarrier_wait(&smem.acc_full"],
+        from: "",
+        to: "",
+    },
+    Mutation {
+        name: "skip-acc-commit",
+        description:
+            "the MMA warp never commits to acc_full, so the epilogue waits forever (a hang)",
+        anchor: &["commit", "&smem.acc_full"],
         from: "",
         to: "",
     },
@@ -54,7 +62,7 @@ impl Mutation {
         let out: Vec<String> = kernel
             .lines()
             .map(|l| {
-                if !l.contains(self.anchor) {
+                if !self.anchor.iter().all(|a| l.contains(a)) {
                     return l.to_string();
                 }
                 hits += 1;
@@ -67,7 +75,7 @@ impl Mutation {
             .collect();
         if hits == 0 {
             bail!(
-                "mutation {} does not apply: no line contains {:?}",
+                "mutation {} does not apply: no line contains all of {:?}",
                 self.name,
                 self.anchor
             );
@@ -82,11 +90,18 @@ mod tests {
 
     #[test]
     fn mutations_edit_what_they_name() {
-        let k = "constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;\n  bw::mbarrier_wait(&smem.acc_full, 0);\nx;\n";
+        let k = "constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;\n  bw::mbarrier_wait(&smem.acc_full, 0);\n  bw::mma_commit(&smem.acc_full);\n";
         let a = find("wrong-sbo").unwrap().apply(k).unwrap();
         assert!(a.contains("SWIZZLE_GROUP_BYTES = 16 * 128;"));
         let b = find("skip-acc-wait").unwrap().apply(k).unwrap();
         assert!(b.contains("// [mutation skip-acc-wait] bw::mbarrier_wait(&smem.acc_full, 0);"));
+        assert!(!b.contains("// [mutation skip-acc-wait] bw::mma_commit"));
+        let c = find("skip-acc-commit").unwrap().apply(k).unwrap();
+        assert!(c.contains("// [mutation skip-acc-commit] bw::mma_commit(&smem.acc_full);"));
+        assert!(
+            c.contains("\n  bw::mbarrier_wait(&smem.acc_full, 0);"),
+            "the wait stays"
+        );
         assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
         assert!(find("nope").is_err());
     }
