@@ -73,6 +73,28 @@ fn every_seeded_bug_still_applies_to_every_step() {
                 .apply(step.info().kernel)
                 .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
             assert_ne!(k, step.info().kernel);
+            // A seeded bug edits what it names and nothing else: no barrier loses its init.
+            let inits = |src: &str| {
+                src.lines()
+                    .filter(|l| {
+                        l.contains("bw::mbarrier_init(") && !l.trim_start().starts_with("//")
+                    })
+                    .count()
+            };
+            let edited = k.lines().filter(|l| l.contains("[mutation ")).count();
+            assert_eq!(
+                inits(&k),
+                inits(step.info().kernel),
+                "step {}: {} removed an init",
+                step.info().number,
+                m.name
+            );
+            assert!(
+                (1..=2).contains(&edited) || m.from != "",
+                "step {}: {} commented out {edited} lines",
+                step.info().number,
+                m.name
+            );
         }
     }
 }

@@ -35,7 +35,8 @@ pub const MUTATIONS: &[Mutation] = &[
         name: "skip-acc-commit",
         description:
             "the MMA warp never commits to acc_full, so the epilogue waits forever (a hang)",
-        anchor: &["commit", "&smem.acc_full"],
+        // `mma_commit` (not "commit"): the barrier's init line mentions tcgen05.commit in a comment.
+        anchor: &["mma_commit", "&smem.acc_full"],
         from: "",
         to: "",
     },
@@ -101,6 +102,16 @@ mod tests {
         assert!(
             c.contains("\n  bw::mbarrier_wait(&smem.acc_full, 0);"),
             "the wait stays"
+        );
+        let init = "    bw::mbarrier_init(&smem.acc_full, 1);  // the final tcgen05.commit\n";
+        let d = find("skip-acc-commit")
+            .unwrap()
+            .apply(&format!("{init}{k}"))
+            .unwrap();
+        assert_eq!(
+            d.lines().next(),
+            Some(init.trim_end()),
+            "the barrier is still initialised"
         );
         assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
         assert!(find("nope").is_err());
