@@ -163,7 +163,12 @@ pub fn results_table(spec: &str) -> String {
     let kind = words.next().unwrap_or_default();
     let step: Option<u64> = words.next().and_then(|w| w.parse().ok());
     let mut out = String::new();
-    for (name, v) in results_files().iter().filter(|(_, v)| v["kind"] == kind) {
+    let summary = kind == "emulation-summary";
+    let file_kind = if summary { "emulation" } else { kind };
+    for (name, v) in results_files()
+        .iter()
+        .filter(|(_, v)| v["kind"] == file_kind)
+    {
         out.push_str(&format!(
             "\n*{}, driver {}, {}, commit `{}`: `assets/results/{name}`*\n\n",
             s(v, "gpu"),
@@ -172,6 +177,35 @@ pub fn results_table(spec: &str) -> String {
             s(v, "commit")
         ));
         match kind {
+            "emulation-summary" => {
+                out.push_str("| step | verified runs passed | seeded bugs caught | all as expected |\n|---|---|---|---|\n");
+                let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
+                let mut steps: Vec<u64> = cases.iter().filter_map(|c| c["step"].as_u64()).collect();
+                steps.dedup();
+                for n in steps {
+                    let mine: Vec<&&Value> = cases
+                        .iter()
+                        .filter(|c| c["step"].as_u64() == Some(n))
+                        .collect();
+                    let runs: Vec<&&&Value> =
+                        mine.iter().filter(|c| c["expected"] == "pass").collect();
+                    let bugs: Vec<&&&Value> =
+                        mine.iter().filter(|c| c["expected"] != "pass").collect();
+                    let met = |c: &&&Value| c["met_expectation"].as_bool().unwrap_or(false);
+                    out.push_str(&format!(
+                        "| {n} | {} of {} | {} of {} | {} |\n",
+                        runs.iter().filter(|c| met(c)).count(),
+                        runs.len(),
+                        bugs.iter().filter(|c| met(c)).count(),
+                        bugs.len(),
+                        if mine.iter().all(|c| met(&c)) {
+                            "yes"
+                        } else {
+                            "**no**"
+                        }
+                    ));
+                }
+            }
             "emulation" => {
                 out.push_str("| step | shape | dtype | seed | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
                 for c in v["cases"].as_array().into_iter().flatten() {
