@@ -198,7 +198,7 @@ pub fn results_table(spec: &str) -> String {
                         runs.len(),
                         bugs.iter().filter(|c| met(c)).count(),
                         bugs.len(),
-                        if mine.iter().all(|c| met(&c)) {
+                        if mine.iter().all(met) {
                             "yes"
                         } else {
                             "**no**"
