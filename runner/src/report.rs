@@ -13,18 +13,6 @@ pub fn print_list(steps: &[&'static dyn Step]) {
         let i = s.info();
         println!("  {:>2}  {:<28} {}", i.number, i.title, i.idea);
     }
-    let next = [
-        (1, "Warp specialization"),
-        (2, "Tiled epilogue"),
-        (3, "Collective 2-CTA MMA"),
-        (4, "Persistent kernel"),
-        (5, "Epilogue warpgroup"),
-        (6, "Grid tiling"),
-    ];
-    let have: Vec<u32> = steps.iter().map(|s| s.info().number).collect();
-    for (n, title) in next.iter().filter(|(n, _)| !have.contains(n)) {
-        println!("  {n:>2}  {title:<28} (not written yet)");
-    }
 }
 
 pub fn print_header(step: &dyn Step) {

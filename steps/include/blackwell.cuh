@@ -293,8 +293,8 @@ __device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) {
 
 // cp.async.bulk.tensor.2d ... .cta_group::2 (warp-level): like tma_load_2d, but the bytes are
 // counted on the barrier at `bar`'s offset in the pair's leader CTA (rank 0), whose MMA warp
-// consumes both CTAs' tiles. `bytes` is this copy's size; the hardware does not need it (the
-// sm_90 emulation does), it is checked against the box by nothing but the barrier's count.
+// consumes both CTAs' tiles. `bytes` is this copy's size (its box in bytes): the hardware
+// ignores it; the sm_90 emulation forwards it to the leader's barrier.
 __device__ __forceinline__ void tma_load_2d_2cta(void* dst, const TmaDesc* desc, u64* bar,
                                                  u32 bytes, int c0, int c1) {
   (void)bytes;

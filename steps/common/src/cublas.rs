@@ -23,19 +23,17 @@ pub fn ensure_loadable() -> Result<()> {
         }
     }
     dirs.push("/usr/local/cuda/lib64".into());
-    for site in [
-        "/usr/local/lib/python3/dist-packages",
-        "/opt/torch/.venv/lib/python3.12/site-packages",
-    ] {
-        dirs.push(PathBuf::from(site).join("nvidia/cu13/lib"));
-        dirs.push(PathBuf::from(site).join("nvidia/cublas/lib"));
+    // pip's nvidia-cublas (CUDA 13 wheels use nvidia/cu13/lib, CUDA 12 ones nvidia/cublas/lib).
+    for site in toolkit::python_site_nvidia() {
+        dirs.push(site.join("nvidia/cu13/lib"));
+        dirs.push(site.join("nvidia/cublas/lib"));
     }
     toolkit::preload_named(&dirs, &["libcublasLt.so.", "libcublas.so."]);
     // SAFETY: as above.
     if unsafe { cb::is_culib_present() } {
         Ok(())
     } else {
-        bail!("cuBLAS (libcublas.so) not found: install a CUDA toolkit or `pip install nvidia-cublas`, and put its lib folder on LD_LIBRARY_PATH")
+        bail!("cuBLAS (libcublas.so) not found in the toolkit, /usr/local/cuda or python's nvidia packages: install a CUDA toolkit (and set WORKBOOK_CUDA) or `pip install nvidia-cublas`")
     }
 }
 

@@ -100,8 +100,8 @@ fn python() -> String {
     std::env::var("WORKBOOK_PYTHON").unwrap_or_else(|_| "python3".to_string())
 }
 
-/// The `nvidia` package folders of the python on the PATH, if it has any.
-fn python_site_nvidia() -> Vec<PathBuf> {
+/// The site-packages folders holding an `nvidia` package, for the python on the PATH.
+pub fn python_site_nvidia() -> Vec<PathBuf> {
     let out = Command::new(python())
         .args([
             "-c",
