@@ -1,0 +1,84 @@
+//! Step 6's `tile_coords` exists twice: in the kernel and as `common::tiling::tile_coords` (used to
+//! test the order and draw it in the book). This test compiles the kernel's own function text with
+//! the host C++ compiler and checks that both give the same order, so the twins cannot drift.
+
+use common::tiling::{tile_coords, MinorDim};
+use std::process::Command;
+
+/// The text of `tile_coords` in step 6's kernel, from its signature to its closing brace.
+fn device_function() -> String {
+    let src = runner::steps::get(6).expect("step 6").info().kernel;
+    let start = src
+        .find("__device__ __forceinline__ void tile_coords(")
+        .expect("step 6's kernel defines tile_coords");
+    let len = src[start..]
+        .find("\n}\n")
+        .expect("tile_coords ends with a closing brace")
+        + 3;
+    src[start..start + len].to_string()
+}
+
+#[test]
+fn the_kernel_and_its_host_twin_visit_tiles_in_the_same_order() {
+    let dir = std::env::temp_dir().join(format!("tiling-twin-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let program = format!(
+        r#"#include <algorithm>
+#include <cstdio>
+using std::min;
+#define __device__
+#define __forceinline__ inline
+static int GRID_TILE_WIDTH, GRID_MINOR_DIM;
+{}
+int main() {{
+  for (GRID_MINOR_DIM = 0; GRID_MINOR_DIM < 2; ++GRID_MINOR_DIM)
+    for (GRID_TILE_WIDTH = 1; GRID_TILE_WIDTH <= 9; ++GRID_TILE_WIDTH)
+      for (int tm = 1; tm <= 11; ++tm)
+        for (int tn = 1; tn <= 11; ++tn)
+          for (int t = 0; t < tm * tn; ++t) {{
+            int m, n;
+            tile_coords(t, tm, tn, m, n);
+            std::printf("%d %d %d %d %d %d %d\n", GRID_MINOR_DIM, GRID_TILE_WIDTH, tm, tn, t, m, n);
+          }}
+}}
+"#,
+        device_function()
+    );
+    let cpp = dir.join("twin.cpp");
+    let exe = dir.join("twin");
+    std::fs::write(&cpp, program).unwrap();
+    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
+    let built = Command::new(&cxx)
+        .args(["-std=c++17", "-O1", "-o"])
+        .arg(&exe)
+        .arg(&cpp)
+        .output()
+        .unwrap_or_else(|e| panic!("this test needs a host C++ compiler ({cxx}): {e}"));
+    assert!(
+        built.status.success(),
+        "the kernel's tile_coords does not compile on the host:\n{}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    let out = Command::new(&exe).output().expect("run the twin");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = 0;
+    for line in text.lines() {
+        let v: Vec<usize> = line.split(' ').map(|x| x.parse().unwrap()).collect();
+        let minor = if v[0] == 0 { MinorDim::M } else { MinorDim::N };
+        let host = tile_coords(v[4], v[2], v[3], v[1], minor);
+        assert_eq!(
+            host,
+            (v[5], v[6]),
+            "minor {:?}, width {}, grid {}x{}, tile {}",
+            minor,
+            v[1],
+            v[2],
+            v[3],
+            v[4]
+        );
+        lines += 1;
+    }
+    // 2 minor dims x 9 widths x sum over 11x11 grids of tm*tn tiles.
+    assert_eq!(lines, 2 * 9 * 66 * 66);
+    let _ = std::fs::remove_dir_all(&dir);
+}
