@@ -314,47 +314,34 @@ impl Toolkit {
 /// Load NVRTC (and its builtins) by absolute path, so that cudarc's by-name loading and NVRTC's
 /// own dlopen of the builtins find them without LD_LIBRARY_PATH.
 fn preload(tk: &Toolkit) -> Result<()> {
-    let open = |p: &Path| -> Result<()> {
-        // SAFETY: loading a shared library runs its initialisers; these are NVIDIA's NVRTC
-        // libraries, which have no unusual load-time behaviour. They stay loaded for the process.
-        let lib = unsafe {
-            libloading::os::unix::Library::open(
-                Some(p),
-                libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
-            )
-        }
-        .with_context(|| format!("cannot load {}", p.display()))?;
-        std::mem::forget(lib);
-        Ok(())
-    };
     if let Some(b) = &tk.builtins_lib {
-        open(b)?;
+        load_for_process(b)?;
     }
-    open(&tk.nvrtc_lib)
+    load_for_process(&tk.nvrtc_lib)
 }
 
-/// Load a library of the toolkit or of the driver by absolute path when it is found in one of
-/// `dirs`; returns whether it was found. Used for cuBLAS, which cudarc also opens by name.
-pub fn preload_named(dirs: &[PathBuf], prefixes: &[&str]) -> bool {
-    let mut all = true;
-    for prefix in prefixes {
-        let found = dirs.iter().find_map(|d| first_glob(d, prefix));
-        match found {
-            Some(p) => {
-                // SAFETY: as in `preload`: NVIDIA libraries, kept for the life of the process.
-                let lib = unsafe {
-                    libloading::os::unix::Library::open(
-                        Some(&p),
-                        libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
-                    )
-                };
-                match lib {
-                    Ok(l) => std::mem::forget(l),
-                    Err(_) => all = false,
-                }
-            }
-            None => all = false,
-        }
+/// dlopen `path` globally and keep it loaded for the life of the process, so later by-name opens
+/// (cudarc's, NVRTC's) find it through its SONAME.
+fn load_for_process(path: &Path) -> Result<()> {
+    // SAFETY: loading a shared library runs its initialisers; these are NVIDIA's NVRTC and cuBLAS
+    // libraries, which have no unusual load-time behaviour.
+    let lib = unsafe {
+        libloading::os::unix::Library::open(
+            Some(path),
+            libloading::os::unix::RTLD_NOW | libloading::os::unix::RTLD_GLOBAL,
+        )
     }
-    all
+    .with_context(|| format!("cannot load {}", path.display()))?;
+    std::mem::forget(lib);
+    Ok(())
+}
+
+/// Load the first library starting with each of `prefixes` found in `dirs`, by absolute path;
+/// returns whether all were found and loaded. Used for cuBLAS, which cudarc opens by name.
+pub fn preload_named(dirs: &[PathBuf], prefixes: &[&str]) -> bool {
+    prefixes.iter().all(|prefix| {
+        dirs.iter()
+            .find_map(|d| first_glob(d, prefix))
+            .is_some_and(|p| load_for_process(&p).is_ok())
+    })
 }
