@@ -27,11 +27,22 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+/// stderr without the `note:` lines the runner prints on the way (a first run installs the
+/// toolkit and says so, whichever test that happens in).
+fn stderr_without_notes(o: &Output) -> String {
+    stderr(o)
+        .lines()
+        .filter(|l| !l.starts_with("note: "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 /// A user error: exit code 2, one `error:` line, no panic or backtrace.
 fn assert_one_line_error(o: &Output, needle: &str) {
-    let err = stderr(o);
+    let err = stderr_without_notes(o);
     assert_eq!(o.status.code(), Some(2), "stderr: {err}");
     assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
     assert!(err.contains(needle), "expected {needle:?} in {err}");
     assert!(
         !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
@@ -116,7 +127,7 @@ fn a_kernel_that_fails_to_compile_shows_the_log_with_line_numbers() {
     let path = d.join("broken.cu");
     std::fs::write(&path, "#include \"blackwell.cuh\"\nextern \"C\" __global__ void gemm_kernel() {\n  this is not C++;\n}\n").unwrap();
     let o = runner(&["step", "0", "--kernel", path.to_str().unwrap()]);
-    let err = stderr(&o);
+    let err = stderr_without_notes(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.starts_with("error: "), "{err}");
     assert!(err.contains("broken.cu(3): error"), "{err}");

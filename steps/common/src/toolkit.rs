@@ -227,6 +227,9 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
             "--quiet",
             "--disable-pip-version-check",
         ])
+        // Quiet pip's warning about running as root (an option only pip >= 22.1 knows; the
+        // variable is ignored by older ones).
+        .env("PIP_ROOT_USER_ACTION", "ignore")
         .args(["--no-deps", "--upgrade", "--target"])
         .arg(target)
         .args(packages)
