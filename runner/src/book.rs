@@ -25,6 +25,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("book/src/step5.md", include_str!("../../book/src/step5.md")),
     ("book/src/step6.md", include_str!("../../book/src/step6.md")),
     (
+        "steps/include/common.cuh",
+        include_str!("../../steps/include/common.cuh"),
+    ),
+    (
         "steps/include/blackwell.cuh",
         include_str!("../../steps/include/blackwell.cuh"),
     ),

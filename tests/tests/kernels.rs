@@ -77,7 +77,7 @@ fn every_seeded_bug_still_applies_to_every_step() {
             let inits = |src: &str| {
                 src.lines()
                     .filter(|l| {
-                        l.contains("bw::mbarrier_init(") && !l.trim_start().starts_with("//")
+                        l.contains("wb::mbarrier_init(") && !l.trim_start().starts_with("//")
                     })
                     .count()
             };

@@ -9,6 +9,7 @@ use std::time::Instant;
 
 /// The shared device headers, embedded so the binary compiles kernels from anywhere.
 pub const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../include/common.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
     (
         "tcgen05_emu.cuh",

@@ -91,19 +91,19 @@ mod tests {
 
     #[test]
     fn mutations_edit_what_they_name() {
-        let k = "constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;\n  bw::mbarrier_wait(&smem.acc_full, 0);\n  bw::mma_commit(&smem.acc_full);\n";
+        let k = "constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;\n  wb::mbarrier_wait(&smem.acc_full, 0);\n  bw::mma_commit(&smem.acc_full);\n";
         let a = find("wrong-sbo").unwrap().apply(k).unwrap();
         assert!(a.contains("SWIZZLE_GROUP_BYTES = 16 * 128;"));
         let b = find("skip-acc-wait").unwrap().apply(k).unwrap();
-        assert!(b.contains("// [mutation skip-acc-wait] bw::mbarrier_wait(&smem.acc_full, 0);"));
+        assert!(b.contains("// [mutation skip-acc-wait] wb::mbarrier_wait(&smem.acc_full, 0);"));
         assert!(!b.contains("// [mutation skip-acc-wait] bw::mma_commit"));
         let c = find("skip-acc-commit").unwrap().apply(k).unwrap();
         assert!(c.contains("// [mutation skip-acc-commit] bw::mma_commit(&smem.acc_full);"));
         assert!(
-            c.contains("\n  bw::mbarrier_wait(&smem.acc_full, 0);"),
+            c.contains("\n  wb::mbarrier_wait(&smem.acc_full, 0);"),
             "the wait stays"
         );
-        let init = "    bw::mbarrier_init(&smem.acc_full, 1);  // the final tcgen05.commit\n";
+        let init = "    wb::mbarrier_init(&smem.acc_full, 1);  // the final tcgen05.commit\n";
         let d = find("skip-acc-commit")
             .unwrap()
             .apply(&format!("{init}{k}"))

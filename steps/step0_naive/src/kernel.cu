@@ -50,9 +50,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
 
   // The host sizes shared memory from its own formula; stop rather than overrun it.
-  if (threadIdx.x == 0 && bw::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
+  if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
 
-  const u32 warp = bw::warp_id();
+  const u32 warp = wb::warp_id();
   const int tile_m = blockIdx.y;
   const int tile_n = blockIdx.x;
   const int num_k_blocks = K / TILE_K;
@@ -60,21 +60,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 -----------------------------
   if (threadIdx.x == 0) {
-    bw::tma_prefetch_desc(&tmap_a);
-    bw::tma_prefetch_desc(&tmap_b);
+    wb::tma_prefetch_desc(&tmap_a);
+    wb::tma_prefetch_desc(&tmap_b);
     for (int s = 0; s < STAGES; ++s) {
-      bw::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
-      bw::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
+      wb::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
+      wb::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
     }
-    bw::mbarrier_init(&smem.acc_full, 1);         // the final tcgen05.commit
-    bw::fence_mbarrier_init();
+    wb::mbarrier_init(&smem.acc_full, 1);         // the final tcgen05.commit
+    wb::fence_mbarrier_init();
   }
   if (warp == 0) {
     bw::tmem_alloc(&smem.tmem_base, TMEM_COLS);
     bw::tmem_relinquish_alloc_permit();
   }
   bw::tcgen05_fence_before_thread_sync();
-  __syncthreads();
+  wb::cta_sync();
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
@@ -87,10 +87,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // Load k-block `kb` into its slot, once the MMAs that last read that slot are done.
     auto produce = [&](int kb) {
       const int slot = kb % STAGES;
-      if (kb >= STAGES) bw::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
-      bw::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
-      bw::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
-      bw::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
+      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
+      wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
+      wb::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
     };
 
     for (int kb = 0; kb < PREFETCH && kb < num_k_blocks; ++kb) produce(kb);
@@ -101,10 +101,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       if (kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
 
       const int slot = kb % STAGES;
-      bw::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
       bw::tcgen05_fence_after_thread_sync();
-      const u32 a_addr = bw::smem_u32(smem.a[slot]);
-      const u32 b_addr = bw::smem_u32(smem.b[slot]);
+      const u32 a_addr = wb::smem_u32(smem.a[slot]);
+      const u32 b_addr = wb::smem_u32(smem.b[slot]);
       for (int k = 0; k < TILE_K / MMA_K; ++k) {
         // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
         const u32 k_bytes = k * MMA_K * sizeof(T);
@@ -120,11 +120,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> global, all 4 warps -------------------------
-  bw::mbarrier_wait(&smem.acc_full, 0);
+  wb::mbarrier_wait(&smem.acc_full, 0);
   bw::tcgen05_fence_after_thread_sync();
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile.
-  const int row = tile_m * TILE_M + warp * 32 + bw::lane_id();
+  const int row = tile_m * TILE_M + warp * 32 + wb::lane_id();
   T* c_row = C + static_cast<size_t>(row) * N + tile_n * TILE_N;
   for (int col = 0; col < TILE_N; col += 32) {
     u32 acc[32];
@@ -141,7 +141,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
   bw::tcgen05_fence_before_thread_sync();
-  __syncthreads();
+  wb::cta_sync();
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc(tmem_acc, TMEM_COLS);

@@ -72,10 +72,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
 
   // The host sizes shared memory from its own formula; stop rather than overrun it.
-  if (threadIdx.x == 0 && bw::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
+  if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
 
-  const u32 warp = bw::warp_id();
-  const u32 rank = bw::cluster_ctarank();  // 0: the leader, which issues the MMAs; 1: its peer
+  const u32 warp = wb::warp_id();
+  const u32 rank = wb::cluster_ctarank();  // 0: the leader, which issues the MMAs; 1: its peer
   const int tiles_m = M / (CLUSTER * TILE_M);
   const int tiles_n = N / MMA_N;
   const int num_tiles = tiles_m * tiles_n;
@@ -85,23 +85,23 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 of both CTAs together ---------
   if (threadIdx.x == 0) {
-    bw::tma_prefetch_desc(&tmap_a);
-    bw::tma_prefetch_desc(&tmap_b);
-    bw::tma_prefetch_desc(&tmap_c);
+    wb::tma_prefetch_desc(&tmap_a);
+    wb::tma_prefetch_desc(&tmap_b);
+    wb::tma_prefetch_desc(&tmap_c);
     for (int s = 0; s < STAGES; ++s) {
-      bw::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
-      bw::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
+      wb::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
+      wb::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
     }
-    bw::mbarrier_init(&smem.acc_full, 1);         // the final tcgen05.commit
-    bw::mbarrier_init(&smem.acc_empty, CLUSTER * 4);  // each epilogue warp of both CTAs
-    bw::fence_mbarrier_init();
+    wb::mbarrier_init(&smem.acc_full, 1);         // the final tcgen05.commit
+    wb::mbarrier_init(&smem.acc_empty, CLUSTER * 4);  // each epilogue warp of both CTAs
+    wb::fence_mbarrier_init();
   }
   if (warp == 0) {
     bw::tmem_alloc_2cta(&smem.tmem_base, TMEM_COLS);
     bw::tmem_relinquish_alloc_permit_2cta();
   }
   bw::tcgen05_fence_before_thread_sync();
-  bw::cluster_sync();  // the peer's copies and the leader's commits reach initialised barriers
+  wb::cluster_sync();  // the peer's copies and the leader's commits reach initialised barriers
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
@@ -121,10 +121,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
-      if (it >= STAGES) bw::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
-        bw::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
+        wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
       bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], A_TILE_BYTES, kb * TILE_K,
                            row0);
       bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], B_TILE_BYTES, kb * TILE_K,
@@ -134,15 +134,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
     const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
     // The previous tile's epilogue must have read the accumulator before it is overwritten.
-    if (local > 0) bw::mbarrier_wait_cluster(&smem.acc_empty, (local - 1) & 1);
+    if (local > 0) wb::mbarrier_wait_cluster(&smem.acc_empty, (local - 1) & 1);
     bw::tcgen05_fence_after_thread_sync();
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
-      bw::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
       bw::tcgen05_fence_after_thread_sync();
-      const u32 a_addr = bw::smem_u32(smem.a[slot]);
-      const u32 b_addr = bw::smem_u32(smem.b[slot]);
+      const u32 a_addr = wb::smem_u32(smem.a[slot]);
+      const u32 b_addr = wb::smem_u32(smem.b[slot]);
       for (int k = 0; k < TILE_K / MMA_K; ++k) {
         // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
         const u32 k_bytes = k * MMA_K * sizeof(T);
@@ -158,16 +158,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
-  bw::mbarrier_wait(&smem.acc_full, local & 1);
+  wb::mbarrier_wait(&smem.acc_full, local & 1);
   bw::tcgen05_fence_after_thread_sync();
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
   // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
-  const u32 lane = bw::lane_id();
+  const u32 lane = wb::lane_id();
   for (int sub = 0; sub < MMA_N / EPILOGUE_TILE_N; ++sub) {
     T* stage = smem.epilogue[warp][sub % 2];
     // The store issued from this buffer two sub-tiles ago must have finished reading it.
-    bw::tma_store_wait_read<1>();
+    wb::tma_store_wait_read<1>();
     for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
       u32 acc[32];
       bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
@@ -182,22 +182,22 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             *reinterpret_cast<const uint4*>(out);
       }
     }
-    bw::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+    wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
     __syncwarp();
-    bw::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + warp * 32);
-    bw::tma_store_commit();
+    wb::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + warp * 32);
+    wb::tma_store_commit();
   }
   // This warp's tensor-memory loads are complete (tcgen05.wait::ld): release the accumulator.
   bw::tcgen05_fence_before_thread_sync();
-  bw::mbarrier_arrive_cluster(&smem.acc_empty, 0);
+  wb::mbarrier_arrive_cluster(&smem.acc_empty, 0);
   // ANCHOR_END: epilogue
   }  // the persistent loop
 
-  bw::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
+  wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
   bw::tcgen05_fence_before_thread_sync();
-  bw::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
+  wb::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc_2cta(tmem_acc, TMEM_COLS);

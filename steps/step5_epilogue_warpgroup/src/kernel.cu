@@ -77,10 +77,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
 
   // The host sizes shared memory from its own formula; stop rather than overrun it.
-  if (threadIdx.x == 0 && bw::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
+  if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
 
-  const u32 warp = bw::warp_id();
-  const u32 rank = bw::cluster_ctarank();  // 0: the leader, which issues the MMAs; 1: its peer
+  const u32 warp = wb::warp_id();
+  const u32 rank = wb::cluster_ctarank();  // 0: the leader, which issues the MMAs; 1: its peer
   const int tiles_m = M / (CLUSTER * TILE_M);
   const int tiles_n = N / MMA_N;
   const int num_tiles = tiles_m * tiles_n;
@@ -90,25 +90,25 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 of both CTAs together ---------
   if (threadIdx.x == 0) {
-    bw::tma_prefetch_desc(&tmap_a);
-    bw::tma_prefetch_desc(&tmap_b);
-    bw::tma_prefetch_desc(&tmap_c);
+    wb::tma_prefetch_desc(&tmap_a);
+    wb::tma_prefetch_desc(&tmap_b);
+    wb::tma_prefetch_desc(&tmap_c);
     for (int s = 0; s < STAGES; ++s) {
-      bw::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
-      bw::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
+      wb::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
+      wb::mbarrier_init(&smem.load_empty[s], 1);  // one tcgen05.commit
     }
     for (int s = 0; s < ACC_STAGES; ++s) {
-      bw::mbarrier_init(&smem.acc_full[s], 1);            // the tile's final tcgen05.commit
-      bw::mbarrier_init(&smem.acc_empty[s], CLUSTER * 4);  // each epilogue warp of both CTAs
+      wb::mbarrier_init(&smem.acc_full[s], 1);            // the tile's final tcgen05.commit
+      wb::mbarrier_init(&smem.acc_empty[s], CLUSTER * 4);  // each epilogue warp of both CTAs
     }
-    bw::fence_mbarrier_init();
+    wb::fence_mbarrier_init();
   }
   if (warp == 0) {
     bw::tmem_alloc_2cta(&smem.tmem_base, TMEM_COLS);
     bw::tmem_relinquish_alloc_permit_2cta();
   }
   bw::tcgen05_fence_before_thread_sync();
-  bw::cluster_sync();  // the peer's copies and the leader's commits reach initialised barriers
+  wb::cluster_sync();  // the peer's copies and the leader's commits reach initialised barriers
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
@@ -130,10 +130,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
-      if (it >= STAGES) bw::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
-        bw::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
+        wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
       bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], A_TILE_BYTES, kb * TILE_K,
                            row0);
       bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], B_TILE_BYTES, kb * TILE_K,
@@ -144,15 +144,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
     // The epilogue of the tile that last used this slot must have read it.
     if (local >= ACC_STAGES)
-      bw::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);
+      wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);
     bw::tcgen05_fence_after_thread_sync();
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
-      bw::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
       bw::tcgen05_fence_after_thread_sync();
-      const u32 a_addr = bw::smem_u32(smem.a[slot]);
-      const u32 b_addr = bw::smem_u32(smem.b[slot]);
+      const u32 a_addr = wb::smem_u32(smem.a[slot]);
+      const u32 b_addr = wb::smem_u32(smem.b[slot]);
       for (int k = 0; k < TILE_K / MMA_K; ++k) {
         // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
         const u32 k_bytes = k * MMA_K * sizeof(T);
@@ -170,17 +170,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
   // Only the epilogue warpgroup; the first warpgroup moves on to the next tile at once.
   if (warp < EPILOGUE_WARP0) continue;
-  bw::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);
+  wb::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);
   bw::tcgen05_fence_after_thread_sync();
 
   // Warp w may only read tensor-memory lanes 32(w%4)..32(w%4)+31, i.e. rows 32(w%4).. of the
   // tile, so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
-  const u32 lane = bw::lane_id();
+  const u32 lane = wb::lane_id();
   const u32 quarter = warp % 4;
   for (int sub = 0; sub < MMA_N / EPILOGUE_TILE_N; ++sub) {
     T* stage = smem.epilogue[quarter][sub % 2];
     // The store issued from this buffer two sub-tiles ago must have finished reading it.
-    bw::tma_store_wait_read<1>();
+    wb::tma_store_wait_read<1>();
     for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
       u32 acc[32];
       bw::tmem_ld_32x32b_x32(tmem_slot + ((quarter * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
@@ -195,22 +195,22 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
             *reinterpret_cast<const uint4*>(out);
       }
     }
-    bw::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+    wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
     __syncwarp();
-    bw::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + quarter * 32);
-    bw::tma_store_commit();
+    wb::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + quarter * 32);
+    wb::tma_store_commit();
   }
   // This warp's tensor-memory loads are complete (tcgen05.wait::ld): release the accumulator.
   bw::tcgen05_fence_before_thread_sync();
-  bw::mbarrier_arrive_cluster(&smem.acc_empty[acc_slot], 0);
+  wb::mbarrier_arrive_cluster(&smem.acc_empty[acc_slot], 0);
   // ANCHOR_END: epilogue
   }  // the persistent loop
 
-  bw::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
+  wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
   bw::tcgen05_fence_before_thread_sync();
-  bw::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
+  wb::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc_2cta(tmem_acc, TMEM_COLS);

@@ -1,0 +1,235 @@
+// common.cuh: the device primitives the Blackwell kernels and their Hopper twins share, one small
+// wrapper per PTX idea: threads and addresses, mbarriers, clusters, TMA and proxy fences. The
+// architecture-specific parts live beside it: blackwell.cuh (tcgen05, tensor memory) and
+// hopper.cuh (wgmma, setmaxnreg); each includes this header.
+//
+// Conventions
+// - Shared-memory addresses are 32-bit `shared::cta` addresses (see `smem_u32`).
+// - "warp-level" wrappers are called by all 32 lanes of a warp; one elected lane issues the
+//   instruction. That keeps the kernels free of `if (lane == 0)` noise and lets the sm_90
+//   emulation (tcgen05_emu.cuh) use every lane for the emulated math.
+// - Each wrapper cites the PTX ISA (CUDA 13.0) section of the instruction it wraps, by title.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
+struct alignas(64) TmaDesc {
+  u64 opaque[16];
+};
+
+namespace wb {
+
+// ---------------------------------------------------------------------------------------------
+// Thread and address helpers
+// ---------------------------------------------------------------------------------------------
+
+__device__ __forceinline__ u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ u32 warp_id() { return threadIdx.x / 32; }
+
+// %dynamic_smem_size (PTX ISA "Special Registers"): the dynamic shared memory of this launch.
+__device__ __forceinline__ u32 dynamic_smem_bytes() {
+  u32 bytes;
+  asm volatile("mov.u32 %0, %%dynamic_smem_size;" : "=r"(bytes));
+  return bytes;
+}
+__device__ __forceinline__ u32 lane_id() { return threadIdx.x % 32; }
+
+// PTX ISA "elect.sync": true in exactly one active lane of the warp.
+__device__ __forceinline__ bool elect_one() {
+  u32 elected = 0;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "elect.sync _|p, 0xffffffff;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(elected));
+  return elected != 0;
+}
+
+// bar.sync 0 (PTX ISA "bar, barrier"): every thread of the CTA. The kernels call this instead of
+// __syncthreads() so that the one CTA-wide barrier has a name the tcgen05 emulation can see.
+__device__ __forceinline__ void cta_sync() { __syncthreads(); }
+
+// ---------------------------------------------------------------------------------------------
+// mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier")
+// ---------------------------------------------------------------------------------------------
+
+// mbarrier.init: `count` arrivals complete a phase. One thread initialises each barrier.
+__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
+}
+
+// fence.mbarrier_init (PTX ISA "membar/fence"): make initialised barriers visible to the async
+// proxy (TMA, tcgen05) and to the other CTAs of a cluster before anyone uses them.
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// mbarrier.arrive: one arrival, by the calling thread.
+__device__ __forceinline__ void mbarrier_arrive(u64* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+
+// mbarrier.arrive.expect_tx (warp-level): one arrival plus `bytes` of expected TMA traffic, so
+// the phase completes only when the copies that name this barrier have landed.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
+  if (elect_one()) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+                 "r"(bytes)
+                 : "memory");
+  }
+  __syncwarp();
+}
+
+// mbarrier.try_wait.parity: has the phase with this parity completed?
+__device__ __forceinline__ bool mbarrier_try_wait(u64* bar, u32 parity) {
+  u32 done = 0;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(smem_u32(bar)), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+
+// Block until the phase with this parity completes. A wrong parity waits forever: the host
+// side runs every kernel under a timeout for exactly that reason.
+__device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
+  while (!mbarrier_try_wait(bar, parity)) {
+  }
+}
+
+// mbarrier.try_wait.parity.acquire.cluster: as mbarrier_wait, for a barrier that threads of other
+// CTAs arrive on, so their writes before arriving are visible after the wait.
+__device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
+  u32 done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n\t.reg .pred p;\n\t"
+        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n\t"
+        "selp.u32 %0, 1, 0, p;\n\t}"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clusters (PTX ISA "Special Registers: %cluster_ctarank", "barrier.cluster", "mapa")
+// ---------------------------------------------------------------------------------------------
+
+// %cluster_ctarank: this CTA's rank in its cluster (0 in a launch without clusters).
+__device__ __forceinline__ u32 cluster_ctarank() {
+  u32 rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+
+// barrier.cluster.arrive.release + wait.acquire: every thread of every CTA in the cluster.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
+                   : "memory");
+}
+
+// mapa.shared::cluster: the address of the same shared-memory location in CTA `rank`.
+__device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
+  u32 mapped;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(mapped) : "r"(smem_addr), "r"(rank));
+  return mapped;
+}
+
+// mbarrier.arrive.release.cluster.shared::cluster (warp-level): one arrival, from one elected
+// lane, on the barrier at `bar`'s offset in CTA `rank` of the cluster (possibly this CTA).
+__device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
+  if (elect_one()) {
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+                     map_to_cta(smem_u32(bar), rank))
+                 : "memory");
+  }
+  __syncwarp();
+}
+
+// ---------------------------------------------------------------------------------------------
+// TMA (PTX ISA "Data Movement and Conversion Instructions: cp.async.bulk.tensor")
+// ---------------------------------------------------------------------------------------------
+
+// prefetch.tensormap (PTX ISA "prefetch, prefetchu"): pull the descriptor into the cache before first use.
+__device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(desc) : "memory");
+}
+
+// cp.async.bulk.tensor.2d global -> shared (warp-level): copy the box at (c0 = inner, c1 = outer)
+// coordinates; the byte count completes on `bar`.
+__device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64* bar, int c0,
+                                            int c1) {
+  if (elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// cp.async.bulk.tensor.2d ... .multicast::cluster (warp-level): like tma_load_2d, but the box lands
+// at `dst`'s offset in every CTA of the cluster named in `cta_mask` (bit r: rank r), and each of
+// them counts the bytes on its own barrier at `bar`'s offset. One load feeds several CTAs.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* desc, u64* bar,
+                                                      unsigned short cta_mask, int c0, int c1) {
+  if (elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+        "l"(desc), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// cp.async.bulk.tensor.2d shared -> global (warp-level): store a box from shared memory at
+// (c0 = inner, c1 = outer). Lane 0 issues it, and lane 0 alone commits and waits on the bulk
+// group: bulk groups belong to the thread that issued them.
+__device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* src, int c0, int c1) {
+  if (lane_id() == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(desc),
+        "r"(smem_u32(src)), "r"(c0), "r"(c1)
+        : "memory");
+  }
+  __syncwarp();
+}
+
+// cp.async.bulk.commit_group (PTX ISA "cp.async.bulk.commit_group", warp-level): close the group
+// of bulk copies lane 0 issued since the last commit.
+__device__ __forceinline__ void tma_store_commit() {
+  if (lane_id() == 0) asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  __syncwarp();
+}
+
+// cp.async.bulk.wait_group.read (PTX ISA "cp.async.bulk.wait_group", warp-level): wait until at
+// most N of lane 0's committed groups are still reading their shared-memory source, so the
+// buffers of the others may be overwritten.
+template <int N>
+__device__ __forceinline__ void tma_store_wait_read() {
+  if (lane_id() == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+  __syncwarp();
+}
+
+// fence.proxy.async.shared::cta (PTX ISA "membar/fence"): order this thread's ordinary
+// shared-memory writes before later async-proxy (TMA, tcgen05) reads of them.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
+
+}  // namespace wb
