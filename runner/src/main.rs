@@ -114,7 +114,7 @@ enum Command {
         /// Compile and run this kernel file instead of the step's own.
         #[arg(long, value_name = "FILE")]
         kernel: Option<std::path::PathBuf>,
-        /// Seed a known bug into the kernel (wrong-sbo, skip-acc-wait) to see it caught.
+        /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught.
         #[arg(long, value_name = "NAME")]
         mutate: Option<String>,
         /// Print one JSON object instead of the text report.
@@ -165,6 +165,12 @@ enum Command {
         serve: bool,
         #[arg(long, default_value_t = 3000)]
         port: u16,
+    },
+    /// The seeded bugs `runner step N --mutate NAME` can plant, with the steps they apply to and
+    /// what the emulation check must see.
+    Mutations {
+        #[arg(long)]
+        json: bool,
     },
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
@@ -233,6 +239,12 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             };
             if let Some(name) = &mutate {
                 let m = mutation::find(name)?;
+                if !m.applies_to(n) {
+                    bail!(
+                        "the seeded bug {name:?} does not apply to step {n} (it applies to steps {:?})",
+                        m.steps
+                    );
+                }
                 let base = source
                     .clone()
                     .unwrap_or_else(|| step.info().kernel_source());
@@ -322,6 +334,14 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             println!("book built: {}", dir.join("index.html").display());
             if serve {
                 book::serve(&dir, port)?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Mutations { json } => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(mutation::MUTATIONS)?);
+            } else {
+                report::print_mutations(mutation::MUTATIONS);
             }
             Ok(ExitCode::SUCCESS)
         }

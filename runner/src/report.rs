@@ -15,6 +15,24 @@ pub fn print_list(steps: &[&'static dyn Step]) {
     }
 }
 
+pub fn print_mutations(ms: &[common::mutation::Mutation]) {
+    println!("Seeded bugs (runner step N --mutate NAME):");
+    for m in ms {
+        let steps: Vec<String> = m.steps.iter().map(|s| s.to_string()).collect();
+        let expect = match m.expect {
+            common::mutation::Expect::Caught => "caught",
+            common::mutation::Expect::Harmless => "harmless",
+        };
+        println!(
+            "  {:<20} steps {:<14} {:<9} {}",
+            m.name,
+            steps.join(","),
+            expect,
+            m.description
+        );
+    }
+}
+
 pub fn print_header(step: &dyn Step) {
     let i = step.info();
     println!("Step {} · {}", i.number, i.title);

@@ -3,8 +3,23 @@
 //! kernel looks like (`runner step N --mutate wrong-sbo`).
 
 use anyhow::{bail, Result};
+use serde::Serialize;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the emulation check must observe for a seeded bug.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Expect {
+    /// The bug is caught: a failed verification, an emulator fault or a diagnosed hang.
+    Caught,
+    /// The edit looks like a bug but is harmless: the kernel must still pass (an exercise in
+    /// predicting the outcome before running it).
+    Harmless,
+}
+
+/// Every step of the ladder, for mutations that apply to all of them.
+pub const ALL_STEPS: &[u32] = &[0, 1, 2, 3, 4, 5, 6];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Mutation {
     pub name: &'static str,
     pub description: &'static str,
@@ -13,6 +28,9 @@ pub struct Mutation {
     /// ...by replacing `from` with `to` (an empty `from` comments the whole line out).
     pub from: &'static str,
     pub to: &'static str,
+    /// The steps whose Blackwell kernels it edits (some bugs exist only in persistent kernels).
+    pub steps: &'static [u32],
+    pub expect: Expect,
 }
 
 pub const MUTATIONS: &[Mutation] = &[
@@ -23,6 +41,8 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["SWIZZLE_GROUP_BYTES = 8 * 128"],
         from: "8 * 128",
         to: "16 * 128",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
     },
     Mutation {
         name: "skip-acc-wait",
@@ -30,6 +50,8 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.acc_full"],
         from: "",
         to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
     },
     Mutation {
         name: "skip-acc-commit",
@@ -39,6 +61,8 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mma_commit", "&smem.acc_full"],
         from: "",
         to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
     },
 ];
 
@@ -57,6 +81,10 @@ pub fn find(name: &str) -> Result<&'static Mutation> {
 }
 
 impl Mutation {
+    pub fn applies_to(&self, step: u32) -> bool {
+        self.steps.contains(&step)
+    }
+
     /// The kernel with the bug seeded; an error if the anchor is not in it.
     pub fn apply(&self, kernel: &str) -> Result<String> {
         let mut hits = 0;
