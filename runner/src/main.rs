@@ -117,6 +117,12 @@ enum Command {
         /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught.
         #[arg(long, value_name = "NAME")]
         mutate: Option<String>,
+        /// Persistent steps: launch at most N clusters, so each loops over more tiles.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        clusters: Option<u32>,
+        /// Seed of the emulation's schedule perturbations (emulated runs only).
+        #[arg(long, default_value_t = 0, value_name = "SEED")]
+        emu_seed: u64,
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
@@ -226,6 +232,8 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             timeout,
             kernel,
             mutate,
+            clusters,
+            emu_seed,
             json,
         } => {
             let step = steps::get(n)?;
@@ -274,6 +282,8 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 timeout: Duration::from_secs(timeout),
                 source,
                 cpu_samples: 256,
+                clusters,
+                emu_seed,
             };
             step_command(step, &opts, emulate || no_emulate, json)
         }

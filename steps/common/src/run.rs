@@ -40,6 +40,11 @@ pub struct RunOptions {
     /// A kernel to run instead of the step's own (a student's edit, a seeded bug).
     pub source: Option<KernelSource>,
     pub cpu_samples: usize,
+    /// Persistent kernels: launch at most this many clusters (several tiles per cluster on small
+    /// shapes, e.g. for the emulation check). None: as many as fit on the GPU.
+    pub clusters: Option<u32>,
+    /// Seed of the emulation's schedule perturbations.
+    pub emu_seed: u64,
 }
 
 impl Default for RunOptions {
@@ -56,6 +61,8 @@ impl Default for RunOptions {
             timeout: Duration::from_secs(30),
             source: None,
             cpu_samples: 256,
+            clusters: None,
+            emu_seed: 0,
         }
     }
 }
@@ -131,7 +138,17 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
         Shape::DEFAULT
     });
     step.check_shape(shape).map_err(|e| anyhow!(e))?;
-    let plan = step.plan(shape, Some(&gpu.info));
+    let mut plan = step.plan(shape, Some(&gpu.info));
+    if let Some(clusters) = opts.clusters {
+        let k = step.kernel();
+        if !k.persistent {
+            bail!(
+                "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
+                info.number
+            );
+        }
+        plan.dims.grid.0 = plan.dims.grid.0.min(clusters * k.cluster);
+    }
     if plan.dims.smem_bytes > gpu.info.max_smem_per_block {
         bail!(
             "step {} needs {} bytes of shared memory per CTA; {} allows {}",
@@ -225,7 +242,7 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
     // The verified run.
     poison()?;
     if let Some(e) = emu.as_mut() {
-        e.reset(gpu)?;
+        e.reset(gpu, opts.emu_seed)?;
     }
     // SAFETY: `params` matches the kernel contract documented in `step`.
     unsafe { launch(func_handle, &dims, s, &mut params)? };
