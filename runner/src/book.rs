@@ -3,6 +3,7 @@
 //! `assets/results/*.json` (the `{{#results KIND}}` marker).
 
 use anyhow::{anyhow, bail, Context, Result};
+use common::step::Arch;
 use common::tiling::{visit_order, MinorDim};
 use common::toolkit::project_root;
 use common::StepInfo;
@@ -49,8 +50,10 @@ fn read_repo_file(rel: &str) -> Result<String> {
     }
     for s in runner::steps::all() {
         let i = s.info();
-        if rel == i.kernel_path() {
-            return Ok(i.kernel.to_string());
+        for arch in Arch::ALL {
+            if rel == i.kernel_path(arch) {
+                return Ok(i.kernel(arch).text.to_string());
+            }
         }
         if rel == i.host_path() {
             return Ok(i.host.to_string());
@@ -262,8 +265,14 @@ pub fn results_table(spec: &str) -> String {
     out
 }
 
-/// The kernel diff from step `a` to step `b` as a fenced `diff` block (`{{#diff A B}}`).
+/// The kernel diff from step `a` to step `b` as a fenced `diff` block (`{{#diff A B}}`, or
+/// `{{#diff A B sm_90a}}` for the Hopper twins).
 fn diff_block(spec: &str) -> String {
+    let arch = if spec.split_whitespace().any(|w| w == "sm_90a") {
+        Arch::Hopper
+    } else {
+        Arch::Blackwell
+    };
     let nums: Vec<u32> = spec
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
@@ -274,7 +283,7 @@ fn diff_block(spec: &str) -> String {
     match (runner::steps::get(a), runner::steps::get(b)) {
         (Ok(sa), Ok(sb)) => format!(
             "```diff\n{}```\n",
-            crate::diff::steps(sa.info(), sb.info(), false, false)
+            crate::diff::steps(sa.info(), sb.info(), arch, false, false)
         ),
         _ => format!("*no step {a} or {b}*"),
     }

@@ -1,5 +1,6 @@
 //! `runner diff A B`: a unified diff of two steps' kernels (and host code).
 
+use common::step::Arch;
 use common::StepInfo;
 use similar::TextDiff;
 
@@ -44,12 +45,13 @@ fn one(a_path: &str, a: &str, b_path: &str, b: &str, colored: bool) -> String {
         .collect()
 }
 
-pub fn steps(a: &StepInfo, b: &StepInfo, host: bool, colored: bool) -> String {
+/// Step `b`'s `arch` kernel against step `a`'s (and the host code with `host`).
+pub fn steps(a: &StepInfo, b: &StepInfo, arch: Arch, host: bool, colored: bool) -> String {
     let mut out = one(
-        &a.kernel_path(),
-        a.kernel,
-        &b.kernel_path(),
-        b.kernel,
+        &a.kernel_path(arch),
+        a.kernel(arch).text,
+        &b.kernel_path(arch),
+        b.kernel(arch).text,
         colored,
     );
     if host {

@@ -3,14 +3,16 @@
 mod book;
 mod diff;
 mod report;
+mod step_cmd;
 
 use runner::steps;
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, bail, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use common::compile::{compile, KernelSource, Target};
+use common::compile::{compile, Target};
 use common::gpu::{self, GpuStatus};
 use common::run::{self, EmulateMode, RunOptions};
+use common::step::{Arch, KernelSpec};
 use common::{mutation, sass, Dist, Dtype, Shape};
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -33,6 +35,15 @@ enum ArchArg {
     Sm100a,
     #[value(name = "sm_90a")]
     Sm90a,
+}
+
+impl ArchArg {
+    fn arch(self) -> Arch {
+        match self {
+            ArchArg::Sm100a => Arch::Blackwell,
+            ArchArg::Sm90a => Arch::Hopper,
+        }
+    }
 }
 
 #[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
@@ -91,8 +102,15 @@ enum Command {
         /// Step number.
         #[arg(value_name = "STEP")]
         step: u32,
+        /// Which kernel: sm_100a (the Blackwell kernel; emulated on an H100/H200) or sm_90a (its
+        /// Hopper twin, native and timed on an H100/H200). Default: every kernel this GPU runs.
+        #[arg(long, value_enum)]
+        arch: Option<ArchArg>,
         #[command(flatten)]
         problem: ProblemArgs,
+        /// Override a tuning parameter of the kernel, e.g. --param stages=5 (repeatable).
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
         /// Timed runs (after warm-up); 0 skips timing.
         #[arg(long, default_value_t = 20)]
         iters: usize,
@@ -102,16 +120,17 @@ enum Command {
         /// Do not flush L2 between timed runs.
         #[arg(long)]
         no_flush: bool,
-        /// Run under the tcgen05 emulation (sm_90 GPUs; the default there).
+        /// Run the Blackwell kernel under the tcgen05 emulation (sm_90 GPUs; the default there).
         #[arg(long, conflicts_with = "no_emulate")]
         emulate: bool,
-        /// Never emulate: fail on a GPU without tcgen05.
+        /// Run the Blackwell kernel natively or not at all: fail on a GPU without tcgen05.
         #[arg(long)]
         no_emulate: bool,
         /// Seconds before a running kernel is declared hung.
         #[arg(long, default_value_t = 30)]
         timeout: u64,
-        /// Compile and run this kernel file instead of the step's own.
+        /// Compile and run this kernel file instead of the step's own (a file that includes
+        /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise).
         #[arg(long, value_name = "FILE")]
         kernel: Option<std::path::PathBuf>,
         /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught.
@@ -132,11 +151,17 @@ enum Command {
         /// Step number.
         #[arg(value_name = "STEP")]
         step: u32,
-        /// Target: sm_100a (native) or sm_90a (the emulation build).
+        /// Which kernel: sm_100a (the Blackwell kernel) or sm_90a (its Hopper twin).
         #[arg(long, value_enum, default_value = "sm_100a")]
         arch: ArchArg,
+        /// The Blackwell kernel's sm_90a build for the tcgen05 emulation.
+        #[arg(long)]
+        emulate: bool,
         #[arg(long, default_value = "f16")]
         dtype: Dtype,
+        /// Override a tuning parameter, e.g. --param stages=5 (repeatable).
+        #[arg(long = "param", value_name = "NAME=VALUE")]
+        params: Vec<String>,
         /// Print the whole SASS listing.
         #[arg(long)]
         sass: bool,
@@ -147,6 +172,9 @@ enum Command {
     Diff {
         a: u32,
         b: u32,
+        /// Which kernels: sm_100a (the Blackwell kernels) or sm_90a (the Hopper twins).
+        #[arg(long, value_enum, default_value = "sm_100a")]
+        arch: ArchArg,
         #[arg(long)]
         host: bool,
         #[arg(long, value_enum, default_value = "auto")]
@@ -223,7 +251,9 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
         }
         Command::Step {
             step: n,
+            arch,
             problem,
+            params,
             iters,
             warmup,
             no_flush,
@@ -236,34 +266,6 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             emu_seed,
             json,
         } => {
-            let step = steps::get(n)?;
-            let mut source = match &kernel {
-                Some(path) => Some(KernelSource {
-                    path: path.display().to_string(),
-                    text: std::fs::read_to_string(path)
-                        .with_context(|| format!("cannot read {}", path.display()))?,
-                }),
-                None => None,
-            };
-            if let Some(name) = &mutate {
-                let m = mutation::find(name)?;
-                if !m.applies_to(n) {
-                    bail!(
-                        "the seeded bug {name:?} does not apply to step {n} (it applies to steps {:?})",
-                        m.steps
-                    );
-                }
-                let base = source
-                    .clone()
-                    .unwrap_or_else(|| step.info().kernel_source());
-                source = Some(KernelSource {
-                    path: base.path.clone(),
-                    text: m.apply(&base.text)?,
-                });
-                if !json {
-                    eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
-                }
-            }
             let opts = RunOptions {
                 shape: problem.shape(Shape::DEFAULT),
                 dtype: problem.dtype,
@@ -280,45 +282,67 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                     EmulateMode::Auto
                 },
                 timeout: Duration::from_secs(timeout),
-                source,
+                source: None,
                 cpu_samples: 256,
                 clusters,
                 emu_seed,
             };
-            step_command(step, &opts, emulate || no_emulate, json)
+            let request = step_cmd::Request {
+                step: steps::get(n)?,
+                arch: arch.map(ArchArg::arch),
+                params,
+                kernel_file: kernel,
+                mutate,
+                json,
+            };
+            step_cmd::run(&request, opts)
         }
         Command::Inspect {
             step: n,
             arch,
+            emulate,
             dtype,
+            params,
             sass: full,
             json,
         } => {
-            let step = steps::get(n)?;
-            let target = match arch {
-                ArchArg::Sm100a => Target::Sm100a,
-                ArchArg::Sm90a => Target::Sm90aEmulated,
+            let arch = arch.arch();
+            if emulate && arch != Arch::Blackwell {
+                bail!("--emulate builds the Blackwell kernel for the emulation; the Hopper twin runs natively");
+            }
+            let mut spec = KernelSpec::new(steps::get(n)?, arch);
+            spec.params.apply(&params).map_err(|e| anyhow!(e))?;
+            let target = if emulate {
+                Target::Sm90aEmulated
+            } else {
+                Target::native(arch)
             };
-            let compiled = compile(&step.info().kernel_source(), target, &step.defines(dtype))?;
+            let compiled = compile(&spec.source(), target, &spec.defines(dtype))?;
             let listing = sass::disassemble(&compiled.cubin)?;
-            let plan = step.plan(Shape::DEFAULT, None);
+            let smem = spec.shape().smem_bytes;
             if json {
                 let v = serde_json::json!({
-                    "step": n, "target": target, "compile": &compiled,
-                    "smem_bytes": plan.dims.smem_bytes, "sass": &listing,
+                    "step": n, "arch": arch, "target": target, "params": &spec.params,
+                    "compile": &compiled, "smem_bytes": smem, "sass": &listing,
                 });
                 println!("{}", serde_json::to_string_pretty(&v)?);
             } else {
-                report::print_header(step);
-                report::print_compile(&compiled, plan.dims.smem_bytes);
-                report::print_sass(&listing, step.info().sass_expect, true);
+                report::print_header(&spec);
+                report::print_compile(&compiled, smem);
+                report::print_sass(&listing, spec.sass_expect(), true);
                 if full {
                     println!("\n{}", listing.listing);
                 }
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Diff { a, b, host, color } => {
+        Command::Diff {
+            a,
+            b,
+            arch,
+            host,
+            color,
+        } => {
             let sa = steps::get(a)?;
             let sb = steps::get(b)?;
             let colored = match color {
@@ -326,7 +350,10 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 ColorArg::Never => false,
                 ColorArg::Auto => std::io::stdout().is_terminal(),
             };
-            print!("{}", diff::steps(sa.info(), sb.info(), host, colored));
+            print!(
+                "{}",
+                diff::steps(sa.info(), sb.info(), arch.arch(), host, colored)
+            );
             Ok(ExitCode::SUCCESS)
         }
         Command::Explain { step: n, markdown } => {
@@ -376,78 +403,6 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             } else {
                 ExitCode::from(1)
             })
-        }
-    }
-}
-
-/// `runner step N`: run where the GPU allows it, otherwise report the sm_100a build.
-fn step_command(
-    step: &'static dyn common::Step,
-    opts: &RunOptions,
-    mode_forced: bool,
-    json: bool,
-) -> Result<ExitCode> {
-    let status = gpu::open();
-    let why_not = match &status {
-        GpuStatus::Present(g) => match run::choose_target(&g.info, opts.emulate) {
-            Ok(Target::Sm90aEmulated) if !mode_forced && !json => {
-                eprintln!(
-                    "note: {} is {}: no tcgen05 there, so step {} runs under the tcgen05 emulation (correctness only; no timings). Use --no-emulate to refuse.",
-                    g.info.name, g.info.sm(), step.info().number
-                );
-                None
-            }
-            Ok(_) => None,
-            Err(e) if mode_forced => return Err(anyhow!(e)),
-            Err(e) => Some(e),
-        },
-        GpuStatus::Absent(why) => {
-            if mode_forced && opts.emulate == EmulateMode::Always {
-                bail!("--emulate needs an sm_90 GPU: {why}");
-            }
-            Some(format!("no GPU to run on ({why})"))
-        }
-    };
-    match (status, why_not) {
-        (GpuStatus::Present(g), None) => {
-            let r = run::run(step, &g, opts)?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                report::print_run(step, &r);
-            }
-            Ok(if r.verification.passed {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            })
-        }
-        (_, reason) => {
-            let reason = reason.unwrap_or_default();
-            // Shapes are still checked, so a bad --m is reported here too.
-            let shape = opts.shape.unwrap_or(Shape::DEFAULT);
-            step.check_shape(shape).map_err(|e| anyhow!(e))?;
-            let source = opts
-                .source
-                .clone()
-                .unwrap_or_else(|| step.info().kernel_source());
-            let compiled = compile(&source, Target::Sm100a, &step.defines(opts.dtype))?;
-            let listing = sass::disassemble(&compiled.cubin)?;
-            let plan = step.plan(shape, None);
-            if json {
-                let v = serde_json::json!({
-                    "step": step.info().number, "ran": false, "reason": reason,
-                    "target": Target::Sm100a, "compile": &compiled,
-                    "smem_bytes": plan.dims.smem_bytes, "grid": plan.dims.grid, "sass": &listing,
-                });
-                println!("{}", serde_json::to_string_pretty(&v)?);
-            } else {
-                report::print_header(step);
-                println!("{:<10}{reason}: compiled for sm_100a only", "GPU");
-                report::print_compile(&compiled, plan.dims.smem_bytes);
-                report::print_sass(&listing, step.info().sass_expect, false);
-            }
-            Ok(ExitCode::SUCCESS)
         }
     }
 }

@@ -3,6 +3,7 @@
 use common::compile::Compiled;
 use common::run::{RunReport, SelfTest};
 use common::sass::Sass;
+use common::step::{Arch, KernelSpec};
 use common::Step;
 
 const W: usize = 10;
@@ -33,16 +34,21 @@ pub fn print_mutations(ms: &[common::mutation::Mutation]) {
     }
 }
 
-pub fn print_header(step: &dyn Step) {
-    let i = step.info();
-    println!("Step {} · {}", i.number, i.title);
-    println!("{:<W$}{}", "idea", i.idea);
-    let params: Vec<String> = step
-        .params()
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    println!("{:<W$}{}", "config", params.join(" "));
+pub fn print_header(spec: &KernelSpec) {
+    let i = spec.info();
+    println!(
+        "Step {} · {} · {} ({})",
+        i.number,
+        i.title,
+        spec.arch.name(),
+        spec.info().kernel_path(spec.arch)
+    );
+    let idea = match spec.arch {
+        Arch::Blackwell => i.idea,
+        Arch::Hopper => i.hopper_idea,
+    };
+    println!("{:<W$}{idea}", "idea");
+    println!("{:<W$}{}", "config", spec.params);
 }
 
 pub fn print_compile(c: &Compiled, smem_bytes: u32) {
@@ -87,8 +93,8 @@ pub fn print_sass(s: &Sass, expect: &[&str], full_histogram: bool) {
     }
 }
 
-pub fn print_run(step: &dyn Step, r: &RunReport) {
-    print_header(step);
+pub fn print_run(spec: &KernelSpec, r: &RunReport) {
+    print_header(spec);
     let g = &r.gpu;
     println!(
         "{:<W$}{} ({}, {} SMs, {} MHz max, driver {})",

@@ -84,14 +84,35 @@ fn step_0_reports_its_sm100a_build_or_runs() {
 
 #[test]
 fn step_json_is_machine_readable() {
-    let o = runner(&["step", "0", "--json"]);
+    // One kernel: one object.
+    let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(v["step"], 0);
+    assert_eq!(v["arch"], "blackwell");
     if v["ran"] == false {
         assert!(v["sass"]["histogram"]["UTCHMMA"].as_u64().unwrap() > 0);
         assert!(v["compile"]["resources"]["registers"].as_u64().unwrap() > 0);
         assert!(v["reason"].as_str().unwrap().contains("GPU"));
+    }
+    // Without a GPU both kernels are reported: {"runs": [twin, Blackwell]}.
+    let o = runner(&["step", "2", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    if let Some(runs) = v["runs"].as_array() {
+        assert_eq!(runs.len(), 2);
+        assert_eq!(runs[0]["arch"], "hopper");
+        assert_eq!(runs[1]["arch"], "blackwell");
+        if runs[0]["ran"] == false {
+            assert!(
+                runs[0]["sass"]["histogram"]["HGMMA.64x256x16.F32"]
+                    .as_u64()
+                    .unwrap()
+                    > 0
+            );
+            assert!(runs[0]["sass"]["histogram"]["UTMASTG.2D"].as_u64().unwrap() > 0);
+            assert!(runs[1]["sass"]["histogram"]["UTCHMMA"].as_u64().unwrap() > 0);
+        }
     }
 }
 
@@ -100,10 +121,20 @@ fn bad_shapes_name_the_constraint() {
     let o = runner(&["step", "0", "--m", "100"]);
     assert_one_line_error(
         &o,
-        "M must be a positive multiple of 128 for step 0 (got 100)",
+        "M must be a positive multiple of 128 for step 0's Hopper twin (got 100)",
     );
-    let o = runner(&["step", "0", "--n", "300", "--dtype", "bf16"]);
-    assert_one_line_error(&o, "N must be a positive multiple of 256");
+    let o = runner(&[
+        "step", "0", "--arch", "sm_100a", "--n", "300", "--dtype", "bf16",
+    ]);
+    assert_one_line_error(
+        &o,
+        "N must be a positive multiple of 256 for step 0's Blackwell kernel",
+    );
+    let o = runner(&["step", "3", "--arch", "sm_90a", "--m", "128"]);
+    assert_one_line_error(
+        &o,
+        "M must be a positive multiple of 256 for step 3's Hopper twin",
+    );
     let o = runner(&["step", "0", "--k", "0"]);
     assert_one_line_error(&o, "K must be a positive multiple of 64");
 }
@@ -186,9 +217,25 @@ fn inspect_prints_resources_and_a_histogram() {
     let out = stdout(&o);
     assert!(out.contains("histogram"), "{out}");
     assert!(out.contains("UTCHMMA"), "{out}");
-    let o = runner(&["inspect", "0", "--arch", "sm_90a"]);
+    let o = runner(&["inspect", "0", "--emulate"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("tcgen05 emulated"));
+    let o = runner(&["inspect", "1", "--arch", "sm_90a", "--param", "stages=3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("Hopper twin") && out.contains("stages=3"),
+        "{out}"
+    );
+    assert!(out.contains("HGMMA") && out.contains("USETMAXREG"), "{out}");
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--arch", "sm_90a", "--emulate"]),
+        "--emulate builds the Blackwell kernel",
+    );
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--param", "stage=3"]),
+        "unknown parameter \"stage\"",
+    );
 }
 
 #[test]

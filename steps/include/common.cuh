@@ -159,6 +159,19 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
   __syncwarp();
 }
 
+// mbarrier.arrive.relaxed.cluster.shared::cluster (warp-level): as mbarrier_arrive_cluster, with
+// no memory ordering. For "done reading" signals whose reads were asynchronous (wgmma) and are
+// already complete: there is nothing to release, and the release form costs a GPU-wide fence
+// (MEMBAR.ALL.GPU) on every arrival.
+__device__ __forceinline__ void mbarrier_arrive_cluster_relaxed(u64* bar, u32 rank) {
+  if (elect_one()) {
+    asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(
+                     map_to_cta(smem_u32(bar), rank))
+                 : "memory");
+  }
+  __syncwarp();
+}
+
 // ---------------------------------------------------------------------------------------------
 // TMA (PTX ISA "Data Movement and Conversion Instructions: cp.async.bulk.tensor")
 // ---------------------------------------------------------------------------------------------

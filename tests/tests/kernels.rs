@@ -3,19 +3,21 @@
 use common::compile::{compile, CompileError, KernelSource, Target};
 use common::mutation::MUTATIONS;
 use common::sass::disassemble;
+use common::step::{Arch, KernelSpec};
 use common::Dtype;
 
 #[test]
 fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
     for step in runner::steps::all() {
         let info = step.info();
+        let spec = KernelSpec::new(step, Arch::Blackwell);
         for dtype in [Dtype::F16, Dtype::Bf16] {
-            let c = compile(&info.kernel_source(), Target::Sm100a, &step.defines(dtype))
-                .unwrap_or_else(|e| {
+            let c =
+                compile(&spec.source(), Target::Sm100a, &spec.defines(dtype)).unwrap_or_else(|e| {
                     panic!("step {} ({dtype}) does not compile: {e:#}", info.number)
                 });
             let sass = disassemble(&c.cubin).expect("nvdisasm");
-            for op in info.sass_expect {
+            for op in spec.sass_expect() {
                 assert!(
                     sass.count(op) > 0,
                     "step {} ({dtype}): SASS lost {op}; histogram {:?}",
@@ -44,10 +46,11 @@ fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
 fn every_step_builds_for_the_sm90a_emulation() {
     for step in runner::steps::all() {
         let info = step.info();
+        let spec = KernelSpec::new(step, Arch::Blackwell);
         let c = compile(
-            &info.kernel_source(),
+            &spec.source(),
             Target::Sm90aEmulated,
-            &step.defines(Dtype::Bf16),
+            &spec.defines(Dtype::Bf16),
         )
         .unwrap_or_else(|e| panic!("step {} does not build for emulation: {e:#}", info.number));
         let sass = disassemble(&c.cubin).expect("nvdisasm");
@@ -73,9 +76,9 @@ fn every_seeded_bug_still_applies_to_every_step() {
             .filter(|m| m.applies_to(step.info().number))
         {
             let k = m
-                .apply(step.info().kernel)
+                .apply(step.info().blackwell.text)
                 .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
-            assert_ne!(k, step.info().kernel);
+            assert_ne!(k, step.info().blackwell.text);
             // A seeded bug edits what it names and nothing else: no barrier loses its init.
             let inits = |src: &str| {
                 src.lines()
@@ -87,7 +90,7 @@ fn every_seeded_bug_still_applies_to_every_step() {
             let edited = k.lines().filter(|l| l.contains("[mutation ")).count();
             assert_eq!(
                 inits(&k),
-                inits(step.info().kernel),
+                inits(step.info().blackwell.text),
                 "step {}: {} removed an init",
                 step.info().number,
                 m.name
@@ -120,4 +123,49 @@ fn a_compile_error_names_file_line_and_shows_the_source() {
         "{}",
         ce.log
     );
+}
+
+#[test]
+fn every_hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
+    for step in runner::steps::all() {
+        let spec = KernelSpec::new(step, Arch::Hopper);
+        let n = step.info().number;
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let c =
+                compile(&spec.source(), Target::Sm90a, &spec.defines(dtype)).unwrap_or_else(|e| {
+                    panic!("step {n}'s Hopper twin ({dtype}) does not compile: {e:#}")
+                });
+            let sass = disassemble(&c.cubin).expect("nvdisasm");
+            for op in spec.sass_expect() {
+                assert!(
+                    sass.count(op) > 0,
+                    "step {n} twin ({dtype}): SASS lost {op}; histogram {:?}",
+                    sass.histogram
+                );
+            }
+            assert_eq!(
+                sass.local_memory_ops(),
+                0,
+                "step {n} twin ({dtype}) uses local memory (LDL/STL)"
+            );
+            assert_eq!(
+                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                0,
+                "step {n} twin spills"
+            );
+            // ptxas says so when it must wait for each wgmma before the next (accumulators
+            // touched in between, or a register budget too small): the twin would crawl.
+            assert!(
+                !c.log
+                    .contains("wgmma.mma_async instructions are serialized"),
+                "step {n} twin ({dtype}): {}",
+                c.log
+            );
+            assert!(
+                !c.log.contains("setmaxnreg ignored"),
+                "step {n} twin ({dtype}): {}",
+                c.log
+            );
+        }
+    }
 }

@@ -1,13 +1,19 @@
-//! Step 6's `tile_coords` exists twice: in the kernel and as `common::tiling::tile_coords` (used to
-//! test the order and draw it in the book). This test compiles the kernel's own function text with
-//! the host C++ compiler and checks that both give the same order, so the twins cannot drift.
+//! Step 6's `tile_coords` exists three times: in the Blackwell kernel, in its Hopper twin and as
+//! `common::tiling::tile_coords` (used to test the order and draw it in the book). This test
+//! compiles each kernel's own function text with the host C++ compiler and checks that it gives
+//! the host twin's order, so the three cannot drift.
 
+use common::step::Arch;
 use common::tiling::{tile_coords, MinorDim};
 use std::process::Command;
 
-/// The text of `tile_coords` in step 6's kernel, from its signature to its closing brace.
-fn device_function() -> String {
-    let src = runner::steps::get(6).expect("step 6").info().kernel;
+/// The text of `tile_coords` in step 6's `arch` kernel, from its signature to its closing brace.
+fn device_function(arch: Arch) -> String {
+    let src = runner::steps::get(6)
+        .expect("step 6")
+        .info()
+        .kernel(arch)
+        .text;
     let start = src
         .find("__device__ __forceinline__ void tile_coords(")
         .expect("step 6's kernel defines tile_coords");
@@ -19,8 +25,14 @@ fn device_function() -> String {
 }
 
 #[test]
-fn the_kernel_and_its_host_twin_visit_tiles_in_the_same_order() {
-    let dir = std::env::temp_dir().join(format!("tiling-twin-{}", std::process::id()));
+fn both_kernels_and_the_host_twin_visit_tiles_in_the_same_order() {
+    for arch in Arch::ALL {
+        same_order_as_the_host_twin(arch);
+    }
+}
+
+fn same_order_as_the_host_twin(arch: Arch) {
+    let dir = std::env::temp_dir().join(format!("tiling-twin-{}-{arch}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let program = format!(
         r#"#include <algorithm>
@@ -42,7 +54,7 @@ int main() {{
           }}
 }}
 "#,
-        device_function()
+        device_function(arch)
     );
     let cpp = dir.join("twin.cpp");
     let exe = dir.join("twin");
@@ -69,7 +81,7 @@ int main() {{
         assert_eq!(
             host,
             (v[5], v[6]),
-            "minor {:?}, width {}, grid {}x{}, tile {}",
+            "{arch} kernel: minor {:?}, width {}, grid {}x{}, tile {}",
             minor,
             v[1],
             v[2],

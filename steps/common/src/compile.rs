@@ -1,5 +1,6 @@
 //! Compiling a step kernel with NVRTC to a CUBIN, with the shared headers embedded.
 
+use crate::step::Arch;
 use crate::toolkit;
 use anyhow::{anyhow, Result};
 use cudarc::nvrtc::sys as nvrtc;
@@ -11,6 +12,7 @@ use std::time::Instant;
 pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../include/common.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
+    ("hopper.cuh", include_str!("../../include/hopper.cuh")),
     (
         "tcgen05_emu.cuh",
         include_str!("../../include/tcgen05_emu.cuh"),
@@ -22,21 +24,39 @@ pub const HEADERS: &[(&str, &str)] = &[
 pub enum Target {
     /// Blackwell B200/GB200, native tcgen05.
     Sm100a,
-    /// Hopper, with tcgen05 replaced by the emulation layer (tcgen05_emu.cuh).
+    /// A Blackwell kernel on Hopper, with tcgen05 replaced by the emulation layer
+    /// (tcgen05_emu.cuh).
     Sm90aEmulated,
+    /// A Hopper twin (kernel_sm90.cu), native wgmma.
+    Sm90a,
 }
 
 impl Target {
     pub fn arch(self) -> &'static str {
         match self {
             Target::Sm100a => "sm_100a",
-            Target::Sm90aEmulated => "sm_90a",
+            Target::Sm90aEmulated | Target::Sm90a => "sm_90a",
         }
     }
     pub fn describe(self) -> &'static str {
         match self {
             Target::Sm100a => "sm_100a (native tcgen05)",
             Target::Sm90aEmulated => "sm_90a (tcgen05 emulated)",
+            Target::Sm90a => "sm_90a (Hopper twin, native wgmma)",
+        }
+    }
+    /// Which of a step's kernels this target builds.
+    pub fn kernel_arch(self) -> Arch {
+        match self {
+            Target::Sm100a | Target::Sm90aEmulated => Arch::Blackwell,
+            Target::Sm90a => Arch::Hopper,
+        }
+    }
+    /// The native build of a step's `arch` kernel.
+    pub fn native(arch: Arch) -> Target {
+        match arch {
+            Arch::Blackwell => Target::Sm100a,
+            Arch::Hopper => Target::Sm90a,
         }
     }
 }

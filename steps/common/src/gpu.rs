@@ -184,6 +184,52 @@ impl LaunchDims {
     }
 }
 
+/// How many clusters of `dims.cluster` CTAs, each with `dims.block` threads and
+/// `dims.smem_bytes` of shared memory, the GPU runs at once (cuOccupancyMaxActiveClusters): the
+/// size of a persistent grid. It counts what really fits, not SMs / cluster size.
+///
+/// # Safety
+/// `func` must be a live kernel handle of the current context.
+pub unsafe fn max_active_clusters(
+    func: sys::CUfunction,
+    dims: &LaunchDims,
+    stream: &CudaStream,
+) -> Result<u32> {
+    // SAFETY: a plain C struct (an id and a union of integers); all-zero is a valid value.
+    let mut attr: sys::CUlaunchAttribute = unsafe { std::mem::zeroed() };
+    attr.id = sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = dims.cluster.0;
+    attr.value.clusterDim.y = dims.cluster.1;
+    attr.value.clusterDim.z = dims.cluster.2;
+    let config = sys::CUlaunchConfig {
+        gridDimX: dims.cluster.0,
+        gridDimY: dims.cluster.1,
+        gridDimZ: dims.cluster.2,
+        blockDimX: dims.block,
+        blockDimY: 1,
+        blockDimZ: 1,
+        sharedMemBytes: dims.smem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: &mut attr,
+        numAttrs: 1,
+    };
+    let mut n: std::ffi::c_int = 0;
+    // SAFETY: `config` and `attr` outlive the call; `n` is a plain out-parameter.
+    check(
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, func, &config) },
+        "cuOccupancyMaxActiveClusters",
+    )?;
+    if n <= 0 {
+        bail!(
+            "no cluster of {} CTAs x {} threads with {} B of shared memory fits on this GPU",
+            dims.cluster.0,
+            dims.block,
+            dims.smem_bytes
+        );
+    }
+    Ok(n as u32)
+}
+
 /// cuLaunchKernelEx: the one launch path, since only it takes a cluster shape.
 ///
 /// # Safety

@@ -1,22 +1,28 @@
-//! Running a step on a GPU: compile, launch (natively or under emulation), verify, time.
+//! Running a kernel on a GPU, in stages that `runner step`, `runner bench` and the grader share:
+//! [`LoadedKernel::load`] compiles and loads a kernel, [`LoadedKernel::plan`] sizes its launch
+//! for a shape, [`DeviceProblem`] holds the inputs and the output on the GPU, [`LaunchArgs`]
+//! binds a launch to buffers, [`launch_and_wait`] runs it once under a hang limit (with the
+//! emulation's bookkeeping), [`cublas_reference`] and [`crate::verify`] check it, and
+//! [`crate::timing`] times it. [`run`] strings them together for one kernel.
 
 use crate::compile::{compile, Compiled, KernelSource, Target};
 use crate::cublas::Blas;
 use crate::emulation::EmuBuffers;
-use crate::gpu::{check, launch, tensor_map_2d, Gpu, GpuInfo};
+use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::problem::{Dist, Dtype, Problem, Shape};
-use crate::step::{OutputArg, Step};
-use crate::timing::{sync_with_timeout, time_launches, Stats};
+use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
+use crate::timing::{sync_with_timeout, time_interleaved, Stats};
 use crate::verify::{verify, Verification};
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys;
-use cudarc::driver::{CudaSlice, DevicePtr};
+use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
 use cudarc::nvrtc::Ptx;
 use serde::Serialize;
 use std::ffi::c_void;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Whether to run under the tcgen05 emulation.
+/// Whether a Blackwell kernel runs under the tcgen05 emulation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmulateMode {
     /// Native on sm_100, emulated (with a notice) on sm_90.
@@ -67,27 +73,318 @@ impl Default for RunOptions {
     }
 }
 
-/// How the kernel ran, or why it cannot run on this GPU.
-pub fn choose_target(info: &GpuInfo, mode: EmulateMode) -> Result<Target, String> {
+/// How a step's `arch` kernel runs on this GPU, or why it cannot.
+pub fn choose_target(info: &GpuInfo, arch: Arch, mode: EmulateMode) -> Result<Target, String> {
     let cc = info.compute_capability;
-    match (cc, mode) {
-        ((10, 0), EmulateMode::Always) => Err(format!(
+    match (arch, cc, mode) {
+        (Arch::Hopper, (9, 0), _) => Ok(Target::Sm90a),
+        (Arch::Hopper, _, _) => Err(format!(
+            "the Hopper twins run on sm_90 GPUs (H100/H200); {} is {}",
+            info.name,
+            info.sm()
+        )),
+        (Arch::Blackwell, (10, 0), EmulateMode::Always) => Err(format!(
             "{} is sm_100: the emulation is built for sm_90 (Hopper) only; run natively instead",
             info.name
         )),
-        ((10, 0), _) => Ok(Target::Sm100a),
-        ((9, 0), EmulateMode::Never) => Err(format!(
+        (Arch::Blackwell, (10, 0), _) => Ok(Target::Sm100a),
+        (Arch::Blackwell, (9, 0), EmulateMode::Never) => Err(format!(
             "{} is {}, which has no tcgen05 instructions or tensor memory; drop --no-emulate to run the kernel under the tcgen05 emulation",
             info.name,
             info.sm()
         )),
-        ((9, 0), _) => Ok(Target::Sm90aEmulated),
-        _ => Err(format!(
-            "{} is {}: the workbook's kernels run natively on sm_100 (B200/GB200) and under emulation on sm_90 (H100/H200); here they can only be compiled",
+        (Arch::Blackwell, (9, 0), _) => Ok(Target::Sm90aEmulated),
+        (Arch::Blackwell, _, _) => Err(format!(
+            "{} is {}: the workbook's Blackwell kernels run natively on sm_100 (B200/GB200) and under emulation on sm_90 (H100/H200); here they can only be compiled",
             info.name,
             info.sm()
         )),
     }
+}
+
+pub fn dptr<T>(s: &CudaSlice<T>, gpu: &Gpu) -> sys::CUdeviceptr {
+    s.device_ptr(&gpu.stream).0
+}
+
+/// A kernel compiled for a target and loaded into the GPU's context.
+pub struct LoadedKernel {
+    pub spec: KernelSpec,
+    pub target: Target,
+    /// The path compiler messages used: the step's file or the user's.
+    pub source_path: String,
+    pub compiled: Compiled,
+    module: Arc<CudaModule>,
+    func: sys::CUfunction,
+}
+
+impl LoadedKernel {
+    /// Compile `source` (the spec's own kernel or a replacement) and load its `gemm_kernel`.
+    pub fn load(
+        gpu: &Gpu,
+        spec: &KernelSpec,
+        target: Target,
+        source: &KernelSource,
+        dtype: Dtype,
+    ) -> Result<LoadedKernel> {
+        let smem = spec.shape().smem_bytes;
+        if smem > gpu.info.max_smem_per_block {
+            bail!(
+                "step {} ({}) needs {smem} bytes of shared memory per CTA; {} allows {}",
+                spec.info().number,
+                spec.arch.name(),
+                gpu.info.name,
+                gpu.info.max_smem_per_block
+            );
+        }
+        let compiled = compile(source, target, &spec.defines(dtype))?;
+        let module = gpu
+            .ctx
+            .load_module(Ptx::from_binary(compiled.cubin.clone()))
+            .map_err(|e| anyhow!("cannot load the compiled kernel: {e:?}"))?;
+        let func = module.load_function("gemm_kernel").map_err(|_| {
+            anyhow!(
+                "{} has no extern \"C\" kernel named gemm_kernel",
+                source.path
+            )
+        })?;
+        let func = func.cu_function();
+        // SAFETY: valid function handle and attribute.
+        check(
+            unsafe {
+                sys::cuFuncSetAttribute(
+                    func,
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    smem as i32,
+                )
+            },
+            "setting the dynamic shared-memory size",
+        )?;
+        Ok(LoadedKernel {
+            spec: spec.clone(),
+            target,
+            source_path: source.path.clone(),
+            compiled,
+            module,
+            func,
+        })
+    }
+
+    pub fn module(&self) -> &Arc<CudaModule> {
+        &self.module
+    }
+    pub fn emulated(&self) -> bool {
+        self.target == Target::Sm90aEmulated
+    }
+
+    /// The launch for `shape`. A persistent kernel gets as many clusters as
+    /// cuOccupancyMaxActiveClusters says fit at once, or `cap` if that is fewer.
+    pub fn plan(&self, gpu: &Gpu, shape: Shape, cap: Option<u32>) -> Result<Plan> {
+        self.spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+        let k = self.spec.shape();
+        if cap.is_some() && !k.persistent {
+            bail!(
+                "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
+                self.spec.info().number
+            );
+        }
+        let fit = if k.persistent {
+            let dims = k.plan(shape, 1).dims;
+            // SAFETY: `func` belongs to `module`, which `self` keeps loaded.
+            unsafe { max_active_clusters(self.func, &dims, &gpu.stream) }.with_context(|| {
+                format!("sizing step {}'s persistent grid", self.spec.info().number)
+            })?
+        } else {
+            1
+        };
+        Ok(k.plan(shape, cap.map_or(fit, |c| c.min(fit))))
+    }
+
+    /// Launch once on the GPU's stream.
+    ///
+    /// # Safety
+    /// `args` must name live device buffers of the shape the plan was made for.
+    pub unsafe fn launch(&self, gpu: &Gpu, plan: &Plan, args: &LaunchArgs) -> Result<()> {
+        let mut a = args.clone();
+        let mut params: Vec<*mut c_void> = vec![
+            (&mut a.tmap_a as *mut sys::CUtensorMap).cast(),
+            (&mut a.tmap_b as *mut sys::CUtensorMap).cast(),
+            match &mut a.c {
+                COut::Map(t) => (t as *mut sys::CUtensorMap).cast(),
+                COut::Ptr(p) => (p as *mut sys::CUdeviceptr).cast(),
+            },
+            (&mut a.m as *mut i32).cast(),
+            (&mut a.n as *mut i32).cast(),
+            (&mut a.k as *mut i32).cast(),
+        ];
+        launch(self.func, &plan.dims, &gpu.stream, &mut params)
+    }
+}
+
+#[derive(Clone)]
+enum COut {
+    Map(sys::CUtensorMap),
+    Ptr(sys::CUdeviceptr),
+}
+
+/// The kernel arguments of one launch: tensor maps over A, B (and C) plus the sizes.
+#[derive(Clone)]
+pub struct LaunchArgs {
+    tmap_a: sys::CUtensorMap,
+    tmap_b: sys::CUtensorMap,
+    c: COut,
+    m: i32,
+    n: i32,
+    k: i32,
+}
+
+impl LaunchArgs {
+    pub fn new(
+        plan: &Plan,
+        dtype: Dtype,
+        shape: Shape,
+        a: sys::CUdeviceptr,
+        b: sys::CUdeviceptr,
+        c: sys::CUdeviceptr,
+    ) -> Result<LaunchArgs> {
+        let tmap_a = tensor_map_2d(a, dtype, shape.m, shape.k, plan.a_box.0, plan.a_box.1)
+            .context("tensor map for A")?;
+        let tmap_b = tensor_map_2d(b, dtype, shape.n, shape.k, plan.b_box.0, plan.b_box.1)
+            .context("tensor map for B")?;
+        let c = match plan.output {
+            OutputArg::TensorMap { box_rows, box_cols } => COut::Map(
+                tensor_map_2d(c, dtype, shape.m, shape.n, box_rows, box_cols)
+                    .context("tensor map for C")?,
+            ),
+            OutputArg::Pointer => COut::Ptr(c),
+        };
+        Ok(LaunchArgs {
+            tmap_a,
+            tmap_b,
+            c,
+            m: shape.m as i32,
+            n: shape.n as i32,
+            k: shape.k as i32,
+        })
+    }
+}
+
+/// One problem's inputs and output on the GPU.
+pub struct DeviceProblem {
+    pub problem: Problem,
+    pub a: CudaSlice<u16>,
+    pub b: CudaSlice<u16>,
+    pub c: CudaSlice<u16>,
+}
+
+impl DeviceProblem {
+    pub fn upload(gpu: &Gpu, problem: Problem) -> Result<DeviceProblem> {
+        let s = &gpu.stream;
+        let shape = problem.shape;
+        let a = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
+        let b = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
+        // SAFETY: poisoned before every launch that is checked.
+        let c = unsafe { s.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
+        Ok(DeviceProblem { problem, a, b, c })
+    }
+    pub fn shape(&self) -> Shape {
+        self.problem.shape
+    }
+    pub fn ptrs(&self, gpu: &Gpu) -> (sys::CUdeviceptr, sys::CUdeviceptr, sys::CUdeviceptr) {
+        (dptr(&self.a, gpu), dptr(&self.b, gpu), dptr(&self.c, gpu))
+    }
+    /// C to all-ones bits (NaN in both formats): an element a kernel never writes fails.
+    pub fn poison_c(&self, gpu: &Gpu) -> Result<()> {
+        let bytes = self.shape().m * self.shape().n * 2;
+        // SAFETY: `c` is the M x N output buffer.
+        check(
+            unsafe {
+                sys::cuMemsetD8Async(dptr(&self.c, gpu), 0xFF, bytes, gpu.stream.cu_stream())
+            },
+            "poisoning C",
+        )
+    }
+    pub fn download_c(&self, gpu: &Gpu) -> Result<Vec<u16>> {
+        gpu.stream.clone_dtoh(&self.c).map_err(|e| anyhow!("{e:?}"))
+    }
+    /// Launch arguments for `plan` over these buffers.
+    pub fn args(&self, gpu: &Gpu, plan: &Plan) -> Result<LaunchArgs> {
+        let (a, b, c) = self.ptrs(gpu);
+        LaunchArgs::new(plan, self.problem.dtype, self.shape(), a, b, c)
+    }
+}
+
+/// cuBLAS's C = A * B^T with an f32 output: the reference every output is compared with.
+pub fn cublas_reference(gpu: &Gpu, blas: &Blas, dp: &DeviceProblem) -> Result<Vec<f32>> {
+    let shape = dp.shape();
+    let s = &gpu.stream;
+    let dref = s
+        .alloc_zeros::<f32>(shape.m * shape.n)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    let (a, b, _) = dp.ptrs(gpu);
+    blas.gemm(shape, dp.problem.dtype, a, b, dptr(&dref, gpu), true)?;
+    s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))
+}
+
+/// A buffer twice the L2's size, overwritten before each timed launch so every run reads its
+/// operands from HBM.
+pub struct L2Flush {
+    buf: CudaSlice<u8>,
+    bytes: usize,
+}
+
+impl L2Flush {
+    pub fn new(gpu: &Gpu) -> Result<L2Flush> {
+        let bytes = (gpu.info.l2_bytes as usize * 2).max(1 << 20);
+        let buf = gpu
+            .stream
+            .alloc_zeros::<u8>(bytes)
+            .map_err(|e| anyhow!("{e:?}"))?;
+        Ok(L2Flush { buf, bytes })
+    }
+    pub fn arg(&self, gpu: &Gpu) -> (sys::CUdeviceptr, usize) {
+        (dptr(&self.buf, gpu), self.bytes)
+    }
+}
+
+/// Launch once and wait, under `timeout`. Under emulation the bookkeeping is reset first and
+/// checked after: a trap is reported as the emulator's diagnosis, and tensor memory left
+/// allocated is an error.
+pub fn launch_and_wait(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    plan: &Plan,
+    args: &LaunchArgs,
+    emu: Option<&mut EmuBuffers>,
+    emu_seed: u64,
+    timeout: Duration,
+) -> Result<()> {
+    let emu = match emu {
+        Some(e) => {
+            e.reset(gpu, emu_seed)?;
+            Some(e)
+        }
+        None => None,
+    };
+    // SAFETY: the caller's `args` were built for this plan over live buffers.
+    unsafe { kernel.launch(gpu, plan, args)? };
+    let step = kernel.spec.info().number;
+    if let Err(err) = sync_with_timeout(gpu, timeout, "the kernel") {
+        if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
+            bail!("{}", f.describe());
+        }
+        return Err(err.context(format!("step {step} kernel")));
+    }
+    if let Some(e) = emu {
+        let leaked = e.leaked_ctas(gpu)?;
+        if !leaked.is_empty() {
+            bail!(
+                "tcgen05 emulation: {} CTA(s) (first: {}) exited with tensor memory still allocated; tcgen05.dealloc must free every allocation before the CTA exits",
+                leaked.len(),
+                leaked[0]
+            );
+        }
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,6 +402,8 @@ pub struct Timing {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunReport {
     pub step: u32,
+    pub arch: Arch,
+    pub kernel_path: String,
     pub gpu: GpuInfo,
     pub target: Target,
     pub emulated: bool,
@@ -112,7 +411,7 @@ pub struct RunReport {
     pub dtype: Dtype,
     pub dist: Dist,
     pub seed: u64,
-    pub params: Vec<(String, u32)>,
+    pub params: Params,
     pub compile: Compiled,
     pub smem_bytes: u32,
     pub grid: (u32, u32, u32),
@@ -123,182 +422,84 @@ pub struct RunReport {
     pub timing: Option<Timing>,
 }
 
-fn dptr<T>(s: &CudaSlice<T>, gpu: &Gpu) -> sys::CUdeviceptr {
-    s.device_ptr(&gpu.stream).0
-}
-
-/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time.
-pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
-    let info = step.info();
-    let target = choose_target(&gpu.info, opts.emulate).map_err(|e| anyhow!(e))?;
+/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS,
+/// the two alternating launch by launch.
+pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
+    let info = spec.info();
+    let target = choose_target(&gpu.info, spec.arch, opts.emulate).map_err(|e| anyhow!(e))?;
     let emulated = target == Target::Sm90aEmulated;
     let shape = opts.shape.unwrap_or(if emulated {
         Shape::EMULATION_DEFAULT
     } else {
         Shape::DEFAULT
     });
-    step.check_shape(shape).map_err(|e| anyhow!(e))?;
-    let mut plan = step.plan(shape, Some(&gpu.info));
-    if let Some(clusters) = opts.clusters {
-        let k = step.kernel();
-        if !k.persistent {
-            bail!(
-                "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
-                info.number
-            );
-        }
-        plan.dims.grid.0 = plan.dims.grid.0.min(clusters * k.cluster);
-    }
-    if plan.dims.smem_bytes > gpu.info.max_smem_per_block {
-        bail!(
-            "step {} needs {} bytes of shared memory per CTA; {} allows {}",
-            info.number,
-            plan.dims.smem_bytes,
-            gpu.info.name,
-            gpu.info.max_smem_per_block
-        );
-    }
-
-    let source = opts.source.clone().unwrap_or_else(|| info.kernel_source());
-    let compiled = compile(&source, target, &step.defines(opts.dtype))?;
-
-    let module = gpu
-        .ctx
-        .load_module(Ptx::from_binary(compiled.cubin.clone()))
-        .map_err(|e| anyhow!("cannot load the compiled kernel: {e:?}"))?;
-    let func = module.load_function("gemm_kernel").map_err(|_| {
-        anyhow!(
-            "{} has no extern \"C\" kernel named gemm_kernel",
-            source.path
-        )
-    })?;
-    // SAFETY: valid function handle and attribute.
-    check(
-        unsafe {
-            sys::cuFuncSetAttribute(
-                func.cu_function(),
-                sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                plan.dims.smem_bytes as i32,
-            )
-        },
-        "setting the dynamic shared-memory size",
-    )?;
+    spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+    let source = opts.source.clone().unwrap_or_else(|| spec.source());
+    let kernel = LoadedKernel::load(gpu, spec, target, &source, opts.dtype)?;
+    let plan = kernel.plan(gpu, shape, opts.clusters)?;
 
     // Inputs: fresh, seeded; output poisoned with NaN.
-    let problem = Problem::generate(shape, opts.dtype, opts.dist, opts.seed);
-    let s = &gpu.stream;
-    let da = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
-    let db = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
-    // SAFETY: poisoned below before any read.
-    let dc = unsafe { s.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
-    let (pa, pb, pc) = (dptr(&da, gpu), dptr(&db, gpu), dptr(&dc, gpu));
-    let poison = || -> Result<()> {
-        // SAFETY: `pc` is the M x N output buffer.
-        check(
-            unsafe { sys::cuMemsetD8Async(pc, 0xFF, shape.m * shape.n * 2, s.cu_stream()) },
-            "poisoning C",
-        )
-    };
-
-    let tmap_a = tensor_map_2d(pa, opts.dtype, shape.m, shape.k, plan.a_box.0, plan.a_box.1)
-        .context("tensor map for A")?;
-    let tmap_b = tensor_map_2d(pb, opts.dtype, shape.n, shape.k, plan.b_box.0, plan.b_box.1)
-        .context("tensor map for B")?;
-    let tmap_c = match plan.output {
-        OutputArg::TensorMap { box_rows, box_cols } => Some(
-            tensor_map_2d(pc, opts.dtype, shape.m, shape.n, box_rows, box_cols)
-                .context("tensor map for C")?,
-        ),
-        OutputArg::Pointer => None,
-    };
-
+    let dp = DeviceProblem::upload(
+        gpu,
+        Problem::generate(shape, opts.dtype, opts.dist, opts.seed),
+    )?;
+    let args = dp.args(gpu, &plan)?;
     let mut emu = if emulated {
         let e = EmuBuffers::new(gpu, plan.dims.num_ctas() as usize)?;
-        e.install(gpu, &module)?;
+        e.install(gpu, kernel.module())?;
         Some(e)
     } else {
         None
     };
 
-    let (mut m, mut n, mut k) = (shape.m as i32, shape.n as i32, shape.k as i32);
-    let mut c_ptr = pc;
-    let mut tmap_a_v = tmap_a;
-    let mut tmap_b_v = tmap_b;
-    let mut tmap_c_v = tmap_c;
-    let mut params: Vec<*mut c_void> = vec![
-        (&mut tmap_a_v as *mut sys::CUtensorMap).cast(),
-        (&mut tmap_b_v as *mut sys::CUtensorMap).cast(),
-        match tmap_c_v.as_mut() {
-            Some(t) => (t as *mut sys::CUtensorMap).cast(),
-            None => (&mut c_ptr as *mut sys::CUdeviceptr).cast(),
-        },
-        (&mut m as *mut i32).cast(),
-        (&mut n as *mut i32).cast(),
-        (&mut k as *mut i32).cast(),
-    ];
-    let func_handle = func.cu_function();
-    let dims = plan.dims;
-
     // The verified run.
-    poison()?;
-    if let Some(e) = emu.as_mut() {
-        e.reset(gpu, opts.emu_seed)?;
-    }
-    // SAFETY: `params` matches the kernel contract documented in `step`.
-    unsafe { launch(func_handle, &dims, s, &mut params)? };
-    if let Err(err) = sync_with_timeout(gpu, opts.timeout, "the kernel") {
-        if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
-            bail!("{}", f.describe());
-        }
-        return Err(err.context(format!("step {} kernel", info.number)));
-    }
-    if let Some(e) = emu.as_ref() {
-        let leaked = e.leaked_ctas(gpu)?;
-        if !leaked.is_empty() {
-            bail!(
-                "tcgen05 emulation: {} CTA(s) (first: {}) exited with tensor memory still allocated; tcgen05.dealloc must free every allocation before the CTA exits",
-                leaked.len(),
-                leaked[0]
-            );
-        }
-    }
-    let out = s.clone_dtoh(&dc).map_err(|e| anyhow!("{e:?}"))?;
-
+    dp.poison_c(gpu)?;
+    launch_and_wait(
+        gpu,
+        &kernel,
+        &plan,
+        &args,
+        emu.as_mut(),
+        opts.emu_seed,
+        opts.timeout,
+    )?;
+    let out = dp.download_c(gpu)?;
     let blas = Blas::new(gpu)?;
-    let dref = s
-        .alloc_zeros::<f32>(shape.m * shape.n)
-        .map_err(|e| anyhow!("{e:?}"))?;
-    blas.gemm(shape, opts.dtype, pa, pb, dptr(&dref, gpu), true)?;
-    let reference = s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))?;
-    drop(dref);
-    let verification = verify(&problem, &out, &reference, opts.cpu_samples);
+    let reference = cublas_reference(gpu, &blas, &dp)?;
+    let verification = verify(&dp.problem, &out, &reference, opts.cpu_samples);
 
-    let timing = if emulated || opts.iters == 0 {
+    // Never time what did not verify.
+    let timing = if emulated || opts.iters == 0 || !verification.passed {
         None
     } else {
-        let flush_bytes = (gpu.info.l2_bytes as usize * 2).max(1 << 20);
-        let flush_buf = if opts.flush_l2 {
-            Some(
-                s.alloc_zeros::<u8>(flush_bytes)
-                    .map_err(|e| anyhow!("{e:?}"))?,
-            )
+        let flush = if opts.flush_l2 {
+            Some(L2Flush::new(gpu)?)
         } else {
             None
         };
-        let flush = flush_buf.as_ref().map(|b| (dptr(b, gpu), flush_bytes));
-        let kernel = time_launches(gpu, opts.warmup, opts.iters, flush, opts.timeout, || {
-            // SAFETY: as for the verified run.
-            unsafe { launch(func_handle, &dims, s, &mut params) }
-        })?;
+        let flush_arg = flush.as_ref().map(|f| f.arg(gpu));
         // SAFETY: C is only overwritten; freed after the timing.
-        let dc16 = unsafe { s.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
+        let dc16 =
+            unsafe { gpu.stream.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
+        let (pa, pb, _) = dp.ptrs(gpu);
         let pc16 = dptr(&dc16, gpu);
-        let cublas = time_launches(gpu, opts.warmup, opts.iters, flush, opts.timeout, || {
-            blas.gemm(shape, opts.dtype, pa, pb, pc16, false)
-        })?;
+        let mut run_kernel = || -> Result<()> {
+            // SAFETY: as for the verified run.
+            unsafe { kernel.launch(gpu, &plan, &args) }
+        };
+        let mut run_cublas = || blas.gemm(shape, opts.dtype, pa, pb, pc16, false);
+        let stats = time_interleaved(
+            gpu,
+            opts.warmup,
+            opts.iters,
+            flush_arg,
+            opts.timeout,
+            &mut [&mut run_kernel, &mut run_cublas],
+        )?;
+        let (kernel_stats, cublas) = (stats[0].clone(), stats[1].clone());
         let flops = shape.flops();
         let peak = gpu.info.peak_tflops();
-        let tflops = kernel.tflops(flops);
+        let tflops = kernel_stats.tflops(flops);
         let cublas_tflops = cublas.tflops(flops);
         Some(Timing {
             tflops,
@@ -306,7 +507,7 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
             peak_tflops: peak,
             pct_of_cublas: 100.0 * tflops / cublas_tflops,
             cublas_tflops,
-            kernel,
+            kernel: kernel_stats,
             cublas,
             l2_flushed: opts.flush_l2,
         })
@@ -314,6 +515,8 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
 
     Ok(RunReport {
         step: info.number,
+        arch: spec.arch,
+        kernel_path: kernel.source_path.clone(),
         gpu: gpu.info.clone(),
         target,
         emulated,
@@ -321,16 +524,12 @@ pub fn run(step: &dyn Step, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
         dtype: opts.dtype,
         dist: opts.dist,
         seed: opts.seed,
-        params: step
-            .params()
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-        compile: compiled,
-        smem_bytes: dims.smem_bytes,
-        grid: dims.grid,
-        cluster: dims.cluster,
-        block: dims.block,
+        params: spec.params.clone(),
+        compile: kernel.compiled.clone(),
+        smem_bytes: plan.dims.smem_bytes,
+        grid: plan.dims.grid,
+        cluster: plan.dims.cluster,
+        block: plan.dims.block,
         verification,
         timing,
     })
@@ -356,40 +555,25 @@ pub fn selftest(
     seed: u64,
     iters: usize,
 ) -> Result<SelfTest> {
-    let problem = Problem::generate(shape, dtype, Dist::Gaussian, seed);
-    let s = &gpu.stream;
-    let da = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
-    let db = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
-    let dc = s
-        .alloc_zeros::<u16>(shape.m * shape.n)
-        .map_err(|e| anyhow!("{e:?}"))?;
-    let dref = s
-        .alloc_zeros::<f32>(shape.m * shape.n)
-        .map_err(|e| anyhow!("{e:?}"))?;
-    let (pa, pb, pc) = (dptr(&da, gpu), dptr(&db, gpu), dptr(&dc, gpu));
-    // SAFETY: `pc` is the output buffer.
-    check(
-        unsafe { sys::cuMemsetD8Async(pc, 0xFF, shape.m * shape.n * 2, s.cu_stream()) },
-        "poisoning C",
-    )?;
+    let dp = DeviceProblem::upload(gpu, Problem::generate(shape, dtype, Dist::Gaussian, seed))?;
+    let (pa, pb, pc) = dp.ptrs(gpu);
+    dp.poison_c(gpu)?;
     let blas = Blas::new(gpu)?;
     blas.gemm(shape, dtype, pa, pb, pc, false)?;
-    blas.gemm(shape, dtype, pa, pb, dptr(&dref, gpu), true)?;
-    let out = s.clone_dtoh(&dc).map_err(|e| anyhow!("{e:?}"))?;
-    let reference = s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))?;
-    let verification = verify(&problem, &out, &reference, 256);
-    let flush_bytes = (gpu.info.l2_bytes as usize * 2).max(1 << 20);
-    let flush_buf = s
-        .alloc_zeros::<u8>(flush_bytes)
-        .map_err(|e| anyhow!("{e:?}"))?;
-    let cublas = time_launches(
+    let out = dp.download_c(gpu)?;
+    let reference = cublas_reference(gpu, &blas, &dp)?;
+    let verification = verify(&dp.problem, &out, &reference, 256);
+    let flush = L2Flush::new(gpu)?;
+    let mut run_cublas = || blas.gemm(shape, dtype, pa, pb, pc, false);
+    let stats = time_interleaved(
         gpu,
         5,
         iters,
-        Some((dptr(&flush_buf, gpu), flush_bytes)),
+        Some(flush.arg(gpu)),
         Duration::from_secs(60),
-        || blas.gemm(shape, dtype, pa, pb, pc, false),
+        &mut [&mut run_cublas],
     )?;
+    let cublas = stats[0].clone();
     Ok(SelfTest {
         gpu: gpu.info.clone(),
         shape,
@@ -418,19 +602,29 @@ mod tests {
     }
 
     #[test]
-    fn targets_by_gpu() {
+    fn targets_by_gpu_and_kernel() {
+        let bw = Arch::Blackwell;
         assert_eq!(
-            choose_target(&gpu((10, 0)), EmulateMode::Auto),
+            choose_target(&gpu((10, 0)), bw, EmulateMode::Auto),
             Ok(Target::Sm100a)
         );
-        assert!(choose_target(&gpu((10, 0)), EmulateMode::Always).is_err());
+        assert!(choose_target(&gpu((10, 0)), bw, EmulateMode::Always).is_err());
         assert_eq!(
-            choose_target(&gpu((9, 0)), EmulateMode::Auto),
+            choose_target(&gpu((9, 0)), bw, EmulateMode::Auto),
             Ok(Target::Sm90aEmulated)
         );
-        assert!(choose_target(&gpu((9, 0)), EmulateMode::Never)
+        assert!(choose_target(&gpu((9, 0)), bw, EmulateMode::Never)
             .unwrap_err()
             .contains("no tcgen05"));
-        assert!(choose_target(&gpu((8, 9)), EmulateMode::Auto).is_err());
+        assert!(choose_target(&gpu((8, 9)), bw, EmulateMode::Auto).is_err());
+        assert_eq!(
+            choose_target(&gpu((9, 0)), Arch::Hopper, EmulateMode::Auto),
+            Ok(Target::Sm90a)
+        );
+        assert!(
+            choose_target(&gpu((10, 0)), Arch::Hopper, EmulateMode::Auto)
+                .unwrap_err()
+                .contains("sm_90 GPUs")
+        );
     }
 }

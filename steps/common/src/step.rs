@@ -1,7 +1,8 @@
-//! What a step crate provides: its kernel, its tuning parameters, the shapes it accepts and its
-//! launch plan. Everything else (compiling, launching, verifying, timing) is shared.
+//! What a step crate provides: its two kernels (the Blackwell kernel, the step's subject, and
+//! its Hopper twin), their tuning parameters, and the facts the host needs to launch them.
+//! Everything else (compiling, launching, verifying, timing) is shared.
 //!
-//! Kernel contract, the same for every step:
+//! Kernel contract, the same for every step and both architectures:
 //! `extern "C" __global__ void gemm_kernel(const __grid_constant__ TmaDesc tmap_a,
 //!     const __grid_constant__ TmaDesc tmap_b, <T* C | const __grid_constant__ TmaDesc tmap_c>,
 //!     int M, int N, int K)` compiled with `-DWB_DTYPE=<__half|__nv_bfloat16> -DWB_IS_BF16=<0|1>`
@@ -10,6 +11,58 @@
 use crate::compile::KernelSource;
 use crate::gpu::{GpuInfo, LaunchDims};
 use crate::problem::{Dtype, Shape};
+use serde::Serialize;
+use std::fmt;
+
+/// Which of a step's two kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arch {
+    /// The step's subject: `src/kernel.cu` for sm_100a (tcgen05, tensor memory).
+    Blackwell,
+    /// Its Hopper twin: `src/kernel_sm90.cu` for sm_90a (wgmma, accumulator in registers), the
+    /// same idea with Hopper's tools, timed natively on an H100/H200.
+    Hopper,
+}
+
+impl Arch {
+    pub const ALL: [Arch; 2] = [Arch::Blackwell, Arch::Hopper];
+
+    /// The architecture name users type (`--arch sm_100a`).
+    pub fn sm(self) -> &'static str {
+        match self {
+            Arch::Blackwell => "sm_100a",
+            Arch::Hopper => "sm_90a",
+        }
+    }
+    /// The kernel file in a step crate's `src/`.
+    pub fn file(self) -> &'static str {
+        match self {
+            Arch::Blackwell => "kernel.cu",
+            Arch::Hopper => "kernel_sm90.cu",
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Arch::Blackwell => "Blackwell kernel",
+            Arch::Hopper => "Hopper twin",
+        }
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.sm())
+    }
+}
+
+/// One kernel source of a step.
+#[derive(Debug)]
+pub struct KernelFile {
+    pub text: &'static str,
+    /// SASS opcodes (prefixes) its build must contain.
+    pub sass_expect: &'static [&'static str],
+}
 
 /// The static facts of a step.
 #[derive(Debug)]
@@ -20,31 +73,102 @@ pub struct StepInfo {
     pub title: &'static str,
     /// The step's one idea, in a sentence.
     pub idea: &'static str,
-    pub kernel: &'static str,
+    /// The same idea as the Hopper twin carries it out.
+    pub hopper_idea: &'static str,
+    pub blackwell: KernelFile,
+    pub hopper: KernelFile,
     pub host: &'static str,
     /// The book chapter, relative to the repository root.
     pub chapter: &'static str,
-    /// SASS opcodes (prefixes) the sm_100a build must contain.
-    pub sass_expect: &'static [&'static str],
 }
 
 impl StepInfo {
-    pub fn kernel_path(&self) -> String {
-        format!("{}/src/kernel.cu", self.crate_dir)
+    pub fn kernel(&self, arch: Arch) -> &KernelFile {
+        match arch {
+            Arch::Blackwell => &self.blackwell,
+            Arch::Hopper => &self.hopper,
+        }
+    }
+    pub fn kernel_path(&self, arch: Arch) -> String {
+        format!("{}/src/{}", self.crate_dir, arch.file())
     }
     pub fn host_path(&self) -> String {
         format!("{}/src/lib.rs", self.crate_dir)
     }
-    pub fn kernel_source(&self) -> KernelSource {
+    pub fn kernel_source(&self, arch: Arch) -> KernelSource {
         KernelSource {
-            path: self.kernel_path(),
-            text: self.kernel.to_string(),
+            path: self.kernel_path(arch),
+            text: self.kernel(arch).text.to_string(),
         }
     }
 }
 
+/// A kernel's tuning parameters in a fixed order; each reaches it as `-DWB_<NAME>=<value>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Params(Vec<(&'static str, u32)>);
+
+impl Params {
+    pub fn new(list: &[(&'static str, u32)]) -> Params {
+        Params(list.to_vec())
+    }
+    /// The value of a parameter the step declares. The names are the step crate's own
+    /// constants, so a missing one is a bug in that crate (its tests plan every default).
+    pub fn get(&self, name: &str) -> u32 {
+        match self.0.iter().find(|(k, _)| *k == name) {
+            Some((_, v)) => *v,
+            None => panic!("the step reads a parameter it does not declare: {name}"),
+        }
+    }
+    pub fn get_or(&self, name: &str, default: u32) -> u32 {
+        self.0
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map_or(default, |(_, v)| *v)
+    }
+    /// Override one parameter; only names the kernel declares are accepted.
+    pub fn set(&mut self, name: &str, value: u32) -> Result<(), String> {
+        match self.0.iter_mut().find(|(k, _)| *k == name) {
+            Some((_, v)) => {
+                *v = value;
+                Ok(())
+            }
+            None => Err(format!(
+                "unknown parameter {name:?}; this kernel has {}",
+                self.names().join(", ")
+            )),
+        }
+    }
+    /// Apply `NAME=VALUE` overrides (the runner's `--param`).
+    pub fn apply(&mut self, overrides: &[String]) -> Result<(), String> {
+        for o in overrides {
+            let (name, value) = o
+                .split_once('=')
+                .ok_or_else(|| format!("--param takes NAME=VALUE (got {o:?})"))?;
+            let value: u32 = value
+                .trim()
+                .parse()
+                .map_err(|_| format!("--param {name}: {value:?} is not a whole number"))?;
+            self.set(name.trim(), value)?;
+        }
+        Ok(())
+    }
+    pub fn names(&self) -> Vec<&'static str> {
+        self.0.iter().map(|(k, _)| *k).collect()
+    }
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, u32)> + '_ {
+        self.0.iter().copied()
+    }
+}
+
+impl fmt::Display for Params {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
 /// How the kernel receives C.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum OutputArg {
     /// A plain `T*`.
     Pointer,
@@ -52,8 +176,8 @@ pub enum OutputArg {
     TensorMap { box_rows: u32, box_cols: u32 },
 }
 
-/// One launch of the step's kernel for one shape.
-#[derive(Debug, Clone, Copy)]
+/// One launch of a kernel for one shape.
+#[derive(Debug, Clone, Copy, Serialize)]
 pub struct Plan {
     pub dims: LaunchDims,
     /// TMA boxes (rows, cols) for A and B.
@@ -62,43 +186,102 @@ pub struct Plan {
     pub output: OutputArg,
 }
 
-/// What the host must know about a step's kernel to launch it: its tiles, its ring, how it
-/// stores C, how CTAs group and whether it is persistent. `plan` and `check_shape` follow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the host must know about a kernel to launch it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct KernelShape {
-    pub tile_m: u32,
-    /// Rows of B each CTA loads (the MMA's N is `cluster * tile_n`).
-    pub tile_n: u32,
+    /// Rows and columns of C one cluster computes per tile: M and N must be multiples.
+    pub cluster_tile: (u32, u32),
+    /// K per k-block: K must be a multiple.
     pub tile_k: u32,
-    pub stages: u32,
-    /// 0: the epilogue stores C from registers through a pointer; otherwise the width of the
-    /// sub-tiles it stages per warp (two 32-row buffers each) and stores with TMA.
-    pub epilogue_tile_n: u32,
-    /// CTAs per cluster sharing one MMA: 1, or 2 for cta_group::2.
+    /// CTAs per cluster, side by side along x.
     pub cluster: u32,
     pub threads: u32,
-    /// One cluster per pair of SMs looping over tiles, instead of one cluster per tile.
+    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
     pub persistent: bool,
+    /// TMA boxes (rows, cols) each CTA loads per k-block.
+    pub a_box: (u32, u32),
+    pub b_box: (u32, u32),
+    pub output: OutputArg,
+    /// Dynamic shared memory per CTA.
+    pub smem_bytes: u32,
 }
 
 impl KernelShape {
-    /// M, N and K must be multiples of what one cluster covers.
-    pub fn check_shape(&self, s: Shape, step: u32) -> Result<(), String> {
+    /// The Blackwell kernels (`kernel.cu`): per CTA, `tile_m` rows of C (the tensor-memory lanes)
+    /// and `tile_n` rows of B; the MMA's N is `cluster * tile_n`, so a cluster covers
+    /// `cluster * tile_m` x `cluster * tile_n`. `epilogue_tile_n` = 0: C stored from registers
+    /// through a pointer; otherwise the width of the sub-tiles each of 4 epilogue warps stages
+    /// (two 32-row buffers each) and stores with TMA.
+    pub fn blackwell(p: &Params, cluster: u32, threads: u32, persistent: bool) -> KernelShape {
+        let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
+        let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
+        let staging = 4 * 2 * 32 * epilogue_tile_n * 2;
+        KernelShape {
+            cluster_tile: (cluster * tile_m, cluster * tile_n),
+            tile_k,
+            cluster,
+            threads,
+            persistent,
+            a_box: (tile_m, tile_k),
+            b_box: (tile_n, tile_k),
+            output: tma_output(32, epilogue_tile_n),
+            smem_bytes: ring_smem_bytes(p.get("stages"), tile_m, tile_n, tile_k, staging),
+        }
+    }
+
+    /// The Hopper twins (`kernel_sm90.cu`): a CTA computes `tile_m` x `tile_n` of C at a time,
+    /// holding whole `tile_m`-row A and `tile_n`-row B tiles in each ring stage. Clusters lie
+    /// along M and share B: each CTA loads `tile_n / cluster` of B's rows and multicasts them,
+    /// so a cluster covers `cluster * tile_m` x `tile_n`. `epilogue_tile_n` = 0: C stored from
+    /// registers; otherwise each of `consumers` warpgroups stages 64-row sub-tiles that wide in
+    /// two buffers and stores them with TMA.
+    pub fn hopper(p: &Params, cluster: u32, consumers: u32, persistent: bool) -> KernelShape {
+        let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
+        let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
+        let staging = consumers * 2 * 64 * epilogue_tile_n * 2;
+        // Step 0's single warpgroup is producer and consumer; later steps add a producer one.
+        let producer_warpgroups = u32::from(consumers > 1);
+        KernelShape {
+            cluster_tile: (cluster * tile_m, tile_n),
+            tile_k,
+            cluster,
+            threads: 128 * (consumers + producer_warpgroups),
+            persistent,
+            a_box: (tile_m, tile_k),
+            b_box: (tile_n / cluster, tile_k),
+            output: tma_output(64, epilogue_tile_n),
+            smem_bytes: ring_smem_bytes(p.get("stages"), tile_m, tile_n, tile_k, staging),
+        }
+    }
+
+    /// M, N and K must be multiples of what one cluster covers; `what` names the kernel in
+    /// the message, e.g. "step 0's Hopper twin".
+    pub fn check_shape(&self, s: Shape, what: &str) -> Result<(), String> {
         check_tiled(
             s,
-            self.cluster * self.tile_m,
-            self.cluster * self.tile_n,
+            self.cluster_tile.0,
+            self.cluster_tile.1,
             self.tile_k,
-            step,
+            what,
         )
     }
 
-    pub fn plan(&self, s: Shape, gpu: Option<&GpuInfo>) -> Plan {
-        let staging = 4 * 2 * 32 * self.epilogue_tile_n * 2;
-        let tiles_m = s.m as u32 / (self.cluster * self.tile_m);
-        let tiles_n = s.n as u32 / (self.cluster * self.tile_n);
+    /// Tiles of C (one per cluster) for `s`.
+    pub fn num_tiles(&self, s: Shape) -> u32 {
+        (s.m as u32 / self.cluster_tile.0) * (s.n as u32 / self.cluster_tile.1)
+    }
+
+    /// The launch for `s`. A persistent kernel gets `max_clusters` clusters (as many as fit on
+    /// the GPU at once), but no more than there are tiles.
+    pub fn plan(&self, s: Shape, max_clusters: u32) -> Plan {
+        let tiles_m = s.m as u32 / self.cluster_tile.0;
+        let tiles_n = s.n as u32 / self.cluster_tile.1;
         let grid = if self.persistent {
-            (persistent_ctas(tiles_m * tiles_n, gpu, self.cluster), 1, 1)
+            (
+                (tiles_m * tiles_n).min(max_clusters).max(1) * self.cluster,
+                1,
+                1,
+            )
         } else {
             // x: the CTAs of a cluster side by side, then the column tiles; y: the row tiles.
             (tiles_n * self.cluster, tiles_m, 1)
@@ -108,47 +291,89 @@ impl KernelShape {
                 grid,
                 block: self.threads,
                 cluster: (self.cluster, 1, 1),
-                smem_bytes: ring_smem_bytes(
-                    self.stages,
-                    self.tile_m,
-                    self.tile_n,
-                    self.tile_k,
-                    staging,
-                ),
+                smem_bytes: self.smem_bytes,
             },
-            a_box: (self.tile_m, self.tile_k),
-            b_box: (self.tile_n, self.tile_k),
-            output: if self.epilogue_tile_n == 0 {
-                OutputArg::Pointer
-            } else {
-                OutputArg::TensorMap {
-                    box_rows: 32,
-                    box_cols: self.epilogue_tile_n,
-                }
-            },
+            a_box: self.a_box,
+            b_box: self.b_box,
+            output: self.output,
+        }
+    }
+
+    /// Clusters that fit at once when the GPU cannot be asked: one CTA per SM.
+    pub fn default_max_clusters(&self, gpu: Option<&GpuInfo>) -> u32 {
+        gpu.map_or(DEFAULT_SM_COUNT, |g| g.sm_count) / self.cluster
+    }
+}
+
+fn tma_output(box_rows: u32, epilogue_tile_n: u32) -> OutputArg {
+    if epilogue_tile_n == 0 {
+        OutputArg::Pointer
+    } else {
+        OutputArg::TensorMap {
+            box_rows,
+            box_cols: epilogue_tile_n,
         }
     }
 }
 
 pub trait Step: Sync {
     fn info(&self) -> &'static StepInfo;
-    /// Tuning parameters in a fixed order, e.g. `[("tile_m", 128), ...]`; each becomes
-    /// `-DWB_TILE_M=128` for the kernel and a line of `runner step`'s report.
-    fn params(&self) -> Vec<(&'static str, u32)>;
-    /// The kernel's launch-relevant facts for the current parameters.
-    fn kernel(&self) -> KernelShape;
+    /// The default tuning parameters of the step's kernel for `arch`.
+    fn params(&self, arch: Arch) -> Params;
+    /// The kernel's launch-relevant facts for parameters `p`.
+    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape;
+}
 
-    /// `Err` names the violated constraint, e.g. "M must be a multiple of 128 for step 0".
-    fn check_shape(&self, shape: Shape) -> Result<(), String> {
-        self.kernel().check_shape(shape, self.info().number)
-    }
-    /// The launch for `shape`; `gpu` is absent when planning without a device.
-    fn plan(&self, shape: Shape, gpu: Option<&GpuInfo>) -> Plan {
-        self.kernel().plan(shape, gpu)
-    }
+/// One kernel to compile and run: a step, which of its kernels, and its parameters.
+#[derive(Clone)]
+pub struct KernelSpec {
+    pub step: &'static dyn Step,
+    pub arch: Arch,
+    pub params: Params,
+}
 
+impl fmt::Debug for KernelSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "step {} {} ({})",
+            self.step.info().number,
+            self.arch,
+            self.params
+        )
+    }
+}
+
+impl KernelSpec {
+    /// The step's kernel for `arch` with its default parameters.
+    pub fn new(step: &'static dyn Step, arch: Arch) -> KernelSpec {
+        KernelSpec {
+            step,
+            arch,
+            params: step.params(arch),
+        }
+    }
+    pub fn info(&self) -> &'static StepInfo {
+        self.step.info()
+    }
+    pub fn shape(&self) -> KernelShape {
+        self.step.kernel(self.arch, &self.params)
+    }
+    /// `Err` names the violated constraint, e.g. "M must be a positive multiple of 128 for
+    /// step 0's Blackwell kernel (got 100)".
+    pub fn check_shape(&self, shape: Shape) -> Result<(), String> {
+        let what = format!("step {}'s {}", self.info().number, self.arch.name());
+        self.shape().check_shape(shape, &what)
+    }
+    /// The kernel's own source (a user's `--kernel FILE` replaces it).
+    pub fn source(&self) -> KernelSource {
+        self.info().kernel_source(self.arch)
+    }
+    pub fn sass_expect(&self) -> &'static [&'static str] {
+        self.info().kernel(self.arch).sass_expect
+    }
     /// Compiler definitions for `dtype`.
-    fn defines(&self, dtype: Dtype) -> Vec<(String, String)> {
+    pub fn defines(&self, dtype: Dtype) -> Vec<(String, String)> {
         let mut d = vec![
             ("WB_DTYPE".to_string(), dtype.cuda_type().to_string()),
             (
@@ -157,19 +382,25 @@ pub trait Step: Sync {
             ),
         ];
         d.extend(
-            self.params()
-                .into_iter()
+            self.params
+                .iter()
                 .map(|(k, v)| (format!("WB_{}", k.to_ascii_uppercase()), v.to_string())),
         );
         d
     }
 }
 
-/// `Err("M must be a multiple of 128 for step 0")` unless `value` is a positive multiple.
-pub fn require_multiple(dim: &str, value: usize, multiple: usize, step: u32) -> Result<(), String> {
+/// `Err("M must be a positive multiple of 128 for <what> (got 100)")` unless `value` is a
+/// positive multiple.
+pub fn require_multiple(
+    dim: &str,
+    value: usize,
+    multiple: usize,
+    what: &str,
+) -> Result<(), String> {
     if value == 0 || !value.is_multiple_of(multiple) {
         Err(format!(
-            "{dim} must be a positive multiple of {multiple} for step {step} (got {value})"
+            "{dim} must be a positive multiple of {multiple} for {what} (got {value})"
         ))
     } else {
         Ok(())
@@ -182,11 +413,11 @@ pub fn check_tiled(
     tile_m: u32,
     tile_n: u32,
     tile_k: u32,
-    step: u32,
+    what: &str,
 ) -> Result<(), String> {
-    require_multiple("M", shape.m, tile_m as usize, step)?;
-    require_multiple("N", shape.n, tile_n as usize, step)?;
-    require_multiple("K", shape.k, tile_k as usize, step)
+    require_multiple("M", shape.m, tile_m as usize, what)?;
+    require_multiple("N", shape.n, tile_n as usize, what)?;
+    require_multiple("K", shape.k, tile_k as usize, what)
 }
 
 /// Dynamic shared memory of a kernel whose `SharedStorage` starts with a `stages`-deep ring of
@@ -198,48 +429,41 @@ pub fn ring_smem_bytes(stages: u32, a_rows: u32, b_rows: u32, tile_k: u32, extra
     stages * (a_rows + b_rows) * tile_k * 2 + extra + 1024 + 1024
 }
 
+/// Shared memory a CTA may opt into on sm_90 and sm_100 (227 KiB), for checks without a GPU.
+pub const MAX_SMEM_PER_CTA: u32 = 232448;
+
 /// SMs assumed when planning without a GPU: a B200's 148.
 pub const DEFAULT_SM_COUNT: u32 = 148;
-
-/// CTAs of a persistent launch: as many clusters of `cluster` CTAs as fit on the GPU at once
-/// (one CTA per SM), but no more clusters than there are tiles.
-pub fn persistent_ctas(num_tiles: u32, gpu: Option<&GpuInfo>, cluster: u32) -> u32 {
-    let sms = gpu.map_or(DEFAULT_SM_COUNT, |g| g.sm_count);
-    num_tiles.min(sms / cluster).max(1) * cluster
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    const S: Shape = Shape {
+        m: 4096,
+        n: 8192,
+        k: 4096,
+    };
+
+    fn blackwell_params(tile_n: u32, epilogue_tile_n: u32) -> Params {
+        Params::new(&[
+            ("tile_m", 128),
+            ("tile_n", tile_n),
+            ("tile_k", 64),
+            ("stages", 4),
+            ("epilogue_tile_n", epilogue_tile_n),
+        ])
+    }
+
     #[test]
-    fn plans_follow_the_kernel_shape() {
-        let s = Shape {
-            m: 4096,
-            n: 8192,
-            k: 4096,
-        };
-        let one = KernelShape {
-            tile_m: 128,
-            tile_n: 256,
-            tile_k: 64,
-            stages: 4,
-            epilogue_tile_n: 0,
-            cluster: 1,
-            threads: 128,
-            persistent: false,
-        };
-        let p = one.plan(s, None);
+    fn blackwell_plans_follow_the_kernel_shape() {
+        let one = KernelShape::blackwell(&blackwell_params(256, 0), 1, 128, false);
+        let p = one.plan(S, 148);
         assert_eq!(p.dims.grid, (32, 32, 1));
         assert_eq!(p.output, OutputArg::Pointer);
         assert_eq!(p.dims.smem_bytes, 198656);
-        let pair = KernelShape {
-            tile_n: 128,
-            epilogue_tile_n: 64,
-            cluster: 2,
-            ..one
-        };
-        let p = pair.plan(s, None);
+        let pair = KernelShape::blackwell(&blackwell_params(128, 64), 2, 128, false);
+        let p = pair.plan(S, 74);
         assert_eq!(
             p.dims.grid,
             (64, 16, 1),
@@ -255,11 +479,17 @@ mod tests {
             }
         );
         assert_eq!(p.dims.smem_bytes, 4 * 32768 + 32768 + 2048);
-        let persistent = KernelShape {
-            persistent: true,
-            ..pair
+        let persistent = KernelShape::blackwell(&blackwell_params(128, 64), 2, 256, true);
+        assert_eq!(persistent.plan(S, 74).dims.grid, (148, 1, 1));
+        assert_eq!(persistent.default_max_clusters(None), 74);
+        let few = Shape {
+            m: 512,
+            n: 1024,
+            k: 64,
         };
-        assert_eq!(persistent.plan(s, None).dims.grid, (148, 1, 1));
+        assert_eq!(persistent.num_tiles(few), 8);
+        assert_eq!(persistent.plan(few, 74).dims.grid, (16, 1, 1));
+        assert_eq!(persistent.plan(few, 3).dims.grid, (6, 1, 1));
         assert!(pair
             .check_shape(
                 Shape {
@@ -267,17 +497,58 @@ mod tests {
                     n: 256,
                     k: 64
                 },
-                3
+                "step 3"
             )
             .unwrap_err()
             .starts_with("M must be a positive multiple of 256"));
     }
 
     #[test]
-    fn persistent_grids_fill_the_gpu_or_the_tiles() {
-        assert_eq!(persistent_ctas(512, None, 2), 148);
-        assert_eq!(persistent_ctas(10, None, 2), 20);
-        assert_eq!(persistent_ctas(0, None, 2), 2);
+    fn hopper_plans_share_b_across_the_cluster() {
+        let p = Params::new(&[
+            ("tile_m", 128),
+            ("tile_n", 256),
+            ("tile_k", 64),
+            ("stages", 4),
+            ("epilogue_tile_n", 64),
+        ]);
+        let pair = KernelShape::hopper(&p, 2, 2, false);
+        assert_eq!(pair.cluster_tile, (256, 256));
+        assert_eq!(pair.threads, 384, "a producer and two consumer warpgroups");
+        assert_eq!(pair.a_box, (128, 64));
+        assert_eq!(pair.b_box, (128, 64), "each CTA loads half of B's 256 rows");
+        assert_eq!(
+            pair.smem_bytes,
+            4 * (128 + 256) * 128 + 2 * 2 * 64 * 128 + 2048,
+            "the whole B tile sits in each CTA's ring"
+        );
+        assert!(pair.smem_bytes <= 232448, "fits an H100's 227 KiB");
+        assert_eq!(pair.plan(S, 66).dims.grid, (64, 16, 1));
+        let basic = Params::new(&[
+            ("tile_m", 128),
+            ("tile_n", 128),
+            ("tile_k", 64),
+            ("stages", 4),
+        ]);
+        let one = KernelShape::hopper(&basic, 1, 1, false);
+        assert_eq!(one.threads, 128, "step 0: one warpgroup does everything");
+        assert_eq!(one.output, OutputArg::Pointer);
+        assert_eq!(one.plan(S, 132).dims.grid, (64, 32, 1));
+    }
+
+    #[test]
+    fn params_are_overridden_by_name_only() {
+        let mut p = Params::new(&[("tile_m", 128), ("stages", 4)]);
+        p.apply(&["stages=5".to_string()]).unwrap();
+        assert_eq!(p.get("stages"), 5);
+        assert_eq!(p.to_string(), "tile_m=128 stages=5");
+        assert!(p
+            .apply(&["stage=3".to_string()])
+            .unwrap_err()
+            .contains("unknown parameter \"stage\"; this kernel has tile_m, stages"));
+        assert!(p.apply(&["stages".to_string()]).is_err());
+        assert!(p.apply(&["stages=-1".to_string()]).is_err());
+        assert_eq!(p.get_or("epilogue_tile_n", 0), 0);
     }
 
     #[test]
@@ -289,25 +560,25 @@ mod tests {
             n: 512,
             k: 128,
         };
-        assert!(check_tiled(ok, 128, 256, 64, 1).is_ok());
+        assert!(check_tiled(ok, 128, 256, 64, "step 1").is_ok());
         let bad = Shape {
             m: 256,
             n: 500,
             k: 128,
         };
-        assert!(check_tiled(bad, 128, 256, 64, 1)
+        assert!(check_tiled(bad, 128, 256, 64, "step 1")
             .unwrap_err()
             .starts_with("N must be"));
     }
 
     #[test]
     fn shape_errors_name_the_constraint() {
-        assert!(require_multiple("M", 256, 128, 0).is_ok());
-        let e = require_multiple("M", 100, 128, 0).unwrap_err();
+        assert!(require_multiple("M", 256, 128, "step 0").is_ok());
+        let e = require_multiple("M", 100, 128, "step 0's Blackwell kernel").unwrap_err();
         assert_eq!(
             e,
-            "M must be a positive multiple of 128 for step 0 (got 100)"
+            "M must be a positive multiple of 128 for step 0's Blackwell kernel (got 100)"
         );
-        assert!(require_multiple("K", 0, 64, 0).is_err());
+        assert!(require_multiple("K", 0, 64, "step 0").is_err());
     }
 }

@@ -67,44 +67,50 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
     }
 }
 
-/// Time `launch` with events: `warmup` untimed runs, then `iters` timed ones, each preceded
-/// (outside the timed region) by overwriting `flush` to evict L2.
-pub fn time_launches(
+/// Time several launches against each other with events: `warmup` untimed runs of each, then
+/// `iters` rounds in which each runs once, in turn, each preceded (outside the timed region) by
+/// overwriting `flush` to evict L2. Alternating keeps clocks and temperature the same for all,
+/// so their ratio is fair. Returns one `Stats` per launch, in order.
+pub fn time_interleaved(
     gpu: &Gpu,
     warmup: usize,
     iters: usize,
     flush: Option<(sys::CUdeviceptr, usize)>,
     timeout: Duration,
-    mut launch: impl FnMut() -> Result<()>,
-) -> Result<Stats> {
+    launches: &mut [&mut dyn FnMut() -> Result<()>],
+) -> Result<Vec<Stats>> {
     let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-    for _ in 0..warmup {
-        launch()?;
+    for launch in launches.iter_mut() {
+        for _ in 0..warmup {
+            launch()?;
+        }
     }
     sync_with_timeout(gpu, timeout, "warm-up")?;
-    let mut samples = Vec::with_capacity(iters);
+    let mut samples = vec![Vec::with_capacity(iters); launches.len()];
     for _ in 0..iters {
-        if let Some((ptr, bytes)) = flush {
-            // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
-            check(
-                unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
-                "L2 flush",
-            )?;
+        for (launch, samples) in launches.iter_mut().zip(samples.iter_mut()) {
+            if let Some((ptr, bytes)) = flush {
+                // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
+                check(
+                    unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
+                    "L2 flush",
+                )?;
+            }
+            let start = gpu
+                .stream
+                .record_event(flags)
+                .map_err(|e| anyhow!("{e:?}"))?;
+            launch()?;
+            let end = gpu
+                .stream
+                .record_event(flags)
+                .map_err(|e| anyhow!("{e:?}"))?;
+            sync_with_timeout(gpu, timeout, "timed run")?;
+            let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
+            samples.push(ms as f64 * 1e3);
         }
-        let start = gpu
-            .stream
-            .record_event(flags)
-            .map_err(|e| anyhow!("{e:?}"))?;
-        launch()?;
-        let end = gpu
-            .stream
-            .record_event(flags)
-            .map_err(|e| anyhow!("{e:?}"))?;
-        sync_with_timeout(gpu, timeout, "timed run")?;
-        let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
-        samples.push(ms as f64 * 1e3);
     }
-    Ok(Stats::from_samples(samples))
+    Ok(samples.into_iter().map(Stats::from_samples).collect())
 }
 
 #[cfg(test)]

@@ -1,27 +1,25 @@
-//! Step 0: the basic pipelined Blackwell kernel. One CTA per output tile; one warp issues both
-//! the TMA loads and the tcgen05 MMAs; the accumulator lives in tensor memory.
+//! Step 0: the basic pipelined kernel. One CTA per output tile; one warp issues both the TMA
+//! loads and the tcgen05 MMAs; the accumulator lives in tensor memory. The Hopper twin: one
+//! warpgroup issues both the loads and wgmma; the accumulator lives in its registers.
 
-use common::step::{KernelShape, Step, StepInfo};
+use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
 
 // ANCHOR: config
-/// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    pub tile_m: u32,
-    pub tile_n: u32,
-    pub tile_k: u32,
-    pub stages: u32,
-}
+/// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
+pub const BLACKWELL: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 256),
+    ("tile_k", 64),
+    ("stages", 4),
+];
 
-impl Config {
-    pub const DEFAULT: Config = Config {
-        tile_m: 128,
-        tile_n: 256,
-        tile_k: 64,
-        stages: 4,
-    };
-}
-
+/// Tuning parameters of the Hopper twin.
+pub const HOPPER: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 128),
+    ("tile_k", 64),
+    ("stages", 4),
+];
 // ANCHOR_END: config
 
 pub static INFO: StepInfo = StepInfo {
@@ -29,44 +27,40 @@ pub static INFO: StepInfo = StepInfo {
     crate_dir: "steps/step0_naive",
     title: "Basic pipelined kernel",
     idea: "TMA fills a ring of shared-memory stages, tcgen05.mma accumulates in tensor memory, one warp drives both",
-    kernel: include_str!("kernel.cu"),
+    hopper_idea: "one warpgroup runs a single loop that issues TMA loads into the ring and wgmma on the landed slots; the accumulator lives in its registers",
+    blackwell: KernelFile {
+        text: include_str!("kernel.cu"),
+        sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
+    },
+    hopper: KernelFile {
+        text: include_str!("kernel_sm90.cu"),
+        sass_expect: &["UTMALDG", "HGMMA", "SYNCS"],
+    },
     host: include_str!("lib.rs"),
     chapter: "book/src/step0.md",
-    sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
 };
 
 #[derive(Debug, Clone, Copy)]
-pub struct Step0 {
-    pub config: Config,
-}
+pub struct Step0;
 
 impl Step for Step0 {
     fn info(&self) -> &'static StepInfo {
         &INFO
     }
 
-    fn params(&self) -> Vec<(&'static str, u32)> {
-        let c = self.config;
-        vec![
-            ("tile_m", c.tile_m),
-            ("tile_n", c.tile_n),
-            ("tile_k", c.tile_k),
-            ("stages", c.stages),
-        ]
+    fn params(&self, arch: Arch) -> Params {
+        Params::new(match arch {
+            Arch::Blackwell => BLACKWELL,
+            Arch::Hopper => HOPPER,
+        })
     }
 
-    fn kernel(&self) -> KernelShape {
-        let c = self.config;
-        // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
-        KernelShape {
-            tile_m: c.tile_m,
-            tile_n: c.tile_n,
-            tile_k: c.tile_k,
-            stages: c.stages,
-            epilogue_tile_n: 0,
-            cluster: 1,
-            threads: 128,
-            persistent: false,
+    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
+        match arch {
+            // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
+            Arch::Blackwell => KernelShape::blackwell(p, 1, 128, false),
+            // One warpgroup per 128 x 128 tile: its registers hold the accumulator, which caps the tile.
+            Arch::Hopper => KernelShape::hopper(p, 1, 1, false),
         }
     }
 }

@@ -1,27 +1,26 @@
 //! Step 1: warp specialization. Step 0's single loop split into roles: warp 0 only issues TMA
-//! loads, warp 1 only issues tcgen05 MMAs; all four warps run the epilogue.
+//! loads, warp 1 only issues tcgen05 MMAs; all four warps run the epilogue. The Hopper twin: a
+//! producer warpgroup only loads, two consumer warpgroups only multiply, and setmaxnreg moves
+//! the producer's registers to the consumers.
 
-use common::step::{KernelShape, Step, StepInfo};
+use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
 
 // ANCHOR: config
-/// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    pub tile_m: u32,
-    pub tile_n: u32,
-    pub tile_k: u32,
-    pub stages: u32,
-}
+/// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
+pub const BLACKWELL: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 256),
+    ("tile_k", 64),
+    ("stages", 4),
+];
 
-impl Config {
-    pub const DEFAULT: Config = Config {
-        tile_m: 128,
-        tile_n: 256,
-        tile_k: 64,
-        stages: 4,
-    };
-}
-
+/// Tuning parameters of the Hopper twin.
+pub const HOPPER: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 256),
+    ("tile_k", 64),
+    ("stages", 4),
+];
 // ANCHOR_END: config
 
 pub static INFO: StepInfo = StepInfo {
@@ -29,44 +28,40 @@ pub static INFO: StepInfo = StepInfo {
     crate_dir: "steps/step1_warp_specialization",
     title: "Warp specialization",
     idea: "one warp only loads, another only multiplies: neither waits for the other's latency",
-    kernel: include_str!("kernel.cu"),
+    hopper_idea: "a producer warpgroup only loads, two consumer warpgroups only multiply; setmaxnreg gives the consumers the registers a 128 x 256 tile needs",
+    blackwell: KernelFile {
+        text: include_str!("kernel.cu"),
+        sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
+    },
+    hopper: KernelFile {
+        text: include_str!("kernel_sm90.cu"),
+        sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG"],
+    },
     host: include_str!("lib.rs"),
     chapter: "book/src/step1.md",
-    sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
 };
 
 #[derive(Debug, Clone, Copy)]
-pub struct Step1 {
-    pub config: Config,
-}
+pub struct Step1;
 
 impl Step for Step1 {
     fn info(&self) -> &'static StepInfo {
         &INFO
     }
 
-    fn params(&self) -> Vec<(&'static str, u32)> {
-        let c = self.config;
-        vec![
-            ("tile_m", c.tile_m),
-            ("tile_n", c.tile_n),
-            ("tile_k", c.tile_k),
-            ("stages", c.stages),
-        ]
+    fn params(&self, arch: Arch) -> Params {
+        Params::new(match arch {
+            Arch::Blackwell => BLACKWELL,
+            Arch::Hopper => HOPPER,
+        })
     }
 
-    fn kernel(&self) -> KernelShape {
-        let c = self.config;
-        // As step 0: only the roles inside the CTA changed.
-        KernelShape {
-            tile_m: c.tile_m,
-            tile_n: c.tile_n,
-            tile_k: c.tile_k,
-            stages: c.stages,
-            epilogue_tile_n: 0,
-            cluster: 1,
-            threads: 128,
-            persistent: false,
+    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
+        match arch {
+            // As step 0: only the roles inside the CTA changed.
+            Arch::Blackwell => KernelShape::blackwell(p, 1, 128, false),
+            // A producer warpgroup and two consumer warpgroups of 64 x 256 each.
+            Arch::Hopper => KernelShape::hopper(p, 1, 2, false),
         }
     }
 }

@@ -1,29 +1,28 @@
 //! Step 5: dedicated epilogue warpgroup. A second warpgroup only runs the epilogue, and the
 //! accumulator is double-buffered in tensor memory, so tile i's epilogue overlaps tile i+1's MMAs.
+//! The Hopper twin has no tensor memory to hand over: its two consumer warpgroups take turns on
+//! different tiles (ping-pong), so one's epilogue overlaps the other's MMAs.
 
-use common::step::{KernelShape, Step, StepInfo};
+use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
 
 // ANCHOR: config
-/// Tuning parameters; each reaches the kernel as `WB_<NAME>`.
-#[derive(Debug, Clone, Copy)]
-pub struct Config {
-    pub tile_m: u32,
-    pub tile_n: u32,
-    pub tile_k: u32,
-    pub stages: u32,
-    pub epilogue_tile_n: u32,
-}
+/// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
+pub const BLACKWELL: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 128),
+    ("tile_k", 64),
+    ("stages", 4),
+    ("epilogue_tile_n", 64),
+];
 
-impl Config {
-    pub const DEFAULT: Config = Config {
-        tile_m: 128,
-        tile_n: 128,
-        tile_k: 64,
-        stages: 4,
-        epilogue_tile_n: 64,
-    };
-}
-
+/// Tuning parameters of the Hopper twin.
+pub const HOPPER: &[(&str, u32)] = &[
+    ("tile_m", 128),
+    ("tile_n", 128),
+    ("tile_k", 64),
+    ("stages", 6),
+    ("epilogue_tile_n", 64),
+];
 // ANCHOR_END: config
 
 pub static INFO: StepInfo = StepInfo {
@@ -31,52 +30,40 @@ pub static INFO: StepInfo = StepInfo {
     crate_dir: "steps/step5_epilogue_warpgroup",
     title: "Epilogue warpgroup",
     idea: "a second warpgroup drains one tensor-memory accumulator while the MMAs fill the other",
-    kernel: include_str!("kernel.cu"),
+    hopper_idea: "two consumer warpgroups take turns on different tiles (ping-pong): one's epilogue overlaps the other's wgmma",
+    blackwell: KernelFile {
+        text: include_str!("kernel.cu"),
+        sass_expect: &["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "LDTM", "UTCATOMSWS.2CTA", "UTMASTG"],
+    },
+    hopper: KernelFile {
+        text: include_str!("kernel_sm90.cu"),
+        sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG", "UTMALDG.2D.MULTICAST"],
+    },
     host: include_str!("lib.rs"),
     chapter: "book/src/step5.md",
-    sass_expect: &[
-        "UTMALDG.2D.2CTA",
-        "UTCHMMA.2CTA",
-        "UTCBAR.2CTA.MULTICAST",
-        "LDTM",
-        "UTCATOMSWS.2CTA",
-        "UTMASTG",
-    ],
 };
 
 #[derive(Debug, Clone, Copy)]
-pub struct Step5 {
-    pub config: Config,
-}
+pub struct Step5;
 
 impl Step for Step5 {
     fn info(&self) -> &'static StepInfo {
         &INFO
     }
 
-    fn params(&self) -> Vec<(&'static str, u32)> {
-        let c = self.config;
-        vec![
-            ("tile_m", c.tile_m),
-            ("tile_n", c.tile_n),
-            ("tile_k", c.tile_k),
-            ("stages", c.stages),
-            ("epilogue_tile_n", c.epilogue_tile_n),
-        ]
+    fn params(&self, arch: Arch) -> Params {
+        Params::new(match arch {
+            Arch::Blackwell => BLACKWELL,
+            Arch::Hopper => HOPPER,
+        })
     }
 
-    fn kernel(&self) -> KernelShape {
-        let c = self.config;
-        // Two warpgroups: producer/MMA and epilogue.
-        KernelShape {
-            tile_m: c.tile_m,
-            tile_n: c.tile_n,
-            tile_k: c.tile_k,
-            stages: c.stages,
-            epilogue_tile_n: c.epilogue_tile_n,
-            cluster: 2,
-            threads: 256,
-            persistent: true,
+    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
+        match arch {
+            // Two warpgroups: producer/MMA and epilogue.
+            Arch::Blackwell => KernelShape::blackwell(p, 2, 256, true),
+            // Each consumer warpgroup owns a whole 128 x 128 tile, alternately.
+            Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
         }
     }
 }

@@ -1,0 +1,217 @@
+//! `runner step N`: which of the step's kernels run on this machine, running them, or, where
+//! they cannot run, reporting their builds.
+//!
+//! On an H100/H200 both run: the Hopper twin natively (verified and timed against cuBLAS) and
+//! the Blackwell kernel under the tcgen05 emulation (verified). On a B200 the Blackwell kernel
+//! runs natively. Without a GPU both compilations are reported. `--arch` picks one.
+
+use crate::report;
+use anyhow::{anyhow, bail, Context, Result};
+use common::compile::{compile, KernelSource, Target};
+use common::gpu::{self, GpuStatus};
+use common::run::{self, choose_target, EmulateMode, RunOptions};
+use common::step::{Arch, KernelSpec, MAX_SMEM_PER_CTA};
+use common::{mutation, sass, Shape, Step};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub struct Request {
+    pub step: &'static dyn Step,
+    /// `--arch`, if given.
+    pub arch: Option<Arch>,
+    /// `--param NAME=VALUE` overrides.
+    pub params: Vec<String>,
+    pub kernel_file: Option<PathBuf>,
+    pub mutate: Option<String>,
+    pub json: bool,
+}
+
+/// A user's kernel file is a Hopper twin if it includes hopper.cuh.
+fn implied_arch(source: &KernelSource) -> Arch {
+    let includes_hopper = source
+        .text
+        .lines()
+        .any(|l| l.trim_start().starts_with("#include") && l.contains("hopper.cuh"));
+    if includes_hopper {
+        Arch::Hopper
+    } else {
+        Arch::Blackwell
+    }
+}
+
+/// The kernels to consider, and whether the user chose them (then each must run).
+fn kernels(
+    req: &Request,
+    opts: &RunOptions,
+    file: Option<&KernelSource>,
+) -> Result<(Vec<Arch>, bool)> {
+    let blackwell_only = [
+        (opts.emulate == EmulateMode::Always, "--emulate"),
+        (opts.emulate == EmulateMode::Never, "--no-emulate"),
+        (req.mutate.is_some(), "--mutate"),
+    ];
+    if req.arch == Some(Arch::Hopper) {
+        if let Some((_, flag)) = blackwell_only.iter().find(|(set, _)| *set) {
+            bail!("{flag} applies to the Blackwell kernel (--arch sm_100a); the Hopper twin runs natively on sm_90");
+        }
+    }
+    if let Some(a) = req.arch {
+        return Ok((vec![a], true));
+    }
+    if blackwell_only.iter().any(|(set, _)| *set) {
+        return Ok((vec![Arch::Blackwell], true));
+    }
+    if let Some(f) = file {
+        return Ok((vec![implied_arch(f)], true));
+    }
+    Ok((vec![Arch::Hopper, Arch::Blackwell], false))
+}
+
+pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
+    let n = req.step.info().number;
+    let file = match &req.kernel_file {
+        Some(path) => Some(KernelSource {
+            path: path.display().to_string(),
+            text: std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read {}", path.display()))?,
+        }),
+        None => None,
+    };
+    let (archs, chosen) = kernels(req, &opts, file.as_ref())?;
+    let mut specs = Vec::new();
+    for &arch in &archs {
+        let mut spec = KernelSpec::new(req.step, arch);
+        spec.params
+            .apply(&req.params)
+            .map_err(|e| anyhow!("step {n} {}: {e}", arch.name()))?;
+        specs.push(spec);
+    }
+    opts.source = file;
+    if let Some(name) = &req.mutate {
+        let m = mutation::find(name)?;
+        if !m.applies_to(n) {
+            bail!(
+                "the seeded bug {name:?} does not apply to step {n} (it applies to steps {:?})",
+                m.steps
+            );
+        }
+        let base = opts
+            .source
+            .clone()
+            .unwrap_or_else(|| req.step.info().kernel_source(Arch::Blackwell));
+        opts.source = Some(KernelSource {
+            path: base.path.clone(),
+            text: m.apply(&base.text)?,
+        });
+        if !req.json {
+            eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
+        }
+    }
+
+    let status = gpu::open();
+    let mut outputs = Vec::new();
+    let mut failed = false;
+    for spec in &specs {
+        let why_not = match &status {
+            GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
+                Ok(Target::Sm90aEmulated) => {
+                    if !req.json && opts.emulate != EmulateMode::Always {
+                        eprintln!(
+                            "note: {} is {}: no tcgen05 there, so step {n}'s Blackwell kernel runs under the tcgen05 emulation (correctness only; no timings). Use --no-emulate to refuse.",
+                            g.info.name,
+                            g.info.sm()
+                        );
+                    }
+                    None
+                }
+                Ok(_) => None,
+                Err(e) if chosen => return Err(anyhow!(e)),
+                Err(e) => Some(e),
+            },
+            GpuStatus::Absent(why) => {
+                if opts.emulate == EmulateMode::Always {
+                    bail!("--emulate needs an sm_90 GPU: {why}");
+                }
+                if opts.emulate == EmulateMode::Never {
+                    bail!("--no-emulate needs an sm_100 GPU: {why}");
+                }
+                Some(format!("no GPU to run on ({why})"))
+            }
+        };
+        match (&status, why_not) {
+            (GpuStatus::Present(g), None) => {
+                let r = run::run(spec, g, &opts)?;
+                failed |= !r.verification.passed;
+                if req.json {
+                    outputs.push(serde_json::to_value(&r)?);
+                } else {
+                    if !outputs.is_empty() {
+                        println!();
+                    }
+                    report::print_run(spec, &r);
+                    outputs.push(serde_json::Value::Null);
+                }
+            }
+            (_, reason) => outputs.push(compile_report(
+                spec,
+                &opts,
+                &reason.unwrap_or_default(),
+                req.json,
+            )?),
+        }
+    }
+    if req.json {
+        let v = if outputs.len() == 1 {
+            outputs.remove(0)
+        } else {
+            serde_json::json!({ "runs": outputs })
+        };
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Where a kernel cannot run: its native build's registers, shared memory and SASS.
+fn compile_report(
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    reason: &str,
+    json: bool,
+) -> Result<serde_json::Value> {
+    // Shapes are still checked, so a bad --m is reported here too.
+    let shape = opts.shape.unwrap_or(Shape::DEFAULT);
+    spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+    // A user's file or a seeded bug only ever comes with a single kernel.
+    let source = opts.source.clone().unwrap_or_else(|| spec.source());
+    let smem = spec.shape().smem_bytes;
+    if smem > MAX_SMEM_PER_CTA {
+        bail!(
+            "step {} ({}) needs {smem} bytes of shared memory per CTA; {} allows at most {MAX_SMEM_PER_CTA}",
+            spec.info().number,
+            spec.arch.name(),
+            spec.arch.sm()
+        );
+    }
+    let target = Target::native(spec.arch);
+    let compiled = compile(&source, target, &spec.defines(opts.dtype))?;
+    let listing = sass::disassemble(&compiled.cubin)?;
+    let k = spec.shape();
+    let plan = k.plan(shape, k.default_max_clusters(None));
+    if json {
+        return Ok(serde_json::json!({
+            "step": spec.info().number, "arch": spec.arch, "ran": false, "reason": reason,
+            "target": target, "params": &spec.params, "compile": &compiled,
+            "smem_bytes": plan.dims.smem_bytes, "grid": plan.dims.grid, "sass": &listing,
+        }));
+    }
+    report::print_header(spec);
+    println!("{:<10}{reason}: compiled for {} only", "GPU", target.arch());
+    report::print_compile(&compiled, plan.dims.smem_bytes);
+    report::print_sass(&listing, spec.sass_expect(), false);
+    println!();
+    Ok(serde_json::Value::Null)
+}

@@ -1,0 +1,140 @@
+// Step 0, Hopper twin: the basic Hopper GEMM.
+//
+// C = A * B^T with A (M x K) and B (N x K) row-major (K-major), C (M x N) row-major.
+// One CTA of one warpgroup (4 warps, 128 threads) computes one TILE_M x TILE_N tile of C:
+//   - a single loop, as on Blackwell: warp 0 issues TMA loads into a STAGES-deep shared-memory
+//     ring, and the whole warpgroup issues wgmma on the slots that have landed;
+//   - the accumulator lives in the warpgroup's registers, not in tensor memory: TILE_M x TILE_N
+//     f32 values spread over 128 threads. That caps the tile: 128 x 128 is already 128 registers
+//     a thread, and 128 x 256 would need more than a thread may have;
+//   - once the last wgmma completes, each thread stores its fragment of C from its registers.
+// The host sets TILE_M, TILE_N, TILE_K, STAGES (from step0_naive::HOPPER) and the element type.
+#include "hopper.cuh"
+
+typedef WB_DTYPE T;  // __half or __nv_bfloat16
+constexpr bool IS_BF16 = WB_IS_BF16;
+
+constexpr int TILE_M = WB_TILE_M;    // 128: rows of C per CTA, in wgmma blocks of 64
+constexpr int TILE_N = WB_TILE_N;    // 128: columns of C per CTA = N of every wgmma
+constexpr int TILE_K = WB_TILE_K;    // 64: one 128-byte swizzle row of 16-bit elements
+constexpr int STAGES = WB_STAGES;    // depth of the TMA -> wgmma ring
+constexpr int MMA_M = 64;            // M of one wgmma
+constexpr int MMA_K = 16;            // K of one wgmma with 16-bit inputs
+constexpr int PREFETCH = STAGES - 2; // k-blocks loaded ahead of the one being multiplied
+
+constexpr int NUM_THREADS = 128;         // one warpgroup
+constexpr int M_BLOCKS = TILE_M / MMA_M; // wgmma per K step, one per 64 rows of the tile
+constexpr u32 A_TILE_BYTES = TILE_M * TILE_K * sizeof(T);
+constexpr u32 B_TILE_BYTES = TILE_N * TILE_K * sizeof(T);
+constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;  // 8 rows of 128 B: the SBO of every operand
+
+static_assert(TILE_K * sizeof(T) == 128, "one k-block must be exactly one 128-byte swizzle row");
+static_assert(TILE_M % MMA_M == 0, "the tile is made of 64-row wgmma blocks");
+static_assert(TILE_N == 128 || TILE_N == 256, "N of one wgmma: 128 or 256 here");
+static_assert(M_BLOCKS * TILE_N / 2 <= 128, "the accumulator must fit in a thread's registers");
+static_assert(STAGES >= 3, "the prefetch distance STAGES - 2 must be at least 1");
+
+// ANCHOR: storage
+struct SharedStorage {
+  alignas(1024) T a[STAGES][TILE_M * TILE_K];  // 128B swizzle needs 1024-byte aligned tiles
+  alignas(1024) T b[STAGES][TILE_N * TILE_K];
+  alignas(8) u64 load_full[STAGES];   // TMA -> wgmma: slot holds k-block data
+  alignas(8) u64 load_empty[STAGES];  // wgmma -> TMA: every warp's wgmma on the slot are done
+};
+// ANCHOR_END: storage
+
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
+                T* __restrict__ C, int M, int N, int K) {
+  extern __shared__ __align__(1024) unsigned char smem_raw[];
+  SharedStorage& smem = *reinterpret_cast<SharedStorage*>(
+      (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
+
+  // The host sizes shared memory from its own formula; stop rather than overrun it.
+  if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
+
+  const u32 warp = wb::warp_id();
+  const u32 lane = wb::lane_id();
+  const int tile_m = blockIdx.y;
+  const int tile_n = blockIdx.x;
+  const int num_k_blocks = K / TILE_K;
+
+  // ANCHOR: setup
+  // ---- set-up: barriers by one thread ------------------------------------------------------
+  if (threadIdx.x == 0) {
+    wb::tma_prefetch_desc(&tmap_a);
+    wb::tma_prefetch_desc(&tmap_b);
+    for (int s = 0; s < STAGES; ++s) {
+      wb::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
+      wb::mbarrier_init(&smem.load_empty[s], 4);  // one arrival per warp of the warpgroup
+    }
+    wb::fence_mbarrier_init();
+  }
+  wb::cta_sync();
+  // ANCHOR_END: setup
+
+  // ANCHOR: mainloop
+  // ---- main loop: the warpgroup is producer (warp 0) and wgmma issuer at once --------------
+  // This thread's share of the TILE_M x TILE_N accumulator: M_BLOCKS wgmma fragments. Not
+  // zeroed: the tile's first wgmma overwrites it (scale-d = 0), and ordinary instructions writing
+  // accumulator registers would make ptxas serialize the wgmma pipeline.
+  float acc[M_BLOCKS][TILE_N / 2];
+
+  // Load k-block `kb` into its slot, once the wgmma that last read that slot are done.
+  auto produce = [&](int kb) {
+    const int slot = kb % STAGES;
+    if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+    wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
+    wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
+    wb::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
+  };
+
+  if (warp == 0)
+    for (int kb = 0; kb < PREFETCH && kb < num_k_blocks; ++kb) produce(kb);
+
+  for (int kb = 0; kb < num_k_blocks; ++kb) {
+    // Refill first: the wait inside is for the wgmma of k-block kb + PREFETCH - STAGES = kb - 2,
+    // released one iteration ago, so the tensor cores always have work queued.
+    if (warp == 0 && kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
+
+    const int slot = kb % STAGES;
+    wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+    const u32 a_addr = wb::smem_u32(smem.a[slot]);
+    const u32 b_addr = wb::smem_u32(smem.b[slot]);
+    hp::wgmma_fence();  // the accumulators were last written by wgmma (or zeroed) before this
+    for (int k = 0; k < TILE_K / MMA_K; ++k) {
+      // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
+      const u32 k_bytes = k * MMA_K * sizeof(T);
+      for (int mb = 0; mb < M_BLOCKS; ++mb) {
+        const u32 a_rows = mb * MMA_M * TILE_K * sizeof(T);  // 64 rows further down the A tile
+        hp::wgmma_m64k16<TILE_N, IS_BF16>(
+            acc[mb], hp::make_smem_desc_sw128(a_addr + a_rows + k_bytes, SWIZZLE_GROUP_BYTES),
+            hp::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES),
+            /*accumulate=*/kb > 0 || k > 0);
+      }
+    }
+    hp::wgmma_commit_group();
+    // At most this k-block's group still runs: the previous one has finished reading its slot.
+    hp::wgmma_wait_group<1>();
+    if (kb > 0 && lane == 0) wb::mbarrier_arrive(&smem.load_empty[(kb - 1) % STAGES]);
+  }
+  hp::wgmma_wait_group<0>();
+  for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
+  // ANCHOR_END: mainloop
+
+  // ANCHOR: epilogue
+  // ---- epilogue: registers -> global ------------------------------------------------------
+  // wgmma's fragment of a 64-row block: warp w holds rows 16w..16w+15; lane l holds row
+  // 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3), at columns
+  // 8i + 2(l%4) and the next one. Each pair is stored as one 32-bit word.
+  for (int mb = 0; mb < M_BLOCKS; ++mb) {
+    const int row = tile_m * TILE_M + mb * MMA_M + warp * 16 + lane / 4;
+    T* c_row = C + static_cast<size_t>(row) * N + tile_n * TILE_N + 2 * (lane % 4);
+    for (int i = 0; i < TILE_N / 8; ++i) {
+      *reinterpret_cast<u32*>(c_row + 8 * i) = hp::pack_pair<T>(acc[mb][4 * i], acc[mb][4 * i + 1]);
+      *reinterpret_cast<u32*>(c_row + static_cast<size_t>(8) * N + 8 * i) =
+          hp::pack_pair<T>(acc[mb][4 * i + 2], acc[mb][4 * i + 3]);
+    }
+  }
+  // ANCHOR_END: epilogue
+}
