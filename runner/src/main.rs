@@ -1,7 +1,9 @@
 //! `runner`: compile, verify, time, diff and explain the steps of the Blackwell GEMM workbook.
 
+mod bench;
 mod book;
 mod diff;
+mod plot;
 mod report;
 mod step_cmd;
 
@@ -206,6 +208,38 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Time every step's native kernel against cuBLAS (the Hopper twins on an H100/H200, the
+    /// Blackwell kernels on a B200), over shapes and dtypes; write a results JSON and an SVG plot.
+    Bench {
+        /// Steps to time, e.g. 0,3,6 (default: all).
+        #[arg(long, value_delimiter = ',')]
+        steps: Vec<u32>,
+        /// Shapes MxNxK (default: 4096x8192x4096 and 8192x8192x8192).
+        #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+        shapes: Vec<Shape>,
+        /// Add square sizes 1024 to 8192.
+        #[arg(long)]
+        sweep: bool,
+        /// Dtypes (default: f16,bf16).
+        #[arg(long, value_delimiter = ',')]
+        dtypes: Vec<Dtype>,
+        /// Which kernels: must be the ones this GPU runs natively (emulated times mean nothing).
+        #[arg(long, value_enum)]
+        arch: Option<ArchArg>,
+        /// Timed rounds (each kernel once per round, cuBLAS too); at least 20.
+        #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(20..))]
+        iters: u64,
+        #[arg(long, default_value_t = 5)]
+        warmup: usize,
+        #[arg(long, default_value_t = 2024)]
+        seed: u64,
+        /// Seconds before a kernel is declared hung.
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        /// Folder for bench-<gpu>-<date>.json and .svg (default: assets/results).
+        #[arg(long)]
+        out: Option<std::path::PathBuf>,
+    },
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest {
@@ -216,6 +250,19 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// `4096x8192x4096` -> a Shape.
+fn parse_shape(s: &str) -> Result<Shape, String> {
+    let dims: Vec<usize> = s
+        .split(['x', 'X'])
+        .map(|d| d.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("{s:?} is not a shape MxNxK"))?;
+    match dims[..] {
+        [m, n, k] if m > 0 && n > 0 && k > 0 => Ok(Shape { m, n, k }),
+        _ => Err(format!("{s:?} is not a shape MxNxK of positive sizes")),
+    }
 }
 
 fn main() -> ExitCode {
@@ -373,6 +420,82 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 book::serve(&dir, port)?;
             }
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Bench {
+            steps: step_numbers,
+            shapes,
+            sweep,
+            dtypes,
+            arch,
+            iters,
+            warmup,
+            seed,
+            timeout,
+            out,
+        } => {
+            let steps = if step_numbers.is_empty() {
+                steps::all()
+            } else {
+                step_numbers
+                    .iter()
+                    .map(|&n| steps::get(n))
+                    .collect::<Result<Vec<_>>>()?
+            };
+            let mut shapes = if shapes.is_empty() {
+                bench::DEFAULT_SHAPES.to_vec()
+            } else {
+                shapes
+            };
+            if sweep {
+                for s in bench::SWEEP_SIZES {
+                    let sq = Shape { m: s, n: s, k: s };
+                    if !shapes.contains(&sq) {
+                        shapes.push(sq);
+                    }
+                }
+            }
+            if let (Some(a), GpuStatus::Present(g)) = (arch, gpu::open()) {
+                let native = bench::native_arch(&g.info)?;
+                if a.arch() != native {
+                    bail!(
+                        "{} runs the {}s natively; timing the {}s there would time the emulation, whose times mean nothing",
+                        g.info.name,
+                        native.name(),
+                        a.arch().name()
+                    );
+                }
+            }
+            let opts = bench::BenchOptions {
+                steps,
+                shapes,
+                dtypes: if dtypes.is_empty() {
+                    vec![Dtype::F16, Dtype::Bf16]
+                } else {
+                    dtypes
+                },
+                iters: iters as usize,
+                warmup,
+                seed,
+                out: out.unwrap_or_else(|| {
+                    common::toolkit::project_root()
+                        .join("assets")
+                        .join("results")
+                }),
+                timeout: Duration::from_secs(timeout),
+            };
+            let (report, json, svg) = bench::run(&opts)?;
+            bench::print_table(&report, &json, &svg);
+            let failed = report.cases.iter().any(|c| {
+                c.step.is_some()
+                    && c.skipped
+                        .as_deref()
+                        .is_some_and(|s| s.contains("verification"))
+            });
+            Ok(if failed {
+                ExitCode::from(1)
+            } else {
+                ExitCode::SUCCESS
+            })
         }
         Command::Mutations { json } => {
             if json {

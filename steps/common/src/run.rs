@@ -106,6 +106,28 @@ pub fn dptr<T>(s: &CudaSlice<T>, gpu: &Gpu) -> sys::CUdeviceptr {
     s.device_ptr(&gpu.stream).0
 }
 
+/// A device buffer of 16-bit matrix elements.
+pub type Buf16 = CudaSlice<u16>;
+
+/// An M x N output buffer, uninitialised: poison it before every checked launch.
+pub fn alloc_c(gpu: &Gpu, shape: Shape) -> Result<Buf16> {
+    // SAFETY: callers poison it (or let a kernel write it) before reading it.
+    unsafe { gpu.stream.alloc::<u16>(shape.m * shape.n) }
+        .map_err(|e| anyhow!("cannot allocate C ({shape}): {e:?}"))
+}
+
+/// Every element to all-ones bits, a NaN in both formats: an element a kernel never writes
+/// fails verification.
+pub fn poison(gpu: &Gpu, buf: &Buf16) -> Result<()> {
+    // SAFETY: `buf` is a live device buffer of `len` 16-bit elements.
+    check(
+        unsafe {
+            sys::cuMemsetD8Async(dptr(buf, gpu), 0xFF, buf.len() * 2, gpu.stream.cu_stream())
+        },
+        "poisoning C",
+    )
+}
+
 /// A kernel compiled for a target and loaded into the GPU's context.
 pub struct LoadedKernel {
     pub spec: KernelSpec,
@@ -271,9 +293,9 @@ impl LaunchArgs {
 /// One problem's inputs and output on the GPU.
 pub struct DeviceProblem {
     pub problem: Problem,
-    pub a: CudaSlice<u16>,
-    pub b: CudaSlice<u16>,
-    pub c: CudaSlice<u16>,
+    pub a: Buf16,
+    pub b: Buf16,
+    pub c: Buf16,
 }
 
 impl DeviceProblem {
@@ -282,8 +304,7 @@ impl DeviceProblem {
         let shape = problem.shape;
         let a = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
         let b = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
-        // SAFETY: poisoned before every launch that is checked.
-        let c = unsafe { s.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
+        let c = alloc_c(gpu, shape)?;
         Ok(DeviceProblem { problem, a, b, c })
     }
     pub fn shape(&self) -> Shape {
@@ -294,14 +315,7 @@ impl DeviceProblem {
     }
     /// C to all-ones bits (NaN in both formats): an element a kernel never writes fails.
     pub fn poison_c(&self, gpu: &Gpu) -> Result<()> {
-        let bytes = self.shape().m * self.shape().n * 2;
-        // SAFETY: `c` is the M x N output buffer.
-        check(
-            unsafe {
-                sys::cuMemsetD8Async(dptr(&self.c, gpu), 0xFF, bytes, gpu.stream.cu_stream())
-            },
-            "poisoning C",
-        )
+        poison(gpu, &self.c)
     }
     pub fn download_c(&self, gpu: &Gpu) -> Result<Vec<u16>> {
         gpu.stream.clone_dtoh(&self.c).map_err(|e| anyhow!("{e:?}"))
@@ -478,9 +492,7 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
             None
         };
         let flush_arg = flush.as_ref().map(|f| f.arg(gpu));
-        // SAFETY: C is only overwritten; freed after the timing.
-        let dc16 =
-            unsafe { gpu.stream.alloc::<u16>(shape.m * shape.n) }.map_err(|e| anyhow!("{e:?}"))?;
+        let dc16 = alloc_c(gpu, shape)?;
         let (pa, pb, _) = dp.ptrs(gpu);
         let pc16 = dptr(&dc16, gpu);
         let mut run_kernel = || -> Result<()> {

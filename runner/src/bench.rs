@@ -1,0 +1,450 @@
+//! `runner bench`: every step's native kernel against cuBLAS, over shapes and dtypes, in one run.
+//!
+//! On an H100/H200 the Hopper twins run; on a B200 the Blackwell kernels. For each dtype and
+//! shape: fresh seeded inputs, one verified launch of every kernel (NaN-poisoned output, cuBLAS
+//! and fp64 references), then `iters` rounds in which cuBLAS and every kernel run once each, in
+//! turn, with L2 flushed before each launch; each kernel writes its own C, and the last timed
+//! output of each is verified again. Medians go to a results JSON and an SVG plot.
+
+use anyhow::{anyhow, bail, Context, Result};
+use common::compile::Target;
+use common::cublas::Blas;
+use common::gpu::{self, Gpu, GpuStatus};
+use common::problem::{Dist, Dtype, Problem, Shape};
+use common::run::{
+    alloc_c, cublas_reference, dptr, launch_and_wait, poison, Buf16, DeviceProblem, L2Flush,
+    LoadedKernel,
+};
+use common::step::{Arch, KernelSpec, Params};
+use common::timing::{time_interleaved, Stats};
+use common::verify::verify;
+use common::Step;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub struct BenchOptions {
+    pub steps: Vec<&'static dyn Step>,
+    pub shapes: Vec<Shape>,
+    pub dtypes: Vec<Dtype>,
+    pub iters: usize,
+    pub warmup: usize,
+    pub seed: u64,
+    pub out: PathBuf,
+    pub timeout: Duration,
+}
+
+/// The default shapes, and the square sizes `--sweep` adds.
+pub const DEFAULT_SHAPES: [Shape; 2] = [
+    Shape {
+        m: 4096,
+        n: 8192,
+        k: 4096,
+    },
+    Shape {
+        m: 8192,
+        n: 8192,
+        k: 8192,
+    },
+];
+pub const SWEEP_SIZES: [usize; 6] = [1024, 2048, 3072, 4096, 6144, 8192];
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchCase {
+    pub shape: Shape,
+    pub dtype: Dtype,
+    /// "cublas" or "step N".
+    pub kernel: String,
+    pub step: Option<u32>,
+    pub params: Option<Params>,
+    /// Why the kernel was not timed (a shape it does not accept, a failed verification).
+    pub skipped: Option<String>,
+    pub verified: bool,
+    pub rel_error_norm: Option<f64>,
+    pub stats: Option<Stats>,
+    pub tflops: Option<f64>,
+    pub pct_of_peak: Option<f64>,
+    pub pct_of_cublas: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub kind: &'static str,
+    pub gpu: gpu::GpuInfo,
+    pub arch: Arch,
+    /// nvidia-smi's clock readings (SM and memory, current and maximum) before and after.
+    pub clocks_before: Option<String>,
+    pub clocks_after: Option<String>,
+    pub peak_tflops: Option<f64>,
+    pub date: String,
+    pub commit: String,
+    pub iters: usize,
+    pub warmup: usize,
+    pub l2_flushed: bool,
+    pub seed: u64,
+    pub dist: Dist,
+    pub cases: Vec<BenchCase>,
+}
+
+/// nvidia-smi's view of the clocks, if it is there.
+fn clocks() -> Option<String> {
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,temperature.gpu,power.draw",
+            "--format=csv,noheader",
+        ])
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// The commit being measured: `WB_COMMIT`, else git's HEAD, else "unknown".
+pub fn commit() -> String {
+    if let Ok(c) = std::env::var("WB_COMMIT") {
+        return c;
+    }
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .current_dir(common::toolkit::project_root())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+pub fn today() -> String {
+    // Days since the epoch to a civil date (Howard Hinnant's algorithm), to avoid a dependency.
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let z = secs.div_euclid(86400) + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z - era * 146097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// A file-name form of the GPU's name: "NVIDIA H200" -> "h200".
+pub fn gpu_slug(name: &str) -> String {
+    let s: String = name
+        .to_ascii_lowercase()
+        .replace("nvidia", "")
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    s.split('-')
+        .filter(|p| !p.is_empty())
+        .collect::<Vec<_>>()
+        .join("-")
+}
+
+/// Which kernels this GPU runs natively; emulated times mean nothing, so nothing else is timed.
+pub fn native_arch(info: &gpu::GpuInfo) -> Result<Arch> {
+    match info.compute_capability {
+        (9, 0) => Ok(Arch::Hopper),
+        (10, 0) => Ok(Arch::Blackwell),
+        _ => bail!(
+            "runner bench times kernels natively: the Hopper twins on sm_90 (H100/H200), the Blackwell kernels on sm_100 (B200); {} is {}, where they could only run under emulation, whose times mean nothing",
+            info.name,
+            info.sm()
+        ),
+    }
+}
+
+struct Entry {
+    spec: KernelSpec,
+    kernel: LoadedKernel,
+}
+
+pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
+    let gpu = match gpu::open() {
+        GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) => bail!("runner bench needs a GPU: {why}"),
+    };
+    let arch = native_arch(&gpu.info)?;
+    let blas = Blas::new(&gpu)?;
+    let flush = L2Flush::new(&gpu)?;
+    let clocks_before = clocks();
+    let mut cases = Vec::new();
+    let total = (opts.dtypes.len() * opts.shapes.len() * (opts.steps.len() + 1)) as u64;
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed_precise}]")
+            .map_err(|e| anyhow!("{e}"))?,
+    );
+    for &dtype in &opts.dtypes {
+        let mut entries = Vec::new();
+        for &step in &opts.steps {
+            let spec = KernelSpec::new(step, arch);
+            bar.set_message(format!("compiling step {} ({dtype})", step.info().number));
+            let kernel =
+                LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
+                    .with_context(|| format!("step {}", step.info().number))?;
+            entries.push(Entry { spec, kernel });
+        }
+        for &shape in &opts.shapes {
+            bar.set_message(format!("{shape} {dtype}"));
+            cases.extend(bench_shape(
+                &gpu, &blas, &flush, &entries, shape, dtype, opts, &bar,
+            )?);
+        }
+    }
+    bar.finish_and_clear();
+    let report = BenchReport {
+        kind: "bench",
+        peak_tflops: gpu.info.peak_tflops(),
+        gpu: gpu.info.clone(),
+        arch,
+        clocks_before,
+        clocks_after: clocks(),
+        date: today(),
+        commit: commit(),
+        iters: opts.iters,
+        warmup: opts.warmup,
+        l2_flushed: true,
+        seed: opts.seed,
+        dist: Dist::Gaussian,
+        cases,
+    };
+    std::fs::create_dir_all(&opts.out)
+        .with_context(|| format!("cannot create {}", opts.out.display()))?;
+    let base = format!("bench-{}-{}", gpu_slug(&report.gpu.name), report.date);
+    let json = opts.out.join(format!("{base}.json"));
+    let svg = opts.out.join(format!("{base}.svg"));
+    std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
+        .with_context(|| format!("cannot write {}", json.display()))?;
+    crate::plot::ladder(&report, &svg)?;
+    Ok((report, json, svg))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bench_shape(
+    gpu: &Gpu,
+    blas: &Blas,
+    flush: &L2Flush,
+    entries: &[Entry],
+    shape: Shape,
+    dtype: Dtype,
+    opts: &BenchOptions,
+    bar: &ProgressBar,
+) -> Result<Vec<BenchCase>> {
+    let dp = DeviceProblem::upload(
+        gpu,
+        Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
+    )?;
+    let reference = cublas_reference(gpu, blas, &dp)?;
+    let (pa, pb, _) = dp.ptrs(gpu);
+    let check = |c: &Buf16| -> Result<common::verify::Verification> {
+        let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
+        Ok(verify(&dp.problem, &out, &reference, 256))
+    };
+
+    // Each kernel: one verified launch into its own C, or the reason it is not timed.
+    struct Timed<'a> {
+        entry: &'a Entry,
+        plan: common::step::Plan,
+        args: common::run::LaunchArgs,
+        c: Buf16,
+    }
+    let mut timed = Vec::new();
+    let mut cases = Vec::new();
+    for e in entries {
+        let n = e.spec.info().number;
+        let mut case = BenchCase {
+            shape,
+            dtype,
+            kernel: format!("step {n}"),
+            step: Some(n),
+            params: Some(e.spec.params.clone()),
+            skipped: None,
+            verified: false,
+            rel_error_norm: None,
+            stats: None,
+            tflops: None,
+            pct_of_peak: None,
+            pct_of_cublas: None,
+        };
+        let plan = match e.kernel.plan(gpu, shape, None) {
+            Ok(p) => p,
+            Err(err) => {
+                case.skipped = Some(format!("{err:#}"));
+                cases.push(case);
+                bar.inc(1);
+                continue;
+            }
+        };
+        let c = alloc_c(gpu, shape)?;
+        let args = common::run::LaunchArgs::new(&plan, dtype, shape, pa, pb, dptr(&c, gpu))?;
+        poison(gpu, &c)?;
+        launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, opts.timeout)
+            .with_context(|| format!("step {n} at {shape} {dtype}"))?;
+        let v = check(&c)?;
+        case.rel_error_norm = Some(v.rel_error_norm);
+        if !v.passed {
+            case.skipped = Some(format!("verification failed: {}", v.summary()));
+            cases.push(case);
+            bar.inc(1);
+            continue;
+        }
+        poison(gpu, &c)?; // the timed launches must write it again
+        cases.push(case);
+        timed.push(Timed {
+            entry: e,
+            plan,
+            args,
+            c,
+        });
+    }
+
+    // cuBLAS and every verified kernel, alternating round by round.
+    let c_blas = alloc_c(gpu, shape)?;
+    let p_blas = dptr(&c_blas, gpu);
+    let mut run_blas = || blas.gemm(shape, dtype, pa, pb, p_blas, false);
+    let mut launches: Vec<Box<dyn FnMut() -> Result<()> + '_>> = vec![Box::new(&mut run_blas)];
+    for t in &timed {
+        launches.push(Box::new(move || {
+            // SAFETY: the arguments were built for this plan over live buffers.
+            unsafe { t.entry.kernel.launch(gpu, &t.plan, &t.args) }
+        }));
+    }
+    let mut refs: Vec<&mut dyn FnMut() -> Result<()>> =
+        launches.iter_mut().map(|b| b.as_mut() as _).collect();
+    let stats = time_interleaved(
+        gpu,
+        opts.warmup,
+        opts.iters,
+        Some(flush.arg(gpu)),
+        opts.timeout,
+        &mut refs,
+    )?;
+    drop(refs);
+    drop(launches);
+    let flops = shape.flops();
+    let peak = gpu.info.peak_tflops();
+    let blas_stats = stats[0].clone();
+    let blas_tflops = blas_stats.tflops(flops);
+    bar.inc(1);
+
+    // The last timed output of every kernel, verified.
+    for (t, st) in timed.iter().zip(&stats[1..]) {
+        let v = check(&t.c)?;
+        let n = t.entry.spec.info().number;
+        let case = cases
+            .iter_mut()
+            .find(|c| c.step == Some(n))
+            .ok_or_else(|| anyhow!("internal: no case for step {n}"))?;
+        let tflops = st.tflops(flops);
+        case.verified = v.passed;
+        case.rel_error_norm = Some(v.rel_error_norm);
+        if !v.passed {
+            case.skipped = Some(format!("timed output failed verification: {}", v.summary()));
+        } else {
+            case.stats = Some(st.clone());
+            case.tflops = Some(tflops);
+            case.pct_of_peak = peak.map(|p| 100.0 * tflops / p);
+            case.pct_of_cublas = Some(100.0 * tflops / blas_tflops);
+        }
+        bar.inc(1);
+    }
+    bar.inc((entries.len() - timed.len()) as u64);
+    cases.insert(
+        0,
+        BenchCase {
+            shape,
+            dtype,
+            kernel: "cublas".into(),
+            step: None,
+            params: None,
+            skipped: None,
+            verified: true,
+            rel_error_norm: None,
+            stats: Some(blas_stats),
+            tflops: Some(blas_tflops),
+            pct_of_peak: peak.map(|p| 100.0 * blas_tflops / p),
+            pct_of_cublas: Some(100.0),
+        },
+    );
+    Ok(cases)
+}
+
+/// The table printed last.
+pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
+    println!(
+        "bench: {} ({}, driver {}), {} kernels, {} timed rounds after {} warm-up, L2 flushed, commit {}, {}",
+        r.gpu.name,
+        r.gpu.sm(),
+        r.gpu.driver_version,
+        r.arch.name(),
+        r.iters,
+        r.warmup,
+        r.commit,
+        r.date
+    );
+    if let Some(c) = &r.clocks_before {
+        println!("clocks (sm, max sm, mem, max mem, temp, power): before {c}");
+    }
+    println!(
+        "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  note",
+        "shape", "dtype", "kernel", "median us", "TFLOP/s", "% peak", "% cuBLAS"
+    );
+    for c in &r.cases {
+        let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+        println!(
+            "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  {}",
+            c.shape.to_string(),
+            c.dtype.to_string(),
+            c.kernel,
+            f(c.stats.as_ref().map(|s| s.median_us), 1),
+            f(c.tflops, 1),
+            f(c.pct_of_peak, 1),
+            f(c.pct_of_cublas, 1),
+            c.skipped.as_deref().unwrap_or("")
+        );
+    }
+    println!("wrote {} and {}", json.display(), svg.display());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_and_dates() {
+        assert_eq!(gpu_slug("NVIDIA H200"), "h200");
+        assert_eq!(gpu_slug("NVIDIA H100 80GB HBM3"), "h100-80gb-hbm3");
+        let d = today();
+        assert_eq!(d.len(), 10);
+        assert!(d.starts_with("20"), "{d}");
+    }
+
+    #[test]
+    fn only_native_kernels_are_timed() {
+        let mut g = gpu::GpuInfo {
+            name: "x".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            max_clock_mhz: 1980,
+            l2_bytes: 1,
+            max_smem_per_block: 1,
+            driver_version: "13.0".into(),
+        };
+        assert_eq!(native_arch(&g).unwrap(), Arch::Hopper);
+        g.compute_capability = (10, 0);
+        assert_eq!(native_arch(&g).unwrap(), Arch::Blackwell);
+        g.compute_capability = (8, 0);
+        assert!(native_arch(&g)
+            .unwrap_err()
+            .to_string()
+            .contains("times mean nothing"));
+    }
+}
