@@ -285,9 +285,27 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             if json {
                 let v: Vec<_> = steps::all()
                     .iter()
-                    .map(|s| {
+                    .map(|&s| {
                         let i = s.info();
-                        serde_json::json!({"number": i.number, "title": i.title, "idea": i.idea, "crate": i.crate_dir})
+                        // What one cluster covers (M, N) and the k-block, per kernel: the shapes
+                        // a kernel accepts are multiples of these.
+                        let tiles: serde_json::Map<String, serde_json::Value> = Arch::ALL
+                            .iter()
+                            .map(|&a| {
+                                let k = KernelSpec::new(s, a).shape();
+                                (
+                                    a.sm().to_string(),
+                                    serde_json::json!([
+                                        k.cluster_tile.0,
+                                        k.cluster_tile.1,
+                                        k.tile_k,
+                                        k.persistent
+                                    ]),
+                                )
+                            })
+                            .collect();
+                        serde_json::json!({"number": i.number, "title": i.title, "idea": i.idea,
+                            "hopper_idea": i.hopper_idea, "crate": i.crate_dir, "tiles": tiles})
                     })
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&v)?);

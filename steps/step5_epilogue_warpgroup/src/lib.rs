@@ -17,10 +17,10 @@ pub const BLACKWELL: &[(&str, u32)] = &[
 
 /// Tuning parameters of the Hopper twin.
 pub const HOPPER: &[(&str, u32)] = &[
-    ("tile_m", 128),
-    ("tile_n", 128),
+    ("tile_m", 64),
+    ("tile_n", 256),
     ("tile_k", 64),
-    ("stages", 6),
+    ("stages", 4),
     ("epilogue_tile_n", 64),
 ];
 // ANCHOR_END: config
@@ -62,7 +62,7 @@ impl Step for Step5 {
         match arch {
             // Two warpgroups: producer/MMA and epilogue.
             Arch::Blackwell => KernelShape::blackwell(p, 2, 256, true),
-            // Each consumer warpgroup owns a whole 128 x 128 tile, alternately.
+            // Each consumer warpgroup owns a whole 64 x 256 tile, alternately.
             Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
         }
     }

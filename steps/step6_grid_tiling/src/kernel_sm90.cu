@@ -13,8 +13,9 @@
 //     registers back (setmaxnreg.dec); a slot is refilled only once the consumers of both CTAs
 //     are done with it, since the refill lands in both;
 //   - warpgroups 1 and 2 are consumers that take turns (ping-pong): consumer 0 owns the cluster's
-//     even tiles, consumer 1 the odd ones, each a whole TILE_M x TILE_N tile (128 x 128: 128
-//     accumulator registers a thread, with the producer's registers from setmaxnreg.inc). The
+//     even tiles, consumer 1 the odd ones, each a whole TILE_M x TILE_N tile. A warpgroup's
+//     registers hold at most 64 x 256 (or 128 x 128) f32 values, 128 a thread with the producer's
+//     registers from setmaxnreg.inc: half of step 4's 128 x 256 tile per warpgroup. The
 //     ring hands out k-blocks in tile order, and a consumer starts a tile's wgmma only once the
 //     other has issued all of its previous tile's (math_turn), so while one consumer
 //     multiplies, the other runs its epilogue. Hopper has no tensor memory to hand a finished
@@ -29,8 +30,8 @@
 typedef WB_DTYPE T;  // __half or __nv_bfloat16
 constexpr bool IS_BF16 = WB_IS_BF16;
 
-constexpr int TILE_M = WB_TILE_M;    // 128: rows of C per CTA and consumer tile
-constexpr int TILE_N = WB_TILE_N;    // 128: columns of C per tile = N of every wgmma
+constexpr int TILE_M = WB_TILE_M;    // 64: rows of C per CTA and consumer tile
+constexpr int TILE_N = WB_TILE_N;    // 256: columns of C per tile = N of every wgmma
 constexpr int TILE_K = WB_TILE_K;    // 64: one 128-byte swizzle row of 16-bit elements
 constexpr int STAGES = WB_STAGES;    // depth of the TMA -> wgmma ring
 constexpr int EPILOGUE_TILE_N = WB_EPILOGUE_TILE_N;  // columns per staged TMA store

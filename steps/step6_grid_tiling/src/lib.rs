@@ -18,10 +18,10 @@ pub const BLACKWELL: &[(&str, u32)] = &[
 
 /// Tuning parameters of the Hopper twin.
 pub const HOPPER: &[(&str, u32)] = &[
-    ("tile_m", 128),
-    ("tile_n", 128),
+    ("tile_m", 64),
+    ("tile_n", 256),
     ("tile_k", 64),
-    ("stages", 6),
+    ("stages", 4),
     ("epilogue_tile_n", 64),
     ("grid_tile_width", 8), // tiles per band of the visiting order
     ("grid_minor_dim", 1), // the dimension bands are cut across: 0 = M, 1 = N (see `common::tiling::MinorDim`)
