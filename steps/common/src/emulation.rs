@@ -315,4 +315,41 @@ mod tests {
         };
         assert!(f.describe().contains("base offset 1"), "{}", f.describe());
     }
+
+    #[test]
+    fn sanitizer_faults_name_cta_warp_and_rule() {
+        let cases: &[(u32, u64, u64, &str)] = &[
+            (16, (1 << 32) | 5, 0x1f0, "rule fence-after-sync: tcgen05.ld issued after an mbarrier wait (barrier at shared address 0x1f0)"),
+            (16, (3 << 32) | 6, 0, "tcgen05.mma issued after a cluster barrier"),
+            (17, 1, 0x200, "rule wait-ld-before-handoff: an mbarrier arrive"),
+            (17, 4, 0, "rule wait-ld-before-handoff: tcgen05.dealloc"),
+            (18, 2, 0, "rule fence-before-handoff: a CTA barrier"),
+            (19, 64, 4, "rule ld-in-flight: tcgen05.ld of columns 64..95 while 4 issued MMA(s)"),
+            (20, 32, (12 << 32) | 8, "reads the results of MMA #12 of the issuing warp, but this warp has only waited for a commit covering MMA #8"),
+            (21, (1 << 16) | 256, (2 << 32) | 6, "overwrites columns 256.. of CTA rank 1 while warp 6 (lane quarter 2)"),
+            (22, 64, (3 << 32) | (5 << 16) | 2, "in phase 1 of barrier #5 of the MMA's CTA, but the MMA warp has waited only for phase 0"),
+            (23, (1 << 48) | (1 << 32) | 0x4400, (1 << 32) | 0x4000, "reads operand A bytes 0x4400..0x4800 of CTA rank 1, but the TMA load into 0x4000 that wrote it has not been seen complete"),
+            (23, (2 << 48) | 0x8000, 0, "operand B bytes 0x8000..0x8400 of CTA rank 0, but no TMA load has written it"),
+            (24, (1 << 32) | 0x4000, (1 << 32) | 0x4000, "a TMA load into shared address 0x4000 of CTA rank 1 overwrites an operand (from 0x4000) of an MMA that warp 1 issued"),
+            (25, 0x4000_4040_0001_0048, 0x480, "starts at 0x480, whose bits 7-9 are not 0"),
+            (26, 0x1f8, (7 << 32) | 7, "arrived on the barrier at shared address 0x1f8 in phase 7, and this CTA waited only for phase 5"),
+            (27, 1, 0x300, "mbarrier at 0x300"),
+        ];
+        for &(code, detail0, detail1, needle) in cases {
+            let f = Fault {
+                code,
+                cta: 5,
+                warp: 4,
+                lane: 0,
+                detail0,
+                detail1,
+            };
+            let s = f.describe();
+            assert!(
+                s.starts_with("tcgen05 emulation fault in CTA 5, warp 4"),
+                "{s}"
+            );
+            assert!(s.contains(needle), "code {code}: {s}");
+        }
+    }
 }
