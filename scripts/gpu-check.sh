@@ -4,9 +4,13 @@
 #   RUNNER=path/to/runner OUT=folder WB_COMMIT=<sha> scripts/gpu-check.sh
 #
 # 1. selftest: cuBLAS against the CPU fp64 reference, and cuBLAS TFLOP/s (f16, bf16);
-# 2. every step under the tcgen05 emulation: shapes x dtypes x seeds, each must pass;
-# 3. negative controls: the same kernels with seeded bugs, each must be reported as failing.
-# Every run is under `timeout`, since a broken mbarrier phase hangs forever.
+# 2. every step under the tcgen05 emulation: shapes x dtypes x seeds, each must pass; the default
+#    shape again across the emulation's schedule seeds (--emu-seed, EMU_SEEDS); steps 4-6 also
+#    with the persistent grid capped (--clusters), so that each cluster runs several tiles;
+# 3. negative controls: every seeded bug of `runner mutations --json`, on every step it applies
+#    to, across the same emulation seeds (steps 4-6 several tiles per cluster); each must be
+#    caught (FAIL, emulator fault or diagnosed hang) or, if it is marked harmless, pass.
+# Every run is under `timeout`, since a broken mbarrier phase hangs forever; JOBS runs at a time.
 # Writes $OUT/emulation.json and $OUT/selftest.json (the formats of assets/results/) and
 # $OUT/log.txt (per-case stderr included); prints a summary table last. Exit 0 only if every case met its expectation.
 set -u
@@ -22,23 +26,32 @@ chmod +x "$RUNNER" 2>/dev/null
 SHAPES=${SHAPES:-"512x1024x512 256x768x320 1024x512x2048 256x256x4096 4096x8192x4096"}
 DTYPES=${DTYPES:-"f16 bf16"}
 SEEDS=${SEEDS:-"1 2"}
-MUTATIONS=${MUTATIONS:-"wrong-sbo skip-acc-wait skip-acc-commit"}
+EMU_SEEDS=${EMU_SEEDS:-"1 2 3 4 5"}
+# Small shapes with the persistent grid capped: 512x1024 gives one cluster 8 tiles (two clusters 4),
+# 256x768 gives one cluster 3 tiles, so both accumulator slots of steps 5-6 are reused.
+MULTI_TILE=${MULTI_TILE:-"512x1024x512:1 512x1024x512:2 256x768x320:1"}
+CONTROL_SHAPE=512x1024x512
+JOBS=${JOBS:-6}
+export EMU_SEEDS
 
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee -a "$LOG"
 
-run_case() { # name expected step shape dtype seed mutation
-  local name=$1 expected=$2 step=$3 shape=$4 dtype=$5 seed=$6 mutation=$7
+run_case() { # name expected step shape dtype seed mutation emu_seed clusters
+  local name=$1 expected=$2 step=$3 shape=$4 dtype=$5 seed=$6 mutation=$7 emu_seed=$8 clusters=$9
   IFS=x read -r m n k <<<"$shape"
-  local args=(step "$step" --emulate --m "$m" --n "$n" --k "$k" --dtype "$dtype" --seed "$seed" --json)
+  local args=(step "$step" --emulate --m "$m" --n "$n" --k "$k" --dtype "$dtype" --seed "$seed" --emu-seed "$emu_seed" --json)
+  if [ "$clusters" != "-" ]; then args+=(--clusters "$clusters"); fi
   # Seeded bugs may hang by design: a short limit keeps the run short; the runner must then say so.
   if [ "$mutation" != "-" ]; then args+=(--mutate "$mutation" --timeout 5); else args+=(--timeout 60); fi
   local t0=$(date +%s.%N)
   timeout 150 "$RUNNER" "${args[@]}" >"$CASES/$name.json" 2>"$CASES/$name.err"
   local rc=$?
   local t1=$(date +%s.%N)
-  echo "$name rc=$rc expected=$expected $(head -c 300 "$CASES/$name.err" | tr '\n' ' ')" | tee -a "$LOG"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" >>"$OUT/cases.tsv"
+  echo "$name rc=$rc expected=$expected $(head -c 300 "$CASES/$name.err" | tr '\n' ' ')" >>"$LOG"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$expected" "$step" "$shape" "$dtype" "$seed" "$mutation" "$rc" "$(awk -v a="$t0" -v b="$t1" 'BEGIN{print b-a}')" "$emu_seed" "$clusters" >>"$OUT/cases.tsv"
 }
+export -f run_case
+export RUNNER CASES LOG OUT
 
 : >"$OUT/cases.tsv"
 for dtype in f16 bf16; do
@@ -46,19 +59,41 @@ for dtype in f16 bf16; do
   echo "selftest $dtype rc=$?" | tee -a "$LOG"
 done
 
-STEPS=$("$RUNNER" list --json | python3 -c 'import json,sys; print(" ".join(str(s["number"]) for s in json.load(sys.stdin)))')
-for step in $STEPS; do
-  for shape in $SHAPES; do
-    for dtype in $DTYPES; do
-      for seed in $SEEDS; do
-        run_case "s${step}-${shape}-${dtype}-${seed}" pass "$step" "$shape" "$dtype" "$seed" -
-      done
-    done
-  done
-  for mut in $MUTATIONS; do
-    run_case "s${step}-${mut}" fail "$step" 512x1024x512 f16 1 "$mut"
-  done
-done
+# The case list: one line of run_case arguments per case, then JOBS at a time.
+STEPS_JSON=$("$RUNNER" list --json)
+MUTATIONS_JSON=$("$RUNNER" mutations --json)
+PERSISTENT_STEPS=${PERSISTENT_STEPS:-"4 5 6"}
+CASELIST="$OUT/caselist.txt"
+python3 - "$STEPS_JSON" "$MUTATIONS_JSON" "$SHAPES" "$DTYPES" "$SEEDS" "$EMU_SEEDS" "$MULTI_TILE" "$CONTROL_SHAPE" "$PERSISTENT_STEPS" >"$CASELIST" <<'PY'
+import json, sys
+steps = [s["number"] for s in json.loads(sys.argv[1])]
+mutations = json.loads(sys.argv[2])
+shapes, dtypes, seeds, emu_seeds = (a.split() for a in sys.argv[3:7])
+multi = [c.split(":") for c in sys.argv[7].split()]
+control, persistent = sys.argv[8], {int(s) for s in sys.argv[9].split()}
+first = emu_seeds[0]
+for step in steps:
+    for shape in shapes:
+        for dtype in dtypes:
+            for seed in seeds:
+                print(f"s{step}-{shape}-{dtype}-{seed}-e{first}", "pass", step, shape, dtype, seed, "-", first, "-")
+    for e in emu_seeds[1:]:
+        print(f"s{step}-{control}-f16-1-e{e}", "pass", step, control, "f16", 1, "-", e, "-")
+    if step in persistent:
+        for shape, clusters in multi:
+            for e in emu_seeds:
+                print(f"s{step}-{shape}-c{clusters}-f16-1-e{e}", "pass", step, shape, "f16", 1, "-", e, clusters)
+for m in mutations:
+    expected = "fail" if m["expect"] == "caught" else "pass"
+    for step in m["steps"]:
+        if step not in steps:
+            continue
+        clusters = "1" if step in persistent else "-"
+        for e in emu_seeds:
+            print(f"s{step}-{m['name']}-c{clusters}-e{e}", expected, step, control, "f16", 1, m["name"], e, clusters)
+PY
+echo "$(wc -l <"$CASELIST") cases, $JOBS at a time" | tee -a "$LOG"
+xargs -P "$JOBS" -L 1 bash -c 'run_case "$@"' _ <"$CASELIST"
 
 python3 - "$OUT" "$COMMIT" "$CASES" <<'PY'
 import json, os, subprocess, sys, datetime
@@ -68,8 +103,11 @@ smi = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format
 gpu, driver = smi[0], smi[1] if len(smi) > 1 else "?"
 date = datetime.date.today().isoformat()
 cases, ok_all = [], True
-for line in open(os.path.join(out, "cases.tsv")):
-    name, expected, step, shape, dtype, seed, mutation, rc, secs = line.rstrip("\n").split("\t")
+rows = [line.rstrip("\n").split("\t") for line in open(os.path.join(out, "cases.tsv"))]
+# Cases ran JOBS at a time: report them in the case list's order.
+order = {l.split()[0]: i for i, l in enumerate(open(os.path.join(out, "caselist.txt")))}
+rows.sort(key=lambda r: order.get(r[0], len(order)))
+for name, expected, step, shape, dtype, seed, mutation, rc, secs, emu_seed, clusters in rows:
     rc = int(rc)
     rel = None
     try:
@@ -91,12 +129,14 @@ for line in open(os.path.join(out, "cases.tsv")):
     met = outcome == "pass" if expected == "pass" else outcome != "pass"
     ok_all &= met
     cases.append({"step": int(step), "shape": shape, "dtype": dtype, "seed": int(seed),
+                  "emu_seed": int(emu_seed), "clusters": None if clusters == "-" else int(clusters),
                   "mutation": None if mutation == "-" else mutation, "expected": expected,
                   "outcome": outcome, "met_expectation": met, "exit_code": rc,
                   "rel_error_norm": rel if isinstance(rel, float) else None,
                   "seconds": round(float(secs), 2), "detail": err[-1][:300] if err else ""})
 json.dump({"kind": "emulation", "gpu": gpu, "driver": driver, "date": date, "commit": commit,
-           "mode": "tcgen05 emulated on sm_90a", "cases": cases},
+           "mode": "tcgen05 emulated on sm_90a", "emu_seeds": [int(e) for e in os.environ.get("EMU_SEEDS", "1 2 3 4 5").split()],
+           "cases": cases},
           open(os.path.join(out, "emulation.json"), "w"), indent=1)
 st = []
 for d in ("f16", "bf16"):
@@ -110,11 +150,13 @@ for d in ("f16", "bf16"):
         st.append({"dtype": d, "error": str(e)})
 json.dump({"kind": "selftest", "gpu": gpu, "driver": driver, "date": date, "commit": commit, "cases": st},
           open(os.path.join(out, "selftest.json"), "w"), indent=1)
-print(f"\n{'case':<34} {'expected':<8} {'outcome':<8} {'secs':>6}  rel.err")
+print(f"\n{'case':<58} {'expected':<8} {'outcome':<8} {'secs':>6}  rel.err")
 for c in cases:
-    name = f"s{c['step']} {c['shape']} {c['dtype']} seed{c['seed']}" + (f" [{c['mutation']}]" if c['mutation'] else "")
+    name = (f"s{c['step']} {c['shape']} {c['dtype']} seed{c['seed']} emu{c['emu_seed']}"
+            + (f" clusters{c['clusters']}" if c['clusters'] else "")
+            + (f" [{c['mutation']}]" if c['mutation'] else ""))
     flag = "" if c["met_expectation"] else "  <-- UNEXPECTED"
-    print(f"{name:<34} {c['expected']:<8} {c['outcome']:<8} {c['seconds']:>6}  {c['rel_error_norm'] if c['rel_error_norm'] is not None else '-'}{flag}")
+    print(f"{name:<58} {c['expected']:<8} {c['outcome']:<8} {c['seconds']:>6}  {c['rel_error_norm'] if c['rel_error_norm'] is not None else '-'}{flag}")
 for s in st:
     print("selftest", s)
 print("ALL EXPECTATIONS MET" if ok_all else "SOME CASES DID NOT MEET EXPECTATIONS")

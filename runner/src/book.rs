@@ -18,6 +18,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "book/src/introduction.md",
         include_str!("../../book/src/introduction.md"),
     ),
+    (
+        "book/src/emulation.md",
+        include_str!("../../book/src/emulation.md"),
+    ),
     ("book/src/step0.md", include_str!("../../book/src/step0.md")),
     ("book/src/step1.md", include_str!("../../book/src/step1.md")),
     ("book/src/step2.md", include_str!("../../book/src/step2.md")),

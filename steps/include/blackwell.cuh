@@ -43,6 +43,28 @@ __device__ __forceinline__ u32 make_idesc_f16(u32 m, u32 n, bool bf16) {
   return desc;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Operand arithmetic shared by the native wrappers and the emulation, so that the emulation
+// exercises the same address computations the hardware path uses.
+// ---------------------------------------------------------------------------------------------
+
+// The CTA pair of a cta_group::2 instruction (PTX ISA "tcgen05: Issue Granularity", peer CTAs):
+// ranks 2i and 2i + 1 of a cluster; the even one leads. Its barriers count both CTAs' TMA bytes
+// and its MMA warp issues the pair's tcgen05.mma. The one definition of that mapping.
+__device__ __forceinline__ u32 pair_leader(u32 rank) { return rank & ~1u; }
+
+// A 2-CTA TMA completes its bytes on the barrier at `bar`'s offset in CTA `bar_rank` of the
+// cluster (PTX ISA "cp.async.bulk.tensor": with .cta_group::2 the mbarrier may be in either CTA
+// of the pair): its shared::cluster address.
+__device__ __forceinline__ u32 tma_2cta_barrier(u64* bar, u32 bar_rank) {
+  return map_to_cta(smem_u32(bar), bar_rank);
+}
+
+// Tensor-memory addresses (PTX ISA "Tensor Memory Addressing"): lane in bits 16-31, column in
+// bits 0-15.
+__device__ __forceinline__ u32 tmem_lane(u32 taddr) { return taddr >> 16; }
+__device__ __forceinline__ u32 tmem_col(u32 taddr) { return taddr & 0xFFFF; }
+
 }  // namespace bw
 
 #if defined(WB_EMULATE_TCGEN05)
@@ -92,17 +114,17 @@ __device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) {
 }
 
 // cp.async.bulk.tensor.2d ... .cta_group::2 (warp-level): like tma_load_2d, but the bytes are
-// counted on the barrier at `bar`'s offset in the pair's leader CTA (rank 0), whose MMA warp
-// consumes both CTAs' tiles. `bytes` is this copy's size (its box in bytes): the hardware
-// ignores it; the sm_90 emulation forwards it to the leader's barrier.
+// counted on the barrier at `bar`'s offset in CTA `bar_rank` of the pair: the kernels pass
+// pair_leader(rank), whose MMA warp consumes both CTAs' tiles. `bytes` is this copy's size (its
+// box in bytes): the hardware ignores it; the sm_90 emulation forwards it to that barrier.
 __device__ __forceinline__ void tma_load_2d_2cta(void* dst, const TmaDesc* desc, u64* bar,
-                                                 u32 bytes, int c0, int c1) {
+                                                 u32 bar_rank, u32 bytes, int c0, int c1) {
   (void)bytes;
   if (elect_one()) {
     asm volatile(
         "cp.async.bulk.tensor.2d.cta_group::2.shared::cluster.global.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
-        "l"(desc), "r"(map_to_cta(smem_u32(bar), 0)), "r"(c0), "r"(c1)
+        "l"(desc), "r"(tma_2cta_barrier(bar, bar_rank)), "r"(c0), "r"(c1)
         : "memory");
   }
   __syncwarp();
@@ -174,7 +196,8 @@ __device__ __forceinline__ void mma_commit(u64* bar) {
 // ---------------------------------------------------------------------------------------------
 
 // tcgen05.ld.32x32b.x32 (warp-level, whole warp): thread t of warp w gets lane 32*(w%4)+t,
-// 32 consecutive 32-bit columns starting at `taddr`'s column. Not usable before tmem_wait_ld.
+// 32 consecutive 32-bit columns starting at `taddr`'s column. Asynchronous: pass the same
+// registers to tmem_wait_ld before using them.
 __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
   asm volatile(
       "tcgen05.ld.sync.aligned.32x32b.x32.b32"
@@ -189,9 +212,21 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
       : "r"(taddr));
 }
 
-// tcgen05.wait::ld: block until this thread's tcgen05.ld results are in its registers.
-__device__ __forceinline__ void tmem_wait_ld() {
-  asm volatile("tcgen05.wait::ld.sync.aligned;" ::: "memory");
+// tcgen05.wait::ld (PTX ISA "tcgen05.wait"): block until this thread's tcgen05.ld results are
+// in its registers. The registers are in-out operands of the wait, so the compiler can neither
+// read them before it nor move the wait after their first use: the wait is tied to the load's
+// results. (The ISA also orders a true register dependency on its own, "Register dependencies,
+// same thread"; the wait is what orders the load's tensor-memory reads before a later hand-off.)
+__device__ __forceinline__ void tmem_wait_ld(u32 (&r)[32]) {
+  asm volatile("tcgen05.wait::ld.sync.aligned;"
+               : "+r"(r[0]), "+r"(r[1]), "+r"(r[2]), "+r"(r[3]), "+r"(r[4]), "+r"(r[5]),
+                 "+r"(r[6]), "+r"(r[7]), "+r"(r[8]), "+r"(r[9]), "+r"(r[10]), "+r"(r[11]),
+                 "+r"(r[12]), "+r"(r[13]), "+r"(r[14]), "+r"(r[15]), "+r"(r[16]), "+r"(r[17]),
+                 "+r"(r[18]), "+r"(r[19]), "+r"(r[20]), "+r"(r[21]), "+r"(r[22]), "+r"(r[23]),
+                 "+r"(r[24]), "+r"(r[25]), "+r"(r[26]), "+r"(r[27]), "+r"(r[28]), "+r"(r[29]),
+                 "+r"(r[30]), "+r"(r[31])
+               :
+               : "memory");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -17,6 +17,27 @@
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// Under the sm_90 emulation (WB_EMULATE_TCGEN05), the tcgen05 ordering sanitizer of
+// tcgen05_emu.cuh must see every thread synchronisation and every TMA load: the wrappers below
+// call these hooks, which tcgen05_emu.cuh defines. Natively WB_EMU_HOOK expands to nothing.
+#if defined(WB_EMULATE_TCGEN05)
+namespace wb {
+namespace emu_hook {
+enum SyncKind : u32 { MBARRIER = 1, CTA_BARRIER = 2, CLUSTER_BARRIER = 3 };
+constexpr u32 THIS_CTA = 0xffffffffu;
+__device__ void barrier_init(u64* bar, u32 count);
+__device__ void wait_done(u64* bar, u32 parity);   // a wait on `bar` saw `parity` complete
+__device__ void arrive(u64* bar, u32 rank);        // just before one arrival on CTA `rank`'s bar
+__device__ void thread_sync_before(u32 kind);      // just before bar.sync / barrier.cluster
+__device__ void thread_sync_after(u32 kind);
+__device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32 cta_mask);
+}  // namespace emu_hook
+}  // namespace wb
+#define WB_EMU_HOOK(call) ::wb::emu_hook::call
+#else
+#define WB_EMU_HOOK(call) ((void)0)
+#endif
+
 // The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
 struct alignas(64) TmaDesc {
   u64 opaque[16];
@@ -55,7 +76,11 @@ __device__ __forceinline__ bool elect_one() {
 
 // bar.sync 0 (PTX ISA "bar, barrier"): every thread of the CTA. The kernels call this instead of
 // __syncthreads() so that the one CTA-wide barrier has a name the tcgen05 emulation can see.
-__device__ __forceinline__ void cta_sync() { __syncthreads(); }
+__device__ __forceinline__ void cta_sync() {
+  WB_EMU_HOOK(thread_sync_before(emu_hook::CTA_BARRIER));
+  __syncthreads();
+  WB_EMU_HOOK(thread_sync_after(emu_hook::CTA_BARRIER));
+}
 
 // ---------------------------------------------------------------------------------------------
 // mbarrier (PTX ISA "Parallel Synchronization and Communication Instructions: mbarrier")
@@ -65,6 +90,7 @@ __device__ __forceinline__ void cta_sync() { __syncthreads(); }
 __device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
+  WB_EMU_HOOK(barrier_init(bar, count));
 }
 
 // fence.mbarrier_init (PTX ISA "membar/fence"): make initialised barriers visible to the async
@@ -75,6 +101,7 @@ __device__ __forceinline__ void fence_mbarrier_init() {
 
 // mbarrier.arrive: one arrival, by the calling thread.
 __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
+  WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
@@ -82,6 +109,7 @@ __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
 // the phase completes only when the copies that name this barrier have landed.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   if (elect_one()) {
+    WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
                  "r"(bytes)
                  : "memory");
@@ -99,6 +127,7 @@ __device__ __forceinline__ bool mbarrier_try_wait(u64* bar, u32 parity) {
       : "=r"(done)
       : "r"(smem_u32(bar)), "r"(parity)
       : "memory");
+  if (done) WB_EMU_HOOK(wait_done(bar, parity));
   return done != 0;
 }
 
@@ -122,6 +151,7 @@ __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");
   }
+  WB_EMU_HOOK(wait_done(bar, parity));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -137,8 +167,10 @@ __device__ __forceinline__ u32 cluster_ctarank() {
 
 // barrier.cluster.arrive.release + wait.acquire: every thread of every CTA in the cluster.
 __device__ __forceinline__ void cluster_sync() {
+  WB_EMU_HOOK(thread_sync_before(emu_hook::CLUSTER_BARRIER));
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
+  WB_EMU_HOOK(thread_sync_after(emu_hook::CLUSTER_BARRIER));
 }
 
 // mapa.shared::cluster: the address of the same shared-memory location in CTA `rank`.
@@ -152,6 +184,7 @@ __device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
 // lane, on the barrier at `bar`'s offset in CTA `rank` of the cluster (possibly this CTA).
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
   if (elect_one()) {
+    WB_EMU_HOOK(arrive(bar, rank));
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
                      map_to_cta(smem_u32(bar), rank))
                  : "memory");
@@ -186,6 +219,7 @@ __device__ __forceinline__ void tma_prefetch_desc(const TmaDesc* desc) {
 __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64* bar, int c0,
                                             int c1) {
   if (elect_one()) {
+    WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, 0));
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
@@ -201,6 +235,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64*
 __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* desc, u64* bar,
                                                       unsigned short cta_mask, int c0, int c1) {
   if (elect_one()) {
+    WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, cta_mask));
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),

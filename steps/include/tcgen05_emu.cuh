@@ -1,18 +1,36 @@
-// tcgen05_emu.cuh: the tcgen05 primitives of blackwell.cuh, emulated for sm_90 (Hopper).
+// tcgen05_emu.cuh: the tcgen05 primitives of blackwell.cuh, emulated for sm_90 (Hopper), with an
+// ordering sanitizer.
 //
 // Included by blackwell.cuh when WB_EMULATE_TCGEN05 is defined. Step kernels compile unchanged:
 // every function here has the signature and the PTX semantics of its native twin. TMA, mbarrier,
 // clusters and distributed shared memory stay native; only tcgen05 is replaced:
 //   - tensor memory: 128 lanes x 512 columns of 32-bit cells per CTA, in global memory the host
 //     allocates (and poisons with NaN) for each launch; cell (lane, col) at [col * 128 + lane];
-//   - tcgen05.mma only validates and queues; the math runs at tcgen05.commit, with all 32 lanes,
-//     so a kernel that reads the accumulator before the commit's mbarrier fires reads poison;
-//   - every encoding the workbook does not use traps, after writing what went wrong to
-//     host-mapped memory (wb_emu_error) so the host can name the fault after the context dies.
-// This is a correctness tool. Its timings mean nothing.
+//   - tcgen05.mma is asynchronous, as on the hardware: it is validated and queued at issue, its
+//     columns are "in flight" from then on, and it runs (reading its shared-memory operands then)
+//     when the issuing thread's tcgen05.commit fires, after a seeded delay, just before the
+//     commit's arrivals (multicast in a seeded order);
+//   - tcgen05.ld reads at once (a true register dependency is ordered, PTX ISA "Register
+//     dependencies, same thread"), but stays pending until tcgen05.wait::ld.
+// The sanitizer enforces the PTX ISA's tcgen05 memory-consistency rules (PTX ISA "Memory
+// Consistency Model for 5th generation of TensorCore operations": "Pipelined tcgen05
+// Instructions", "Specialized Inter-thread Synchronization", "Canonical synchronization
+// patterns") deterministically, whatever the timing: after a thread synchronisation, tcgen05 work
+// needs tcgen05.fence::after_thread_sync; a tcgen05.ld reads only results whose completion its
+// warp observed (commit -> mbarrier wait); tensor memory read by tcgen05.ld is handed over only
+// after tcgen05.wait::ld + tcgen05.fence::before_thread_sync; an MMA overwrites columns only once
+// their readers handed them over and it observed that; an MMA reads only shared memory a TMA load
+// wrote and its warp saw complete; a TMA does not overwrite operands of an MMA still in flight; a
+// CTA frees its tensor memory (and exits) only after waiting for every tcgen05.commit another CTA
+// aimed at it. To do so common.cuh's mbarrier, barrier and TMA wrappers call the hooks at the end
+// of this file, which keep per-warp and per-CTA state in the global buffer the host sizes.
+//
+// Every violation, and every encoding the workbook does not use, traps after writing what went
+// wrong to host-mapped memory (wb_emu_fault) so the host can name the CTA, warp and rule after the
+// context dies. This is a correctness tool. Its timings mean nothing.
 #pragma once
 
-// Failure codes, mirrored by common::emulation::EmuFault on the host.
+// Failure codes, mirrored by common::emulation::Fault::describe on the host.
 #define WB_EMU_ERR_NOT_FULL_WARP 1      // a .sync.aligned tcgen05 op with lanes missing
 #define WB_EMU_ERR_ALLOC_NCOLS 2        // ncols not a power of two in [32, 512]
 #define WB_EMU_ERR_ALLOC_AFTER_RELINQUISH 3
@@ -28,14 +46,35 @@
 #define WB_EMU_ERR_SMEM_OUT_OF_RANGE 13 // an MMA operand row lies outside the CTA's shared memory
 #define WB_EMU_ERR_NOT_LEADER 14        // a cta_group::2 MMA issued by a CTA of odd rank
 #define WB_EMU_ERR_MIXED_CTA_GROUP 15   // a commit of one cta_group covering MMAs of the other
+// The ordering sanitizer.
+#define WB_EMU_ERR_NO_FENCE_AFTER_SYNC 16   // tcgen05.mma/ld after a sync, no fence::after_thread_sync
+#define WB_EMU_ERR_LD_NOT_WAITED 17         // hand-off with a tcgen05.ld not yet waited for
+#define WB_EMU_ERR_LD_NO_FENCE_BEFORE 18    // hand-off after tcgen05.ld without fence::before_thread_sync
+#define WB_EMU_ERR_LD_IN_FLIGHT 19          // tcgen05.ld of columns an issued MMA is still writing
+#define WB_EMU_ERR_LD_NOT_OBSERVED 20       // tcgen05.ld of MMA results whose commit the warp never saw
+#define WB_EMU_ERR_MMA_UNRELEASED 21        // MMA overwrites columns a warp read and did not hand over
+#define WB_EMU_ERR_MMA_RELEASE_UNSEEN 22    // ... handed over on a barrier phase the MMA warp never saw
+#define WB_EMU_ERR_OPERAND_NOT_LOADED 23    // MMA operand not from a TMA load its warp saw complete
+#define WB_EMU_ERR_TMA_OVER_OPERAND 24      // TMA load into an operand of an MMA still in flight
+#define WB_EMU_ERR_SDESC_BASE_OFFSET 25     // operand start needs a non-zero descriptor base offset
+#define WB_EMU_ERR_EXIT_WITH_ARRIVALS 26    // tensor memory freed before awaited commits from peers
+#define WB_EMU_ERR_TABLE_FULL 27            // more barriers / TMA destinations / warps than modelled
 
 namespace bw {
 namespace emu {
 
 constexpr u32 LANES = 128;
 constexpr u32 COLS = 512;
-constexpr u32 GRANULE = 32;  // allocation unit, in columns
-constexpr u32 MAX_PENDING = 64;
+constexpr u32 GRANULE = 32;              // allocation unit, in columns
+constexpr u32 GRANULES = COLS / GRANULE;
+constexpr u32 MAX_PENDING = 32;          // queued MMAs per warp
+constexpr u32 MAX_WARPS = 16;            // warps per CTA the sanitizer tracks
+constexpr u32 MAX_BARRIERS = 32;         // mbarriers per CTA
+constexpr u32 MAX_TMA = 32;              // distinct TMA destinations per CTA
+
+// What the wrappers report in `detail0` of a fault, where an op or a hand-off is named.
+enum Op : u32 { OP_ALLOC = 1, OP_RELINQUISH, OP_DEALLOC, OP_COMMIT, OP_LD, OP_MMA, OP_WAIT_LD };
+enum Handoff : u32 { HANDOFF_ARRIVE = 1, HANDOFF_CTA_BARRIER, HANDOFF_CLUSTER_BARRIER, HANDOFF_DEALLOC };
 
 struct PendingMma {
   u64 a_desc;
@@ -44,15 +83,75 @@ struct PendingMma {
   u32 idesc;
   u32 accumulate;
   u32 cta_group;  // 1, or 2 for an MMA over the CTA pair
+  u32 lane;       // the issuing thread: a commit tracks only its own thread's MMAs
+  u32 seq;        // the issuing warp's MMA count after this one
+};
+
+// An mbarrier initialised with wb::mbarrier_init, and what the emulator saw arrive on it. Phases
+// are stored as phase + 2 so that 0 means "none" (phases -2 and -1 are the virtual ones a fresh
+// barrier reports as complete to parity waits).
+struct BarShadow {
+  u32 addr1;                // shared::cta address + 1; 0: unused
+  u32 count;                // arrivals per phase
+  u32 arrivals;             // arrivals so far, all phases (TMA bytes are not arrivals)
+  u32 remote_commit_phase;  // latest phase a tcgen05.commit of another CTA arrived in (+2)
+  u32 rec_phase[2];         // per parity: the phase of the last commit arrival (+2)...
+  u32 rec_seq[2];           // ...the committing warp's MMA count at that commit...
+  u32 rec_warp[2];          // ...and that warp
+};
+
+// The last TMA load into one shared-memory destination of this CTA.
+struct TmaEntry {
+  u32 dst1;       // shared::cta address + 1; 0: unused
+  u32 bytes;      // box size, 0 when the wrapper does not know it
+  u32 bar_addr;   // the barrier its bytes complete on...
+  u32 bar_rank;   // ...in this CTA of the cluster
+  u32 observers;  // bit (rank % 2) * 16 + warp: that warp waited on the barrier since
+  u32 pad;
+};
+
+// Who read one lane quarter of a 32-column granule of tensor memory since the last MMA wrote it.
+enum ReaderState : u32 { READER_NONE = 0, READER_READ = 1, READER_RELEASED = 2 };
+struct Reader {
+  u32 state;
+  u32 warp;       // the reading warp
+  u32 rel_rank;   // handed over by an arrival on barrier rel_idx of CTA rel_rank...
+  u32 rel_idx;
+  u32 rel_phase;  // ...in this phase (+2)
+};
+
+struct Granule {
+  u32 inflight;     // issued MMAs writing it whose commit has not fired
+  u32 writer_warp;  // the last MMA writing it: its warp (in the MMA-issuing CTA)...
+  u32 writer_seq;   // ...and sequence number (0: never written)
+  u32 pad;
+  Reader reader[4];
+};
+
+struct WarpState {
+  u32 need_fence;   // synchronised since the last tcgen05.fence::after_thread_sync
+  u32 sync_kind;    // the last synchronisation (wb::emu_hook::SyncKind)...
+  u32 sync_bar;     // ...and its barrier, for messages
+  u32 pending_ld;   // a tcgen05.ld not yet waited for (tcgen05.wait::ld)
+  u32 ld_unfenced;  // a tcgen05.ld since the last tcgen05.fence::before_thread_sync
+  u32 mma_seq;      // MMAs this warp issued
+  u32 num_pending;  // MMAs in `queue` (issued, their commit not yet fired)
+  u32 events;       // commits and TMA loads so far: the schedule perturbation's counter
+  u32 obs_phase[MAX_BARRIERS];  // per barrier of this CTA: latest phase this warp waited for (+2)
+  u32 seen[MAX_WARPS];          // per MMA-issuing warp: its MMAs this warp saw complete
+  PendingMma queue[MAX_PENDING];
 };
 
 // Per-CTA bookkeeping; the host zeroes it before each launch and checks alloc_mask == 0 after.
 struct CtaState {
-  u32 alloc_mask;  // bit g set: columns [32g, 32g + 32) are allocated
+  u32 alloc_mask;  // bit g set: columns [32g, 32g + 32) are allocated (first: the host reads it)
   u32 relinquished;
-  u32 num_pending;
+  u32 num_bars;
   u32 pad;
-  PendingMma pending[MAX_PENDING];
+  BarShadow bars[MAX_BARRIERS];
+  TmaEntry tma[MAX_TMA];
+  Granule gran[GRANULES];
+  WarpState warps[MAX_WARPS];
 };
 
 // First fault wins; the record lives in host-mapped memory so it survives the trap.
@@ -68,12 +167,14 @@ struct Fault {
 }  // namespace emu
 }  // namespace bw
 
-// Set by the host (cuModuleGetGlobal) before each launch.
+// Set by the host (cuModuleGetGlobal) before each launch; wb_emu_cta_state_bytes is read by it.
 extern "C" {
 __device__ float* wb_emu_tmem;
 __device__ bw::emu::CtaState* wb_emu_state;
 __device__ u32 wb_emu_num_ctas;
 __device__ bw::emu::Fault* wb_emu_fault;
+__device__ u64* wb_emu_params;  // [0]: the seed of the schedule perturbation (--emu-seed)
+__device__ u32 wb_emu_cta_state_bytes = sizeof(bw::emu::CtaState);
 }
 
 namespace bw {
@@ -96,10 +197,21 @@ __device__ __noinline__ void fail(u32 code, u64 detail0, u64 detail1) {
   __trap();
 }
 
+// State shared between warps and CTAs (on other SMs) is read and written through volatile
+// accesses, which go to L2, with __threadfence() where an order matters.
+__device__ __forceinline__ u32 vld(const u32* p) { return *reinterpret_cast<const volatile u32*>(p); }
+__device__ __forceinline__ void vst(u32* p, u32 v) { *reinterpret_cast<volatile u32*>(p) = v; }
+
 __device__ __forceinline__ u32 cta_rank() {
   u32 r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
   return r;
+}
+
+__device__ __forceinline__ u32 cluster_size() {
+  u32 n;
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(n));
+  return n;
 }
 
 // Linear block index of the CTA with cluster rank `rank` in this CTA's cluster.
@@ -124,6 +236,12 @@ __device__ __forceinline__ CtaState* state_of(u32 rank) {
 
 __device__ __forceinline__ CtaState* state() { return state_of(cta_rank()); }
 
+__device__ __forceinline__ WarpState* warp_state(CtaState* st) {
+  const u32 w = bw::warp_id();
+  if (w >= MAX_WARPS) fail(WB_EMU_ERR_TABLE_FULL, 3, w);
+  return &st->warps[w];
+}
+
 __device__ __forceinline__ float* tmem_cells_of(u32 rank) {
   return wb_emu_tmem + static_cast<size_t>(cta_linear_of_rank(rank)) * LANES * COLS;
 }
@@ -132,6 +250,15 @@ __device__ __forceinline__ float* tmem_cells() { return tmem_cells_of(cta_rank()
 
 __device__ __forceinline__ void require_full_warp(u32 what) {
   if (__activemask() != 0xffffffffu) fail(WB_EMU_ERR_NOT_FULL_WARP, what, __activemask());
+}
+
+__device__ __forceinline__ bool lowest_active_lane() {
+  return static_cast<u32>(__ffs(__activemask()) - 1) == bw::lane_id();
+}
+
+// The lane elect.sync picks in a full warp: the thread that issues an MMA or a commit.
+__device__ __forceinline__ u32 elected_lane() {
+  return static_cast<u32>(__ffs(__ballot_sync(0xffffffffu, elect_one())) - 1);
 }
 
 __device__ __forceinline__ u32 granule_mask(u32 col, u32 ncols) {
@@ -144,6 +271,41 @@ __device__ __forceinline__ void require_allocated(const CtaState* st, u32 col, u
   if (col + ncols > COLS || (st->alloc_mask & granule_mask(col, ncols)) != granule_mask(col, ncols))
     fail(WB_EMU_ERR_TMEM_UNALLOCATED, col, ncols);
 }
+
+// ---- the schedule perturbation ----------------------------------------------------------------
+
+// splitmix64 of (seed, CTA, warp, event): the same seed gives the same schedule decisions.
+__device__ __forceinline__ u64 perturbation(u32 warp, u32 event) {
+  u64 z = wb_emu_params[0] + 0x9E3779B97F4A7C15ull * (1 + ((u64)cta_linear() << 40) +
+                                                      ((u64)warp << 32) + event);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+__device__ __forceinline__ void spin(u64 cycles) {
+  const long long t0 = clock64();
+  while (static_cast<u64>(clock64() - t0) < cycles) {
+  }
+}
+
+// ---- mbarrier shadows -------------------------------------------------------------------------
+
+__device__ __forceinline__ int bar_index(CtaState* st, u32 addr) {
+  const u32 n = min(vld(&st->num_bars), MAX_BARRIERS);
+  for (u32 i = 0; i < n; ++i)
+    if (vld(&st->bars[i].addr1) == addr + 1) return static_cast<int>(i);
+  return -1;
+}
+
+// One arrival on barrier `idx` of `st`; returns its phase + 2.
+__device__ __forceinline__ u32 count_arrival(CtaState* st, int idx) {
+  BarShadow& b = st->bars[idx];
+  const u32 a = atomicAdd(&b.arrivals, 1u);
+  return a / max(vld(&b.count), 1u) + 2;
+}
+
+// ---- decoded descriptors ----------------------------------------------------------------------
 
 // Decoded kind::f16 instruction descriptor. Anything other than dense, f32-accumulating,
 // K-major, un-negated f16/bf16 with M = 128 per CTA (128 for cta_group::1, 256 for
@@ -187,7 +349,19 @@ __device__ __forceinline__ Sdesc decode_sdesc(u64 desc) {
   const bool ok = version == 1 && base_offset == 0 && lbo_mode == 0 && fixed_zero == 0 &&
                   swizzle == 2 && gaps == 0 && sbo != 0;
   if (!ok) fail(WB_EMU_ERR_SDESC_UNSUPPORTED, desc, 0);
+  // PTX ISA "Shared Memory Descriptor", base offset: a swizzled operand whose start address is not
+  // aligned to the pattern's repeat (1024 B for the 128-byte swizzle; moving K inside the first
+  // 128-byte row keeps address bits 7-9) needs base offset = (start >> 7) & 7. Base offset 0 then
+  // describes another layout than the one TMA wrote.
+  if (((start >> 7) & 7) != 0) fail(WB_EMU_ERR_SDESC_BASE_OFFSET, desc, start);
   return Sdesc{start, sbo};
+}
+
+// Bytes [lo, hi) of an operand of `rows` rows an MMA may read: 8-row groups of 1024 B, `sbo`
+// apart, from the 1024-B-aligned base of its start address.
+__device__ __forceinline__ u32 operand_lo(const Sdesc& d) { return d.start & ~127u; }
+__device__ __forceinline__ u32 operand_hi(const Sdesc& d, u32 rows) {
+  return operand_lo(d) + (rows / 8 - 1) * d.sbo + 1024;
 }
 
 // 16 bytes at shared::cta address `addr` of the CTA with cluster rank `rank` (possibly this one).
@@ -234,35 +408,147 @@ __device__ __forceinline__ void read_k16(const Sdesc& d, u32 r, bool bf16, float
   }
 }
 
+// The CTA whose tensor memory and shared memory the `c`-th half of an MMA uses.
+__device__ __forceinline__ u32 mma_cta(u32 cta_group, u32 c) {
+  return cta_group == 1 ? cta_rank() : pair_leader(cta_rank()) + c;
+}
+
 // Run one queued MMA with the whole warp: lane l owns rows l, l+32, ... so each tensor-memory
 // column is written by 32 consecutive addresses. cta_group::1: this CTA's A, B and D.
-// cta_group::2 (issued by the leader, rank 0): for each CTA c of the pair, D_c = A_c * B^T, where
+// cta_group::2 (issued by the leader): for each CTA c of the pair, D_c = A_c * B^T, where
 // B's first N/2 rows live in the leader's shared memory and the rest in the peer's, all at the
 // descriptor's offsets.
 __device__ __forceinline__ void execute(const PendingMma& op) {
   const Idesc id = decode_idesc(op.idesc, op.cta_group);
   const Sdesc a = decode_sdesc(op.a_desc);
   const Sdesc b = decode_sdesc(op.b_desc);
-  const u32 col0 = op.d_tmem & 0xFFFF;
+  const u32 col0 = tmem_col(op.d_tmem);
   const u32 lane = threadIdx.x % 32;
-  const u32 self = cta_rank();
   for (u32 c = 0; c < op.cta_group; ++c) {
-    const u32 d_rank = op.cta_group == 1 ? self : c;
+    const u32 d_rank = mma_cta(op.cta_group, c);
     float* cells = tmem_cells_of(d_rank);
     float a_rows[4][16];
     for (int i = 0; i < 4; ++i) read_k16(a, lane + 32 * i, id.bf16, a_rows[i], d_rank);
     const u32 n_per_cta = id.n / op.cta_group;
     for (u32 n = 0; n < id.n; ++n) {
       float b_row[16];
-      const u32 b_rank = op.cta_group == 1 ? self : n / n_per_cta;
-      read_k16(b, n % n_per_cta, id.bf16, b_row, b_rank);
+      read_k16(b, n % n_per_cta, id.bf16, b_row, mma_cta(op.cta_group, n / n_per_cta));
       for (int i = 0; i < 4; ++i) {
         float dot = 0.f;
         for (int k = 0; k < 16; ++k) dot = fmaf(a_rows[i][k], b_row[k], dot);
         float* cell = cells + static_cast<size_t>(col0 + n) * LANES + lane + 32 * i;
-        *cell = op.accumulate ? *cell + dot : dot;
+        __stcg(cell, op.accumulate ? __ldcg(cell) + dot : dot);
       }
     }
+  }
+}
+
+// ---- TMA destinations ---------------------------------------------------------------------------
+
+__device__ __forceinline__ u32 observer_bit(u32 rank, u32 warp) { return 1u << ((rank % 2) * 16 + warp); }
+
+// The last TMA load whose destination starts at or below `addr` (boxes tile the ring, and the
+// wrappers of 1-CTA loads do not know their box size); -1 if none.
+__device__ __forceinline__ int tma_below(CtaState* s, u32 addr) {
+  int best = -1;
+  u32 best_dst = 0;
+  for (u32 i = 0; i < MAX_TMA; ++i) {
+    const u32 d1 = vld(&s->tma[i].dst1);
+    if (d1 != 0 && d1 - 1 <= addr && (best < 0 || d1 - 1 > best_dst)) {
+      best = static_cast<int>(i);
+      best_dst = d1 - 1;
+    }
+  }
+  return best;
+}
+
+// MMA operand bytes [lo, lo + 1024) in CTA `rank` must come from a TMA load whose barrier the
+// issuing warp waited on since the load was issued (PTX ISA "cp.async.bulk.tensor": the
+// mbarrier's complete_tx is the only completion signal of the writes).
+__device__ __forceinline__ void require_loaded(u32 rank, u32 lo, u32 operand, u32 bit) {
+  CtaState* s = state_of(rank);
+  const int i = tma_below(s, lo);
+  const u64 where = (static_cast<u64>(operand) << 48) | (static_cast<u64>(rank) << 32) | lo;
+  if (i < 0) fail(WB_EMU_ERR_OPERAND_NOT_LOADED, where, 0);
+  const TmaEntry& e = s->tma[i];
+  const u32 dst = vld(&e.dst1) - 1;
+  const u32 bytes = vld(&e.bytes);
+  if (bytes != 0 && lo + 1024 > dst + bytes)
+    fail(WB_EMU_ERR_OPERAND_NOT_LOADED, where, (2ull << 32) | dst);
+  if ((vld(&e.observers) & bit) == 0) fail(WB_EMU_ERR_OPERAND_NOT_LOADED, where, (1ull << 32) | dst);
+}
+
+// A TMA load into CTA `rank` at `dst` must not overwrite an operand of an MMA that is still in
+// flight (issued, its commit not fired): the tensor core may read the operand until then.
+__device__ __forceinline__ void require_no_pending_reader(u32 rank, u32 dst) {
+  const u32 issuers[2] = {rank, pair_leader(rank)};
+  for (u32 k = 0; k < (issuers[1] == issuers[0] ? 1u : 2u); ++k) {
+    CtaState* s = state_of(issuers[k]);
+    for (u32 w = 0; w < MAX_WARPS; ++w) {
+      const u32 n = min(vld(&s->warps[w].num_pending), MAX_PENDING);
+      for (u32 i = 0; i < n; ++i) {
+        const PendingMma& op = s->warps[w].queue[i];
+        const u32 group = vld(&op.cta_group);
+        // cta_group::1 reads its issuer's shared memory, cta_group::2 both CTAs of the pair.
+        if (issuers[k] != (group == 1 ? rank : pair_leader(rank))) continue;
+        const Idesc id = decode_idesc(vld(&op.idesc), group);
+        const Sdesc a = decode_sdesc(__ldcg(&op.a_desc));
+        const Sdesc b = decode_sdesc(__ldcg(&op.b_desc));
+        const bool in_a = dst >= operand_lo(a) && dst < operand_hi(a, id.m / group);
+        const bool in_b = dst >= operand_lo(b) && dst < operand_hi(b, id.n / group);
+        if (in_a || in_b)
+          fail(WB_EMU_ERR_TMA_OVER_OPERAND, (static_cast<u64>(rank) << 32) | dst,
+               (static_cast<u64>(w) << 32) | (in_a ? operand_lo(a) : operand_lo(b)));
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void record_tma(u32 rank, u32 dst, u32 bytes, u32 bar_addr, u32 bar_rank) {
+  CtaState* s = state_of(rank);
+  for (u32 i = 0; i < MAX_TMA; ++i) {
+    TmaEntry& e = s->tma[i];
+    u32 d1 = vld(&e.dst1);
+    if (d1 == 0) d1 = atomicCAS(&e.dst1, 0u, dst + 1) == 0u ? dst + 1 : vld(&e.dst1);
+    if (d1 != dst + 1) continue;
+    vst(&e.observers, 0);
+    vst(&e.bytes, bytes);
+    vst(&e.bar_addr, bar_addr);
+    vst(&e.bar_rank, bar_rank);
+    __threadfence();
+    return;
+  }
+  fail(WB_EMU_ERR_TABLE_FULL, 2, dst);
+}
+
+// Warp `warp` of this CTA saw the barrier at `bar_addr` (of this CTA) complete a phase: the TMA
+// loads counted on it, in either CTA of the pair, landed, and this warp may rely on them.
+__device__ __forceinline__ void observe_tma(u32 bar_addr, u32 warp) {
+  const u32 rank = cta_rank();
+  const u32 first = cluster_size() >= 2 ? pair_leader(rank) : rank;
+  const u32 last = cluster_size() >= 2 ? first + 1 : rank;
+  for (u32 r = first; r <= last; ++r) {
+    CtaState* s = state_of(r);
+    for (u32 i = 0; i < MAX_TMA; ++i) {
+      TmaEntry& e = s->tma[i];
+      if (vld(&e.dst1) != 0 && vld(&e.bar_addr) == bar_addr && vld(&e.bar_rank) == rank)
+        atomicOr(&e.observers, observer_bit(rank, warp));
+    }
+  }
+}
+
+// ---- tensor-memory granules -------------------------------------------------------------------
+
+__device__ __forceinline__ u32 first_granule(u32 col) { return col / GRANULE; }
+__device__ __forceinline__ u32 end_granule(u32 col, u32 ncols) { return (col + ncols - 1) / GRANULE + 1; }
+
+// The MMA at the head of its commit completed: its columns are no longer in flight.
+__device__ __forceinline__ void retire(const PendingMma& op) {
+  const u32 n = decode_idesc(op.idesc, op.cta_group).n;
+  const u32 col = tmem_col(op.d_tmem);
+  for (u32 c = 0; c < op.cta_group; ++c) {
+    CtaState* t = state_of(mma_cta(op.cta_group, c));
+    for (u32 g = first_granule(col); g < end_granule(col, n); ++g) atomicSub(&t->gran[g].inflight, 1u);
   }
 }
 
@@ -272,7 +558,7 @@ __device__ __forceinline__ void execute(const PendingMma& op) {
 
 // Emulates tcgen05.alloc.cta_group::1 (PTX ISA "tcgen05.alloc").
 __device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) {
-  emu::require_full_warp(1);
+  emu::require_full_warp(emu::OP_ALLOC);
   emu::CtaState* st = emu::state();
   if (bw::lane_id() == 0) {
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1)) != 0)
@@ -296,21 +582,39 @@ __device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) {
 
 // Emulates tcgen05.relinquish_alloc_permit.
 __device__ __forceinline__ void tmem_relinquish_alloc_permit() {
-  emu::require_full_warp(2);
+  emu::require_full_warp(emu::OP_RELINQUISH);
   if (bw::lane_id() == 0) emu::state()->relinquished = 1;
   __syncwarp();
 }
 
-// Emulates tcgen05.dealloc.
+// Emulates tcgen05.dealloc. Besides the allocation rules: no MMA of this CTA may still be queued,
+// this warp's tcgen05.ld must be complete, and since freeing tensor memory is the last thing a CTA
+// does, every tcgen05.commit another CTA multicast to this one must have been waited for: an
+// arrival that lands after the CTA exited writes into shared memory that is no longer its own
+// (CUTLASS's producer "load_tail" exists for this).
 __device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) {
-  emu::require_full_warp(3);
+  emu::require_full_warp(emu::OP_DEALLOC);
   emu::CtaState* st = emu::state();
+  emu::WarpState* ws = emu::warp_state(st);
+  __syncwarp();
   if (bw::lane_id() == 0) {
-    const u32 col = taddr & 0xFFFF;
-    if ((taddr >> 16) != 0 || col + ncols > emu::COLS ||
+    const u32 col = tmem_col(taddr);
+    if (tmem_lane(taddr) != 0 || col + ncols > emu::COLS ||
         (st->alloc_mask & emu::granule_mask(col, ncols)) != emu::granule_mask(col, ncols))
       emu::fail(WB_EMU_ERR_DEALLOC_UNALLOCATED, taddr, ncols);
-    if (st->num_pending != 0) emu::fail(WB_EMU_ERR_DEALLOC_PENDING, st->num_pending, 0);
+    if (emu::vld(&ws->pending_ld)) emu::fail(WB_EMU_ERR_LD_NOT_WAITED, emu::HANDOFF_DEALLOC, 0);
+    u32 pending = 0;
+    for (u32 w = 0; w < emu::MAX_WARPS; ++w) pending += emu::vld(&st->warps[w].num_pending);
+    if (pending != 0) emu::fail(WB_EMU_ERR_DEALLOC_PENDING, pending, 0);
+    const u32 nbars = min(emu::vld(&st->num_bars), emu::MAX_BARRIERS);
+    for (u32 i = 0; i < nbars; ++i) {
+      const u32 committed = emu::vld(&st->bars[i].remote_commit_phase);
+      u32 waited = 0;
+      for (u32 w = 0; w < emu::MAX_WARPS; ++w) waited = max(waited, emu::vld(&st->warps[w].obs_phase[i]));
+      if (committed > waited)
+        emu::fail(WB_EMU_ERR_EXIT_WITH_ARRIVALS, emu::vld(&st->bars[i].addr1) - 1,
+                  (static_cast<u64>(committed - 2) << 32) | waited);
+    }
     st->alloc_mask &= ~emu::granule_mask(col, ncols);
   }
   __syncwarp();
@@ -322,43 +626,50 @@ __device__ __forceinline__ void tmem_alloc_2cta(u32* dst, u32 ncols) { tmem_allo
 __device__ __forceinline__ void tmem_relinquish_alloc_permit_2cta() { tmem_relinquish_alloc_permit(); }
 __device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) { tmem_dealloc(taddr, ncols); }
 
-// Emulates cp.async.bulk.tensor.2d...cta_group::2 with sm_90 TMA: the leader copies with its own
-// barrier; the peer copies into its own shared memory on its own copy of the barrier (which
-// must therefore be initialised with one arrival and otherwise unused in the peer), waits for
-// it, and forwards the bytes to the leader's barrier with a remote mbarrier.complete_tx.
+// Emulates cp.async.bulk.tensor.2d...cta_group::2 with sm_90 TMA, which completes bytes only on a
+// barrier of the destination's CTA. Signalling its own CTA, a CTA copies as a 1-CTA load does.
+// Signalling the other CTA of the pair, it copies into its own shared memory on its own copy of
+// the barrier (which must therefore be initialised with one arrival and otherwise unused there),
+// waits for it, and forwards the bytes with a remote mbarrier.complete_tx to the address the
+// native wrapper signals (tma_2cta_barrier).
 __device__ __forceinline__ void tma_load_2d_2cta(void* dst, const TmaDesc* desc, u64* bar,
-                                                 u32 bytes, int c0, int c1) {
-  if (emu::cta_rank() % 2 == 0) {
-    tma_load_2d(dst, desc, bar, c0, c1);
-    return;
-  }
+                                                 u32 bar_rank, u32 bytes, int c0, int c1) {
   if (elect_one()) {
+    wb::emu_hook::tma_load(dst, bytes, bar, bar_rank, 0);
     const u32 local_bar = smem_u32(bar);
-    u64 token;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
-                 : "=l"(token)
-                 : "r"(local_bar), "r"(bytes)
-                 : "memory");
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
-        " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
-        "l"(desc), "r"(local_bar), "r"(c0), "r"(c1)
-        : "memory");
-    u32 done = 0;
-    while (!done) {
+    if (bar_rank == emu::cta_rank()) {
       asm volatile(
-          "{\n\t.reg .pred p;\n\t"
-          "mbarrier.try_wait.shared::cta.b64 p, [%1], %2;\n\t"
-          "selp.u32 %0, 1, 0, p;\n\t}"
-          : "=r"(done)
-          : "r"(local_bar), "l"(token)
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+          "l"(desc), "r"(local_bar), "r"(c0), "r"(c1)
           : "memory");
+    } else {
+      u64 token;
+      asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
+                   : "=l"(token)
+                   : "r"(local_bar), "r"(bytes)
+                   : "memory");
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+          " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+          "l"(desc), "r"(local_bar), "r"(c0), "r"(c1)
+          : "memory");
+      u32 done = 0;
+      while (!done) {
+        asm volatile(
+            "{\n\t.reg .pred p;\n\t"
+            "mbarrier.try_wait.shared::cta.b64 p, [%1], %2;\n\t"
+            "selp.u32 %0, 1, 0, p;\n\t}"
+            : "=r"(done)
+            : "r"(local_bar), "l"(token)
+            : "memory");
+      }
+      asm volatile("fence.acq_rel.cluster;" ::: "memory");
+      asm volatile("mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%0], %1;" ::"r"(
+                       tma_2cta_barrier(bar, bar_rank)),
+                   "r"(bytes)
+                   : "memory");
     }
-    asm volatile("fence.acq_rel.cluster;" ::: "memory");
-    asm volatile("mbarrier.complete_tx.relaxed.cluster.shared::cluster.b64 [%0], %1;" ::"r"(
-                     map_to_cta(local_bar, emu::cta_rank() & ~1u)),
-                 "r"(bytes)
-                 : "memory");
   }
   __syncwarp();
 }
@@ -367,54 +678,165 @@ __device__ __forceinline__ void tma_load_2d_2cta(void* dst, const TmaDesc* desc,
 
 namespace emu {
 
-// Validate an MMA now and queue it; the math runs at the commit.
+// Emulates tcgen05.mma (PTX ISA "tcgen05.mma"): validate, check what it reads and overwrites,
+// mark its columns in flight and queue it; it runs when the issuing thread's commit fires.
 __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
                                           bool accumulate, u32 cta_group) {
+  require_full_warp(OP_MMA);
   CtaState* st = state();
-  if (elect_one()) {
-    if (cta_group == 2 && cta_rank() % 2 != 0) fail(WB_EMU_ERR_NOT_LEADER, cta_rank(), 0);
-    const Idesc id = decode_idesc(idesc, cta_group);
-    decode_sdesc(a_desc);
-    decode_sdesc(b_desc);
-    if ((d_tmem >> 16) != 0) fail(WB_EMU_ERR_TMEM_UNALLOCATED, d_tmem, id.n);
-    for (u32 c = 0; c < cta_group; ++c)
-      require_allocated(cta_group == 1 ? st : state_of(c), d_tmem & 0xFFFF, id.n);
-    if (st->num_pending >= MAX_PENDING) fail(WB_EMU_ERR_QUEUE_FULL, st->num_pending, 0);
-    st->pending[st->num_pending] =
-        PendingMma{a_desc, b_desc, d_tmem, idesc, static_cast<u32>(accumulate), cta_group};
-    st->num_pending += 1;
+  WarpState* ws = warp_state(st);
+  const u32 w = bw::warp_id();
+  const u32 lane = bw::lane_id();
+  const u32 self = cta_rank();
+  const u32 me = elected_lane();
+  __syncwarp();
+  // Every lane validates (a failing lane traps before any lane indexes the bookkeeping with it).
+  // PTX ISA "Specialized Inter-thread Synchronization for tcgen05 instructions": an asynchronous
+  // tcgen05 operation is ordered after this thread's earlier synchronisation only by a
+  // tcgen05.fence::after_thread_sync between them.
+  if (vld(&ws->need_fence))
+    fail(WB_EMU_ERR_NO_FENCE_AFTER_SYNC, (static_cast<u64>(vld(&ws->sync_kind)) << 32) | OP_MMA,
+         vld(&ws->sync_bar));
+  if (cta_group == 2 && self != pair_leader(self)) fail(WB_EMU_ERR_NOT_LEADER, self, 0);
+  if (tmem_lane(d_tmem) != 0) fail(WB_EMU_ERR_TMEM_UNALLOCATED, d_tmem, 0);
+  if (vld(&ws->num_pending) >= MAX_PENDING) fail(WB_EMU_ERR_QUEUE_FULL, vld(&ws->num_pending), 0);
+  const Idesc id = decode_idesc(idesc, cta_group);
+  const Sdesc a = decode_sdesc(a_desc);
+  const Sdesc b = decode_sdesc(b_desc);
+  const u32 col = tmem_col(d_tmem);
+  for (u32 c = 0; c < cta_group; ++c) require_allocated(state_of(mma_cta(cta_group, c)), col, id.n);
+
+  // Operands: every 8-row group of A and B, in each CTA of the MMA, from an observed TMA load.
+  const u32 groups_a = id.m / cta_group / 8;
+  const u32 groups_b = id.n / cta_group / 8;
+  const u32 bit = observer_bit(self, w);
+  for (u32 i = lane; i < cta_group * (groups_a + groups_b); i += 32) {
+    const u32 c = i / (groups_a + groups_b);
+    const u32 j = i % (groups_a + groups_b);
+    if (j < groups_a)
+      require_loaded(mma_cta(cta_group, c), operand_lo(a) + j * a.sbo, 1, bit);
+    else
+      require_loaded(mma_cta(cta_group, c), operand_lo(b) + (j - groups_a) * b.sbo, 2, bit);
+  }
+
+  // Destination: the previous readers of these columns must have handed them over (PTX ISA
+  // "Canonical synchronization patterns", non-pipelined instructions, different thread:
+  // tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; mbarrier.arrive, then
+  // mbarrier wait; tcgen05.fence::after_thread_sync; tcgen05.mma), and this warp must have waited
+  // for the phase their hand-over arrived in.
+  const u32 g0 = first_granule(col);
+  const u32 ng = end_granule(col, id.n) - g0;
+  for (u32 i = lane; i < cta_group * ng * 4; i += 32) {
+    const u32 c = i / (ng * 4);
+    const u32 g = g0 + (i / 4) % ng;
+    const u32 rank = mma_cta(cta_group, c);
+    Reader& r = state_of(rank)->gran[g].reader[i % 4];
+    const u32 where = (rank << 16) | (g * GRANULE);
+    const u32 rs = vld(&r.state);
+    if (rs == READER_READ)
+      fail(WB_EMU_ERR_MMA_UNRELEASED, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
+    if (rs == READER_RELEASED) {
+      const u32 phase = vld(&r.rel_phase);
+      const u32 idx = vld(&r.rel_idx);
+      const u32 seen = vld(&r.rel_rank) == self ? vld(&ws->obs_phase[idx]) : 0;
+      if (seen < phase)
+        fail(WB_EMU_ERR_MMA_RELEASE_UNSEEN, where,
+             (static_cast<u64>(phase) << 32) | (static_cast<u64>(idx) << 16) | seen);
+    }
+  }
+  __syncwarp();
+
+  if (lane == me) {
+    const u32 seq = vld(&ws->mma_seq) + 1;
+    vst(&ws->mma_seq, seq);
+    for (u32 c = 0; c < cta_group; ++c) {
+      CtaState* t = state_of(mma_cta(cta_group, c));
+      for (u32 g = g0; g < g0 + ng; ++g) {
+        atomicAdd(&t->gran[g].inflight, 1u);
+        vst(&t->gran[g].writer_warp, w);
+        vst(&t->gran[g].writer_seq, seq);
+        for (u32 q = 0; q < 4; ++q) vst(&t->gran[g].reader[q].state, READER_NONE);
+      }
+    }
+    const u32 n = vld(&ws->num_pending);
+    ws->queue[n] = PendingMma{a_desc, b_desc, d_tmem, idesc, static_cast<u32>(accumulate),
+                              cta_group, me, seq};
+    __threadfence();
+    vst(&ws->num_pending, n + 1);
+    __threadfence();
   }
   __syncwarp();
 }
 
-// Run every queued MMA, make the results visible cluster-wide, then arrive once on the barrier
-// at `bar`'s offset in each CTA of `cta_mask` (bit r: rank r).
+// One commit arrival on the barrier at `bar`'s offset in CTA `rank`, recording for the waiters
+// which of this warp's MMAs it covers (all it issued: PTX ISA "tcgen05.commit").
+__device__ __forceinline__ void commit_arrive(u64* bar, u32 rank, u32 warp, u32 seq) {
+  CtaState* t = state_of(rank);
+  const int idx = bar_index(t, smem_u32(bar));
+  if (idx >= 0) {
+    BarShadow& b = t->bars[idx];
+    const u32 phase = count_arrival(t, idx);
+    vst(&b.rec_seq[phase & 1], seq);
+    vst(&b.rec_warp[phase & 1], warp);
+    __threadfence();
+    vst(&b.rec_phase[phase & 1], phase);
+    if (rank != cta_rank()) atomicMax(&b.remote_commit_phase, phase);
+  }
+  __threadfence();
+  asm volatile(
+      "{\n\t.reg .b32 remote;\n\t"
+      "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
+      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(smem_u32(bar)),
+      "r"(rank)
+      : "memory");
+}
+
+// Emulates tcgen05.commit (PTX ISA "tcgen05.commit"): the MMAs this thread issued complete (they
+// run now, after a seeded delay, reading their operands), then one arrival on the barrier at
+// `bar`'s offset in each CTA of `cta_mask`, in a seeded order.
 __device__ __forceinline__ void commit(u64* bar, u32 cta_group, u32 cta_mask) {
-  require_full_warp(4);
+  require_full_warp(OP_COMMIT);
   CtaState* st = state();
+  WarpState* ws = warp_state(st);
+  const u32 w = bw::warp_id();
+  const u32 lane = bw::lane_id();
+  const u32 me = elected_lane();
+  __syncwarp();
+  const u32 event = vld(&ws->events);
+  const u64 schedule = perturbation(w, event);
+  __syncwarp();
+  if (lane == 0) {
+    vst(&ws->events, event + 1);
+    spin(schedule & 0xFFF);  // the tensor core finishes these MMAs some time after the commit
+  }
   __syncwarp();
   // The peer's TMA data reached this CTA through its barrier at cluster scope.
   asm volatile("fence.acq_rel.cluster;" ::: "memory");
-  const u32 count = st->num_pending;
+  const u32 count = vld(&ws->num_pending);
   for (u32 i = 0; i < count; ++i) {
-    if (st->pending[i].cta_group != cta_group)
-      fail(WB_EMU_ERR_MIXED_CTA_GROUP, st->pending[i].cta_group, cta_group);
-    execute(st->pending[i]);
+    const PendingMma op = ws->queue[i];
+    if (op.lane != me) continue;
+    if (op.cta_group != cta_group) fail(WB_EMU_ERR_MIXED_CTA_GROUP, op.cta_group, cta_group);
+    execute(op);
   }
   __threadfence();
   __syncwarp();
-  if (bw::lane_id() == 0) {
-    st->num_pending = 0;
-    for (u32 r = 0; r < 16; ++r) {
-      if ((cta_mask >> r) & 1) {
-        asm volatile(
-            "{\n\t.reg .b32 remote;\n\t"
-            "mapa.shared::cluster.u32 remote, %0, %1;\n\t"
-            "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n\t}" ::"r"(
-                smem_u32(bar)),
-            "r"(r)
-            : "memory");
-      }
+  if (lane == 0) {
+    u32 kept = 0;
+    for (u32 i = 0; i < count; ++i) {
+      const PendingMma op = ws->queue[i];
+      if (op.lane == me)
+        retire(op);
+      else
+        ws->queue[kept++] = op;
+    }
+    vst(&ws->num_pending, kept);
+    __threadfence();
+    const u32 seq = vld(&ws->mma_seq);
+    const bool reverse = (schedule >> 12) & 1;  // multicast arrivals land in either order
+    for (u32 k = 0; k < 16; ++k) {
+      const u32 r = reverse ? 15 - k : k;
+      if ((cta_mask >> r) & 1) commit_arrive(bar, r, w, seq);
     }
   }
   __syncwarp();
@@ -422,7 +844,7 @@ __device__ __forceinline__ void commit(u64* bar, u32 cta_group, u32 cta_mask) {
 
 }  // namespace emu
 
-// Emulates tcgen05.mma.cta_group::1.kind::f16: validate now, compute at commit.
+// Emulates tcgen05.mma.cta_group::1.kind::f16.
 __device__ __forceinline__ void mma_f16(u32 d_tmem, u64 a_desc, u64 b_desc, u32 idesc,
                                         bool accumulate) {
   emu::queue_mma(d_tmem, a_desc, b_desc, idesc, accumulate, 1);
@@ -434,8 +856,7 @@ __device__ __forceinline__ void mma_f16_2cta(u32 d_tmem, u64 a_desc, u64 b_desc,
   emu::queue_mma(d_tmem, a_desc, b_desc, idesc, accumulate, 2);
 }
 
-// Emulates tcgen05.commit.cta_group::1.mbarrier::arrive::one: run every queued MMA, make the
-// results visible, then arrive once on `bar`.
+// Emulates tcgen05.commit.cta_group::1.mbarrier::arrive::one.
 __device__ __forceinline__ void mma_commit(u64* bar) { emu::commit(bar, 1, 1u << emu::cta_rank()); }
 
 // Emulates tcgen05.commit.cta_group::2...multicast::cluster.
@@ -445,22 +866,198 @@ __device__ __forceinline__ void mma_commit_2cta_multicast(u64* bar, unsigned sho
 
 // ---- tensor memory -> registers -------------------------------------------------------------
 
-// Emulates tcgen05.ld.sync.aligned.32x32b.x32.b32, including the lane-quarter rule.
+// Emulates tcgen05.ld.sync.aligned.32x32b.x32.b32, including the lane-quarter rule. It may read
+// only columns no MMA is writing (PTX ISA: tcgen05.mma -> tcgen05.ld is not a pipelined pair) and
+// whose last MMA's commit this warp waited for, after a tcgen05.fence::after_thread_sync ("Non-
+// pipelined instructions, different thread": commit; mbarrier wait; fence::after_thread_sync; ld).
 __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
-  emu::require_full_warp(5);
-  const u32 quarter = 32 * (bw::warp_id() % 4);
-  const u32 col = taddr & 0xFFFF;
-  if ((taddr >> 16) != quarter) emu::fail(WB_EMU_ERR_LD_WRONG_LANES, taddr, quarter);
-  emu::require_allocated(emu::state(), col, 32);
-  const float* cells = emu::tmem_cells() + quarter + bw::lane_id();
-  for (int j = 0; j < 32; ++j) r[j] = __float_as_uint(cells[static_cast<size_t>(col + j) * emu::LANES]);
+  emu::require_full_warp(emu::OP_LD);
+  emu::CtaState* st = emu::state();
+  emu::WarpState* ws = emu::warp_state(st);
+  __syncwarp();
+  const u32 quarter = bw::warp_id() % 4;
+  const u32 col = tmem_col(taddr);
+  if (tmem_lane(taddr) != 32 * quarter) emu::fail(WB_EMU_ERR_LD_WRONG_LANES, taddr, 32 * quarter);
+  emu::require_allocated(st, col, 32);
+  const u32 g0 = emu::first_granule(col);
+  const u32 g1 = emu::end_granule(col, 32);
+  if (bw::lane_id() == 0) {
+    if (emu::vld(&ws->need_fence))
+      emu::fail(WB_EMU_ERR_NO_FENCE_AFTER_SYNC,
+                (static_cast<u64>(emu::vld(&ws->sync_kind)) << 32) | emu::OP_LD,
+                emu::vld(&ws->sync_bar));
+    for (u32 g = g0; g < g1; ++g) {
+      const emu::Granule& G = st->gran[g];
+      if (emu::vld(&G.inflight) != 0) emu::fail(WB_EMU_ERR_LD_IN_FLIGHT, col, emu::vld(&G.inflight));
+      const u32 written = emu::vld(&G.writer_seq);
+      const u32 seen = emu::vld(&ws->seen[emu::vld(&G.writer_warp) % emu::MAX_WARPS]);
+      if (written > seen)
+        emu::fail(WB_EMU_ERR_LD_NOT_OBSERVED, col, (static_cast<u64>(written) << 32) | seen);
+    }
+  }
+  __syncwarp();
+  const float* cells = emu::tmem_cells() + 32 * quarter + bw::lane_id();
+  for (int j = 0; j < 32; ++j) r[j] = __float_as_uint(__ldcg(cells + static_cast<size_t>(col + j) * emu::LANES));
+  __syncwarp();
+  if (bw::lane_id() == 0) {
+    for (u32 g = g0; g < g1; ++g) {
+      emu::Reader& R = st->gran[g].reader[quarter];
+      emu::vst(&R.warp, bw::warp_id());
+      emu::vst(&R.state, emu::READER_READ);
+    }
+    emu::vst(&ws->pending_ld, 1);
+    emu::vst(&ws->ld_unfenced, 1);
+    __threadfence();
+  }
+  __syncwarp();
 }
 
-// Emulates tcgen05.wait::ld: the emulated loads are synchronous already.
-__device__ __forceinline__ void tmem_wait_ld() { __syncwarp(); }
+// Emulates tcgen05.wait::ld: this warp's loads are complete (the registers already hold them).
+__device__ __forceinline__ void tmem_wait_ld(u32 (&r)[32]) {
+  (void)r;
+  emu::require_full_warp(emu::OP_WAIT_LD);
+  emu::WarpState* ws = emu::warp_state(emu::state());
+  __syncwarp();
+  if (bw::lane_id() == 0) emu::vst(&ws->pending_ld, 0);
+  __syncwarp();
+}
 
-// Emulates tcgen05.fence::{before,after}_thread_sync: tensor memory is global memory here.
-__device__ __forceinline__ void tcgen05_fence_before_thread_sync() { __threadfence(); }
-__device__ __forceinline__ void tcgen05_fence_after_thread_sync() { __threadfence(); }
+// Emulates tcgen05.fence::before_thread_sync: this thread's completed tensor-memory reads may now
+// be handed to other threads by an arrive or a barrier.
+__device__ __forceinline__ void tcgen05_fence_before_thread_sync() {
+  __threadfence();
+  emu::vst(&emu::warp_state(emu::state())->ld_unfenced, 0);
+}
+
+// Emulates tcgen05.fence::after_thread_sync: tcgen05 work after it is ordered after this thread's
+// earlier synchronisation.
+__device__ __forceinline__ void tcgen05_fence_after_thread_sync() {
+  __threadfence();
+  emu::vst(&emu::warp_state(emu::state())->need_fence, 0);
+}
 
 }  // namespace bw
+
+// ---- the hooks of common.cuh's wrappers -------------------------------------------------------
+
+namespace wb {
+namespace emu_hook {
+
+__device__ void barrier_init(u64* bar, u32 count) {
+  using namespace bw::emu;
+  CtaState* st = state();
+  const u32 addr = smem_u32(bar);
+  int idx = bar_index(st, addr);
+  if (idx < 0) {
+    idx = static_cast<int>(atomicAdd(&st->num_bars, 1u));
+    if (idx >= static_cast<int>(MAX_BARRIERS)) fail(WB_EMU_ERR_TABLE_FULL, 1, addr);
+  }
+  BarShadow& b = st->bars[idx];
+  vst(&b.count, count);
+  vst(&b.arrivals, 0);
+  vst(&b.remote_commit_phase, 0);
+  for (u32 p = 0; p < 2; ++p) vst(&b.rec_phase[p], 0);
+  __threadfence();
+  vst(&b.addr1, addr + 1);
+  __threadfence();
+}
+
+// After a successful parity wait. mbarrier.try_wait.parity (PTX ISA "mbarrier.test_wait/
+// mbarrier.try_wait") succeeds once the phase of that parity preceding the current one completed:
+// the waiter observed the latest completed phase with this parity, and whatever the arrivals of
+// that phase published (commits: the MMAs of the committing thread; TMA: the loaded bytes).
+__device__ void wait_done(u64* bar, u32 parity) {
+  using namespace bw::emu;
+  if (!lowest_active_lane()) return;
+  CtaState* st = state();
+  WarpState* ws = warp_state(st);
+  const u32 addr = smem_u32(bar);
+  vst(&ws->need_fence, 1);
+  vst(&ws->sync_kind, MBARRIER);
+  vst(&ws->sync_bar, addr);
+  const int idx = bar_index(st, addr);
+  if (idx >= 0) {
+    BarShadow& b = st->bars[idx];
+    const int done = static_cast<int>(vld(&b.arrivals) / max(vld(&b.count), 1u));
+    const int observed = done - ((((done - 1) & 1) == static_cast<int>(parity & 1)) ? 1 : 2);
+    const u32 enc = static_cast<u32>(observed + 2);
+    if (enc > vld(&ws->obs_phase[idx])) vst(&ws->obs_phase[idx], enc);
+    if (observed >= 0 && vld(&b.rec_phase[enc & 1]) == enc) {
+      const u32 issuer = vld(&b.rec_warp[enc & 1]) % MAX_WARPS;
+      const u32 seq = vld(&b.rec_seq[enc & 1]);
+      if (seq > vld(&ws->seen[issuer])) vst(&ws->seen[issuer], seq);
+    }
+  }
+  observe_tma(addr, bw::warp_id());
+  __threadfence();
+}
+
+// Before one arrival by this thread on the barrier at `bar`'s offset in CTA `rank`: an arrival
+// hands this warp's tensor-memory reads to other threads, so they must be complete and fenced
+// (PTX ISA "Canonical synchronization patterns", non-pipelined instructions, different thread).
+__device__ void arrive(u64* bar, u32 rank) {
+  using namespace bw::emu;
+  CtaState* st = state();
+  WarpState* ws = warp_state(st);
+  const u32 addr = smem_u32(bar);
+  if (vld(&ws->pending_ld)) fail(WB_EMU_ERR_LD_NOT_WAITED, HANDOFF_ARRIVE, addr);
+  if (vld(&ws->ld_unfenced)) fail(WB_EMU_ERR_LD_NO_FENCE_BEFORE, HANDOFF_ARRIVE, addr);
+  const u32 target = rank == THIS_CTA ? cta_rank() : rank;
+  CtaState* t = state_of(target);
+  const int idx = bar_index(t, addr);
+  if (idx >= 0) {
+    const u32 phase = count_arrival(t, idx);
+    const u32 w = bw::warp_id();
+    for (u32 g = 0; g < GRANULES; ++g) {
+      Reader& r = st->gran[g].reader[w % 4];
+      if (vld(&r.state) == READER_READ && vld(&r.warp) == w) {
+        vst(&r.rel_rank, target);
+        vst(&r.rel_idx, static_cast<u32>(idx));
+        vst(&r.rel_phase, phase);
+        __threadfence();
+        vst(&r.state, READER_RELEASED);
+      }
+    }
+  }
+  __threadfence();
+}
+
+// A CTA or cluster barrier hands tensor memory over like an arrival does.
+__device__ void thread_sync_before(u32 kind) {
+  using namespace bw::emu;
+  WarpState* ws = warp_state(state());
+  const u32 handoff = kind == CTA_BARRIER ? HANDOFF_CTA_BARRIER : HANDOFF_CLUSTER_BARRIER;
+  if (vld(&ws->pending_ld)) fail(WB_EMU_ERR_LD_NOT_WAITED, handoff, 0);
+  if (vld(&ws->ld_unfenced)) fail(WB_EMU_ERR_LD_NO_FENCE_BEFORE, handoff, 0);
+  __threadfence();
+}
+
+__device__ void thread_sync_after(u32 kind) {
+  using namespace bw::emu;
+  WarpState* ws = warp_state(state());
+  __threadfence();
+  vst(&ws->need_fence, 1);
+  vst(&ws->sync_kind, kind);
+  vst(&ws->sync_bar, 0);
+}
+
+// Before a TMA load into `dst` (in this CTA, or each CTA of a multicast `cta_mask`) whose bytes
+// complete on the barrier at `bar`'s offset in CTA `bar_rank` (THIS_CTA: each destination's own).
+__device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32 cta_mask) {
+  using namespace bw::emu;
+  WarpState* ws = warp_state(state());
+  const u32 event = vld(&ws->events);
+  vst(&ws->events, event + 1);
+  spin(perturbation(bw::warp_id(), event) & 0x3FF);  // the copy engine starts a little later
+  const u32 own = cta_rank();
+  const u32 targets = cta_mask != 0 ? cta_mask : (1u << own);
+  const u32 d = smem_u32(dst);
+  for (u32 r = 0; r < 16; ++r) {
+    if (((targets >> r) & 1) == 0) continue;
+    require_no_pending_reader(r, d);
+    record_tma(r, d, bytes, smem_u32(bar), bar_rank == THIS_CTA ? r : bar_rank);
+  }
+}
+
+}  // namespace emu_hook
+}  // namespace wb

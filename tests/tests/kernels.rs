@@ -169,3 +169,43 @@ fn every_hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
         }
     }
 }
+
+#[test]
+fn every_seeded_bug_compiles_for_the_emulation_on_every_step_it_applies_to() {
+    // The GPU check runs each of them; a variant that does not compile would report an error
+    // instead of the bug being caught.
+    for step in runner::steps::all() {
+        let info = step.info();
+        let spec = KernelSpec::new(step, Arch::Blackwell);
+        for m in MUTATIONS.iter().filter(|m| m.applies_to(info.number)) {
+            let text = m.apply(info.blackwell.text).expect("applies");
+            let src = KernelSource {
+                path: info.kernel_path(Arch::Blackwell),
+                text,
+            };
+            compile(&src, Target::Sm90aEmulated, &spec.defines(Dtype::F16)).unwrap_or_else(|e| {
+                panic!(
+                    "step {} with {} does not compile: {e:#}",
+                    info.number, m.name
+                )
+            });
+        }
+    }
+}
+
+#[test]
+fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
+    let src = KernelSource {
+        path: "state_size.cu".into(),
+        text: "#include \"blackwell.cuh\"\n\
+               static_assert(sizeof(bw::emu::CtaState) == WB_EXPECT_STATE_BYTES, \"CTA_STATE_BYTES\");\n\
+               extern \"C\" __global__ void gemm_kernel() {}\n"
+            .into(),
+    };
+    let defines = [(
+        "WB_EXPECT_STATE_BYTES".to_string(),
+        common::emulation::CTA_STATE_BYTES.to_string(),
+    )];
+    compile(&src, Target::Sm90aEmulated, &defines)
+        .unwrap_or_else(|e| panic!("CTA_STATE_BYTES disagrees with tcgen05_emu.cuh: {e:#}"));
+}

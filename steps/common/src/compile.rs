@@ -257,6 +257,80 @@ pub fn compile(
     outcome
 }
 
+/// The PTX of `source` for `target` (the virtual architecture: `compute_100a`, `compute_90a`),
+/// without running ptxas: what `common::ptx_check` reads. Errors as `compile` reports them.
+pub fn compile_ptx(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(String, String)],
+) -> Result<String> {
+    let tk = toolkit::get()?;
+    let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
+    let src = to_c(&source.text)?;
+    let name = to_c(&source.path)?;
+    let headers: Vec<(CString, CString)> = HEADERS
+        .iter()
+        .map(|(n, t)| Ok((to_c(n)?, to_c(t)?)))
+        .collect::<Result<_>>()?;
+    let header_names: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.0.as_ptr()).collect();
+    let header_texts: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.1.as_ptr()).collect();
+    let virtual_arch = target.arch().replace("sm_", "compute_");
+    let mut opts = vec![
+        format!("--gpu-architecture={virtual_arch}"),
+        format!("--include-path={}", tk.include_dir.display()),
+        "--std=c++17".to_string(),
+    ];
+    if target == Target::Sm90aEmulated {
+        opts.push("-DWB_EMULATE_TCGEN05".to_string());
+    }
+    opts.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
+    let opts_c: Vec<CString> = opts.iter().map(|o| to_c(o)).collect::<Result<_>>()?;
+    let opt_ptrs: Vec<*const std::ffi::c_char> = opts_c.iter().map(|c| c.as_ptr()).collect();
+    let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
+    // SAFETY: every pointer comes from a CString that outlives the calls; counts match.
+    unsafe {
+        check(
+            nvrtc::nvrtcCreateProgram(
+                &mut prog,
+                src.as_ptr(),
+                name.as_ptr(),
+                headers.len() as i32,
+                header_texts.as_ptr(),
+                header_names.as_ptr(),
+            ),
+            "create program",
+        )?;
+    }
+    // SAFETY: `prog` is live; the options outlive the call.
+    let result =
+        unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    let outcome = if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
+        Err(CompileError {
+            path: source.path.clone(),
+            arch: target.arch(),
+            log: annotate_log(&program_log(prog), source),
+        }
+        .into())
+    } else {
+        let mut size = 0usize;
+        // SAFETY: `prog` compiled; the buffer has the size NVRTC reported.
+        unsafe {
+            check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "PTX size").and_then(|_| {
+                let mut buf = vec![0u8; size.max(1)];
+                check(nvrtc::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()), "PTX")?;
+                Ok(CStr::from_bytes_until_nul(&buf)
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default())
+            })
+        }
+    };
+    // SAFETY: destroys the program created above, once.
+    unsafe {
+        nvrtc::nvrtcDestroyProgram(&mut prog);
+    }
+    outcome
+}
+
 fn program_log(prog: nvrtc::nvrtcProgram) -> String {
     let mut size = 0usize;
     // SAFETY: `prog` is live; the buffer has the size NVRTC reported.

@@ -3,15 +3,18 @@
 
 use crate::descriptors::{decode_idesc, decode_smem_desc};
 use crate::gpu::{check, Gpu};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
 use std::sync::Arc;
 
 /// 128 lanes x 512 columns of 32-bit cells per CTA.
 pub const TMEM_CELLS_PER_CTA: usize = 128 * 512;
-/// sizeof(bw::emu::CtaState): 4 words plus 64 queued MMAs of 32 bytes.
-pub const CTA_STATE_BYTES: usize = 16 + 64 * 32;
+/// sizeof(bw::emu::CtaState): the per-CTA bookkeeping of the emulation and its sanitizer (tables
+/// of mbarriers, TMA destinations, tensor-memory granules and per-warp state with its MMA queue).
+/// `install` checks it against the kernel's `wb_emu_cta_state_bytes`, and a test against the
+/// header at compile time.
+pub const CTA_STATE_BYTES: usize = 27664;
 
 /// Mirror of `bw::emu::Fault`.
 #[repr(C)]
@@ -32,7 +35,39 @@ fn op_name(what: u64) -> &'static str {
         3 => "tcgen05.dealloc",
         4 => "tcgen05.commit",
         5 => "tcgen05.ld",
+        6 => "tcgen05.mma",
+        7 => "tcgen05.wait::ld",
         _ => "a tcgen05 instruction",
+    }
+}
+
+/// The synchronisation a `wb::emu_hook::SyncKind` names.
+fn sync_name(kind: u64, bar: u64) -> String {
+    match kind {
+        1 => format!("an mbarrier wait (barrier at shared address {bar:#x})"),
+        2 => "a CTA barrier (wb::cta_sync)".to_string(),
+        3 => "a cluster barrier (wb::cluster_sync)".to_string(),
+        _ => "a thread synchronisation".to_string(),
+    }
+}
+
+/// The hand-over a `bw::emu::Handoff` names.
+fn handoff_name(kind: u64, bar: u64) -> String {
+    match kind {
+        1 => format!("an mbarrier arrive (barrier at shared address {bar:#x})"),
+        2 => "a CTA barrier (wb::cta_sync)".to_string(),
+        3 => "a cluster barrier (wb::cluster_sync)".to_string(),
+        4 => "tcgen05.dealloc".to_string(),
+        _ => "a thread synchronisation".to_string(),
+    }
+}
+
+/// "phase N" for a phase stored as N + 2, "no phase" for 0 or 1.
+fn phase_words(enc: u64) -> String {
+    if enc >= 2 {
+        format!("phase {}", enc - 2)
+    } else {
+        "no phase".to_string()
     }
 }
 
@@ -56,7 +91,7 @@ impl Fault {
             }
             8 => format!("tensor-memory columns {d0}..{} are used but not allocated (address lane field must be 0 for an MMA)", d0 + d1),
             9 => format!("tcgen05.ld addressed lanes {}..{}, but warp {} may only access lanes {d1}..{} (warp index % 4 picks the quarter)", (d0 >> 16), (d0 >> 16) + 31, self.warp, d1 + 31),
-            10 => format!("{d0} tcgen05.mma issued without a tcgen05.commit: the emulator queues at most 64"),
+            10 => format!("{d0} tcgen05.mma issued by this warp without a tcgen05.commit: the emulator queues at most 32 per warp"),
             11 => format!("CTA {d0} runs, but tensor memory was emulated for {d1} CTAs"),
             12 => format!("tcgen05.dealloc while {d0} issued MMAs were never committed"),
             13 => format!(
@@ -65,6 +100,36 @@ impl Fault {
             ),
             14 => format!("tcgen05.mma.cta_group::2 issued by the CTA of cluster rank {d0}: only the pair's leader (even rank) may issue it"),
             15 => format!("a cta_group::{d1} commit covers an MMA issued with cta_group::{d0}: a kernel must use one cta_group for all its tcgen05 instructions"),
+            16 => format!(
+                "rule fence-after-sync: {} issued after {} with no tcgen05.fence::after_thread_sync in between, so it is not ordered after that synchronisation (PTX ISA, tcgen05 memory consistency model: \"Specialized Inter-thread Synchronization\", \"Canonical synchronization patterns\")",
+                op_name(d0 & 0xFFFF_FFFF),
+                sync_name(d0 >> 32, d1)
+            ),
+            17 => format!(
+                "rule wait-ld-before-handoff: {} while a tcgen05.ld of this warp was not yet waited for: the tensor memory it reads is handed to other threads (an MMA may overwrite it) before the load completed; tcgen05.wait::ld, then tcgen05.fence::before_thread_sync, must come first (PTX ISA \"Canonical synchronization patterns\": non-pipelined instructions, different thread)",
+                handoff_name(d0, d1)
+            ),
+            18 => format!(
+                "rule fence-before-handoff: {} after a tcgen05.ld with no tcgen05.fence::before_thread_sync in between, so the load is not ordered before the hand-over (PTX ISA \"Canonical synchronization patterns\": tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; arrive)",
+                handoff_name(d0, d1)
+            ),
+            19 => format!("rule ld-in-flight: tcgen05.ld of columns {d0}..{} while {d1} issued MMA(s) writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", d0 + 31),
+            20 => format!("rule ld-after-commit-wait: tcgen05.ld of columns {d0}..{} reads the results of MMA #{} of the issuing warp, but this warp has only waited for a commit covering MMA #{}: wait on the barrier the covering tcgen05.commit arrives on, in the right phase (a wrong parity waits for an older phase), then tcgen05.fence::after_thread_sync", d0 + 31, d1 >> 32, d1 & 0xFFFF_FFFF),
+            21 => format!("rule release-before-overwrite: tcgen05.mma overwrites columns {}.. of CTA rank {} while warp {} (lane quarter {}) has read them and not handed them over (tcgen05.wait::ld, tcgen05.fence::before_thread_sync, arrive, and the MMA warp waiting for that arrival): the accumulator was released too early or not at all", d0 & 0xFFFF, d0 >> 16, d1 & 0xFFFF_FFFF, d1 >> 32),
+            22 => format!("rule release-before-overwrite: tcgen05.mma overwrites columns {}.. of CTA rank {} whose reader handed them over in phase {} of barrier #{} of the MMA's CTA, but the MMA warp has waited only for {} of it: it must wait for that phase (then tcgen05.fence::after_thread_sync) before reusing the accumulator", d0 & 0xFFFF, d0 >> 16, (d1 >> 32) as i64 - 2, (d1 >> 16) & 0xFFFF, phase_words(d1 & 0xFFFF)),
+            23 => {
+                let operand = if d0 >> 48 == 1 { "A" } else { "B" };
+                let why = match d1 >> 32 {
+                    0 => "no TMA load has written it".to_string(),
+                    1 => format!("the TMA load into {:#x} that wrote it has not been seen complete by this warp (no wait on its barrier since it was issued)", d1 & 0xFFFF_FFFF),
+                    _ => format!("it lies past the box of the TMA load into {:#x}", d1 & 0xFFFF_FFFF),
+                };
+                format!("rule operand-loaded: tcgen05.mma reads operand {operand} bytes {:#x}..{:#x} of CTA rank {}, but {why}: an MMA may read its operands only after waiting on the barrier its TMA loads complete on (then tcgen05.fence::after_thread_sync). Check the load_full wait, and the descriptor's start address and SBO", d0 & 0xFFFF_FFFF, (d0 & 0xFFFF_FFFF) + 1024, (d0 >> 32) & 0xFFFF)
+            }
+            24 => format!("rule no-refill-in-flight: a TMA load into shared address {:#x} of CTA rank {} overwrites an operand (from {:#x}) of an MMA that warp {} issued and whose tcgen05.commit has not arrived: the producer must wait on the slot's load_empty phase (the commit) before refilling it", d0 & 0xFFFF_FFFF, d0 >> 32, d1 & 0xFFFF_FFFF, d1 >> 32),
+            25 => format!("shared-memory descriptor {d0:#018x} starts at {d1:#x}, whose bits 7-9 are not 0: with the 128-byte swizzle that start needs a non-zero base offset (PTX ISA \"Shared Memory Descriptor\"); operand tiles must be 1024-byte aligned"),
+            26 => format!("rule wait-for-peer-commits: tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared address {d0:#x} in phase {}, and this CTA waited only for {}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)", d1 >> 32, phase_words(d1 & 0xFFFF_FFFF)),
+            27 => format!("the emulator's tables are full ({}): it models at most 32 mbarriers, 32 TMA destinations and 16 warps per CTA", match d0 { 1 => format!("mbarrier at {d1:#x}"), 2 => format!("TMA destination {d1:#x}"), _ => format!("warp {d1}") }),
             c => format!("unknown emulation fault code {c}"),
         };
         format!(
@@ -78,6 +143,8 @@ impl Fault {
 pub struct EmuBuffers {
     tmem: CudaSlice<f32>,
     state: CudaSlice<u8>,
+    /// `wb_emu_params`: [0] the seed of the schedule perturbation.
+    params: CudaSlice<u64>,
     fault_host: *mut Fault,
     fault_dev: sys::CUdeviceptr,
     pub num_ctas: usize,
@@ -93,6 +160,7 @@ impl EmuBuffers {
         let state = s
             .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
             .map_err(|e| anyhow!("{e:?}"))?;
+        let params = s.alloc_zeros::<u64>(1).map_err(|e| anyhow!("{e:?}"))?;
         let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
         let mut dev: sys::CUdeviceptr = 0;
         // SAFETY: pinned, device-mapped host memory of the struct's size; freed in Drop.
@@ -113,6 +181,7 @@ impl EmuBuffers {
         Ok(EmuBuffers {
             tmem,
             state,
+            params,
             fault_host: host.cast(),
             fault_dev: dev,
             num_ctas,
@@ -124,7 +193,18 @@ impl EmuBuffers {
         let s = &gpu.stream;
         let (tmem_ptr, _g1) = self.tmem.device_ptr(s);
         let (state_ptr, _g2) = self.state.device_ptr(s);
-        let values: [(&str, Vec<u8>); 4] = [
+        let (params_ptr, _g3) = self.params.device_ptr(s);
+        let size_view = module.get_global("wb_emu_cta_state_bytes", s).map_err(|e| {
+            anyhow!("the kernel has no wb_emu_cta_state_bytes: was it compiled for emulation? ({e:?})")
+        })?;
+        let size = s.clone_dtoh(&size_view).map_err(|e| anyhow!("{e:?}"))?;
+        let device_bytes = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+        if device_bytes != CTA_STATE_BYTES {
+            bail!(
+                "tcgen05_emu.cuh's per-CTA state is {device_bytes} bytes but the host allocates {CTA_STATE_BYTES}: update common::emulation::CTA_STATE_BYTES"
+            );
+        }
+        let values: [(&str, Vec<u8>); 5] = [
             ("wb_emu_tmem", tmem_ptr.to_le_bytes().to_vec()),
             ("wb_emu_state", state_ptr.to_le_bytes().to_vec()),
             (
@@ -132,6 +212,7 @@ impl EmuBuffers {
                 (self.num_ctas as u32).to_le_bytes().to_vec(),
             ),
             ("wb_emu_fault", self.fault_dev.to_le_bytes().to_vec()),
+            ("wb_emu_params", params_ptr.to_le_bytes().to_vec()),
         ];
         for (name, bytes) in values {
             let mut view = module.get_global(name, s).map_err(|e| {
@@ -148,8 +229,9 @@ impl EmuBuffers {
     /// bookkeeping to zero, no fault. `seed` picks the emulation's schedule perturbations
     /// (`runner step --emu-seed`); the same seed gives the same schedule.
     pub fn reset(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
-        let _ = seed;
         let s = &gpu.stream;
+        s.memcpy_htod(&[seed], &mut self.params)
+            .map_err(|e| anyhow!("{e:?}"))?;
         {
             let (p, _g) = self.tmem.device_ptr(s);
             // SAFETY: `p` is the tmem buffer, `num_ctas * cells * 4` bytes long.
@@ -232,5 +314,42 @@ mod tests {
             ..Default::default()
         };
         assert!(f.describe().contains("base offset 1"), "{}", f.describe());
+    }
+
+    #[test]
+    fn sanitizer_faults_name_cta_warp_and_rule() {
+        let cases: &[(u32, u64, u64, &str)] = &[
+            (16, (1 << 32) | 5, 0x1f0, "rule fence-after-sync: tcgen05.ld issued after an mbarrier wait (barrier at shared address 0x1f0)"),
+            (16, (3 << 32) | 6, 0, "tcgen05.mma issued after a cluster barrier"),
+            (17, 1, 0x200, "rule wait-ld-before-handoff: an mbarrier arrive"),
+            (17, 4, 0, "rule wait-ld-before-handoff: tcgen05.dealloc"),
+            (18, 2, 0, "rule fence-before-handoff: a CTA barrier"),
+            (19, 64, 4, "rule ld-in-flight: tcgen05.ld of columns 64..95 while 4 issued MMA(s)"),
+            (20, 32, (12 << 32) | 8, "reads the results of MMA #12 of the issuing warp, but this warp has only waited for a commit covering MMA #8"),
+            (21, (1 << 16) | 256, (2 << 32) | 6, "overwrites columns 256.. of CTA rank 1 while warp 6 (lane quarter 2)"),
+            (22, 64, (3 << 32) | (5 << 16) | 2, "in phase 1 of barrier #5 of the MMA's CTA, but the MMA warp has waited only for phase 0"),
+            (23, (1 << 48) | (1 << 32) | 0x4400, (1 << 32) | 0x4000, "reads operand A bytes 0x4400..0x4800 of CTA rank 1, but the TMA load into 0x4000 that wrote it has not been seen complete"),
+            (23, (2 << 48) | 0x8000, 0, "operand B bytes 0x8000..0x8400 of CTA rank 0, but no TMA load has written it"),
+            (24, (1 << 32) | 0x4000, (1 << 32) | 0x4000, "a TMA load into shared address 0x4000 of CTA rank 1 overwrites an operand (from 0x4000) of an MMA that warp 1 issued"),
+            (25, 0x4000_4040_0001_0048, 0x480, "starts at 0x480, whose bits 7-9 are not 0"),
+            (26, 0x1f8, (7 << 32) | 7, "arrived on the barrier at shared address 0x1f8 in phase 7, and this CTA waited only for phase 5"),
+            (27, 1, 0x300, "mbarrier at 0x300"),
+        ];
+        for &(code, detail0, detail1, needle) in cases {
+            let f = Fault {
+                code,
+                cta: 5,
+                warp: 4,
+                lane: 0,
+                detail0,
+                detail1,
+            };
+            let s = f.describe();
+            assert!(
+                s.starts_with("tcgen05 emulation fault in CTA 5, warp 4"),
+                "{s}"
+            );
+            assert!(s.contains(needle), "code {code}: {s}");
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod emulation;
 pub mod gpu;
 pub mod mutation;
 pub mod problem;
+pub mod ptx_check;
 pub mod run;
 pub mod sass;
 pub mod step;

@@ -64,6 +64,69 @@ pub const MUTATIONS: &[Mutation] = &[
         steps: ALL_STEPS,
         expect: Expect::Caught,
     },
+    Mutation {
+        name: "no-fence-after-wait",
+        description: "the epilogue reads tensor memory right after its acc_full wait, without tcgen05.fence::after_thread_sync: the tcgen05.ld is not ordered after the wait",
+        anchor: &["tcgen05_fence_after_thread_sync", "tcgen05.ld"],
+        from: "",
+        to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "no-wait-ld",
+        description: "the epilogue never executes tcgen05.wait::ld: its tensor-memory loads are handed over (barrier, arrive) before they are known complete",
+        anchor: &["tmem_wait_ld("],
+        from: "",
+        to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "early-acc-release",
+        description: "acc_empty counts 4 arrivals instead of 8, so the MMA warp reuses the accumulator once one CTA's epilogue warps released it, while the other CTA's may still be reading it",
+        anchor: &["mbarrier_init(&smem.acc_empty"],
+        from: "CLUSTER * 4",
+        to: "4",
+        steps: &[4, 5, 6],
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "skip-load-full-wait",
+        description: "the MMA warp issues each k-block's MMAs without waiting on load_full: the tensor core may read a slot before its TMA loads landed",
+        anchor: &["mbarrier_wait(&smem.load_full"],
+        from: "",
+        to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "tma-wrong-cta-barrier",
+        description: "each CTA's 2-CTA TMA loads signal its own load_full barrier instead of the pair leader's: the leader's barrier never receives the peer's bytes (a hang)",
+        anchor: &["tma_load_2d_2cta", "bw::pair_leader(rank)"],
+        from: "bw::pair_leader(rank)",
+        to: "rank",
+        steps: &[3, 4, 5, 6],
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "wrong-acc-parity",
+        description: "the epilogue waits on acc_full with the opposite parity: the wait returns for an older phase and reads an accumulator its MMAs have not finished",
+        anchor: &["mbarrier_wait(&smem.acc_full"],
+        from: "& 1);",
+        to: "& 1 ^ 1);",
+        steps: &[4, 5, 6],
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "no-producer-tail",
+        description: "the producer exits without waiting for the last load_empty phases: the leader's final multicast commits may land in a CTA that has already exited",
+        anchor: &["mbarrier_wait(&smem.load_empty[", " % STAGES]"],
+        from: "",
+        to: "",
+        steps: &[3, 4, 5, 6],
+        expect: Expect::Caught,
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Mutation> {
@@ -142,6 +205,18 @@ mod tests {
             "the barrier is still initialised"
         );
         assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
+        let parity = find("wrong-acc-parity")
+            .unwrap()
+            .apply("  wb::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);\n")
+            .unwrap();
+        assert!(
+            parity.contains("(local / ACC_STAGES) & 1 ^ 1);"),
+            "{parity}: & binds tighter than ^, so this flips the parity"
+        );
+        let tma = find("tma-wrong-cta-barrier").unwrap().apply(
+            "      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),\n",
+        );
+        assert!(tma.unwrap().contains("&smem.load_full[slot], rank,"));
         assert!(find("nope").is_err());
     }
 }

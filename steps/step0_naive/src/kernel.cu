@@ -121,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> global, all 4 warps -------------------------
   wb::mbarrier_wait(&smem.acc_full, 0);
-  bw::tcgen05_fence_after_thread_sync();
+  bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile.
   const int row = tile_m * TILE_M + warp * 32 + wb::lane_id();
@@ -129,7 +129,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   for (int col = 0; col < TILE_N; col += 32) {
     u32 acc[32];
     bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + col, acc);
-    bw::tmem_wait_ld();
+    bw::tmem_wait_ld(acc);  // acc is usable from here on
     alignas(16) T out[32];
     for (int j = 0; j < 32; ++j) out[j] = static_cast<T>(__uint_as_float(acc[j]));
     for (int j = 0; j < 32; j += 8) {

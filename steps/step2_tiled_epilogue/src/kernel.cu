@@ -121,7 +121,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
   wb::mbarrier_wait(&smem.acc_full, 0);
-  bw::tcgen05_fence_after_thread_sync();
+  bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
   // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
@@ -133,7 +133,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
       u32 acc[32];
       bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
-      bw::tmem_wait_ld();
+      bw::tmem_wait_ld(acc);  // acc is usable from here on
       // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
       // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
       for (int j = 0; j < 32; j += 8) {

@@ -102,10 +102,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
-      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], A_TILE_BYTES, kb * TILE_K,
-                           row0);
-      bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], B_TILE_BYTES, kb * TILE_K,
-                           tile_n * MMA_N + rank * TILE_N);
+      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),
+                           A_TILE_BYTES, kb * TILE_K, row0);
+      bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], bw::pair_leader(rank),
+                           B_TILE_BYTES, kb * TILE_K, tile_n * MMA_N + rank * TILE_N);
+    }
+    // Producer tail (CUTLASS's load_tail): the MMA warp's last commits multicast to load_empty in
+    // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
+    // the producer goes round the ring STAGES more times, only waiting.
+    for (int kb = num_k_blocks; kb < num_k_blocks + STAGES; ++kb) {
+      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[kb % STAGES], ((kb / STAGES) - 1) & 1);
     }
   } else if (warp == 1 && rank == 0) {
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
@@ -132,7 +138,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
   wb::mbarrier_wait(&smem.acc_full, 0);
-  bw::tcgen05_fence_after_thread_sync();
+  bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
   // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
@@ -144,7 +150,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
       u32 acc[32];
       bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
-      bw::tmem_wait_ld();
+      bw::tmem_wait_ld(acc);  // acc is usable from here on
       // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
       // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
       for (int j = 0; j < 32; j += 8) {

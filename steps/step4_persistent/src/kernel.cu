@@ -108,7 +108,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ---- the persistent loop: cluster c takes tiles c, c + num_clusters, ... ------------------
   // (Its body keeps step 3's indentation, so that `runner diff 3 4` shows only what changed.)
-  for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
+  int local = 0;  // the cluster's tiles so far; the producer tail needs their number
+  for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters, ++local) {
   int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and MMA_N columns
   tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
   const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
@@ -125,10 +126,10 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
-      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], A_TILE_BYTES, kb * TILE_K,
-                           row0);
-      bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], B_TILE_BYTES, kb * TILE_K,
-                           tile_n * MMA_N + rank * TILE_N);
+      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),
+                           A_TILE_BYTES, kb * TILE_K, row0);
+      bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], bw::pair_leader(rank),
+                           B_TILE_BYTES, kb * TILE_K, tile_n * MMA_N + rank * TILE_N);
     }
   } else if (warp == 1 && rank == 0) {
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
@@ -159,7 +160,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
   wb::mbarrier_wait(&smem.acc_full, local & 1);
-  bw::tcgen05_fence_after_thread_sync();
+  bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
   // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
@@ -171,7 +172,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
       u32 acc[32];
       bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
-      bw::tmem_wait_ld();
+      bw::tmem_wait_ld(acc);  // acc is usable from here on
       // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
       // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
       for (int j = 0; j < 32; j += 8) {
@@ -192,6 +193,15 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   wb::mbarrier_arrive_cluster(&smem.acc_empty, 0);
   // ANCHOR_END: epilogue
   }  // the persistent loop
+
+  if (warp == 0) {
+    // Producer tail (CUTLASS's load_tail): the MMA warp's last commits multicast to load_empty in
+    // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
+    // the producer goes round the ring STAGES more times, only waiting.
+    for (int it = local * num_k_blocks; it < local * num_k_blocks + STAGES; ++it) {
+      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[it % STAGES], ((it / STAGES) - 1) & 1);
+    }
+  }
 
   wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
 
