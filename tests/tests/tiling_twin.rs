@@ -3,7 +3,7 @@
 //! the host C++ compiler and checks that both give the same order, so the twins cannot drift.
 
 use common::tiling::{tile_coords, MinorDim};
-use std::process::Command;
+use workbook_tests::run_host_cpp;
 
 /// The text of `tile_coords` in step 6's kernel, from its signature to its closing brace.
 fn device_function() -> String {
@@ -20,8 +20,6 @@ fn device_function() -> String {
 
 #[test]
 fn the_kernel_and_its_host_twin_visit_tiles_in_the_same_order() {
-    let dir = std::env::temp_dir().join(format!("tiling-twin-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let program = format!(
         r#"#include <algorithm>
 #include <cstdio>
@@ -44,23 +42,7 @@ int main() {{
 "#,
         device_function()
     );
-    let cpp = dir.join("twin.cpp");
-    let exe = dir.join("twin");
-    std::fs::write(&cpp, program).unwrap();
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
-    let built = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&cpp)
-        .output()
-        .unwrap_or_else(|e| panic!("this test needs a host C++ compiler ({cxx}): {e}"));
-    assert!(
-        built.status.success(),
-        "the kernel's tile_coords does not compile on the host:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = Command::new(&exe).output().expect("run the twin");
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = run_host_cpp("tiling-twin", &program);
     let mut lines = 0;
     for line in text.lines() {
         let v: Vec<usize> = line.split(' ').map(|x| x.parse().unwrap()).collect();
@@ -80,5 +62,4 @@ int main() {{
     }
     // 2 minor dims x 9 widths x sum over 11x11 grids of tm*tn tiles.
     assert_eq!(lines, 2 * 9 * 66 * 66);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -11,6 +11,7 @@ pub mod descriptors;
 pub mod emulation;
 pub mod gpu;
 pub mod mutation;
+pub mod phases;
 pub mod problem;
 pub mod run;
 pub mod sass;

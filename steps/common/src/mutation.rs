@@ -64,6 +64,31 @@ pub const MUTATIONS: &[Mutation] = &[
         steps: ALL_STEPS,
         expect: Expect::Caught,
     },
+    Mutation {
+        name: "wrong-parity",
+        description: "the producer waits on load_empty with parity (kb / STAGES) & 1 instead of \
+                      ((kb / STAGES) - 1) & 1: the wait names the wrong phase (a race, or a hang)",
+        // The consumer's load_full wait and the accumulator's waits have other formulas; only the
+        // producer's line waits on load_empty with a "- 1".
+        anchor: &[
+            "mbarrier_wait(&smem.load_empty[slot]",
+            " / STAGES) - 1) & 1",
+        ],
+        from: " / STAGES) - 1) & 1",
+        to: " / STAGES)) & 1",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+    },
+    Mutation {
+        name: "no-first-round-guard",
+        description: "the producer also waits on load_empty in the first round: harmless, since \
+                      parity 1 names the phase before phase 0, which counts as complete",
+        anchor: &["mbarrier_wait(&smem.load_empty[slot]", ">= STAGES)"],
+        from: "if (",
+        to: "if (true || ",
+        steps: ALL_STEPS,
+        expect: Expect::Harmless,
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Mutation> {
@@ -142,6 +167,22 @@ mod tests {
             "the barrier is still initialised"
         );
         assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
+        let producer = "      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);\n      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);\n      wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);\n";
+        let e = find("wrong-parity").unwrap().apply(producer).unwrap();
+        assert!(e.contains("load_empty[slot], ((it / STAGES)) & 1);"), "{e}");
+        assert!(
+            e.contains("((local / ACC_STAGES) - 1) & 1"),
+            "the accumulator's wait is untouched"
+        );
+        let f = find("no-first-round-guard")
+            .unwrap()
+            .apply(producer)
+            .unwrap();
+        assert!(f.starts_with("      if (true || it >= STAGES) wb::mbarrier_wait(&smem.load_empty"));
+        assert_eq!(
+            f.lines().skip(1).collect::<Vec<_>>(),
+            producer.lines().skip(1).collect::<Vec<_>>()
+        );
         assert!(find("nope").is_err());
     }
 }
