@@ -5,6 +5,7 @@
 //! its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]), timing
 //! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]) and the whole run ([`run`]).
 
+pub mod budget;
 pub mod compile;
 pub mod cublas;
 pub mod descriptors;

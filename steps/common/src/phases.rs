@@ -354,6 +354,8 @@ pub struct Stuck {
     pub actor: Actor,
     /// What it waits for.
     pub waits_for: StuckOn,
+    /// Since when.
+    pub since: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -904,6 +906,7 @@ pub fn simulate(ring: &Ring) -> Simulation {
                         stuck_on(&state, w.ops[w.pc]).map(|waits_for| Stuck {
                             actor: w.actor,
                             waits_for,
+                            since: w.wait_started.unwrap_or(now),
                         })
                     })
                     .collect(),

@@ -1,0 +1,259 @@
+//! `{{#phase-outcomes ring}}` and `{{#phase-outcomes per-tile}}`: what the phase simulator
+//! (`common::phases`) says each parity bug does, per role of the ladder's kernels. The roles come
+//! from the steps themselves (through `common::budget::BudgetInput`), so the table follows the
+//! configuration.
+
+use anyhow::{bail, Result};
+use common::budget::BudgetInput;
+use common::phases::{
+    simulate, Counter, EmptyWait, Epilogue, FullWait, Outcome, Ring, Roles, Timing,
+};
+
+/// K-blocks per tile in the ring table: four rounds of four stages.
+const K_BLOCKS: u32 = 16;
+
+/// How the model runs one step's ring: its roles, stages and how many tiles follow each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Model {
+    roles: Roles,
+    stages: u32,
+    tiles: u32,
+}
+
+fn model(step: u32) -> Result<Model> {
+    let i = BudgetInput::from_step(runner::steps::get(step)?);
+    let roles = if i.lookahead < i.stages {
+        Roles::OneWarp {
+            prefetch: i.lookahead,
+        }
+    } else {
+        Roles::Specialized {
+            epilogue: if i.epilogue_overlaps {
+                Epilogue::Dedicated
+            } else {
+                Epilogue::SameWarps
+            },
+        }
+    };
+    Ok(Model {
+        roles,
+        stages: i.stages,
+        // Two tiles show what the persistent loop carries from one tile to the next.
+        tiles: if i.persistent { 2 } else { 1 },
+    })
+}
+
+/// The steps grouped by identical model, in ladder order: `("steps 1–3", model)`.
+fn groups(persistent_only: bool) -> Result<Vec<(String, Model)>> {
+    let mut out: Vec<(Vec<u32>, Model)> = Vec::new();
+    for s in runner::steps::all() {
+        let n = s.info().number;
+        let m = model(n)?;
+        if persistent_only && m.tiles == 1 {
+            continue;
+        }
+        match out.last_mut() {
+            Some((steps, last)) if *last == m => steps.push(n),
+            _ => out.push((vec![n], m)),
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|(steps, m)| {
+            let name = match (steps.first(), steps.last()) {
+                (Some(a), Some(b)) if a != b => format!("steps {a}–{b}"),
+                (Some(a), _) => format!("step {a}"),
+                _ => String::new(),
+            };
+            (name, m)
+        })
+        .collect())
+}
+
+const TIMINGS: [(&str, Timing); 2] = [
+    ("loads slower than MMAs", Timing::LOAD_BOUND),
+    ("MMAs slower than loads", Timing::MMA_BOUND),
+];
+
+struct Row {
+    label: String,
+    timing: &'static str,
+    cells: Vec<Outcome>,
+}
+
+fn table(columns: &[(String, Model)], rows: &[Row]) -> String {
+    let mut md = String::from("| | timing |");
+    for (name, _) in columns {
+        md.push_str(&format!(" {name} |"));
+    }
+    md.push_str("\n|---|---|");
+    md.push_str(&"---|".repeat(columns.len()));
+    md.push('\n');
+    for r in rows {
+        md.push_str(&format!("| {} | {} |", r.label, r.timing));
+        for c in &r.cells {
+            md.push_str(&format!(" {} |", c.label()));
+        }
+        md.push('\n');
+    }
+    // What each failure was, once per distinct story, with the cells that tell it.
+    let mut stories: Vec<(String, Vec<String>)> = Vec::new();
+    for r in rows {
+        for (c, outcome) in r.cells.iter().enumerate() {
+            if outcome.is_completes() {
+                continue;
+            }
+            let story = outcome.to_string();
+            let cell = format!("{}, {}, {}", r.label, r.timing, columns[c].0);
+            match stories.iter_mut().find(|(s, _)| *s == story) {
+                Some((_, cells)) => cells.push(cell),
+                None => stories.push((story, vec![cell])),
+            }
+        }
+    }
+    if !stories.is_empty() {
+        md.push_str("\nWhat the model saw first (k-blocks are numbered across tiles):\n\n");
+        for (story, cells) in stories {
+            md.push_str(&format!("- *{}*: {story}.\n", cells.join("; ")));
+        }
+    }
+    md
+}
+
+/// The seeded bugs and one more off-by-one, in every role of the ladder.
+fn ring_table() -> Result<String> {
+    let columns = groups(false)?;
+    let variants = [
+        ("the kernels' code", EmptyWait::Correct, FullWait::Correct),
+        (
+            "no-first-round-guard",
+            EmptyWait::NoFirstRoundGuard,
+            FullWait::Correct,
+        ),
+        ("wrong-parity", EmptyWait::WrongParity, FullWait::Correct),
+        (
+            "load_full waited with ((kb / STAGES) - 1) & 1",
+            EmptyWait::Correct,
+            FullWait::OffByOne,
+        ),
+    ];
+    let mut rows = Vec::new();
+    for (label, empty_wait, full_wait) in variants {
+        for (timing_name, timing) in TIMINGS {
+            let cells = columns
+                .iter()
+                .map(|(_, m)| {
+                    simulate(&Ring {
+                        stages: m.stages,
+                        k_blocks: K_BLOCKS,
+                        tiles: m.tiles,
+                        roles: m.roles,
+                        empty_wait,
+                        full_wait,
+                        counter: Counter::AcrossTiles,
+                        timing,
+                    })
+                    .outcome
+                })
+                .collect();
+            rows.push(Row {
+                label: label.to_string(),
+                timing: timing_name,
+                cells,
+            });
+        }
+    }
+    Ok(table(&columns, &rows))
+}
+
+/// The persistent steps with the ring counter reset per tile (`kb` for `it`).
+fn per_tile_table() -> Result<String> {
+    let columns = groups(true)?;
+    let mut rows = Vec::new();
+    for (counter, name) in [(Counter::AcrossTiles, "it"), (Counter::PerTile, "kb")] {
+        for k_blocks in [8, 6] {
+            for (timing_name, timing) in TIMINGS {
+                let cells = columns
+                    .iter()
+                    .map(|(_, m)| {
+                        simulate(&Ring {
+                            stages: m.stages,
+                            k_blocks,
+                            tiles: m.tiles,
+                            roles: m.roles,
+                            empty_wait: EmptyWait::Correct,
+                            full_wait: FullWait::Correct,
+                            counter,
+                            timing,
+                        })
+                        .outcome
+                    })
+                    .collect();
+                rows.push(Row {
+                    label: format!("`{name}`, {k_blocks} k-blocks per tile"),
+                    timing: timing_name,
+                    cells,
+                });
+            }
+        }
+    }
+    Ok(table(&columns, &rows))
+}
+
+pub fn outcomes(spec: &str) -> Result<String> {
+    match spec.trim() {
+        "ring" => ring_table(),
+        "per-tile" => per_tile_table(),
+        other => bail!("phase-outcomes wants `ring` or `per-tile`, got {other:?}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ladder_has_four_ring_roles() {
+        let names: Vec<String> = groups(false).unwrap().into_iter().map(|g| g.0).collect();
+        assert_eq!(names, ["step 0", "steps 1–3", "step 4", "steps 5–6"]);
+        let persistent: Vec<String> = groups(true).unwrap().into_iter().map(|g| g.0).collect();
+        assert_eq!(persistent, ["step 4", "steps 5–6"]);
+    }
+
+    #[test]
+    fn the_tables_say_what_the_model_says() {
+        let t = ring_table().unwrap();
+        let row = |label: &str, timing: &str| {
+            t.lines()
+                .find(|l| l.starts_with(&format!("| {label} | {timing} |")))
+                .unwrap_or_else(|| panic!("no row {label} / {timing} in\n{t}"))
+                .to_string()
+        };
+        for timing in ["loads slower than MMAs", "MMAs slower than loads"] {
+            assert_eq!(
+                row("the kernels' code", timing)
+                    .matches("completes")
+                    .count(),
+                4
+            );
+            assert_eq!(
+                row("no-first-round-guard", timing)
+                    .matches("completes")
+                    .count(),
+                4,
+                "harmless everywhere"
+            );
+            assert_eq!(row("wrong-parity", timing).matches("completes").count(), 0);
+        }
+        assert!(row("wrong-parity", "loads slower than MMAs").contains("| hang at k-block 4 |"));
+        assert!(t.contains("What the model saw first"));
+        let p = per_tile_table().unwrap();
+        assert!(
+            p.contains(
+                "| `it`, 6 k-blocks per tile | loads slower than MMAs | completes | completes |"
+            ),
+            "{p}"
+        );
+        assert!(outcomes("bogus").is_err());
+    }
+}
