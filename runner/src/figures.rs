@@ -8,8 +8,7 @@ use anyhow::Result;
 use common::budget::BudgetInput;
 use common::descriptors::{decode_smem_desc, make_smem_desc_sw128, sw128_offset};
 use common::phases::{
-    simulate, BarrierKind, Counter, EmptyWait, Epilogue, FullWait, Outcome, Ring, Roles,
-    Simulation, StuckOn, Timing,
+    simulate, BarrierKind, Counter, EmptyWait, FullWait, Outcome, Ring, Simulation, StuckOn, Timing,
 };
 
 /// A figure: its file under `assets/` and the code that draws it.
@@ -111,21 +110,12 @@ fn slot_color(slot: u32) -> &'static str {
 
 /// A step's ring as the simulator runs it for the figure: eight k-blocks, one tile.
 fn timeline_ring(step: u32, empty_wait: EmptyWait, timing: Timing) -> Result<Ring> {
-    let i = BudgetInput::from_step(runner::steps::get(step)?);
-    let roles = if i.lookahead < i.stages {
-        Roles::OneWarp {
-            prefetch: i.lookahead,
-        }
-    } else {
-        Roles::Specialized {
-            epilogue: Epilogue::SameWarps,
-        }
-    };
+    let m = crate::phase_tables::model(step)?;
     Ok(Ring {
-        stages: i.stages,
+        stages: m.stages,
         k_blocks: 8,
         tiles: 1,
-        roles,
+        roles: m.roles,
         empty_wait,
         full_wait: FullWait::Correct,
         counter: Counter::AcrossTiles,

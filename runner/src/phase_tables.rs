@@ -14,13 +14,14 @@ const K_BLOCKS: u32 = 16;
 
 /// How the model runs one step's ring: its roles, stages and how many tiles follow each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Model {
-    roles: Roles,
-    stages: u32,
-    tiles: u32,
+pub struct Model {
+    pub roles: Roles,
+    pub stages: u32,
+    pub tiles: u32,
 }
 
-fn model(step: u32) -> Result<Model> {
+/// The phase simulator's model of a step's ring, from the step's own configuration.
+pub fn model(step: u32) -> Result<Model> {
     let i = BudgetInput::from_step(runner::steps::get(step)?);
     let roles = if i.lookahead < i.stages {
         Roles::OneWarp {
@@ -74,6 +75,31 @@ const TIMINGS: [(&str, Timing); 2] = [
     ("loads slower than MMAs", Timing::LOAD_BOUND),
     ("MMAs slower than loads", Timing::MMA_BOUND),
 ];
+
+/// One row of a table: the same wait lines and timing in every column's model.
+fn run_row(
+    columns: &[(String, Model)],
+    k_blocks: u32,
+    (empty_wait, full_wait, counter): (EmptyWait, FullWait, Counter),
+    timing: Timing,
+) -> Vec<Outcome> {
+    columns
+        .iter()
+        .map(|(_, m)| {
+            simulate(&Ring {
+                stages: m.stages,
+                k_blocks,
+                tiles: m.tiles,
+                roles: m.roles,
+                empty_wait,
+                full_wait,
+                counter,
+                timing,
+            })
+            .outcome
+        })
+        .collect()
+}
 
 struct Row {
     label: String,
@@ -140,22 +166,12 @@ fn ring_table() -> Result<String> {
     let mut rows = Vec::new();
     for (label, empty_wait, full_wait) in variants {
         for (timing_name, timing) in TIMINGS {
-            let cells = columns
-                .iter()
-                .map(|(_, m)| {
-                    simulate(&Ring {
-                        stages: m.stages,
-                        k_blocks: K_BLOCKS,
-                        tiles: m.tiles,
-                        roles: m.roles,
-                        empty_wait,
-                        full_wait,
-                        counter: Counter::AcrossTiles,
-                        timing,
-                    })
-                    .outcome
-                })
-                .collect();
+            let cells = run_row(
+                &columns,
+                K_BLOCKS,
+                (empty_wait, full_wait, Counter::AcrossTiles),
+                timing,
+            );
             rows.push(Row {
                 label: label.to_string(),
                 timing: timing_name,
@@ -173,22 +189,12 @@ fn per_tile_table() -> Result<String> {
     for (counter, name) in [(Counter::AcrossTiles, "it"), (Counter::PerTile, "kb")] {
         for k_blocks in [8, 6] {
             for (timing_name, timing) in TIMINGS {
-                let cells = columns
-                    .iter()
-                    .map(|(_, m)| {
-                        simulate(&Ring {
-                            stages: m.stages,
-                            k_blocks,
-                            tiles: m.tiles,
-                            roles: m.roles,
-                            empty_wait: EmptyWait::Correct,
-                            full_wait: FullWait::Correct,
-                            counter,
-                            timing,
-                        })
-                        .outcome
-                    })
-                    .collect();
+                let cells = run_row(
+                    &columns,
+                    k_blocks,
+                    (EmptyWait::Correct, FullWait::Correct, counter),
+                    timing,
+                );
                 rows.push(Row {
                     label: format!("`{name}`, {k_blocks} k-blocks per tile"),
                     timing: timing_name,
