@@ -72,9 +72,14 @@ fn groups(persistent_only: bool) -> Result<Vec<(String, Model)>> {
 }
 
 const TIMINGS: [(&str, Timing); 2] = [
-    ("loads slower than MMAs", Timing::LOAD_BOUND),
-    ("MMAs slower than loads", Timing::MMA_BOUND),
+    ("slow loads", Timing::LOAD_BOUND),
+    ("slow MMAs", Timing::MMA_BOUND),
 ];
+
+/// A cell: the outcome and the first k-block it showed at.
+fn cell(o: &Outcome) -> String {
+    o.label().replace(" k-block ", " ")
+}
 
 /// One row of a table: the same wait lines and timing in every column's model.
 fn run_row(
@@ -108,7 +113,7 @@ struct Row {
 }
 
 fn table(columns: &[(String, Model)], rows: &[Row]) -> String {
-    let mut md = String::from("| | timing |");
+    let mut md = String::from("| wait lines | timing |");
     for (name, _) in columns {
         md.push_str(&format!(" {name} |"));
     }
@@ -118,29 +123,50 @@ fn table(columns: &[(String, Model)], rows: &[Row]) -> String {
     for r in rows {
         md.push_str(&format!("| {} | {} |", r.label, r.timing));
         for c in &r.cells {
-            md.push_str(&format!(" {} |", c.label()));
+            md.push_str(&format!(" {} |", cell(c)));
         }
         md.push('\n');
     }
-    // What each failure was, once per distinct story, with the cells that tell it.
-    let mut stories: Vec<(String, Vec<String>)> = Vec::new();
+    // What each failure was, once per distinct story, with where it happened.
+    // (story, [(row label, timing, columns)])
+    type Where = (String, &'static str, Vec<String>);
+    let mut stories: Vec<(String, Vec<Where>)> = Vec::new();
     for r in rows {
         for (c, outcome) in r.cells.iter().enumerate() {
             if outcome.is_completes() {
                 continue;
             }
             let story = outcome.to_string();
-            let cell = format!("{}, {}, {}", r.label, r.timing, columns[c].0);
-            match stories.iter_mut().find(|(s, _)| *s == story) {
-                Some((_, cells)) => cells.push(cell),
-                None => stories.push((story, vec![cell])),
+            let at = match stories.iter_mut().find(|(s, _)| *s == story) {
+                Some((_, at)) => at,
+                None => {
+                    stories.push((story, Vec::new()));
+                    &mut stories.last_mut().expect("just pushed").1
+                }
+            };
+            let column = columns[c].0.clone();
+            match at
+                .iter_mut()
+                .find(|(label, timing, _)| *label == r.label && *timing == r.timing)
+            {
+                Some((_, _, cols)) => cols.push(column),
+                None => at.push((r.label.clone(), r.timing, vec![column])),
             }
         }
     }
     if !stories.is_empty() {
-        md.push_str("\nWhat the model saw first (k-blocks are numbered across tiles):\n\n");
-        for (story, cells) in stories {
-            md.push_str(&format!("- *{}*: {story}.\n", cells.join("; ")));
+        md.push_str(
+            "\nA cell names the k-block at which the model first saw the failure (numbered across \
+             tiles). What it saw:\n\n",
+        );
+        for (story, at) in stories {
+            let at: Vec<String> = at
+                .iter()
+                .map(|(label, timing, cols)| {
+                    format!("{label} with {timing} in {}", cols.join(", "))
+                })
+                .collect();
+            md.push_str(&format!("- *{}*: {story}.\n", at.join("; ")));
         }
     }
     md
@@ -158,7 +184,7 @@ fn ring_table() -> Result<String> {
         ),
         ("wrong-parity", EmptyWait::WrongParity, FullWait::Correct),
         (
-            "load_full waited with ((kb / STAGES) - 1) & 1",
+            "load_full off by one",
             EmptyWait::Correct,
             FullWait::OffByOne,
         ),
@@ -196,7 +222,7 @@ fn per_tile_table() -> Result<String> {
                     timing,
                 );
                 rows.push(Row {
-                    label: format!("`{name}`, {k_blocks} k-blocks per tile"),
+                    label: format!("`{name}`, {k_blocks} k-blocks/tile"),
                     timing: timing_name,
                     cells,
                 });
@@ -235,7 +261,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("no row {label} / {timing} in\n{t}"))
                 .to_string()
         };
-        for timing in ["loads slower than MMAs", "MMAs slower than loads"] {
+        for timing in ["slow loads", "slow MMAs"] {
             assert_eq!(
                 row("the kernels' code", timing)
                     .matches("completes")
@@ -251,13 +277,11 @@ mod tests {
             );
             assert_eq!(row("wrong-parity", timing).matches("completes").count(), 0);
         }
-        assert!(row("wrong-parity", "loads slower than MMAs").contains("| hang at k-block 4 |"));
-        assert!(t.contains("What the model saw first"));
+        assert!(row("wrong-parity", "slow loads").contains("| hang at 4 |"));
+        assert!(t.contains("What it saw"));
         let p = per_tile_table().unwrap();
         assert!(
-            p.contains(
-                "| `it`, 6 k-blocks per tile | loads slower than MMAs | completes | completes |"
-            ),
+            p.contains("| `it`, 6 k-blocks/tile | slow loads | completes | completes |"),
             "{p}"
         );
         assert!(outcomes("bogus").is_err());

@@ -7,6 +7,14 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Parser, Tag,
 use std::io::IsTerminal;
 use textwrap::core::display_width;
 
+/// Greedy filling, the way a reader expects a reflowed paragraph to look, and breaks only at
+/// spaces (`k-block` and `32-bit` stay whole).
+fn wrap_options<'a>(width: usize) -> textwrap::Options<'a> {
+    textwrap::Options::new(width)
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit)
+        .word_splitter(textwrap::WordSplitter::NoHyphenation)
+}
+
 /// Tables with more body rows than this are folded unless `full`.
 pub const FOLD_ROWS: usize = 12;
 
@@ -51,8 +59,11 @@ const RESET: &str = "\x1b[0m";
 
 enum Block {
     Quote,
-    List { next: Option<u64> },
-    Item,
+    List {
+        next: Option<u64>,
+    },
+    /// A list item, indented by the width of its bullet and a space.
+    Item(usize),
 }
 
 struct Table {
@@ -125,19 +136,19 @@ impl Renderer<'_> {
                     first.push_str(bar);
                     rest.push_str(bar);
                 }
-                Block::Item => {
-                    first.push_str("  ");
-                    rest.push_str("  ");
+                Block::Item(w) => {
+                    first.push_str(&" ".repeat(*w));
+                    rest.push_str(&" ".repeat(*w));
                 }
                 Block::List { .. } => {}
             }
         }
         // The innermost item's bullet hangs in its own indent.
         if let Some(b) = &self.bullet {
-            let pad = first.len().saturating_sub(2);
+            let pad = first.len().saturating_sub(display_width(b) + 1);
             first.truncate(pad);
             first.push_str(b);
-            first.push_str(&" ".repeat(2usize.saturating_sub(display_width(b)).max(1)));
+            first.push(' ');
         }
         (first, rest)
     }
@@ -163,7 +174,7 @@ impl Renderer<'_> {
         }
         let (first, rest) = self.indent();
         self.bullet = None;
-        let opts = textwrap::Options::new(self.style.width)
+        let opts = wrap_options(self.style.width)
             .initial_indent(&first)
             .subsequent_indent(&rest);
         for line in textwrap::wrap(text, opts) {
@@ -215,10 +226,17 @@ impl Renderer<'_> {
 
     fn figure(&mut self, alt: &str, path: &str) {
         self.flush_paragraph();
-        let (first, _) = self.indent();
+        let (first, rest) = self.indent();
         let text = format!("[figure: {} — {}]", alt.trim(), path);
-        self.out
-            .push_str(&format!("{first}{}\n\n", self.paint(ITALIC, &text)));
+        let opts = wrap_options(self.style.width)
+            .initial_indent(&first)
+            .subsequent_indent(&rest);
+        for line in textwrap::wrap(&text, opts) {
+            let painted = self.paint(ITALIC, line.trim_end());
+            self.out.push_str(&painted);
+            self.out.push('\n');
+        }
+        self.out.push('\n');
     }
 
     fn table(&mut self, t: Table) {
@@ -255,7 +273,7 @@ impl Renderer<'_> {
             let wrapped: Vec<Vec<String>> = (0..cols)
                 .map(|c| {
                     let s = row.get(c).map(String::as_str).unwrap_or("");
-                    textwrap::wrap(s, widths[c].max(1))
+                    textwrap::wrap(s, wrap_options(widths[c].max(1)))
                         .into_iter()
                         .map(|l| l.into_owned())
                         .collect()
@@ -328,7 +346,7 @@ impl Renderer<'_> {
                 }
                 Tag::List(start) => {
                     self.flush_paragraph();
-                    if self.blocks.iter().all(|b| !matches!(b, Block::Item)) {
+                    if self.blocks.iter().all(|b| !matches!(b, Block::Item(_))) {
                         self.blank_line();
                     }
                     self.blocks.push(Block::List { next: start });
@@ -343,7 +361,7 @@ impl Renderer<'_> {
                         }
                         _ => "•".to_string(),
                     };
-                    self.blocks.push(Block::Item);
+                    self.blocks.push(Block::Item(display_width(&bullet) + 1));
                     self.bullet = Some(bullet);
                 }
                 Tag::Table(align) => {
@@ -388,7 +406,7 @@ impl Renderer<'_> {
                 TagEnd::List(_) => {
                     self.flush_paragraph();
                     self.blocks.pop();
-                    if self.blocks.iter().all(|b| !matches!(b, Block::Item)) {
+                    if self.blocks.iter().all(|b| !matches!(b, Block::Item(_))) {
                         self.blank_line();
                     }
                 }
@@ -590,11 +608,22 @@ mod tests {
 
     #[test]
     fn lists_hang_and_quotes_are_marked() {
-        let md = "- first item, long enough that it has to wrap onto a second line in sixty columns\n- second\n\n> quoted\n";
+        let md = "- first item, long enough that it has to wrap onto a second line in sixty columns\n- second\n\n> quoted\n\n1. numbered, and long enough again to need a second line at sixty columns\n";
         let out = render(md, &PLAIN);
         let lines: Vec<&str> = out.lines().collect();
         assert!(lines[0].starts_with("• first item"), "{out}");
-        assert!(lines[1].starts_with("  "), "{out}");
+        assert!(
+            lines[1].starts_with("  ") && !lines[1].starts_with("   "),
+            "{out}"
+        );
+        let n = lines
+            .iter()
+            .position(|l| l.starts_with("1. numbered"))
+            .expect("numbered");
+        assert!(
+            lines[n + 1].starts_with("   ") && !lines[n + 1].starts_with("    "),
+            "{out}"
+        );
         assert!(out.contains("> quoted"), "{out}");
     }
 
