@@ -1,9 +1,12 @@
-//! The book: chapters rendered in the terminal (`runner explain`), the HTML book built with
-//! mdbook as a library (`runner book`), and the results tables generated from
-//! `assets/results/*.json` (the `{{#results KIND}}` marker).
+//! The book: chapters expanded for the terminal (`runner explain`, rendered by `terminal`), the
+//! HTML book built with mdbook as a library (`runner book`), and the workbook's own markers, which
+//! generate every number and table a chapter shows: `{{#results KIND}}` from
+//! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
+//! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}` and
+//! `{{#glossary}}`.
 
 use anyhow::{anyhow, bail, Context, Result};
-use common::step::Arch;
+use common::step::{Arch, KernelSpec};
 use common::tiling::{visit_order, MinorDim};
 use common::toolkit::project_root;
 use common::StepInfo;
@@ -271,7 +274,7 @@ pub fn results_table(spec: &str) -> String {
 
 /// The kernel diff from step `a` to step `b` as a fenced `diff` block (`{{#diff A B}}`, or
 /// `{{#diff A B sm_90a}}` for the Hopper twins).
-fn diff_block(spec: &str) -> String {
+fn diff_block(spec: &str) -> Result<String> {
     let arch = if spec.split_whitespace().any(|w| w == "sm_90a") {
         Arch::Hopper
     } else {
@@ -282,40 +285,41 @@ fn diff_block(spec: &str) -> String {
         .filter_map(|w| w.parse().ok())
         .collect();
     let (Some(&a), Some(&b)) = (nums.first(), nums.get(1)) else {
-        return format!("*bad diff marker: {spec:?}*");
+        bail!("diff wants two step numbers");
     };
-    match (runner::steps::get(a), runner::steps::get(b)) {
-        (Ok(sa), Ok(sb)) => format!(
-            "```diff\n{}```\n",
-            crate::diff::steps(sa.info(), sb.info(), arch, false, false)
-        ),
-        _ => format!("*no step {a} or {b}*"),
-    }
+    let (sa, sb) = (runner::steps::get(a)?, runner::steps::get(b)?);
+    Ok(format!(
+        "```diff\n{}```\n",
+        crate::diff::steps(sa.info(), sb.info(), arch, false, false)
+    ))
 }
 
-/// Replace every `{{#NAME ARGS}}` marker with `render(ARGS)`.
-fn expand_marker(md: &str, name: &str, render: impl Fn(&str) -> String) -> String {
+/// Replace every `{{#NAME ARGS}}` marker with `render(ARGS)`; a marker that cannot be rendered
+/// is an error naming it, so a broken marker never reaches a reader.
+fn expand_marker(md: &str, name: &str, render: impl Fn(&str) -> Result<String>) -> Result<String> {
     let open = format!("{{{{#{name} ");
+    let bare = format!("{{{{#{name}}}}}");
+    let md = md.replace(&bare, &format!("{open}}}}}"));
     let mut out = String::new();
-    let mut rest = md;
+    let mut rest = md.as_str();
     while let Some(i) = rest.find(&open) {
         out.push_str(&rest[..i]);
         let after = &rest[i + open.len()..];
         let Some(j) = after.find("}}") else {
-            out.push_str(&rest[i..]);
-            return out;
+            bail!("unterminated {{{{#{name} marker");
         };
-        out.push_str(&render(after[..j].trim()));
+        let args = after[..j].trim();
+        out.push_str(&render(args).with_context(|| format!("{{{{#{name} {args}}}}}"))?);
         rest = &after[j + 2..];
     }
     out.push_str(rest);
-    out
+    Ok(out)
 }
 
 /// Step 6's visiting order (`{{#grid-order TILES_M TILES_N WIDTH MINOR}}`, MINOR `m` or `n`),
 /// computed by the host twin of the kernel's `tile_coords`: an SVG for the HTML book, a text
 /// grid for the terminal.
-fn grid_order(spec: &str, html: bool) -> String {
+fn grid_order(spec: &str, html: bool) -> Result<String> {
     let w: Vec<&str> = spec.split_whitespace().collect();
     let num = |i: usize| {
         w.get(i)
@@ -325,10 +329,10 @@ fn grid_order(spec: &str, html: bool) -> String {
     let minor = match w.get(3).map(|s| s.to_ascii_lowercase()) {
         Some(m) if m == "m" => MinorDim::M,
         Some(n) if n == "n" => MinorDim::N,
-        _ => return format!("*bad grid-order marker: {spec:?}*"),
+        _ => bail!("grid-order wants TILES_M TILES_N WIDTH m|n"),
     };
     let (Some(tm), Some(tn), Some(width)) = (num(0), num(1), num(2)) else {
-        return format!("*bad grid-order marker: {spec:?}*");
+        bail!("grid-order wants TILES_M TILES_N WIDTH m|n");
     };
     let order = visit_order(tm, tn, width, minor);
     let total = (tm * tn) as f64;
@@ -339,7 +343,7 @@ fn grid_order(spec: &str, html: bool) -> String {
             out.push('\n');
         }
         out.push_str("```\n");
-        return out;
+        return Ok(out);
     }
     let cell = 34;
     let (wd, ht) = (tn * cell + 20, tm * cell + 20);
@@ -365,14 +369,84 @@ fn grid_order(spec: &str, html: bool) -> String {
         "<polyline points=\"{}\" fill=\"none\" stroke=\"#c33\" stroke-width=\"1.5\" opacity=\"0.6\"/></svg>\n",
         path.join(" ")
     ));
-    svg
+    Ok(svg)
 }
 
-/// Expand the workbook's own markers: `{{#results KIND [STEP]}}`, `{{#diff A B}}` and
-/// `{{#grid-order ...}}` (as SVG when `html`, else as text).
-fn expand_markers(md: &str, html: bool) -> String {
-    let md = expand_marker(md, "results", results_table);
-    let md = expand_marker(&md, "diff", diff_block);
+/// The tiles step 6's snake and step 5's row-major order have in flight at once on `gpu`, and the
+/// operand blocks they touch (`{{#grid-footprint STEP GPU}}`), from the step's own configuration.
+fn grid_footprint(spec: &str) -> Result<String> {
+    let w: Vec<&str> = spec.split_whitespace().collect();
+    let (Some(step), Some(gpu)) = (w.first().and_then(|s| s.parse().ok()), w.get(1)) else {
+        bail!("grid-footprint wants STEP GPU");
+    };
+    let spec = KernelSpec::new(runner::steps::get(step)?, Arch::Blackwell);
+    let param = |name: &str| {
+        spec.params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v as usize)
+            .with_context(|| format!("step {step} has no {name}"))
+    };
+    let (width, minor) = (param("grid_tile_width")?, param("grid_minor_dim")?);
+    let minor = if minor == 0 { MinorDim::M } else { MinorDim::N };
+    let gpu = crate::budget::gpu_by_key(gpu)?;
+    let b = crate::budget::for_step(
+        step,
+        gpu,
+        common::Shape::DEFAULT,
+        common::budget::Assumptions::DEFAULT,
+    )?;
+    let k = spec.shape();
+    let tiles_m = common::Shape::DEFAULT.m / k.cluster_tile.0 as usize;
+    let tiles_n = common::Shape::DEFAULT.n / k.cluster_tile.1 as usize;
+    let count = b.clusters_at_once as usize;
+    let touched = |order: &dyn Fn(usize, usize) -> usize| {
+        let (mut rows, mut cols) = (vec![false; tiles_m], vec![false; tiles_n]);
+        for (m, row) in rows.iter_mut().enumerate() {
+            for (n, col) in cols.iter_mut().enumerate() {
+                if order(m, n) < count {
+                    *row = true;
+                    *col = true;
+                }
+            }
+        }
+        let a = rows.iter().filter(|x| **x).count();
+        let bb = cols.iter().filter(|x| **x).count();
+        (a, bb)
+    };
+    let snake = visit_order(tiles_m, tiles_n, width, minor);
+    let (ra, rb) = touched(&|m, n| m * tiles_n + n);
+    let (sa, sb) = touched(&|m, n| snake[m][n]);
+    Ok(format!(
+        "| order ({tiles_m} × {tiles_n} tiles, first {count} in flight on a {}) | row-blocks of A | column-blocks of B | operand blocks |\n|---|---|---|---|\n| row-major | {ra} | {rb} | {} |\n| snake, bands of {width} along {} | {sa} | {sb} | {} |\n",
+        gpu.name,
+        ra + rb,
+        if minor == MinorDim::N { "N" } else { "M" },
+        sa + sb
+    ))
+}
+
+/// Expand the workbook's own markers: results tables, diffs, the budget box and its values, the
+/// phase simulator's tables, the glossary, and step 6's visiting order (an SVG when `html`, else
+/// text).
+fn expand_markers(md: &str, html: bool) -> Result<String> {
+    let md = expand_marker(md, "results", |s| Ok(results_table(s)))?;
+    let md = expand_marker(&md, "diff", diff_block)?;
+    let md = expand_marker(&md, "budget-value", crate::budget::value_marker)?;
+    let md = expand_marker(&md, "budget", |s| {
+        let n: u32 = s
+            .parse()
+            .with_context(|| format!("budget wants a step number, got {s:?}"))?;
+        crate::budget::markdown(
+            n,
+            &common::budget::GPUS.iter().collect::<Vec<_>>(),
+            common::Shape::DEFAULT,
+            common::budget::Assumptions::DEFAULT,
+        )
+    })?;
+    let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
+    let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
+    let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -383,12 +457,7 @@ pub fn chapter_markdown(step: &StepInfo) -> Result<String> {
         .parent()
         .and_then(|p| p.to_str())
         .unwrap_or("");
-    Ok(expand_markers(&expand_includes(&md, base)?, false))
-}
-
-pub fn render_terminal(md: &str) {
-    let skin = termimad::MadSkin::default();
-    skin.print_text(md);
+    expand_markers(&expand_includes(&md, base)?, false)
 }
 
 struct Results;
@@ -402,8 +471,17 @@ impl Preprocessor for Results {
         _ctx: &PreprocessorContext,
         mut book: Book,
     ) -> mdbook_preprocessor::errors::Result<Book> {
-        book.for_each_chapter_mut(|ch| ch.content = expand_markers(&ch.content, true));
-        Ok(book)
+        let mut failed = None;
+        book.for_each_chapter_mut(|ch| match expand_markers(&ch.content, true) {
+            Ok(md) => ch.content = md,
+            Err(e) => {
+                failed.get_or_insert(format!("{}: {e:#}", ch.name));
+            }
+        });
+        match failed {
+            Some(e) => Err(mdbook_preprocessor::errors::Error::msg(e)),
+            None => Ok(book),
+        }
     }
 }
 
@@ -435,6 +513,12 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
                 std::fs::copy(&p, assets.join(name))?;
             }
         }
+    }
+    // Figures drawn from code are drawn afresh, so the book shows what the code draws today
+    // (a test keeps the copies in assets/ equal to it).
+    for (file, svg) in crate::figures::all()? {
+        std::fs::write(assets.join(file), svg)
+            .with_context(|| format!("cannot write {}", assets.join(file).display()))?;
     }
     Ok(dir)
 }
@@ -501,11 +585,45 @@ mod tests {
 
     #[test]
     fn grid_order_renders_the_host_twin() {
-        let text = grid_order("3 4 2 n", false);
+        let text = grid_order("3 4 2 n", false).unwrap();
         assert!(text.contains("   0   1  10  11"), "{text}");
-        let svg = grid_order("3 4 2 n", true);
+        let svg = grid_order("3 4 2 n", true).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("<polyline"));
-        assert!(grid_order("3 4 2 x", true).contains("bad grid-order"));
+        assert!(grid_order("3 4 2 x", true).is_err());
+    }
+
+    #[test]
+    fn markers_expand_or_fail_loudly() {
+        let md = expand_markers("a {{#budget-value 0 kblock_cycles}} b", false).unwrap();
+        assert_eq!(md, "a 512 b");
+        let err = expand_markers("x {{#budget-value 0 nope}}", false).unwrap_err();
+        assert!(
+            format!("{err:#}").contains("{{#budget-value 0 nope}}"),
+            "{err:#}"
+        );
+        assert!(expand_markers("{{#diff 0 42}}", false).is_err());
+        assert!(expand_markers("{{#results selftest", false).is_err());
+        let g = expand_markers("{{#glossary}}", false).unwrap();
+        assert!(g.contains("**TMEM**"));
+    }
+
+    #[test]
+    fn the_snake_keeps_fewer_operand_blocks_in_flight() {
+        let t = grid_footprint("6 b200").unwrap();
+        let row = |name: &str| -> Vec<usize> {
+            let line = t
+                .lines()
+                .find(|l| l.starts_with(&format!("| {name}")))
+                .unwrap();
+            line.split('|')
+                .filter_map(|c| c.trim().parse().ok())
+                .collect()
+        };
+        let (rm, sn) = (row("row-major"), row("snake"));
+        // First 74 tiles of 16 x 32: rows 0-2 of A and all 32 columns of B in row-major order;
+        // ten rows of A and one band of 8 columns of B in the snake.
+        assert_eq!(rm, vec![3, 32, 35], "{t}");
+        assert_eq!(sn, vec![10, 8, 18], "{t}");
     }
 
     #[test]

@@ -2,10 +2,15 @@
 
 mod bench;
 mod book;
+mod budget;
 mod diff;
+mod figures;
+mod glossary;
+mod phase_tables;
 mod plot;
 mod report;
 mod step_cmd;
+mod terminal;
 
 use runner::steps;
 
@@ -190,6 +195,33 @@ enum Command {
         /// Print the markdown instead of rendering it.
         #[arg(long)]
         markdown: bool,
+        /// Show long tables whole instead of folding them.
+        #[arg(long)]
+        full: bool,
+    },
+    /// The budget box of a step: FLOP, bytes, time at peak, operand bandwidth, bytes in flight,
+    /// epilogue against main loop — arithmetic from its configuration and published GPU figures.
+    Budget {
+        /// Step number.
+        #[arg(value_name = "STEP")]
+        step: u32,
+        /// GPUs to compute for (b200, h100, h200); all of them by default.
+        #[arg(long = "gpu", value_name = "GPU")]
+        gpus: Vec<String>,
+        #[arg(long)]
+        m: Option<usize>,
+        #[arg(long)]
+        n: Option<usize>,
+        #[arg(long)]
+        k: Option<usize>,
+        /// Assumed load latency under load, in ns (not a published figure).
+        #[arg(long, value_name = "NS")]
+        latency_ns: Option<f64>,
+    },
+    /// The workbook's terms, one line each, with the chapter that explains them.
+    Glossary {
+        /// Only the terms containing this (case-insensitive).
+        term: Option<String>,
     },
     /// Build the book (HTML) and optionally serve it on localhost.
     Book {
@@ -421,14 +453,35 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Command::Explain { step: n, markdown } => {
+        Command::Explain {
+            step: n,
+            markdown,
+            full,
+        } => {
             let step = steps::get(n)?;
             let md = book::chapter_markdown(step.info())?;
             if markdown {
-                print!("{md}");
+                terminal::print(&md)?;
             } else {
-                book::render_terminal(&md);
+                terminal::print(&terminal::render(&md, &terminal::Style::for_stdout(full)))?;
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Budget {
+            step: n,
+            gpus,
+            m,
+            n: cols,
+            k,
+            latency_ns,
+        } => {
+            let md = budget::command(n, &gpus, (m, cols, k), latency_ns)?;
+            terminal::print(&terminal::render(&md, &terminal::Style::for_stdout(true)))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Glossary { term } => {
+            let md = glossary::markdown(term.as_deref())?;
+            terminal::print(&terminal::render(&md, &terminal::Style::for_stdout(true)))?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Book { out, serve, port } => {

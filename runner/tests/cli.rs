@@ -308,3 +308,148 @@ fn selftest_without_a_gpu_is_a_clear_error() {
     }
     assert_one_line_error(&o, "selftest needs a GPU");
 }
+
+/// Every line of a plain paragraph is as full as the width allows: the next line's first word
+/// would not have fit. (A break copied from the source's line wrapping fails this.)
+fn assert_reflowed(out: &str, width: usize) {
+    let mut checked = 0;
+    for para in out.split("\n\n") {
+        let lines: Vec<&str> = para.lines().collect();
+        let prose = lines.len() > 1
+            && lines.iter().all(|l| {
+                l.chars()
+                    .next()
+                    .is_some_and(|c| !c.is_whitespace() && c != '•')
+                    && !l.contains("  ")
+                    && !l.contains(['─', '═'])
+                    && !l.starts_with("[figure")
+            });
+        if !prose {
+            continue;
+        }
+        for pair in lines.windows(2) {
+            let next_word = pair[1].split(' ').next().unwrap_or("");
+            assert!(
+                pair[0].chars().count() + 1 + next_word.chars().count() > width,
+                "a break before the width: {:?} / {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked > 5, "some paragraphs to check:\n{out}");
+}
+
+#[test]
+fn explain_reads_well_in_a_pipe_and_with_no_color() {
+    for (env, n) in [
+        (vec![("COLUMNS", "72")], "0"),
+        (vec![("COLUMNS", "72"), ("NO_COLOR", "1")], "3"),
+    ] {
+        let o = runner_env(&["explain", n], &env);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let out = stdout(&o);
+        assert!(!out.contains('\x1b'), "no escape codes off a terminal");
+        let prose_too_wide = out
+            .lines()
+            .filter(|l| !l.starts_with("    ")) // code stays verbatim
+            .find(|l| l.chars().count() > 72);
+        assert_eq!(prose_too_wide, None);
+        assert_reflowed(&out, 72);
+        assert!(!out.contains("{{#"), "every marker expanded");
+    }
+    let out = stdout(&runner_env(&["explain", "0"], &[("COLUMNS", "100")]));
+    assert!(
+        out.contains("[figure: Step 0 timeline — assets/step0-timeline.svg]"),
+        "figures are caption + path"
+    );
+    assert!(
+        out.contains("assets/mbarrier-phases.svg]"),
+        "generated figures too"
+    );
+    assert!(
+        out.contains("Budget of step 0: arithmetic"),
+        "the budget box is there"
+    );
+    assert!(out.contains("wrong-parity"), "the phases section is there");
+    if out.contains("--full shows the whole table") {
+        let full = stdout(&runner_env(
+            &["explain", "0", "--full"],
+            &[("COLUMNS", "100")],
+        ));
+        assert!(!full.contains("--full shows the whole table"));
+        assert!(full.lines().count() > out.lines().count());
+    }
+}
+
+#[test]
+fn a_reader_that_stops_reading_is_no_error() {
+    let exe = env!("CARGO_BIN_EXE_runner");
+    let o = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{exe}' explain 0 | head -n 2"))
+        .output()
+        .expect("sh runs");
+    assert!(o.status.success());
+    assert_eq!(stdout(&o).lines().count(), 2);
+    assert!(!stderr(&o).contains("error"), "{}", stderr(&o));
+}
+
+#[test]
+fn budget_prints_the_box_and_checks_its_input() {
+    let o = runner(&["budget", "3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("not a measurement"), "{out}");
+    for gpu in ["B200", "H100 SXM", "H200 SXM"] {
+        assert!(out.contains(gpu), "{out}");
+    }
+    assert!(out.contains("FLOP per byte loaded"));
+    let o = runner(&["budget", "0", "--gpu", "h100", "--latency-ns", "500"]);
+    let out = stdout(&o);
+    assert!(out.contains("H100 SXM") && !out.contains("B200 —"), "{out}");
+    assert!(out.contains("a load latency of 500 ns"), "{out}");
+    assert_one_line_error(
+        &runner(&["budget", "0", "--gpu", "mi300"]),
+        "unknown GPU \"mi300\"",
+    );
+    assert_one_line_error(
+        &runner(&["budget", "0", "--latency-ns", "0"]),
+        "--latency-ns must be a positive number",
+    );
+    assert_one_line_error(
+        &runner(&["budget", "3", "--m", "128"]),
+        "M must be a positive multiple of 256",
+    );
+    assert_one_line_error(&runner(&["budget", "9"]), "there is no step 9");
+}
+
+#[test]
+fn glossary_lists_terms_with_their_chapter() {
+    let out = stdout(&runner(&["glossary"]));
+    assert!(
+        out.contains("TMEM") && out.contains("chapter 0 (runner explain 0)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("cta_group") && out.contains("chapter 3"),
+        "{out}"
+    );
+    let one = stdout(&runner(&["glossary", "sbo"]));
+    assert!(one.starts_with("• SBO:"), "{one}");
+    assert_one_line_error(&runner(&["glossary", "no-such-term"]), "no term matches");
+}
+
+#[test]
+fn the_seeded_parity_bugs_are_listed_with_their_expectations() {
+    let out = stdout(&runner(&["mutations"]));
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.contains(name))
+            .unwrap_or("")
+            .to_string()
+    };
+    assert!(line("wrong-parity").contains("caught"), "{out}");
+    assert!(line("no-first-round-guard").contains("harmless"), "{out}");
+}

@@ -5,7 +5,7 @@
 
 use common::step::Arch;
 use common::tiling::{tile_coords, MinorDim};
-use std::process::Command;
+use workbook_tests::run_host_cpp;
 
 /// The text of `tile_coords` in step 6's `arch` kernel, from its signature to its closing brace.
 fn device_function(arch: Arch) -> String {
@@ -32,8 +32,6 @@ fn both_kernels_and_the_host_twin_visit_tiles_in_the_same_order() {
 }
 
 fn same_order_as_the_host_twin(arch: Arch) {
-    let dir = std::env::temp_dir().join(format!("tiling-twin-{}-{arch}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let program = format!(
         r#"#include <algorithm>
 #include <cstdio>
@@ -56,23 +54,7 @@ int main() {{
 "#,
         device_function(arch)
     );
-    let cpp = dir.join("twin.cpp");
-    let exe = dir.join("twin");
-    std::fs::write(&cpp, program).unwrap();
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
-    let built = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&cpp)
-        .output()
-        .unwrap_or_else(|e| panic!("this test needs a host C++ compiler ({cxx}): {e}"));
-    assert!(
-        built.status.success(),
-        "the kernel's tile_coords does not compile on the host:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = Command::new(&exe).output().expect("run the twin");
-    let text = String::from_utf8(out.stdout).unwrap();
+    let text = run_host_cpp(&format!("tiling-twin-{arch}"), &program);
     let mut lines = 0;
     for line in text.lines() {
         let v: Vec<usize> = line.split(' ').map(|x| x.parse().unwrap()).collect();
@@ -92,5 +74,4 @@ int main() {{
     }
     // 2 minor dims x 9 widths x sum over 11x11 grids of tm*tn tiles.
     assert_eq!(lines, 2 * 9 * 66 * 66);
-    let _ = std::fs::remove_dir_all(&dir);
 }

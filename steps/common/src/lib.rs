@@ -5,12 +5,14 @@
 //! its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]), timing
 //! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]) and the whole run ([`run`]).
 
+pub mod budget;
 pub mod compile;
 pub mod cublas;
 pub mod descriptors;
 pub mod emulation;
 pub mod gpu;
 pub mod mutation;
+pub mod phases;
 pub mod problem;
 pub mod ptx_check;
 pub mod run;

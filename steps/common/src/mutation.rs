@@ -74,6 +74,21 @@ pub const MUTATIONS: &[Mutation] = &[
         expect: Expect::Caught,
     },
     Mutation {
+        name: "wrong-parity",
+        description: "the producer waits on load_empty with parity (kb / STAGES) & 1 instead of \
+                      ((kb / STAGES) - 1) & 1: the wait names the wrong phase (a race, or a hang)",
+        // The consumer's load_full wait and the accumulator's waits have other formulas; only the
+        // producer's line waits on load_empty with a "- 1".
+        anchor: &[
+            "mbarrier_wait(&smem.load_empty[slot]",
+            " / STAGES) - 1) & 1",
+        ],
+        from: " / STAGES) - 1) & 1",
+        to: " / STAGES)) & 1",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+    },
+    Mutation {
         name: "no-wait-ld",
         description: "the epilogue never executes tcgen05.wait::ld: its tensor-memory loads are handed over (barrier, arrive) before they are known complete",
         anchor: &["tmem_wait_ld("],
@@ -126,6 +141,16 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: &[3, 4, 5, 6],
         expect: Expect::Caught,
+    },
+    Mutation {
+        name: "no-first-round-guard",
+        description: "the producer also waits on load_empty in the first round: harmless, since \
+                      parity 1 names the phase before phase 0, which counts as complete",
+        anchor: &["mbarrier_wait(&smem.load_empty[slot]", ">= STAGES)"],
+        from: "if (",
+        to: "if (true || ",
+        steps: ALL_STEPS,
+        expect: Expect::Harmless,
     },
 ];
 
@@ -217,6 +242,22 @@ mod tests {
             "      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),\n",
         );
         assert!(tma.unwrap().contains("&smem.load_full[slot], rank,"));
+        let producer = "      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);\n      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);\n      wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);\n";
+        let e = find("wrong-parity").unwrap().apply(producer).unwrap();
+        assert!(e.contains("load_empty[slot], ((it / STAGES)) & 1);"), "{e}");
+        assert!(
+            e.contains("((local / ACC_STAGES) - 1) & 1"),
+            "the accumulator's wait is untouched"
+        );
+        let f = find("no-first-round-guard")
+            .unwrap()
+            .apply(producer)
+            .unwrap();
+        assert!(f.starts_with("      if (true || it >= STAGES) wb::mbarrier_wait(&smem.load_empty"));
+        assert_eq!(
+            f.lines().skip(1).collect::<Vec<_>>(),
+            producer.lines().skip(1).collect::<Vec<_>>()
+        );
         assert!(find("nope").is_err());
     }
 }
