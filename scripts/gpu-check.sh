@@ -10,6 +10,8 @@
 # 3. negative controls: every seeded bug of `runner mutations --json`, on every step it applies
 #    to, across the same emulation seeds (steps 4-6 several tiles per cluster); each must be
 #    caught (FAIL, emulator fault or diagnosed hang) or, if it is marked harmless, pass.
+# 4. the Hopper twins natively on every check shape, and `runner bench` (scripts/gpu-check-twins.sh;
+#    TWINS=0 skips this part).
 # Every run is under `timeout`, since a broken mbarrier phase hangs forever; JOBS runs at a time.
 # Writes $OUT/emulation.json and $OUT/selftest.json (the formats of assets/results/) and
 # $OUT/log.txt (per-case stderr included); prints a summary table last. Exit 0 only if every case met its expectation.
@@ -162,3 +164,12 @@ for s in st:
 print("ALL EXPECTATIONS MET" if ok_all else "SOME CASES DID NOT MEET EXPECTATIONS")
 sys.exit(0 if ok_all else 1)
 PY
+EMU_RC=$?
+
+if [ "${TWINS:-1}" = 1 ]; then
+  RUNNER="$RUNNER" OUT="$OUT" WB_COMMIT="$COMMIT" bash "$(dirname "$0")/gpu-check-twins.sh"
+  TWIN_RC=$?
+else
+  TWIN_RC=0
+fi
+exit $((EMU_RC != 0 || TWIN_RC != 0))
