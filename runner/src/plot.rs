@@ -63,7 +63,7 @@ pub fn ladder(r: &BenchReport, path: &Path) -> Result<()> {
         let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let title = format!(
-            "{} on {} ({}), {} — L2 flushed, medians of {}",
+            "{}s on {} ({}), {} — L2 flushed, medians of {}",
             r.arch.name(),
             r.gpu.name,
             r.commit,
@@ -83,6 +83,7 @@ pub fn ladder(r: &BenchReport, path: &Path) -> Result<()> {
             .y_desc("TFLOP/s")
             .x_labels(steps.len().max(2))
             .x_label_formatter(&|x| format!("{}", x.round() as i64))
+            .y_label_formatter(&|y| format!("{y:.0}"))
             .draw()
             .map_err(err)?;
         if let Some(peak) = r.peak_tflops {
@@ -177,7 +178,7 @@ fn sweep(r: &BenchReport, ladder_path: &Path) -> Result<()> {
     let mut chart = ChartBuilder::on(&root)
         .caption(
             format!(
-                "square M = N = K, {dtype}, {} on {} ({}), {}",
+                "square M = N = K, {dtype}, {}s on {} ({}), {}",
                 r.arch.name(),
                 r.gpu.name,
                 r.commit,
@@ -194,6 +195,8 @@ fn sweep(r: &BenchReport, ladder_path: &Path) -> Result<()> {
         .configure_mesh()
         .x_desc("M = N = K")
         .y_desc("TFLOP/s")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.0}"))
         .draw()
         .map_err(err)?;
     for (i, k) in kernels.iter().enumerate() {
