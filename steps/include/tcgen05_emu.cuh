@@ -248,7 +248,12 @@ __device__ __forceinline__ float* tmem_cells_of(u32 rank) {
 
 __device__ __forceinline__ float* tmem_cells() { return tmem_cells_of(cta_rank()); }
 
+// The native .sync.aligned instruction makes each lane wait for the whole warp (PTX ISA
+// "tcgen05.alloc": .sync), so lanes still finishing a divergent branch (thread 0 initialising the
+// barriers, say) are waited for first; a lane that never comes hangs here, as it would natively.
+// What must not happen is the warp arriving split: that is the fault.
 __device__ __forceinline__ void require_full_warp(u32 what) {
+  __syncwarp();
   if (__activemask() != 0xffffffffu) fail(WB_EMU_ERR_NOT_FULL_WARP, what, __activemask());
 }
 
