@@ -2,6 +2,7 @@
 
 mod book;
 mod diff;
+mod grade;
 mod report;
 mod step_cmd;
 
@@ -206,6 +207,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
+    /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
+    Grade(Box<grade::GradeArgs>),
+    /// The grader's child process (internal).
+    #[command(name = "grade-worker", hide = true)]
+    GradeWorker {
+        #[arg(value_name = "JOB")]
+        job: std::path::PathBuf,
+    },
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest {
@@ -380,6 +390,11 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             } else {
                 report::print_mutations(mutation::MUTATIONS);
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Grade(args) => grade::run(*args),
+        Command::GradeWorker { job } => {
+            grade::worker::main(&job)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Selftest {
