@@ -2,9 +2,12 @@
 
 mod book;
 mod diff;
+mod edits;
+mod exercise;
 mod grade;
 mod report;
 mod step_cmd;
+mod workshop;
 
 use runner::steps;
 
@@ -210,6 +213,27 @@ enum Command {
     /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
     /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
     Grade(Box<grade::GradeArgs>),
+    /// Run the check a book exercise names (e.g. `runner exercise 2.2`), on the committed
+    /// solution or on your kernel.
+    Exercise {
+        /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
+        #[arg(value_name = "N.M", required_unless_present = "list")]
+        id: Option<String>,
+        /// Check this kernel file instead of the solution in exercises/solutions.toml.
+        #[arg(long, value_name = "FILE")]
+        kernel: Option<std::path::PathBuf>,
+        /// Write the solution's kernel to FILE instead of checking.
+        #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
+        write: Option<std::path::PathBuf>,
+        /// List the exercises.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Workshop tools: `runner workshop check` is a lab machine's pre-flight.
+    Workshop {
+        #[command(subcommand)]
+        cmd: WorkshopCmd,
+    },
     /// The grader's child process (internal).
     #[command(name = "grade-worker", hide = true)]
     GradeWorker {
@@ -226,6 +250,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum WorkshopCmd {
+    /// Check the GPU, the toolkit, a compile, cuBLAS, free disk space and the clocks.
+    Check,
 }
 
 fn main() -> ExitCode {
@@ -393,6 +423,22 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Grade(args) => grade::run(*args),
+        Command::Exercise {
+            id,
+            kernel,
+            write,
+            list,
+        } => {
+            if list {
+                exercise::list();
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id = id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
+            exercise::run(&id, kernel.as_deref(), write.as_deref())
+        }
+        Command::Workshop {
+            cmd: WorkshopCmd::Check,
+        } => workshop::check(),
         Command::GradeWorker { job } => {
             grade::worker::main(&job)?;
             Ok(ExitCode::SUCCESS)

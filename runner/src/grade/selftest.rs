@@ -41,21 +41,11 @@ const SELFTEST_SECRET: &str = "workbook selftest secret: not a secret";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Edit {
-    before: Option<String>,
-    after: Option<String>,
-    replace: Option<String>,
-    text: Option<String>,
-    snippet: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct Cheat {
     pub name: String,
     pub does: String,
     pub caught_as: String,
-    edit: Vec<Edit>,
+    edit: Vec<crate::edits::Edit>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -81,58 +71,7 @@ impl Suite {
 
     /// The cheat as a complete kernel: the stock step-0 twin with the cheat's edits.
     pub fn kernel(&self, cheat: &Cheat, base: &str) -> Result<String> {
-        let mut lines: Vec<String> = base.lines().map(str::to_string).collect();
-        for e in &cheat.edit {
-            let body = match (&e.text, &e.snippet) {
-                (Some(t), None) => t.clone(),
-                (None, Some(s)) => self
-                    .file
-                    .snippets
-                    .get(s)
-                    .cloned()
-                    .ok_or_else(|| anyhow!("{}: no snippet {s:?}", cheat.name))?,
-                _ => bail!("{}: an edit takes text or snippet", cheat.name),
-            };
-            let (anchor, mode) = match (&e.before, &e.after, &e.replace) {
-                (Some(a), None, None) => (a, 0),
-                (None, Some(a), None) => (a, 1),
-                (None, None, Some(a)) => (a, 2),
-                _ => bail!(
-                    "{}: an edit takes one of before, after, replace",
-                    cheat.name
-                ),
-            };
-            let hits: Vec<usize> = lines
-                .iter()
-                .enumerate()
-                .filter(|(_, l)| l.contains(anchor.as_str()))
-                .map(|(i, _)| i)
-                .collect();
-            let [at] = hits[..] else {
-                bail!(
-                    "{}: the anchor {anchor:?} matches {} lines of the stock kernel, not one",
-                    cheat.name,
-                    hits.len()
-                );
-            };
-            let new: Vec<String> = body
-                .trim_matches('\n')
-                .lines()
-                .map(str::to_string)
-                .collect();
-            match mode {
-                0 => {
-                    lines.splice(at..at, new);
-                }
-                1 => {
-                    lines.splice(at + 1..at + 1, new);
-                }
-                _ => {
-                    lines.splice(at..at + 1, new);
-                }
-            }
-        }
-        Ok(lines.join("\n") + "\n")
+        crate::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)
     }
 }
 
