@@ -387,8 +387,15 @@ fn unique() -> u64 {
 /// The submission's text (UTF-8, within the size limit) and its SHA-256.
 fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
     let path = sub.kernel_file()?;
-    let meta =
-        std::fs::metadata(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    // A link could point the grader (which reads as the instructor) at any file of the machine.
+    let meta = std::fs::symlink_metadata(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.file_type().is_file() {
+        bail!(
+            "{} is not a regular file (links are refused)",
+            path.display()
+        );
+    }
     if meta.len() as usize > limit {
         bail!(
             "{} is {} bytes; submissions are limited to {limit}",
@@ -737,6 +744,10 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             student: "x".into(),
             path: d.clone(),
         };
+        std::os::unix::fs::symlink("/etc/passwd", d.join("link.cu")).unwrap();
+        let e = read_source(&sub, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("links are refused"), "{e}");
+        std::fs::remove_file(d.join("link.cu")).unwrap();
         assert!(sub
             .kernel_file()
             .unwrap_err()
