@@ -33,6 +33,10 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("book/src/step5.md", include_str!("../../book/src/step5.md")),
     ("book/src/step6.md", include_str!("../../book/src/step6.md")),
     (
+        "book/src/instructor.md",
+        include_str!("../../book/src/instructor.md"),
+    ),
+    (
         "steps/include/common.cuh",
         include_str!("../../steps/include/common.cuh"),
     ),

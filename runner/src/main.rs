@@ -4,13 +4,17 @@ mod bench;
 mod book;
 mod budget;
 mod diff;
+mod edits;
+mod exercise;
 mod figures;
 mod glossary;
+mod grade;
 mod phase_tables;
 mod plot;
 mod report;
 mod step_cmd;
 mod terminal;
+mod workshop;
 
 use runner::steps;
 
@@ -272,6 +276,36 @@ enum Command {
         #[arg(long)]
         out: Option<std::path::PathBuf>,
     },
+    /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
+    /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
+    Grade(Box<grade::GradeArgs>),
+    /// Run the check a book exercise names (e.g. `runner exercise 2.2`), on the committed
+    /// solution or on your kernel.
+    Exercise {
+        /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
+        #[arg(value_name = "N.M", required_unless_present = "list")]
+        id: Option<String>,
+        /// Check this kernel file instead of the solution in exercises/solutions.toml.
+        #[arg(long, value_name = "FILE")]
+        kernel: Option<std::path::PathBuf>,
+        /// Write the solution's kernel to FILE instead of checking.
+        #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
+        write: Option<std::path::PathBuf>,
+        /// List the exercises.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Workshop tools: `runner workshop check` is a lab machine's pre-flight.
+    Workshop {
+        #[command(subcommand)]
+        cmd: WorkshopCmd,
+    },
+    /// The grader's child process (internal).
+    #[command(name = "grade-worker", hide = true)]
+    GradeWorker {
+        #[arg(value_name = "JOB")]
+        job: std::path::PathBuf,
+    },
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest {
@@ -282,6 +316,12 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+}
+
+#[derive(Subcommand)]
+enum WorkshopCmd {
+    /// Check the GPU, the toolkit, a compile, cuBLAS, free disk space and the clocks.
+    Check,
 }
 
 /// `4096x8192x4096` -> a Shape.
@@ -574,6 +614,27 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             } else {
                 report::print_mutations(mutation::MUTATIONS);
             }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Grade(args) => grade::run(*args),
+        Command::Exercise {
+            id,
+            kernel,
+            write,
+            list,
+        } => {
+            if list {
+                exercise::list();
+                return Ok(ExitCode::SUCCESS);
+            }
+            let id = id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
+            exercise::run(&id, kernel.as_deref(), write.as_deref())
+        }
+        Command::Workshop {
+            cmd: WorkshopCmd::Check,
+        } => workshop::check(),
+        Command::GradeWorker { job } => {
+            grade::worker::main(&job)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Selftest {

@@ -453,3 +453,134 @@ fn the_seeded_parity_bugs_are_listed_with_their_expectations() {
     assert!(line("wrong-parity").contains("caught"), "{out}");
     assert!(line("no-first-round-guard").contains("harmless"), "{out}");
 }
+
+fn rubric_path(name: &str) -> String {
+    format!("{}/../rubrics/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn grade_user_errors_are_one_line() {
+    assert_one_line_error(&runner(&["grade"]), "--rubric TOML is required");
+    let d = tmp("grade-errors");
+    let k = d.join("k.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    let k = k.to_str().unwrap();
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", "/nonexistent/r.toml"]),
+        "cannot read the rubric",
+    );
+    let bad = d.join("bad.toml");
+    std::fs::write(
+        &bad,
+        "name = \"x\"\nstep = 0\narch = \"sm_90a\"\n[[tests]]\nname = \"t\"\nkind = \"correctness\"\nshape = [100, 128, 64]\npoints = 1\nseed = 1\n",
+    )
+    .unwrap();
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", bad.to_str().unwrap()]),
+        "M must be a positive multiple of 128",
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["grade", k, "--rubric", &rubric_path("step0-hopper.toml")])
+        .env_remove("WORKBOOK_GRADE_SECRET")
+        .output()
+        .unwrap();
+    assert_one_line_error(&o, "the rubric has hidden tests");
+    let secret = d.join("secret.txt");
+    std::fs::write(&secret, "short").unwrap();
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            k,
+            "--rubric",
+            &rubric_path("step0-hopper.toml"),
+            "--secret-file",
+            secret.to_str().unwrap(),
+        ]),
+        "at least 16 bytes",
+    );
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "--batch",
+            d.to_str().unwrap(),
+            "--rubric",
+            &rubric_path("step0-hopper.toml"),
+            "--out",
+            d.join("o").to_str().unwrap(),
+            "--shard",
+            "4/4",
+        ]),
+        "--shard takes I/N",
+    );
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "merge",
+            d.to_str().unwrap(),
+            "--out",
+            d.join("m").to_str().unwrap(),
+        ]),
+        "holds no grade.json",
+    );
+}
+
+#[test]
+fn exercises_have_runnable_checks() {
+    let o = runner(&["exercise", "--list"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).lines().count() >= 14, "{}", stdout(&o));
+    let o = runner(&["exercise", "3.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("85.3 FLOP/B") && stdout(&o).contains("128.0 FLOP/B"),
+        "{}",
+        stdout(&o)
+    );
+    let o = runner(&["exercise", "6.2"]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("grid_tile_width = 8 touches the fewest (18)"),
+        "{}",
+        stdout(&o)
+    );
+    // Without a GPU the edited kernel still compiles for sm_100a; with one it runs.
+    let o = runner(&["exercise", "2.2"]);
+    let out = stdout(&o);
+    assert!(
+        out.contains("compiled for sm_100a; not run here")
+            || out.contains("fails verification as expected"),
+        "{out}{}",
+        stderr(&o)
+    );
+    assert_one_line_error(&runner(&["exercise", "9.9"]), "there is no exercise 9.9");
+    let d = tmp("exercise-write");
+    let f = d.join("sol.cu");
+    let o = runner(&["exercise", "2.1", "--write", f.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&f)
+        .unwrap()
+        .contains("exercise 2.1"));
+    assert_one_line_error(
+        &runner(&["exercise", "3.1", "--write", f.to_str().unwrap()]),
+        "changes no kernel",
+    );
+}
+
+#[test]
+fn the_grading_selftest_without_a_gpu_is_a_clear_error() {
+    let d = tmp("grade-selftest");
+    let o = runner(&["grade", "--selftest", "--out", d.to_str().unwrap()]);
+    if o.status.success() {
+        return; // a GPU is present
+    }
+    let err = stderr_without_notes(&o);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error: ") && l.contains("cannot be used for grading")),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    // The class it grades was written first: at least 10 submissions.
+    let n = std::fs::read_dir(d.join("class")).unwrap().count();
+    assert!(n >= 10, "{n}");
+}

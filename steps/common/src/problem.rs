@@ -76,6 +76,23 @@ pub enum Dist {
     Uniform,
     /// Integers in [-4, 4]: products and sums are exact in f32, so any error is a bug.
     Int,
+    /// Every element 1: each output is exactly K, so a lost or doubled k-block shows at once.
+    #[serde(rename = "all-ones")]
+    AllOnes,
+    /// Random sign times a power of two from 2^-6 to 2^6 times 1 + U(0, 1): magnitudes over
+    /// four decades in one matrix, so a kernel that rounds early or drops small terms fails.
+    #[serde(rename = "wide-range")]
+    WideRange,
+}
+
+impl Dist {
+    pub const ALL: [Dist; 5] = [
+        Dist::Gaussian,
+        Dist::Uniform,
+        Dist::Int,
+        Dist::AllOnes,
+        Dist::WideRange,
+    ];
 }
 
 impl FromStr for Dist {
@@ -85,7 +102,11 @@ impl FromStr for Dist {
             "gaussian" | "normal" => Ok(Dist::Gaussian),
             "uniform" => Ok(Dist::Uniform),
             "int" | "small-int" | "integer" => Ok(Dist::Int),
-            _ => bail!("unknown distribution {s:?}: use gaussian, uniform or int"),
+            "all-ones" | "ones" => Ok(Dist::AllOnes),
+            "wide-range" | "wide" => Ok(Dist::WideRange),
+            _ => bail!(
+                "unknown distribution {s:?}: use gaussian, uniform, int, all-ones or wide-range"
+            ),
         }
     }
 }
@@ -96,6 +117,8 @@ impl fmt::Display for Dist {
             Dist::Gaussian => "gaussian",
             Dist::Uniform => "uniform",
             Dist::Int => "int",
+            Dist::AllOnes => "all-ones",
+            Dist::WideRange => "wide-range",
         })
     }
 }
@@ -147,6 +170,12 @@ fn draw(rng: &mut impl Rng, dist: Dist) -> f32 {
         Dist::Gaussian => StandardNormal.sample(rng),
         Dist::Uniform => rng.random_range(-1.0f32..1.0),
         Dist::Int => rng.random_range(-4i32..=4) as f32,
+        Dist::AllOnes => 1.0,
+        Dist::WideRange => {
+            let sign = if rng.random::<bool>() { 1.0 } else { -1.0 };
+            let exponent = rng.random_range(-6i32..=6);
+            sign * 2f32.powi(exponent) * (1.0 + rng.random::<f32>())
+        }
     }
 }
 
@@ -230,6 +259,54 @@ mod tests {
             assert_eq!(f, f.round());
             assert!((-4.0..=4.0).contains(&f));
         }
+    }
+
+    #[test]
+    fn all_ones_gives_k_in_every_output() {
+        let p = Problem::generate(Shape { m: 4, n: 8, k: 96 }, Dtype::F16, Dist::AllOnes, 5);
+        assert!(p.a.iter().chain(&p.b).all(|&x| Dtype::F16.to_f32(x) == 1.0));
+        assert_eq!(p.reference_entry(3, 7), 96.0);
+    }
+
+    #[test]
+    fn wide_range_spans_four_decades_with_both_signs() {
+        let s = Shape {
+            m: 64,
+            n: 64,
+            k: 256,
+        };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let p = Problem::generate(s, dtype, Dist::WideRange, 9);
+            let v: Vec<f32> = p.a.iter().map(|&x| dtype.to_f32(x)).collect();
+            let mags: Vec<f32> = v.iter().map(|x| x.abs()).collect();
+            let (lo, hi) = mags
+                .iter()
+                .fold((f32::MAX, 0f32), |(lo, hi), &m| (lo.min(m), hi.max(m)));
+            assert!(
+                lo >= 2f32.powi(-6) * 0.99 && lo < 2f32.powi(-5),
+                "{dtype}: min {lo}"
+            );
+            assert!(hi <= 2f32.powi(7) && hi > 2f32.powi(6), "{dtype}: max {hi}");
+            assert!(v.iter().any(|&x| x < 0.0) && v.iter().any(|&x| x > 0.0));
+            assert!(v.iter().all(|x| x.is_finite() && *x != 0.0));
+        }
+    }
+
+    #[test]
+    fn every_distribution_round_trips_its_name() {
+        for d in Dist::ALL {
+            assert_eq!(d.to_string().parse::<Dist>().unwrap(), d);
+            assert_eq!(
+                serde_json::to_value(d).unwrap(),
+                serde_json::Value::String(d.to_string())
+            );
+        }
+        assert_eq!("small-int".parse::<Dist>().unwrap(), Dist::Int);
+        assert!("bogus"
+            .parse::<Dist>()
+            .unwrap_err()
+            .to_string()
+            .contains("wide-range"));
     }
 
     #[test]

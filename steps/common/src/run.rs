@@ -128,6 +128,21 @@ pub fn poison(gpu: &Gpu, buf: &Buf16) -> Result<()> {
     )
 }
 
+/// The kernel's dynamic shared memory, or why this GPU cannot give it that much.
+fn check_smem(gpu: &Gpu, spec: &KernelSpec) -> Result<u32> {
+    let smem = spec.shape().smem_bytes;
+    if smem > gpu.info.max_smem_per_block {
+        bail!(
+            "step {} ({}) needs {smem} bytes of shared memory per CTA; {} allows {}",
+            spec.info().number,
+            spec.arch.name(),
+            gpu.info.name,
+            gpu.info.max_smem_per_block
+        );
+    }
+    Ok(smem)
+}
+
 /// A kernel compiled for a target and loaded into the GPU's context.
 pub struct LoadedKernel {
     pub spec: KernelSpec,
@@ -148,27 +163,27 @@ impl LoadedKernel {
         source: &KernelSource,
         dtype: Dtype,
     ) -> Result<LoadedKernel> {
-        let smem = spec.shape().smem_bytes;
-        if smem > gpu.info.max_smem_per_block {
-            bail!(
-                "step {} ({}) needs {smem} bytes of shared memory per CTA; {} allows {}",
-                spec.info().number,
-                spec.arch.name(),
-                gpu.info.name,
-                gpu.info.max_smem_per_block
-            );
-        }
+        check_smem(gpu, spec)?;
         let compiled = compile(source, target, &spec.defines(dtype))?;
+        LoadedKernel::from_compiled(gpu, spec, compiled, &source.path)
+    }
+
+    /// Load a kernel compiled earlier (the grader compiles in one process and runs in another).
+    pub fn from_compiled(
+        gpu: &Gpu,
+        spec: &KernelSpec,
+        compiled: Compiled,
+        source_path: &str,
+    ) -> Result<LoadedKernel> {
+        let smem = check_smem(gpu, spec)?;
+        let target = compiled.target;
         let module = gpu
             .ctx
             .load_module(Ptx::from_binary(compiled.cubin.clone()))
             .map_err(|e| anyhow!("cannot load the compiled kernel: {e:?}"))?;
-        let func = module.load_function("gemm_kernel").map_err(|_| {
-            anyhow!(
-                "{} has no extern \"C\" kernel named gemm_kernel",
-                source.path
-            )
-        })?;
+        let func = module
+            .load_function("gemm_kernel")
+            .map_err(|_| anyhow!("{source_path} has no extern \"C\" kernel named gemm_kernel"))?;
         let func = func.cu_function();
         // SAFETY: valid function handle and attribute.
         check(
@@ -184,7 +199,7 @@ impl LoadedKernel {
         Ok(LoadedKernel {
             spec: spec.clone(),
             target,
-            source_path: source.path.clone(),
+            source_path: source_path.to_string(),
             compiled,
             module,
             func,

@@ -79,7 +79,6 @@ pub fn time_interleaved(
     timeout: Duration,
     launches: &mut [&mut dyn FnMut() -> Result<()>],
 ) -> Result<Vec<Stats>> {
-    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
     for launch in launches.iter_mut() {
         for _ in 0..warmup {
             launch()?;
@@ -89,25 +88,76 @@ pub fn time_interleaved(
     let mut samples = vec![Vec::with_capacity(iters); launches.len()];
     for _ in 0..iters {
         for (launch, samples) in launches.iter_mut().zip(samples.iter_mut()) {
-            if let Some((ptr, bytes)) = flush {
-                // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
-                check(
-                    unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
-                    "L2 flush",
-                )?;
+            samples.push(time_once(gpu, flush, timeout, launch)?);
+        }
+    }
+    Ok(samples.into_iter().map(Stats::from_samples).collect())
+}
+
+/// Microseconds between events recorded around `launch` on the GPU's stream, after evicting L2
+/// with `flush` (outside the timed region); waits for the launch under `timeout`.
+fn time_once(
+    gpu: &Gpu,
+    flush: Option<(sys::CUdeviceptr, usize)>,
+    timeout: Duration,
+    launch: &mut dyn FnMut() -> Result<()>,
+) -> Result<f64> {
+    let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+    if let Some((ptr, bytes)) = flush {
+        // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
+        check(
+            unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
+            "L2 flush",
+        )?;
+    }
+    let start = gpu
+        .stream
+        .record_event(flags)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    launch()?;
+    let end = gpu
+        .stream
+        .record_event(flags)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    sync_with_timeout(gpu, timeout, "timed run")?;
+    let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
+    Ok(ms as f64 * 1e3)
+}
+
+/// One contender of [`time_rounds`]: untimed work before and after each of its launches.
+pub trait Timed {
+    /// Before launch `round` (0-based, warm-up rounds included), outside the timed region: e.g.
+    /// fresh inputs, a poisoned output.
+    fn prepare(&mut self, round: usize) -> Result<()>;
+    /// The launch itself, on the GPU's stream.
+    fn launch(&mut self) -> Result<()>;
+    /// After launch `round` has finished, outside the timed region: e.g. verify its output. An
+    /// error stops the timing.
+    fn check(&mut self, round: usize) -> Result<()>;
+}
+
+/// [`time_interleaved`] for contenders that need work around every launch (the grader's: each
+/// output verified, inputs rotated): `warmup` untimed rounds, then `iters` timed rounds, in each
+/// of which every contender runs prepare, launch (timed, after the L2 flush), check in turn.
+pub fn time_rounds(
+    gpu: &Gpu,
+    warmup: usize,
+    iters: usize,
+    flush: Option<(sys::CUdeviceptr, usize)>,
+    timeout: Duration,
+    contenders: &mut [&mut dyn Timed],
+) -> Result<Vec<Stats>> {
+    let mut samples = vec![Vec::with_capacity(iters); contenders.len()];
+    for round in 0..warmup + iters {
+        for (c, samples) in contenders.iter_mut().zip(samples.iter_mut()) {
+            c.prepare(round)?;
+            if round < warmup {
+                c.launch()?;
+                sync_with_timeout(gpu, timeout, "warm-up")?;
+            } else {
+                samples.push(time_once(gpu, flush, timeout, &mut || c.launch())?);
             }
-            let start = gpu
-                .stream
-                .record_event(flags)
-                .map_err(|e| anyhow!("{e:?}"))?;
-            launch()?;
-            let end = gpu
-                .stream
-                .record_event(flags)
-                .map_err(|e| anyhow!("{e:?}"))?;
-            sync_with_timeout(gpu, timeout, "timed run")?;
-            let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
-            samples.push(ms as f64 * 1e3);
+            c.check(round)?;
         }
     }
     Ok(samples.into_iter().map(Stats::from_samples).collect())

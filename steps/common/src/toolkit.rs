@@ -190,6 +190,27 @@ fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     out
 }
 
+/// `WORKBOOK_WHEELS`: a folder of pre-fetched wheels (`pip download` of the pinned packages) to
+/// install from with no network, for an offline lab.
+pub const WHEELS_ENV: &str = "WORKBOOK_WHEELS";
+
+/// Where pip takes the packages from: PyPI, or only the wheel folder `wheels` if given.
+pub fn pip_source_args(wheels: Option<&Path>) -> Result<Vec<std::ffi::OsString>> {
+    match wheels {
+        None => Ok(Vec::new()),
+        Some(dir) if dir.is_dir() => Ok(vec![
+            "--no-index".into(),
+            "--find-links".into(),
+            dir.as_os_str().to_owned(),
+        ]),
+        Some(dir) => bail!(
+            "{WHEELS_ENV}={} is not a folder: fill one with `{} -m pip download --no-deps --dest DIR {PYPI_NVRTC} {PYPI_HEADERS} {PYPI_NVDISASM}` on a machine with network",
+            dir.display(),
+            python()
+        ),
+    }
+}
+
 /// Install `packages` into `target` with pip. `--target --upgrade` replaces whole top-level
 /// folders (`nvidia/`), so everything one folder needs is installed in one call.
 fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
@@ -202,6 +223,8 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
             packages.join(" ")
         );
     }
+    let wheels = std::env::var_os(WHEELS_ENV).map(PathBuf::from);
+    let source = pip_source_args(wheels.as_deref())?;
     let pip_works = Command::new(python())
         .args(["-m", "pip", "--version"])
         .output()
@@ -230,6 +253,7 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
         // Quiet pip's warning about running as root (an option only pip >= 22.1 knows; the
         // variable is ignored by older ones).
         .env("PIP_ROOT_USER_ACTION", "ignore")
+        .args(&source)
         .args(["--no-deps", "--upgrade", "--target"])
         .arg(target)
         .args(packages)
@@ -237,8 +261,9 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
     match status {
         Ok(s) if s.success() => Ok(()),
         Ok(s) => bail!(
-            "pip could not install {} ({s}); without network access, install a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root",
-            packages.join(" ")
+            "pip could not install {} ({s}){}; without network access, install a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root, or set {WHEELS_ENV} to a folder of the pinned wheels",
+            packages.join(" "),
+            wheels.map_or(String::new(), |w| format!(" from {}", w.display()))
         ),
         Err(e) => bail!(
             "cannot run `{} -m pip` to install NVRTC ({e}); install python3 with pip, or a CUDA toolkit (12.8 or newer) and set WORKBOOK_CUDA to its root",
@@ -347,4 +372,21 @@ pub fn preload_named(dirs: &[PathBuf], prefixes: &[&str]) -> bool {
             .find_map(|d| first_glob(d, prefix))
             .is_some_and(|p| load_for_process(&p).is_ok())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_offline_wheel_folder_replaces_the_index() {
+        assert!(pip_source_args(None).unwrap().is_empty());
+        let dir = std::env::temp_dir();
+        let args = pip_source_args(Some(&dir)).unwrap();
+        assert_eq!(args[0], "--no-index");
+        assert_eq!(args[1], "--find-links");
+        assert_eq!(args[2], dir.as_os_str());
+        let e = pip_source_args(Some(Path::new("/nonexistent/wheels"))).unwrap_err();
+        assert!(e.to_string().contains("pip download --no-deps"), "{e}");
+    }
 }

@@ -1,0 +1,761 @@
+//! `runner exercise N.M [--kernel FILE]`: the check each exercise of the book names, runnable
+//! without a B200. A kernel edit is run under the tcgen05 emulation (on an H100/H200) in a child
+//! `runner step` with its outcome compared with the expected one; resource questions are
+//! answered from the kernel shapes; reasoning questions from the host twins. Without a GPU the
+//! kernel still compiles for sm_100a and every host check runs.
+//!
+//! The solutions that edit a kernel live in `exercises/solutions.toml`.
+
+use crate::edits;
+use crate::grade::sandbox::{self, ChildSpec, Exit};
+use anyhow::{anyhow, bail, Context, Result};
+use common::step::{Arch, KernelSpec};
+use common::tiling::{tile_coords, MinorDim};
+use serde::Deserialize;
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+const SOLUTIONS: &str = include_str!("../../exercises/solutions.toml");
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Solution {
+    id: String,
+    edit: Vec<edits::Edit>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SolutionFile {
+    snippets: std::collections::BTreeMap<String, String>,
+    solution: Vec<Solution>,
+}
+
+/// What running the kernel must show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    Verifies,
+    FailsVerification,
+    /// A wrong result, a fault or a hang: anything but a pass.
+    Caught,
+    /// The outcome is the lesson (a race): each run must finish, pass or fail.
+    Reported,
+}
+
+#[derive(Clone, Copy)]
+enum Check {
+    /// Run the kernel under emulation with these `--param`s and extra arguments, once per
+    /// emulation seed.
+    Run {
+        params: &'static [&'static str],
+        args: &'static [&'static str],
+        seeds: &'static [u64],
+        expect: Expect,
+    },
+    /// A host-side computation.
+    Host(fn() -> Result<Vec<String>>),
+}
+
+pub struct Exercise {
+    pub id: &'static str,
+    pub step: u32,
+    pub title: &'static str,
+    checks: &'static [Check],
+}
+
+const VERIFIES: Check = Check::Run {
+    params: &[],
+    args: &[],
+    seeds: &[0],
+    expect: Expect::Verifies,
+};
+
+pub const EXERCISES: &[Exercise] = &[
+    Exercise {
+        id: "0.1",
+        step: 0,
+        title: "Prefetch distance STAGES - 1",
+        checks: &[VERIFIES],
+    },
+    Exercise {
+        id: "0.2",
+        step: 0,
+        title: "Fewer stages",
+        checks: &[
+            Check::Host(|| smem_drop(0, 4, 3, 48)),
+            Check::Run {
+                params: &["stages=3"],
+                args: &[],
+                seeds: &[0],
+                expect: Expect::Verifies,
+            },
+        ],
+    },
+    Exercise {
+        id: "0.3",
+        step: 0,
+        title: "Predict, then run: the two parity edits",
+        checks: &[
+            Check::Host(parity_predictions),
+            Check::Run {
+                params: &[],
+                args: &["--mutate", "no-first-round-guard"],
+                seeds: &[0],
+                expect: Expect::Verifies,
+            },
+            Check::Run {
+                params: &[],
+                args: &["--mutate", "wrong-parity", "--timeout", "10"],
+                seeds: &[0, 1, 2],
+                expect: Expect::Caught,
+            },
+        ],
+    },
+    Exercise {
+        id: "1.1",
+        step: 1,
+        title: "Move the producer to warp 3",
+        checks: &[VERIFIES],
+    },
+    Exercise {
+        id: "1.2",
+        step: 1,
+        title: "Two stages",
+        checks: &[
+            Check::Host(|| smem_drop(1, 4, 2, 96)),
+            Check::Run {
+                params: &["stages=2"],
+                args: &[],
+                seeds: &[0],
+                expect: Expect::Verifies,
+            },
+        ],
+    },
+    Exercise {
+        id: "2.1",
+        step: 2,
+        title: "Single staging buffer",
+        checks: &[VERIFIES],
+    },
+    Exercise {
+        id: "2.2",
+        step: 2,
+        title: "No swizzle in the staging tile",
+        checks: &[Check::Run {
+            params: &[],
+            args: &[],
+            seeds: &[0],
+            expect: Expect::FailsVerification,
+        }],
+    },
+    Exercise {
+        id: "3.1",
+        step: 3,
+        title: "Count the bytes",
+        checks: &[Check::Host(flop_per_byte)],
+    },
+    Exercise {
+        id: "3.2",
+        step: 3,
+        title: "Break the byte count",
+        checks: &[Check::Run {
+            params: &[],
+            args: &["--timeout", "10"],
+            seeds: &[0],
+            expect: Expect::Caught,
+        }],
+    },
+    Exercise {
+        id: "4.1",
+        step: 4,
+        title: "Fewer clusters",
+        checks: &[
+            Check::Host(every_tile_once),
+            Check::Run {
+                params: &[],
+                args: &["--clusters", "2"],
+                seeds: &[0],
+                expect: Expect::Verifies,
+            },
+        ],
+    },
+    Exercise {
+        id: "4.2",
+        step: 4,
+        title: "Remove the acc_empty wait",
+        checks: &[Check::Run {
+            params: &[],
+            args: &["--clusters", "1", "--timeout", "20"],
+            seeds: &[0, 1, 2],
+            expect: Expect::Reported,
+        }],
+    },
+    Exercise {
+        id: "5.1",
+        step: 5,
+        title: "One accumulator slot",
+        checks: &[VERIFIES],
+    },
+    Exercise {
+        id: "5.2",
+        step: 5,
+        title: "Where do the idle warps go?",
+        checks: &[Check::Host(idle_warps)],
+    },
+    Exercise {
+        id: "6.1",
+        step: 6,
+        title: "Turn the snake off",
+        checks: &[Check::Host(snake_off), VERIFIES],
+    },
+    Exercise {
+        id: "6.2",
+        step: 6,
+        title: "Pick a width",
+        checks: &[Check::Host(pick_width)],
+    },
+];
+
+/// Exercise 0.3's prediction, from the phase simulator: in steps 0 and 1, with slow loads or
+/// slow MMAs, dropping the first-round guard changes nothing and the wrong parity never
+/// completes cleanly (a race or a hang).
+fn parity_predictions() -> Result<Vec<String>> {
+    use common::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
+    let mut lines = Vec::new();
+    for step in [0, 1] {
+        let m = crate::phase_tables::model(step)?;
+        for (timing_name, timing) in [
+            ("slow loads", Timing::LOAD_BOUND),
+            ("slow MMAs", Timing::MMA_BOUND),
+        ] {
+            for (wait, must_complete) in [
+                (EmptyWait::NoFirstRoundGuard, true),
+                (EmptyWait::WrongParity, false),
+            ] {
+                let outcome = simulate(&Ring {
+                    stages: m.stages,
+                    k_blocks: 16,
+                    tiles: m.tiles,
+                    roles: m.roles,
+                    empty_wait: wait,
+                    full_wait: FullWait::Correct,
+                    counter: Counter::AcrossTiles,
+                    timing,
+                })
+                .outcome;
+                let name = wait.mutation().unwrap_or("the kernels' code");
+                if outcome.is_completes() != must_complete {
+                    bail!(
+                        "step {step}, {name}, {timing_name}: the model says {}",
+                        outcome.label()
+                    );
+                }
+                lines.push(format!(
+                    "step {step}, {name}, {timing_name}: {}",
+                    outcome.label()
+                ));
+            }
+        }
+    }
+    Ok(lines)
+}
+
+pub fn find(id: &str) -> Result<&'static Exercise> {
+    EXERCISES.iter().find(|e| e.id == id).ok_or_else(|| {
+        anyhow!(
+            "there is no exercise {id}; exercises: {}",
+            EXERCISES
+                .iter()
+                .map(|e| e.id)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })
+}
+
+/// The committed solution's kernel for `ex`, if it edits one.
+pub fn solution(ex: &Exercise) -> Result<Option<String>> {
+    let file: SolutionFile = toml::from_str(SOLUTIONS).context("exercises/solutions.toml")?;
+    let Some(s) = file.solution.iter().find(|s| s.id == ex.id) else {
+        return Ok(None);
+    };
+    let base = runner::steps::get(ex.step)?
+        .info()
+        .kernel(Arch::Blackwell)
+        .text;
+    edits::apply(
+        &format!("solution {}", ex.id),
+        base,
+        &s.edit,
+        &file.snippets,
+    )
+    .map(Some)
+}
+
+// ---- host checks ----------------------------------------------------------------------------
+
+fn spec_with(step: u32, params: &[String]) -> Result<KernelSpec> {
+    let mut spec = KernelSpec::new(runner::steps::get(step)?, Arch::Blackwell);
+    spec.params.apply(params).map_err(|e| anyhow!(e))?;
+    Ok(spec)
+}
+
+/// Dynamic shared memory drops by `kib` KiB from `from` to `to` stages.
+fn smem_drop(step: u32, from: u32, to: u32, kib: u32) -> Result<Vec<String>> {
+    let smem = |s: u32| -> Result<u32> {
+        Ok(spec_with(step, &[format!("stages={s}")])?
+            .shape()
+            .smem_bytes)
+    };
+    let (a, b) = (smem(from)?, smem(to)?);
+    if a - b != kib * 1024 {
+        bail!(
+            "{from} -> {to} stages changes shared memory by {} bytes, not {kib} KiB",
+            a - b
+        );
+    }
+    Ok(vec![format!(
+        "shared memory per CTA: {a} B with {from} stages, {b} B with {to}: {kib} KiB less, {} stage(s) of A and B",
+        from - to
+    )])
+}
+
+/// FLOP per byte loaded per CTA and k-block, for steps 2 and 3: the book says 85.3 and 128.
+fn flop_per_byte() -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for (step, expected) in [(2u32, 85.3f64), (3, 128.0)] {
+        let k = spec_with(step, &[])?.shape();
+        let rows_per_cta = k.cluster_tile.0 / k.cluster;
+        let flops = 2.0 * rows_per_cta as f64 * k.cluster_tile.1 as f64 * k.tile_k as f64;
+        let bytes = ((k.a_box.0 + k.b_box.0) * k.tile_k * 2) as f64;
+        let ratio = flops / bytes;
+        if (ratio - expected).abs() > 0.05 {
+            bail!("step {step}: {ratio:.1} FLOP per byte, but the book says {expected}");
+        }
+        out.push(format!(
+            "step {step}: a CTA computes {rows_per_cta} x {} per k-block of {} ({flops:.0} FLOP) from {bytes:.0} B of A and B ({} + {} rows): {ratio:.1} FLOP/B; shared memory {} B",
+            k.cluster_tile.1, k.tile_k, k.a_box.0, k.b_box.0, k.smem_bytes
+        ));
+    }
+    Ok(out)
+}
+
+/// A persistent grid of any size visits every tile exactly once (cluster c takes tiles c,
+/// c + clusters, ...).
+fn every_tile_once() -> Result<Vec<String>> {
+    let k = spec_with(4, &[])?.shape();
+    let shape = common::Shape::DEFAULT;
+    let tiles = k.num_tiles(shape) as usize;
+    let max = k.default_max_clusters(None) as usize;
+    for clusters in 1..=max {
+        let mut seen = vec![0u32; tiles];
+        for c in 0..clusters {
+            for t in (c..tiles).step_by(clusters) {
+                seen[t] += 1;
+            }
+        }
+        if let Some(t) = seen.iter().position(|&n| n != 1) {
+            bail!(
+                "with {clusters} clusters tile {t} is visited {} times",
+                seen[t]
+            );
+        }
+    }
+    Ok(vec![format!(
+        "{tiles} tiles of the default problem: with any number of clusters from 1 to {max}, the loop `for tile = cluster; tile < tiles; tile += clusters` visits each exactly once"
+    )])
+}
+
+/// Step 5 has 8 warps; the tensor-memory lane quarter of warp w is w % 4, and warps 4..7
+/// already cover all four, so warps 2 and 3 cannot add epilogue bandwidth.
+fn idle_warps() -> Result<Vec<String>> {
+    let k = spec_with(5, &[])?.shape();
+    let warps = k.threads / 32;
+    if warps != 8 {
+        bail!("step 5 has {warps} warps per CTA, the exercise assumes 8");
+    }
+    let quarters: Vec<u32> = (4..8).map(|w| w % 4).collect();
+    if quarters != [0, 1, 2, 3] {
+        bail!("the epilogue warpgroup does not cover the four lane quarters");
+    }
+    Ok(vec![
+        format!("{warps} warps: 0 produces, 1 issues MMAs, 4-7 form the epilogue warpgroup"),
+        "warp w may read only tensor-memory lanes 32*(w % 4)..: warps 4-7 already cover quarters 0, 1, 2, 3, so a fifth epilogue warp would share a quarter".into(),
+        "what idle warps can do instead: prefetch the next tile's tensor maps, split the TMA issue (A and B from two warps), or be dropped (a 192-thread CTA leaves registers to the epilogue)".into(),
+    ])
+}
+
+/// Whether consecutive tiles `a` and `b` (bands `width` wide across N) share an operand band:
+/// the same band of B's blocks, or (at a turn) the same row of tiles, hence the same A block.
+fn shares_band(a: (usize, usize), b: (usize, usize), width: usize) -> bool {
+    a.1 / width == b.1 / width || a.0 == b.0
+}
+
+/// With the snake, consecutive tiles always share an A or B band; every band running forwards,
+/// the band turns break that.
+fn snake_off() -> Result<Vec<String>> {
+    let k = spec_with(6, &[])?.shape();
+    let shape = common::Shape::DEFAULT;
+    let (tm, tn) = (
+        shape.m / k.cluster_tile.0 as usize,
+        shape.n / k.cluster_tile.1 as usize,
+    );
+    let width = 8;
+    let snake: Vec<_> = (0..tm * tn)
+        .map(|t| tile_coords(t, tm, tn, width, MinorDim::N))
+        .collect();
+    let forward: Vec<_> = (0..tm * tn)
+        .map(|t| {
+            let band = t / (width * tm);
+            let bw = width.min(tn - band * width);
+            let inb = t - band * width * tm;
+            (inb / bw, band * width + inb % bw)
+        })
+        .collect();
+    let breaks = |v: &[(usize, usize)]| {
+        v.windows(2)
+            .filter(|w| !shares_band(w[0], w[1], width))
+            .count()
+    };
+    let (s, f) = (breaks(&snake), breaks(&forward));
+    if s != 0 || f == 0 {
+        bail!("expected the snake to keep every step within a band ({s} breaks) and the forward order to break at band turns ({f})");
+    }
+    Ok(vec![format!(
+        "{tm} x {tn} tiles, bands {width} wide: the snake never moves to a tile sharing neither A nor B rows; running every band forwards does so {f} times (at each band turn); the order changes speed, not the result"
+    )])
+}
+
+/// Distinct A and B blocks touched by the first 74 tiles (74 clusters of a B200) for several
+/// band widths; the default width must do best.
+fn pick_width() -> Result<Vec<String>> {
+    let spec = spec_with(6, &[])?;
+    let k = spec.shape();
+    let shape = common::Shape::DEFAULT;
+    let (tm, tn) = (
+        shape.m / k.cluster_tile.0 as usize,
+        shape.n / k.cluster_tile.1 as usize,
+    );
+    let clusters = k.default_max_clusters(None) as usize;
+    let default = spec.params.get("grid_tile_width") as usize;
+    let mut out = Vec::new();
+    let mut best = (usize::MAX, 0);
+    let mut at_default = usize::MAX;
+    for width in [1usize, 4, 8, 16, 32] {
+        let tiles: Vec<_> = (0..clusters.min(tm * tn))
+            .map(|t| tile_coords(t, tm, tn, width, MinorDim::N))
+            .collect();
+        let a: std::collections::BTreeSet<_> = tiles.iter().map(|t| t.0).collect();
+        let b: std::collections::BTreeSet<_> = tiles.iter().map(|t| t.1).collect();
+        let sum = a.len() + b.len();
+        out.push(format!(
+            "width {width:>2}: {:>2} A blocks + {:>2} B blocks = {sum}",
+            a.len(),
+            b.len()
+        ));
+        if sum < best.0 {
+            best = (sum, width);
+        }
+        if width == default {
+            at_default = sum;
+        }
+    }
+    if at_default != best.0 {
+        bail!(
+            "grid_tile_width = {default} touches {at_default} blocks, but width {} touches {}",
+            best.1,
+            best.0
+        );
+    }
+    out.push(format!(
+        "the default grid_tile_width = {default} touches the fewest ({})",
+        best.0
+    ));
+    Ok(out)
+}
+
+// ---- runs -----------------------------------------------------------------------------------
+
+enum Outcome {
+    Verified,
+    Failed(String),
+    Hung,
+    Error(String),
+    /// No GPU that runs it: compiled for sm_100a only.
+    NotRun(String),
+}
+
+fn run_kernel(
+    step: u32,
+    kernel: &Path,
+    params: &[&str],
+    args: &[&str],
+    seed: u64,
+) -> Result<Outcome> {
+    let dir = std::env::temp_dir().join(format!("workbook-exercise-{}-{seed}", std::process::id()));
+    let mut a: Vec<std::ffi::OsString> = vec![
+        "step".into(),
+        step.to_string().into(),
+        "--arch".into(),
+        "sm_100a".into(),
+        "--kernel".into(),
+        kernel.as_os_str().into(),
+        "--json".into(),
+        "--iters".into(),
+        "0".into(),
+        "--emu-seed".into(),
+        seed.to_string().into(),
+    ];
+    for p in params {
+        a.push("--param".into());
+        a.push((*p).into());
+    }
+    a.extend(args.iter().map(|s| s.into()));
+    let mut env = Vec::new();
+    if let Ok(d) = std::env::var("WORKBOOK_DEVICE") {
+        env.push(("WORKBOOK_DEVICE".to_string(), d));
+    }
+    let o = sandbox::run(&ChildSpec {
+        program: std::env::current_exe()?,
+        args: a,
+        cwd: dir.clone(),
+        env,
+        limit: Duration::from_secs(600),
+        log_bytes: 1 << 20,
+    })?;
+    let _ = std::fs::remove_dir_all(&dir);
+    let err_line = || {
+        o.stderr
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .unwrap_or(o.stderr.trim())
+            .to_string()
+    };
+    Ok(match o.exit {
+        Exit::Code(0) => {
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            if v["ran"] == false {
+                Outcome::NotRun(v["reason"].as_str().unwrap_or("no GPU").to_string())
+            } else {
+                Outcome::Verified
+            }
+        }
+        Exit::Code(1) => {
+            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            Outcome::Failed(format!(
+                "{} of {} elements wrong",
+                v["verification"]["bad_count"], v["verification"]["elements"]
+            ))
+        }
+        Exit::Code(124) | Exit::TimedOut => Outcome::Hung,
+        _ => Outcome::Error(err_line()),
+    })
+}
+
+/// Run the exercise's checks; `kernel` replaces the committed solution.
+pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<ExitCode> {
+    let ex = find(id)?;
+    let info = runner::steps::get(ex.step)?.info();
+    let (text, from) = match kernel {
+        Some(k) => (
+            Some(
+                std::fs::read_to_string(k)
+                    .with_context(|| format!("cannot read {}", k.display()))?,
+            ),
+            k.display().to_string(),
+        ),
+        None => (
+            solution(ex)?,
+            "the solution in exercises/solutions.toml".to_string(),
+        ),
+    };
+    if let Some(w) = write {
+        let t = text.as_deref().ok_or_else(|| {
+            anyhow!("exercise {id} changes no kernel: its answer is the check itself")
+        })?;
+        std::fs::write(w, t).with_context(|| format!("cannot write {}", w.display()))?;
+        println!("wrote the solution of exercise {id} to {}", w.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!(
+        "exercise {id} (step {}, {}): {}",
+        ex.step, info.title, ex.title
+    );
+    let temp =
+        std::env::temp_dir().join(format!("workbook-exercise-{}-{id}.cu", std::process::id()));
+    let stock = info.kernel(Arch::Blackwell).text;
+    std::fs::write(&temp, text.as_deref().unwrap_or(stock))?;
+    let kernel_path = temp.clone();
+    let mut failed = false;
+    let mut partial = false;
+    for check in ex.checks {
+        match check {
+            Check::Host(f) => match f() {
+                Ok(lines) => lines.iter().for_each(|l| println!("  ok    {l}")),
+                Err(e) => {
+                    println!("  FAIL  {e:#}");
+                    failed = true;
+                }
+            },
+            Check::Run {
+                params,
+                args,
+                seeds,
+                expect,
+            } => {
+                let seeded = args.contains(&"--mutate");
+                if text.as_deref().unwrap_or(stock) == stock
+                    && *expect != Expect::Verifies
+                    && !seeded
+                {
+                    println!("  note  the kernel is the stock one: make the exercise's edit first (or pass --kernel)");
+                }
+                let from = match args.iter().position(|a| *a == "--mutate") {
+                    Some(i) => format!(
+                        "with the seeded bug {}",
+                        args.get(i + 1).copied().unwrap_or("?")
+                    ),
+                    None => from.clone(),
+                };
+                println!(
+                    "  run   {} under the tcgen05 emulation ({from}){}",
+                    info.kernel_path(Arch::Blackwell),
+                    if params.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" with {}", params.join(" "))
+                    }
+                );
+                for &seed in *seeds {
+                    let outcome = run_kernel(ex.step, &kernel_path, params, args, seed)?;
+                    let (ok, what) = match (&outcome, expect) {
+                        (Outcome::NotRun(why), _) => {
+                            partial = true;
+                            (true, format!("compiled for sm_100a; not run here ({why}): run it on an H100/H200 for the full check"))
+                        }
+                        (Outcome::Verified, Expect::Verifies | Expect::Reported) => {
+                            (true, "verifies".into())
+                        }
+                        (
+                            Outcome::Failed(d),
+                            Expect::FailsVerification | Expect::Caught | Expect::Reported,
+                        ) => (true, format!("fails verification as expected: {d}")),
+                        (Outcome::Hung, Expect::Caught | Expect::Reported) => {
+                            (true, "hangs, and the runner says so".into())
+                        }
+                        (Outcome::Error(e), Expect::Caught) => (true, format!("caught: {e}")),
+                        (Outcome::Verified, _) => (false, "verifies, but it should not".into()),
+                        (Outcome::Failed(d), _) => (false, format!("fails verification: {d}")),
+                        (Outcome::Hung, _) => (false, "hangs".into()),
+                        (Outcome::Error(e), _) => (false, e.clone()),
+                    };
+                    let seed_note = if seeds.len() > 1 {
+                        format!("emulation seed {seed}: ")
+                    } else {
+                        String::new()
+                    };
+                    println!("  {}  {seed_note}{what}", if ok { "ok  " } else { "FAIL" });
+                    failed |= !ok;
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_file(&temp);
+    println!(
+        "{}",
+        if failed {
+            format!("exercise {id}: the check fails")
+        } else if partial {
+            format!("exercise {id}: every check that can run here passes")
+        } else {
+            format!("exercise {id}: the check passes")
+        }
+    );
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The exercises as the book lists them, with their checks (`runner exercise --list`).
+pub fn list() {
+    for e in EXERCISES {
+        println!("{:<5} step {}  {}", e.id, e.step, e.title);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_exercise_of_the_book_has_a_check() {
+        // The book's chapters number their exercises 1., 2., ... under "## Exercises".
+        for step in runner::steps::all() {
+            let n = step.info().number;
+            let chapter =
+                std::fs::read_to_string(common::toolkit::project_root().join(step.info().chapter))
+                    .unwrap();
+            let section = chapter
+                .split("## Exercises")
+                .nth(1)
+                .expect("an Exercises section");
+            let section = section.split("\n## ").next().unwrap();
+            let count = section
+                .lines()
+                .filter(|l| {
+                    l.split_once(". ")
+                        .is_some_and(|(d, _)| d.parse::<u32>().is_ok())
+                })
+                .count();
+            assert!(count > 0, "chapter {n} has exercises");
+            for m in 1..=count {
+                let id = format!("{n}.{m}");
+                find(&id).unwrap_or_else(|e| panic!("{e}"));
+                assert!(
+                    section.contains(&format!("runner exercise {id}")),
+                    "chapter {n}: exercise {id} names its check"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_solution_applies_to_its_kernel_and_compiles() {
+        for ex in EXERCISES {
+            let Some(k) = solution(ex).unwrap() else {
+                continue;
+            };
+            let stock = runner::steps::get(ex.step)
+                .unwrap()
+                .info()
+                .kernel(Arch::Blackwell)
+                .text;
+            assert_ne!(k, stock, "{}: the solution changes nothing", ex.id);
+            let spec = KernelSpec::new(runner::steps::get(ex.step).unwrap(), Arch::Blackwell);
+            let src = common::compile::KernelSource {
+                path: format!("exercise-{}.cu", ex.id),
+                text: k,
+            };
+            common::compile::compile(
+                &src,
+                common::Target::Sm100a,
+                &spec.defines(common::Dtype::F16),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e:#}", ex.id));
+        }
+    }
+
+    #[test]
+    fn the_host_checks_hold() {
+        for ex in EXERCISES {
+            for c in ex.checks {
+                if let Check::Host(f) = c {
+                    f().unwrap_or_else(|e| panic!("{}: {e:#}", ex.id));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,257 @@
+//! A class: one subfolder per student, graded on one or several GPUs (one submission per GPU at
+//! a time), optionally only one shard of it, with a progress bar and a summary.
+
+use super::job::EnvInfo;
+use super::report::{self, GradeReport};
+use super::rubric::Rubric;
+use super::seeds::Secret;
+use super::submission::{Grader, Submission};
+use anyhow::{anyhow, bail, Context, Result};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
+
+/// Everything a grading session needs: the rubric, the secret (or replayed seeds), the runner
+/// binary to start children from, a scratch folder, the toolkit's location for the children.
+pub fn grader_for(
+    rubric: Rubric,
+    rubric_path: &Path,
+    secret_file: Option<&Path>,
+    replay: Option<super::submission::Replay>,
+    submissions: &[PathBuf],
+    keep_scratch: bool,
+) -> Result<Grader> {
+    let secret = Secret::load(secret_file, submissions)?;
+    if rubric.has_hidden_tests() && secret.is_none() && replay.is_none() {
+        bail!(
+            "the rubric has hidden tests: give the instructor's secret with --secret-file FILE or {}",
+            super::seeds::SECRET_ENV
+        );
+    }
+    // Find (or install) the toolkit here, once, and point every child at it.
+    let tk = common::toolkit::find_or_install()?;
+    let root = tk
+        .include_dir
+        .parent()
+        .ok_or_else(|| anyhow!("the toolkit's include folder has no parent"))?;
+    let exe = std::env::current_exe().context("cannot find the runner binary")?;
+    let scratch = std::env::temp_dir().join(format!("workbook-grade-{}", std::process::id()));
+    std::fs::create_dir_all(&scratch)
+        .with_context(|| format!("cannot create {}", scratch.display()))?;
+    Ok(Grader {
+        rubric,
+        rubric_path: rubric_path.to_path_buf(),
+        secret,
+        replay,
+        exe,
+        scratch,
+        keep_scratch,
+        child_env: vec![
+            ("WORKBOOK_CUDA".into(), root.display().to_string()),
+            ("WORKBOOK_NO_INSTALL".into(), "1".into()),
+        ],
+    })
+}
+
+/// The students of a class folder (every subfolder not starting with a dot), sorted, and the
+/// shard `(i, n)` of them: the k-th student (by name) belongs to shard k mod n.
+pub fn class(dir: &Path, shard: Option<(usize, usize)>) -> Result<Vec<Submission>> {
+    let mut subs: Vec<Submission> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read the class folder {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .filter_map(|p| {
+            let name = p.file_name()?.to_string_lossy().into_owned();
+            (!name.starts_with('.')).then_some(Submission {
+                student: name,
+                path: p,
+            })
+        })
+        .collect();
+    subs.sort_by(|a, b| a.student.cmp(&b.student));
+    if subs.is_empty() {
+        bail!(
+            "{} has no subfolders: a batch grades one subfolder per student",
+            dir.display()
+        );
+    }
+    Ok(match shard {
+        Some((i, n)) => subs
+            .into_iter()
+            .enumerate()
+            .filter(|(k, _)| k % n == i)
+            .map(|(_, s)| s)
+            .collect(),
+        None => subs,
+    })
+}
+
+fn default_gpus(gpus: &[usize]) -> Vec<usize> {
+    if gpus.is_empty() {
+        vec![std::env::var("WORKBOOK_DEVICE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)]
+    } else {
+        gpus.to_vec()
+    }
+}
+
+/// After a submission that hung, faulted or crashed, check the GPU again (a few tries: the
+/// driver needs a moment to tear down a killed context).
+fn recheck(grader: &Grader, device: usize) -> Result<EnvInfo> {
+    let mut last = anyhow!("not checked");
+    for attempt in 0..3 {
+        if attempt > 0 {
+            std::thread::sleep(Duration::from_secs(5));
+        }
+        match grader.probe(device) {
+            Ok(env) if env.healthy => return Ok(env),
+            Ok(env) => last = anyhow!("GPU {device} is unhealthy: {}", env.health_detail),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn needs_recheck(r: &GradeReport) -> bool {
+    r.tests.iter().any(|t| {
+        t.flags
+            .iter()
+            .any(|f| ["timeout", "kernel-fault", "worker-crash"].contains(&f.name.as_str()))
+    })
+}
+
+/// Grade `subs` over `gpus` (one child at a time per GPU). With `write`, each report goes to
+/// `out/<student>/` and the summaries to `out/`.
+pub fn grade_all(
+    grader: &Grader,
+    subs: Vec<Submission>,
+    gpus: &[usize],
+    out: &Path,
+    gradescope: bool,
+    write: bool,
+) -> Result<Vec<GradeReport>> {
+    let gpus = default_gpus(gpus);
+    let mut envs = Vec::new();
+    for &d in &gpus {
+        let env = grader.probe(d)?;
+        if !env.healthy {
+            bail!(
+                "GPU {d} ({}) fails its health check: {}",
+                env.name,
+                env.health_detail
+            );
+        }
+        envs.push((d, env));
+    }
+    let total = subs.len();
+    let bar = indicatif::ProgressBar::new(total as u64);
+    if write {
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} graded, {elapsed} {msg}")
+                .map_err(|e| anyhow!("{e}"))?,
+        );
+    } else {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let queue = Arc::new(Mutex::new(subs.into_iter().collect::<VecDeque<_>>()));
+    let (tx, rx) = mpsc::channel::<Result<GradeReport>>();
+    std::thread::scope(|s| {
+        for (device, env) in envs {
+            let (queue, tx) = (queue.clone(), tx.clone());
+            s.spawn(move || {
+                let mut env = env;
+                while let Some(sub) = queue.lock().map_or(None, |mut q| q.pop_front()) {
+                    let mut r = grader.grade(&sub, device, &env);
+                    if needs_recheck(&r) {
+                        match recheck(grader, device) {
+                            Ok(e) => {
+                                r.gpu_after = Some("usable".into());
+                                env = e;
+                            }
+                            Err(e) => {
+                                r.gpu_after = Some(format!("unusable: {e:#}"));
+                                let _ = tx.send(Ok(r));
+                                let _ =
+                                    tx.send(Err(anyhow!("GPU {device} stopped grading: {e:#}")));
+                                break;
+                            }
+                        }
+                    }
+                    if tx.send(Ok(r)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+    });
+    let mut reports = Vec::new();
+    let mut errors = Vec::new();
+    for msg in rx {
+        match msg {
+            Ok(r) => {
+                bar.set_message(format!(
+                    "last: {} {:.1}/{:.1}",
+                    r.student, r.score, r.max_score
+                ));
+                bar.inc(1);
+                if write {
+                    r.write(
+                        &out.join(super::submission::safe_name(&r.student)),
+                        gradescope,
+                    )?;
+                }
+                reports.push(r);
+            }
+            Err(e) => errors.push(e),
+        }
+    }
+    bar.finish_and_clear();
+    if write {
+        report::write_summary(out, &mut reports)?;
+    }
+    if let Some(e) = errors.into_iter().next() {
+        return Err(e.context(format!(
+            "{} of {total} submissions graded (reports so far in {})",
+            reports.len(),
+            out.display()
+        )));
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_class_is_its_subfolders_split_into_shards() {
+        let d = std::env::temp_dir().join(format!("grade-class-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        for s in ["dave", "alice", "carol", "bob", "erin", ".git"] {
+            std::fs::create_dir_all(d.join(s)).unwrap();
+        }
+        std::fs::write(d.join("README.txt"), "not a student").unwrap();
+        let names = |v: Vec<Submission>| v.into_iter().map(|s| s.student).collect::<Vec<_>>();
+        assert_eq!(
+            names(class(&d, None).unwrap()),
+            ["alice", "bob", "carol", "dave", "erin"]
+        );
+        assert_eq!(
+            names(class(&d, Some((0, 2))).unwrap()),
+            ["alice", "carol", "erin"]
+        );
+        assert_eq!(names(class(&d, Some((1, 2))).unwrap()), ["bob", "dave"]);
+        let all: usize = (0..3).map(|i| class(&d, Some((i, 3))).unwrap().len()).sum();
+        assert_eq!(all, 5, "the shards cover the class exactly once");
+        let empty = d.join("alice");
+        assert!(class(&empty, None)
+            .unwrap_err()
+            .to_string()
+            .contains("no subfolders"));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}

@@ -1,0 +1,279 @@
+//! What the grader hands a child process and what the child hands back, as JSON files in the
+//! child's scratch folder. A job carries the submission's text and derived seeds: never a path
+//! into the submission folder, never the instructor's secret.
+
+use super::rubric::{Kind, Rubric};
+use anyhow::{anyhow, bail, Context, Result};
+use common::step::KernelSpec;
+use common::{Dist, Dtype, Shape, Target};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Describe and health-check the GPU.
+    Probe,
+    /// Compile the submission with NVRTC (no GPU needed).
+    Compile,
+    /// Run every test on the GPU.
+    Run,
+}
+
+/// The seeds of one test, derived by the grader.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TestSeeds {
+    /// One per input set.
+    pub sets: Vec<u64>,
+    /// The rows redrawn before each launch of a performance test.
+    pub refresh: u64,
+    /// The decoy reference planted next to C.
+    pub decoy: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JobTest {
+    pub name: String,
+    pub kind: Kind,
+    pub shape: [usize; 3],
+    pub dtype: String,
+    pub dist: String,
+    pub seeds: TestSeeds,
+    pub warmup: usize,
+    pub iters: usize,
+    pub fresh_rows: usize,
+}
+
+impl JobTest {
+    pub fn shape(&self) -> Shape {
+        Shape {
+            m: self.shape[0],
+            n: self.shape[1],
+            k: self.shape[2],
+        }
+    }
+    pub fn dtype(&self) -> Result<Dtype> {
+        self.dtype.parse()
+    }
+    pub fn dist(&self) -> Result<Dist> {
+        self.dist.parse()
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Job {
+    pub phase: Phase,
+    pub step: u32,
+    /// `sm_90a` or `sm_100a`.
+    pub arch: String,
+    pub params: Vec<String>,
+    /// `Sm90a`, `Sm90aEmulated` or `Sm100a`: chosen by the grader for the GPU it probed.
+    pub target: Option<String>,
+    /// The name compiler messages use (a bare file name: no folder NVRTC could search).
+    pub source_name: String,
+    pub source: String,
+    pub tests: Vec<JobTest>,
+    pub launch_seconds: u64,
+    pub log_bytes: usize,
+}
+
+impl Job {
+    pub fn probe() -> Job {
+        Job {
+            phase: Phase::Probe,
+            step: 0,
+            arch: "sm_90a".into(),
+            params: Vec::new(),
+            target: None,
+            source_name: String::new(),
+            source: String::new(),
+            tests: Vec::new(),
+            launch_seconds: 30,
+            log_bytes: 16 * 1024,
+        }
+    }
+
+    pub fn for_rubric(rubric: &Rubric, phase: Phase, source: &str, tests: Vec<JobTest>) -> Job {
+        Job {
+            phase,
+            step: rubric.step,
+            arch: rubric.arch.sm().to_string(),
+            params: rubric.params.clone(),
+            target: None,
+            source_name: "kernel.cu".into(),
+            source: source.to_string(),
+            tests,
+            launch_seconds: rubric.limits.launch_seconds,
+            log_bytes: rubric.limits.log_bytes,
+        }
+    }
+
+    pub fn spec(&self) -> Result<KernelSpec> {
+        let arch = match self.arch.as_str() {
+            "sm_90a" => common::step::Arch::Hopper,
+            "sm_100a" => common::step::Arch::Blackwell,
+            a => bail!("unknown arch {a:?}"),
+        };
+        let mut spec = KernelSpec::new(runner::steps::get(self.step)?, arch);
+        spec.params.apply(&self.params).map_err(|e| anyhow!(e))?;
+        Ok(spec)
+    }
+
+    pub fn target(&self) -> Result<Target> {
+        target_from_name(self.target.as_deref().unwrap_or(""))
+    }
+
+    /// The dtypes the tests use, each compiled once.
+    pub fn dtypes(&self) -> Result<Vec<Dtype>> {
+        let mut v: Vec<Dtype> = Vec::new();
+        for t in &self.tests {
+            let d = t.dtype()?;
+            if !v.contains(&d) {
+                v.push(d);
+            }
+        }
+        Ok(v)
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        std::fs::write(path, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+    pub fn read(path: &Path) -> Result<Job> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_slice(&bytes).with_context(|| format!("{} is not a job", path.display()))
+    }
+}
+
+pub fn target_name(t: Target) -> &'static str {
+    match t {
+        Target::Sm100a => "Sm100a",
+        Target::Sm90aEmulated => "Sm90aEmulated",
+        Target::Sm90a => "Sm90a",
+    }
+}
+
+pub fn target_from_name(s: &str) -> Result<Target> {
+    Ok(match s {
+        "Sm100a" => Target::Sm100a,
+        "Sm90aEmulated" => Target::Sm90aEmulated,
+        "Sm90a" => Target::Sm90a,
+        other => bail!("unknown target {other:?}"),
+    })
+}
+
+/// The GPU and software a run saw, recorded in every report.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct EnvInfo {
+    pub device: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub sm_count: u32,
+    pub max_clock_mhz: u32,
+    pub memory_clock_mhz: u32,
+    pub l2_bytes: u32,
+    pub max_smem_per_block: u32,
+    pub driver_version: String,
+    pub peak_tflops: Option<f64>,
+    pub pci_bus_id: String,
+    /// Clocks, temperature and power state from nvidia-smi, where it runs.
+    pub clocks: Option<std::collections::BTreeMap<String, String>>,
+    /// Whether kernels can dereference pageable host memory here (HMM/ATS): the grader's
+    /// host-side copies are then reachable in principle (see the instructor chapter).
+    pub pageable_memory_access: bool,
+    pub nvrtc_version: String,
+    /// Whether cuBLAS ran a small product correctly (the GPU is usable).
+    pub healthy: bool,
+    pub health_detail: String,
+}
+
+impl EnvInfo {
+    pub fn gpu_info(&self) -> common::gpu::GpuInfo {
+        common::gpu::GpuInfo {
+            name: self.name.clone(),
+            compute_capability: self.compute_capability,
+            sm_count: self.sm_count,
+            max_clock_mhz: self.max_clock_mhz,
+            l2_bytes: self.l2_bytes,
+            max_smem_per_block: self.max_smem_per_block,
+            driver_version: self.driver_version.clone(),
+        }
+    }
+}
+
+/// The compile phase's report, per dtype.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompiledDtype {
+    pub dtype: String,
+    pub ok: bool,
+    /// The compiler's log (errors annotated with the source line), cut to the log limit.
+    pub log: String,
+    pub registers: u32,
+    pub spill_bytes: u32,
+    pub compile_ms: f64,
+    pub nvrtc_version: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Flag {
+    /// A stable name (`out-of-bounds-write`, `stale-output`, ...).
+    pub name: String,
+    pub detail: String,
+}
+
+impl Flag {
+    pub fn new(name: &str, detail: impl Into<String>) -> Flag {
+        Flag {
+            name: name.to_string(),
+            detail: detail.into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Passed,
+    Failed,
+    /// Not run here, and not counted: e.g. timing without native hardware.
+    Skipped,
+    Timeout,
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TimingResult {
+    pub kernel_median_us: f64,
+    pub kernel_min_us: f64,
+    pub kernel_max_us: f64,
+    pub cublas_median_us: f64,
+    pub cublas_min_us: f64,
+    /// cuBLAS time / kernel time: 1.0 is level with cuBLAS.
+    pub ratio: f64,
+    pub tflops: f64,
+    pub cublas_tflops: f64,
+    pub peak_tflops: Option<f64>,
+    pub timed_launches: usize,
+    pub input_sets: usize,
+    pub l2_flushed: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestResult {
+    pub name: String,
+    pub status: Status,
+    /// Launches of the submission's kernel this test made (every one verified).
+    pub launches: usize,
+    pub flags: Vec<Flag>,
+    pub detail: String,
+    pub timing: Option<TimingResult>,
+}
+
+/// One line of the run phase's `results.jsonl`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunLine {
+    Env(Box<EnvInfo>),
+    Test(TestResult),
+}

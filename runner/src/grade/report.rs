@@ -1,0 +1,643 @@
+//! Reports: `grade.json` per submission (everything: tests, flags, seeds, GPU, clocks), the
+//! Gradescope `results.json`, and a class's `summary.csv` and `summary.md`.
+
+use super::job::{EnvInfo, Flag, Status, TestSeeds, TimingResult};
+use super::rubric::{Kind, Visibility};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "workbook-grade/1";
+
+/// A status's name as reports print it (`passed`, `timeout`, ...).
+pub fn lower(x: &impl std::fmt::Debug) -> String {
+    format!("{x:?}").to_lowercase()
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RubricRef {
+    pub name: String,
+    pub path: String,
+    pub sha256: String,
+    pub step: u32,
+    pub arch: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CompileStatus {
+    Ok,
+    /// Refused before compiling (include policy, size, encoding).
+    Rejected,
+    Failed,
+    Timeout,
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CompileReport {
+    pub status: CompileStatus,
+    pub message: String,
+    /// The compiler's log, cut to the rubric's log limit.
+    pub log: String,
+    pub registers: u32,
+    pub spill_bytes: u32,
+    pub compile_ms: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TestReport {
+    pub name: String,
+    pub kind: Kind,
+    pub visibility: Visibility,
+    pub points: f64,
+    pub score: f64,
+    /// `points`, or 0 for a skipped test (it counts neither way).
+    pub max_score: f64,
+    pub status: Status,
+    pub detail: String,
+    pub flags: Vec<Flag>,
+    pub seeds: TestSeeds,
+    pub shape: [usize; 3],
+    pub dtype: String,
+    pub dist: String,
+    pub launches: usize,
+    pub timing: Option<TimingResult>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GradeReport {
+    pub schema: String,
+    pub student: String,
+    pub submission: String,
+    pub source_sha256: String,
+    pub rubric: RubricRef,
+    pub grader_version: String,
+    pub gpu: Option<EnvInfo>,
+    pub target: Option<String>,
+    pub compile: CompileReport,
+    pub tests: Vec<TestReport>,
+    /// Every flag name raised, once.
+    pub flags: Vec<String>,
+    pub score: f64,
+    pub max_score: f64,
+    /// Points of tests skipped here (e.g. timing without native hardware).
+    pub skipped_points: f64,
+    pub elapsed_s: f64,
+    /// Seconds since the Unix epoch when grading started.
+    pub started: u64,
+    /// The run child's stderr, cut to the log limit.
+    pub worker_log: String,
+    /// Whether the GPU passed its health check after this submission, if it was checked.
+    pub gpu_after: Option<String>,
+}
+
+impl GradeReport {
+    pub fn tally(&mut self) {
+        self.score = self.tests.iter().map(|t| t.score).sum();
+        self.max_score = self.tests.iter().map(|t| t.max_score).sum();
+        self.skipped_points = self
+            .tests
+            .iter()
+            .filter(|t| t.status == Status::Skipped)
+            .map(|t| t.points)
+            .sum();
+        let mut flags: Vec<String> = self
+            .tests
+            .iter()
+            .flat_map(|t| t.flags.iter().map(|f| f.name.clone()))
+            .collect();
+        if self.compile.status == CompileStatus::Rejected {
+            flags.insert(0, "forbidden-source".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        flags.retain(|f| seen.insert(f.clone()));
+        self.flags = flags;
+    }
+
+    pub fn correctness(&self) -> (usize, usize) {
+        let c: Vec<&TestReport> = self
+            .tests
+            .iter()
+            .filter(|t| t.kind == Kind::Correctness)
+            .collect();
+        (
+            c.iter().filter(|t| t.status == Status::Passed).count(),
+            c.len(),
+        )
+    }
+
+    /// "0.87x cuBLAS", "skipped", "failed" or "-" (no performance test).
+    pub fn performance(&self) -> String {
+        let perf: Vec<&TestReport> = self
+            .tests
+            .iter()
+            .filter(|t| t.kind == Kind::Performance)
+            .collect();
+        if perf.is_empty() {
+            return "-".into();
+        }
+        if let Some(t) = perf.iter().find_map(|t| t.timing.as_ref()) {
+            return format!("{:.2}x cuBLAS ({:.0} TFLOP/s)", t.ratio, t.tflops);
+        }
+        if perf.iter().all(|t| t.status == Status::Skipped) {
+            "skipped (needs native hardware)".into()
+        } else {
+            "failed".into()
+        }
+    }
+
+    pub fn best_tflops(&self) -> Option<f64> {
+        self.tests
+            .iter()
+            .filter_map(|t| t.timing.as_ref().map(|x| x.tflops))
+            .fold(None, |a, b| Some(a.map_or(b, |a: f64| a.max(b))))
+    }
+
+    pub fn write(&self, dir: &Path, gradescope: bool) -> Result<()> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let p = dir.join("grade.json");
+        std::fs::write(&p, serde_json::to_vec_pretty(self)?)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        if gradescope {
+            let p = dir.join("results.json");
+            std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        Ok(())
+    }
+
+    pub fn read(path: &Path) -> Result<GradeReport> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let r: GradeReport = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a grade.json", path.display()))?;
+        if r.schema != SCHEMA {
+            bail!(
+                "{} has schema {:?}, not {SCHEMA:?}",
+                path.display(),
+                r.schema
+            );
+        }
+        Ok(r)
+    }
+
+    /// The report as text for the terminal.
+    pub fn text(&self) -> String {
+        let mut s = format!(
+            "{}: {:.1} / {:.1} points{}\n",
+            self.student,
+            self.score,
+            self.max_score,
+            if self.skipped_points > 0.0 {
+                format!(
+                    " ({:.1} points skipped here: they need native hardware)",
+                    self.skipped_points
+                )
+            } else {
+                String::new()
+            }
+        );
+        if let Some(g) = &self.gpu {
+            s.push_str(&format!(
+                "  GPU       {} (device {}, driver {})\n",
+                g.name, g.device, g.driver_version
+            ));
+        }
+        s.push_str(&format!(
+            "  compile   {}: {}\n",
+            lower(&self.compile.status),
+            self.compile.message
+        ));
+        for t in &self.tests {
+            s.push_str(&format!(
+                "  {:<24} {:<8} {:>5.1}/{:<5.1} {}\n",
+                t.name,
+                lower(&t.status),
+                t.score,
+                t.max_score,
+                t.detail.lines().next().unwrap_or("")
+            ));
+            for f in &t.flags {
+                s.push_str(&format!("      flag {}: {}\n", f.name, f.detail));
+            }
+        }
+        if !self.flags.is_empty() {
+            s.push_str(&format!("  flags     {}\n", self.flags.join(", ")));
+        }
+        s
+    }
+}
+
+// ---- Gradescope -------------------------------------------------------------------------
+
+/// Gradescope's autograder `results.json`: one entry per test (score, max_score, status,
+/// output, visibility), the compile log as the overall output, TFLOP/s on the leaderboard.
+/// Hidden tests show their outcome and flags, not their details.
+pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
+    let tests: Vec<serde_json::Value> = r
+        .tests
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let hidden = t.visibility != Visibility::Visible;
+            let mut output = if hidden && t.status != Status::Skipped {
+                lower(&t.status)
+            } else {
+                t.detail.clone()
+            };
+            for f in &t.flags {
+                if hidden {
+                    output.push_str(&format!("\nflag: {}", f.name));
+                } else {
+                    output.push_str(&format!("\nflag {}: {}", f.name, f.detail));
+                }
+            }
+            let mut v = serde_json::json!({
+                "name": t.name,
+                "number": format!("{}", i + 1),
+                "score": t.score,
+                "max_score": t.max_score,
+                "output": output,
+                "visibility": t.visibility,
+                "tags": [match t.kind { Kind::Correctness => "correctness", Kind::Performance => "performance" }],
+            });
+            match t.status {
+                Status::Passed => v["status"] = "passed".into(),
+                Status::Skipped => {}
+                _ => v["status"] = "failed".into(),
+            }
+            v
+        })
+        .collect();
+    let mut output = format!("Compile: {}", r.compile.message);
+    if !r.compile.log.trim().is_empty() && r.compile.status != CompileStatus::Ok {
+        output.push_str(&format!("\n\n{}", r.compile.log));
+    }
+    if r.skipped_points > 0.0 {
+        output.push_str(&format!(
+            "\n\n{:.1} points of performance tests were skipped: they need native hardware.",
+            r.skipped_points
+        ));
+    }
+    serde_json::json!({
+        "score": r.score,
+        "execution_time": r.elapsed_s.round() as u64,
+        "output": output,
+        "stdout_visibility": "hidden",
+        "tests": tests,
+        "leaderboard": [
+            {"name": "TFLOP/s", "value": (r.best_tflops().unwrap_or(0.0) * 10.0).round() / 10.0, "order": "desc"},
+        ],
+    })
+}
+
+// ---- class summaries -----------------------------------------------------------------------
+
+/// Columns of `summary.csv` and `summary.md`.
+pub const SUMMARY_COLUMNS: [&str; 8] = [
+    "student",
+    "compile",
+    "correctness",
+    "performance",
+    "flags",
+    "total",
+    "gpu",
+    "time_s",
+];
+
+fn summary_row(r: &GradeReport) -> [String; 8] {
+    let (ok, n) = r.correctness();
+    [
+        r.student.clone(),
+        lower(&r.compile.status),
+        format!("{ok}/{n}"),
+        r.performance(),
+        r.flags.join(";"),
+        format!("{:.1}/{:.1}", r.score, r.max_score),
+        r.gpu
+            .as_ref()
+            .map_or("-".into(), |g| format!("{} #{}", g.name, g.device)),
+        format!("{:.1}", r.elapsed_s),
+    ]
+}
+
+pub fn summary_csv(reports: &[GradeReport]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(SUMMARY_COLUMNS)?;
+    for r in reports {
+        w.write_record(summary_row(r))?;
+    }
+    Ok(String::from_utf8(
+        w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?,
+    )?)
+}
+
+pub fn summary_md(reports: &[GradeReport]) -> String {
+    let esc = |s: &str| s.replace('|', "\\|");
+    let mut s = format!(
+        "| {} |\n|{}\n",
+        SUMMARY_COLUMNS.join(" | "),
+        "---|".repeat(8)
+    );
+    for r in reports {
+        let row: Vec<String> = summary_row(r).iter().map(|c| esc(c)).collect();
+        s.push_str(&format!("| {} |\n", row.join(" | ")));
+    }
+    s
+}
+
+/// Write `summary.csv` and `summary.md` for `reports` (sorted by student) into `dir`.
+pub fn write_summary(dir: &Path, reports: &mut [GradeReport]) -> Result<()> {
+    reports.sort_by(|a, b| a.student.cmp(&b.student));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(dir.join("summary.csv"), summary_csv(reports)?)?;
+    std::fs::write(dir.join("summary.md"), summary_md(reports))?;
+    Ok(())
+}
+
+/// Every `grade.json` in `dir` and its subfolders (one level down).
+pub fn collect(dir: &Path) -> Result<Vec<(PathBuf, GradeReport)>> {
+    let mut found = Vec::new();
+    let own = dir.join("grade.json");
+    if own.is_file() {
+        found.push((own.clone(), GradeReport::read(&own)?));
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.join("grade.json").is_file())
+        .collect();
+    entries.sort();
+    for e in entries {
+        let p = e.join("grade.json");
+        found.push((p.clone(), GradeReport::read(&p)?));
+    }
+    Ok(found)
+}
+
+/// `runner grade merge`: the summaries of several output folders (e.g. one per shard).
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
+    let mut reports: Vec<GradeReport> = Vec::new();
+    let mut from: Vec<PathBuf> = Vec::new();
+    for d in dirs {
+        let found = collect(d)?;
+        if found.is_empty() {
+            bail!(
+                "{} holds no grade.json (neither in it nor in its subfolders)",
+                d.display()
+            );
+        }
+        for (path, r) in found {
+            if let Some(i) = reports.iter().position(|o| o.student == r.student) {
+                bail!(
+                    "student {:?} is graded twice: {} and {}",
+                    r.student,
+                    from[i].display(),
+                    path.display()
+                );
+            }
+            if let Some(first) = reports.first() {
+                if first.rubric.sha256 != r.rubric.sha256 {
+                    bail!(
+                        "{} was graded with another rubric ({}) than {} ({})",
+                        path.display(),
+                        r.rubric.name,
+                        from[0].display(),
+                        first.rubric.name
+                    );
+                }
+            }
+            reports.push(r);
+            from.push(path);
+        }
+    }
+    write_summary(out, &mut reports)?;
+    Ok(reports)
+}
+
+#[cfg(test)]
+pub mod tests {
+    use super::*;
+
+    pub fn sample(student: &str, perf: Option<f64>) -> GradeReport {
+        let seeds = TestSeeds {
+            sets: vec![1, 2],
+            refresh: 3,
+            decoy: 4,
+        };
+        let test = |name: &str,
+                    kind: Kind,
+                    vis: Visibility,
+                    status: Status,
+                    score: f64,
+                    timing: Option<TimingResult>,
+                    flags: Vec<Flag>| TestReport {
+            name: name.into(),
+            kind,
+            visibility: vis,
+            points: 10.0,
+            score,
+            max_score: if status == Status::Skipped { 0.0 } else { 10.0 },
+            status,
+            detail: format!("{name} detail"),
+            flags,
+            seeds: seeds.clone(),
+            shape: [256, 256, 128],
+            dtype: "f16".into(),
+            dist: "gaussian".into(),
+            launches: 2,
+            timing,
+        };
+        let timing = perf.map(|ratio| TimingResult {
+            kernel_median_us: 100.0,
+            kernel_min_us: 90.0,
+            kernel_max_us: 120.0,
+            cublas_median_us: 100.0 * ratio,
+            cublas_min_us: 90.0,
+            ratio,
+            tflops: 512.25,
+            cublas_tflops: 600.0,
+            peak_tflops: Some(989.0),
+            timed_launches: 10,
+            input_sets: 4,
+            l2_flushed: true,
+        });
+        let mut r = GradeReport {
+            schema: SCHEMA.into(),
+            student: student.into(),
+            submission: format!("class/{student}"),
+            source_sha256: "00".repeat(32),
+            rubric: RubricRef {
+                name: "r".into(),
+                path: "rubrics/r.toml".into(),
+                sha256: "ab".repeat(32),
+                step: 0,
+                arch: "sm_90a".into(),
+            },
+            grader_version: "0.1.0".into(),
+            gpu: Some(EnvInfo {
+                name: "NVIDIA H100".into(),
+                device: 1,
+                ..Default::default()
+            }),
+            target: Some("Sm90a".into()),
+            compile: CompileReport {
+                status: CompileStatus::Ok,
+                message: "compiled".into(),
+                log: String::new(),
+                registers: 90,
+                spill_bytes: 0,
+                compile_ms: 900.0,
+            },
+            tests: vec![
+                test(
+                    "public",
+                    Kind::Correctness,
+                    Visibility::Visible,
+                    Status::Passed,
+                    10.0,
+                    None,
+                    vec![],
+                ),
+                test(
+                    "hidden",
+                    Kind::Correctness,
+                    Visibility::AfterPublished,
+                    Status::Failed,
+                    0.0,
+                    None,
+                    vec![Flag::new("stale-output", "secret details")],
+                ),
+                test(
+                    "speed",
+                    Kind::Performance,
+                    Visibility::Visible,
+                    if perf.is_some() {
+                        Status::Passed
+                    } else {
+                        Status::Skipped
+                    },
+                    if perf.is_some() { 8.0 } else { 0.0 },
+                    timing,
+                    vec![],
+                ),
+            ],
+            flags: vec![],
+            score: 0.0,
+            max_score: 0.0,
+            skipped_points: 0.0,
+            elapsed_s: 12.34,
+            started: 0,
+            worker_log: String::new(),
+            gpu_after: Some("usable".into()),
+        };
+        r.tally();
+        r
+    }
+
+    #[test]
+    fn tallies_count_skipped_tests_neither_way() {
+        let r = sample("alice", None);
+        assert_eq!((r.score, r.max_score, r.skipped_points), (10.0, 20.0, 10.0));
+        assert_eq!(r.flags, vec!["stale-output".to_string()]);
+        assert_eq!(r.performance(), "skipped (needs native hardware)");
+        let r = sample("bob", Some(0.87));
+        assert_eq!((r.score, r.max_score), (18.0, 30.0));
+        assert_eq!(r.performance(), "0.87x cuBLAS (512 TFLOP/s)");
+        assert_eq!(r.correctness(), (1, 2));
+    }
+
+    #[test]
+    fn gradescope_results_follow_the_autograder_format() {
+        let v = gradescope_results(&sample("bob", Some(0.87)));
+        assert_eq!(v["score"], 18.0);
+        assert_eq!(v["execution_time"], 12);
+        let tests = v["tests"].as_array().unwrap();
+        assert_eq!(tests.len(), 3);
+        for t in tests {
+            for key in ["name", "score", "max_score", "output", "visibility"] {
+                assert!(t.get(key).is_some(), "{key} missing in {t}");
+            }
+        }
+        assert_eq!(tests[0]["status"], "passed");
+        assert_eq!(tests[1]["status"], "failed");
+        assert_eq!(tests[1]["visibility"], "after_published");
+        let hidden_out = tests[1]["output"].as_str().unwrap();
+        assert!(
+            hidden_out.contains("flag: stale-output") && !hidden_out.contains("secret details")
+        );
+        assert!(
+            !v.to_string().contains("\"seeds\""),
+            "seeds never reach students"
+        );
+        assert_eq!(v["leaderboard"][0]["name"], "TFLOP/s");
+        assert_eq!(v["leaderboard"][0]["value"], 512.3);
+        let skipped = gradescope_results(&sample("alice", None));
+        let t = &skipped["tests"][2];
+        assert_eq!(t["max_score"], 0.0);
+        assert!(
+            t.get("status").is_none(),
+            "a skipped test is neither passed nor failed"
+        );
+        assert!(skipped["output"]
+            .as_str()
+            .unwrap()
+            .contains("need native hardware"));
+    }
+
+    #[test]
+    fn summaries_have_a_row_per_student() {
+        let reports = vec![sample("alice", None), sample("bob, jr", Some(0.5))];
+        let csv = summary_csv(&reports).unwrap();
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        assert_eq!(
+            rd.headers().unwrap().iter().collect::<Vec<_>>(),
+            SUMMARY_COLUMNS
+        );
+        let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(&rows[1][0], "bob, jr");
+        assert_eq!(&rows[1][5], "18.0/30.0");
+        assert_eq!(&rows[0][6], "NVIDIA H100 #1");
+        let md = summary_md(&reports);
+        assert_eq!(md.lines().count(), 4);
+        assert!(
+            md.contains(
+                "| alice | ok | 1/2 | skipped (needs native hardware) | stale-output | 10.0/20.0 |"
+            ),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn merge_joins_shards_and_refuses_duplicates() {
+        let root = std::env::temp_dir().join(format!("grade-merge-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (shard, students) in [("s0", ["alice", "carol"]), ("s1", ["bob", "dave"])] {
+            for s in students {
+                sample(s, Some(0.9))
+                    .write(&root.join(shard).join(s), true)
+                    .unwrap();
+            }
+        }
+        let merged = merge(&[root.join("s0"), root.join("s1")], &root.join("all")).unwrap();
+        assert_eq!(
+            merged
+                .iter()
+                .map(|r| r.student.as_str())
+                .collect::<Vec<_>>(),
+            ["alice", "bob", "carol", "dave"]
+        );
+        let csv = std::fs::read_to_string(root.join("all/summary.csv")).unwrap();
+        assert_eq!(csv.lines().count(), 5);
+        assert!(root.join("s0/alice/results.json").is_file());
+        sample("alice", None)
+            .write(&root.join("s1/alice"), false)
+            .unwrap();
+        let e = merge(&[root.join("s0"), root.join("s1")], &root.join("all")).unwrap_err();
+        assert!(e.to_string().contains("graded twice"), "{e}");
+        assert!(merge(&[root.join("nothing")], &root.join("x")).is_err());
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}

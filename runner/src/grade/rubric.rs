@@ -1,0 +1,522 @@
+//! The rubric: which kernel a submission must be, the tests it is graded on, and the limits.
+//!
+//! ```toml
+//! name = "Step 3, Hopper twin"
+//! step = 3
+//! arch = "sm_90a"              # sm_90a: the Hopper twin; sm_100a: the Blackwell kernel
+//!
+//! [limits]                     # all optional
+//! compile_seconds = 180        # NVRTC, in a child process
+//! run_seconds = 600            # every test of one submission, in a child process
+//! launch_seconds = 20          # one launch: longer is a hang
+//! log_bytes = 16384            # student-visible logs are cut to this
+//! source_bytes = 262144        # larger submissions are refused
+//!
+//! [params]                     # optional: tuning parameters to compile with (default: the step's)
+//! stages = 4
+//!
+//! [[tests]]
+//! name = "square-f16"
+//! kind = "correctness"         # or "performance"
+//! shape = [512, 512, 256]      # M, N, K
+//! dtype = "f16"                # or "bf16"
+//! dist = "gaussian"            # uniform, small-int, all-ones, wide-range
+//! points = 10
+//! visibility = "visible"       # visible tests use `seed`; hidden, after_due_date and
+//!                              # after_published tests derive theirs from the instructor's secret
+//! seed = 1
+//! sets = 2                     # distinct input sets, one per launch
+//!
+//! [[tests]]
+//! name = "speed"
+//! kind = "performance"
+//! shape = [4096, 4096, 4096]
+//! points = 40
+//! sets = 4                     # at least 4, rotated across the timed launches
+//! warmup = 2
+//! iters = 10
+//! fresh_rows = 2               # rows of A and B redrawn before every launch
+//! suspicious_above = 1.25      # flag a kernel faster than 1.25 x cuBLAS
+//! bands = [{ ratio = 0.9, fraction = 1.0 }, { ratio = 0.5, fraction = 0.5 }, { ratio = 0.0, fraction = 0.1 }]
+//! ```
+
+use anyhow::{anyhow, bail, Context, Result};
+use common::step::{Arch, KernelSpec};
+use common::{Dist, Dtype, Shape};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Correctness,
+    Performance,
+}
+
+/// Gradescope's visibility values; every one but `visible` makes the test hidden.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Visible,
+    Hidden,
+    AfterDueDate,
+    AfterPublished,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Band {
+    /// Kernel speed as a fraction of cuBLAS's (cuBLAS time / kernel time) at or above which...
+    pub ratio: f64,
+    /// ...the test earns this fraction of its points.
+    pub fraction: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    #[serde(default = "Limits::compile_default")]
+    pub compile_seconds: u64,
+    #[serde(default = "Limits::run_default")]
+    pub run_seconds: u64,
+    #[serde(default = "Limits::launch_default")]
+    pub launch_seconds: u64,
+    #[serde(default = "Limits::log_default")]
+    pub log_bytes: usize,
+    #[serde(default = "Limits::source_default")]
+    pub source_bytes: usize,
+}
+
+impl Limits {
+    fn compile_default() -> u64 {
+        180
+    }
+    fn run_default() -> u64 {
+        600
+    }
+    fn launch_default() -> u64 {
+        20
+    }
+    fn log_default() -> usize {
+        16 * 1024
+    }
+    fn source_default() -> usize {
+        256 * 1024
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            compile_seconds: Self::compile_default(),
+            run_seconds: Self::run_default(),
+            launch_seconds: Self::launch_default(),
+            log_bytes: Self::log_default(),
+            source_bytes: Self::source_default(),
+        }
+    }
+}
+
+/// One test as written in the rubric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TestSpec {
+    pub name: String,
+    pub kind: Kind,
+    pub shape: [usize; 3],
+    #[serde(default = "TestSpec::dtype_default")]
+    pub dtype: String,
+    #[serde(default = "TestSpec::dist_default")]
+    pub dist: String,
+    pub points: f64,
+    #[serde(default = "TestSpec::visibility_default")]
+    pub visibility: Visibility,
+    /// Seed of a visible test (hidden tests derive theirs).
+    pub seed: Option<u64>,
+    pub sets: Option<usize>,
+    pub warmup: Option<usize>,
+    pub iters: Option<usize>,
+    pub fresh_rows: Option<usize>,
+    pub suspicious_above: Option<f64>,
+    #[serde(default)]
+    pub bands: Vec<Band>,
+}
+
+impl TestSpec {
+    fn dtype_default() -> String {
+        "f16".into()
+    }
+    fn dist_default() -> String {
+        "gaussian".into()
+    }
+    fn visibility_default() -> Visibility {
+        Visibility::Visible
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RubricFile {
+    name: String,
+    step: u32,
+    arch: String,
+    #[serde(default)]
+    limits: Limits,
+    #[serde(default)]
+    params: toml::Table,
+    tests: Vec<TestSpec>,
+}
+
+/// A test, checked and resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Test {
+    pub name: String,
+    pub kind: Kind,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub dist: Dist,
+    pub points: f64,
+    pub visibility: Visibility,
+    pub seed: Option<u64>,
+    pub sets: usize,
+    pub warmup: usize,
+    pub iters: usize,
+    pub fresh_rows: usize,
+    pub suspicious_above: f64,
+    pub bands: Vec<Band>,
+}
+
+impl Test {
+    pub fn hidden(&self) -> bool {
+        self.visibility != Visibility::Visible
+    }
+    /// The fraction of the points a speed (fraction of cuBLAS) earns.
+    pub fn band_fraction(&self, ratio: f64) -> f64 {
+        self.bands
+            .iter()
+            .find(|b| ratio >= b.ratio)
+            .map_or(0.0, |b| b.fraction)
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Rubric {
+    pub name: String,
+    pub step: u32,
+    pub arch: Arch,
+    pub limits: Limits,
+    /// Parameter overrides as `NAME=VALUE`.
+    pub params: Vec<String>,
+    pub tests: Vec<Test>,
+    /// SHA-256 of the rubric's text, recorded in every report.
+    pub sha256: String,
+}
+
+/// Fewest input sets of a performance test: fewer and a kernel could keep every answer.
+pub const MIN_PERF_SETS: usize = 4;
+
+impl Rubric {
+    pub fn load(path: &Path) -> Result<Rubric> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read the rubric {}", path.display()))?;
+        Rubric::parse(&text).with_context(|| format!("rubric {}", path.display()))
+    }
+
+    pub fn parse(text: &str) -> Result<Rubric> {
+        Rubric::parse_for(text, None)
+    }
+
+    /// The rubric with its `step` replaced (the selftest grades every step with one rubric).
+    pub fn parse_for(text: &str, step: Option<u32>) -> Result<Rubric> {
+        let mut file: RubricFile = toml::from_str(text).map_err(|e| {
+            anyhow!(
+                "{}",
+                e.to_string().lines().collect::<Vec<_>>().join(" ").trim()
+            )
+        })?;
+        if let Some(s) = step {
+            file.step = s;
+        }
+        let arch = match file.arch.as_str() {
+            "sm_90a" => Arch::Hopper,
+            "sm_100a" => Arch::Blackwell,
+            other => bail!(
+                "arch {other:?}: use sm_90a (the Hopper twin) or sm_100a (the Blackwell kernel)"
+            ),
+        };
+        let step = runner::steps::get(file.step)?;
+        let mut params = Vec::new();
+        for (k, v) in &file.params {
+            let n = v
+                .as_integer()
+                .filter(|n| *n >= 0 && *n <= u32::MAX as i64)
+                .ok_or_else(|| anyhow!("params.{k}: a whole number is expected (got {v})"))?;
+            params.push(format!("{k}={n}"));
+        }
+        let mut spec = KernelSpec::new(step, arch);
+        spec.params
+            .apply(&params)
+            .map_err(|e| anyhow!("params: {e}"))?;
+        let l = &file.limits;
+        if l.compile_seconds == 0 || l.run_seconds == 0 || l.launch_seconds == 0 {
+            bail!("limits: every time limit must be at least 1 second");
+        }
+        if l.log_bytes < 256 || l.source_bytes < 1024 {
+            bail!("limits: log_bytes must be at least 256 and source_bytes at least 1024");
+        }
+        if file.tests.is_empty() {
+            bail!("no [[tests]]: a rubric grades at least one test");
+        }
+        let mut tests = Vec::new();
+        for (i, t) in file.tests.iter().enumerate() {
+            let test = resolve(t, &spec).with_context(|| format!("tests[{i}] ({:?})", t.name))?;
+            if tests.iter().any(|o: &Test| o.name == test.name) {
+                bail!("tests[{i}]: the name {:?} is used twice", test.name);
+            }
+            tests.push(test);
+        }
+        Ok(Rubric {
+            name: file.name,
+            step: file.step,
+            arch,
+            limits: file.limits,
+            params,
+            tests,
+            sha256: super::seeds::sha256_hex(text.as_bytes()),
+        })
+    }
+
+    pub fn has_hidden_tests(&self) -> bool {
+        self.tests.iter().any(Test::hidden)
+    }
+}
+
+fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {
+    if t.name.trim().is_empty() || t.name.len() > 64 || t.name.chars().any(|c| c.is_control()) {
+        bail!("a test name must be 1 to 64 printable characters");
+    }
+    let shape = Shape {
+        m: t.shape[0],
+        n: t.shape[1],
+        k: t.shape[2],
+    };
+    spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+    if shape.m * shape.n > 1 << 28 || shape.k > 1 << 16 {
+        bail!("shape {shape} is too large for grading");
+    }
+    let dtype: Dtype = t.dtype.parse()?;
+    let dist: Dist = t.dist.parse()?;
+    if !(t.points.is_finite() && t.points >= 0.0) {
+        bail!("points must be a non-negative number");
+    }
+    let hidden = t.visibility != Visibility::Visible;
+    if hidden && t.seed.is_some() {
+        bail!("a hidden test takes no seed: its seeds come from the instructor's secret");
+    }
+    if !hidden && t.seed.is_none() {
+        bail!("a visible test needs a seed (students can reproduce it)");
+    }
+    let perf = t.kind == Kind::Performance;
+    if perf && dist == Dist::AllOnes {
+        bail!("a performance test needs inputs that differ from launch to launch; all-ones inputs are the same every time");
+    }
+    let sets = t.sets.unwrap_or(if perf { MIN_PERF_SETS } else { 2 });
+    if perf && sets < MIN_PERF_SETS {
+        bail!("a performance test rotates at least {MIN_PERF_SETS} input sets (sets = {sets})");
+    }
+    if !(1..=16).contains(&sets) {
+        bail!("sets must be between 1 and 16");
+    }
+    let only_perf = [
+        ("warmup", t.warmup.is_some()),
+        ("iters", t.iters.is_some()),
+        ("fresh_rows", t.fresh_rows.is_some()),
+        ("suspicious_above", t.suspicious_above.is_some()),
+        ("bands", !t.bands.is_empty()),
+    ];
+    if !perf {
+        if let Some((f, _)) = only_perf.iter().find(|(_, set)| *set) {
+            bail!("{f} applies to performance tests only");
+        }
+    }
+    let iters = t.iters.unwrap_or(10);
+    if perf && !(3..=1000).contains(&iters) {
+        bail!("iters must be between 3 and 1000");
+    }
+    let fresh_rows = t.fresh_rows.unwrap_or(if perf { 2 } else { 0 });
+    if fresh_rows > shape.m.min(shape.n) {
+        bail!("fresh_rows ({fresh_rows}) exceeds the rows of A or B");
+    }
+    let suspicious_above = t.suspicious_above.unwrap_or(1.25);
+    if !(suspicious_above.is_finite() && suspicious_above > 0.0) {
+        bail!("suspicious_above must be a positive number");
+    }
+    let mut bands = t.bands.clone();
+    if perf {
+        if bands.is_empty() {
+            bands = vec![
+                Band {
+                    ratio: 0.9,
+                    fraction: 1.0,
+                },
+                Band {
+                    ratio: 0.7,
+                    fraction: 0.8,
+                },
+                Band {
+                    ratio: 0.5,
+                    fraction: 0.6,
+                },
+                Band {
+                    ratio: 0.25,
+                    fraction: 0.4,
+                },
+                Band {
+                    ratio: 0.0,
+                    fraction: 0.2,
+                },
+            ];
+        }
+        for b in &bands {
+            if !(b.ratio.is_finite() && b.ratio >= 0.0 && (0.0..=1.0).contains(&b.fraction)) {
+                bail!("bands: ratio must be >= 0 and fraction between 0 and 1");
+            }
+        }
+        if bands
+            .windows(2)
+            .any(|w| w[0].ratio <= w[1].ratio || w[0].fraction < w[1].fraction)
+        {
+            bail!(
+                "bands must be listed from the highest ratio down, with fractions that do not rise"
+            );
+        }
+    }
+    Ok(Test {
+        name: t.name.clone(),
+        kind: t.kind,
+        shape,
+        dtype,
+        dist,
+        points: t.points,
+        visibility: t.visibility,
+        seed: t.seed,
+        sets,
+        warmup: t.warmup.unwrap_or(2),
+        iters,
+        fresh_rows,
+        suspicious_above,
+        bands,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "Step 0 twin"
+step = 0
+arch = "sm_90a"
+
+[limits]
+run_seconds = 120
+
+[params]
+stages = 3
+
+[[tests]]
+name = "small"
+kind = "correctness"
+shape = [256, 256, 128]
+dist = "small-int"
+points = 10
+seed = 4
+
+[[tests]]
+name = "hidden-bf16"
+kind = "correctness"
+shape = [384, 256, 192]
+dtype = "bf16"
+dist = "wide-range"
+points = 10
+visibility = "after_published"
+
+[[tests]]
+name = "speed"
+kind = "performance"
+shape = [1024, 1024, 1024]
+points = 30
+seed = 9
+bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
+"#;
+
+    #[test]
+    fn a_good_rubric_parses_with_defaults() {
+        let r = Rubric::parse(GOOD).unwrap();
+        assert_eq!((r.step, r.arch), (0, Arch::Hopper));
+        assert_eq!(r.params, vec!["stages=3".to_string()]);
+        assert_eq!(r.limits.run_seconds, 120);
+        assert_eq!(r.limits.compile_seconds, 180);
+        assert_eq!(r.tests.len(), 3);
+        assert_eq!(r.tests[0].dist, Dist::Int);
+        assert_eq!(r.tests[0].sets, 2);
+        assert!(!r.tests[0].hidden() && r.tests[1].hidden());
+        assert_eq!(r.tests[1].dtype, Dtype::Bf16);
+        assert_eq!(r.tests[1].dist, Dist::WideRange);
+        let p = &r.tests[2];
+        assert_eq!((p.sets, p.iters, p.fresh_rows), (4, 10, 2));
+        assert_eq!(p.band_fraction(0.95), 1.0);
+        assert_eq!(p.band_fraction(0.5), 0.25);
+        assert!(r.has_hidden_tests());
+        assert_eq!(r.sha256.len(), 64);
+    }
+
+    fn err(text: &str) -> String {
+        format!("{:#}", Rubric::parse(text).unwrap_err())
+    }
+
+    #[test]
+    fn mistakes_are_named() {
+        let with = |from: &str, to: &str| GOOD.replacen(from, to, 1);
+        assert!(err(&with("arch = \"sm_90a\"", "arch = \"sm_80\"")).contains("sm_90a"));
+        assert!(err(&with("step = 0", "step = 9")).contains("no step 9"));
+        assert!(err(&with("stages = 3", "stage = 3")).contains("unknown parameter"));
+        assert!(err(&with("[256, 256, 128]", "[100, 256, 128]"))
+            .contains("M must be a positive multiple of 128"));
+        assert!(err(&with("dist = \"small-int\"", "dist = \"cauchy\""))
+            .contains("unknown distribution"));
+        assert!(err(&with("seed = 4", "")).contains("needs a seed"));
+        assert!(err(&with(
+            "visibility = \"after_published\"",
+            "visibility = \"after_published\"\nseed = 3"
+        ))
+        .contains("takes no seed"));
+        assert!(err(&with("seed = 9", "seed = 9\nsets = 2")).contains("at least 4 input sets"));
+        assert!(err(&with("name = \"hidden-bf16\"", "name = \"small\"")).contains("used twice"));
+        assert!(err(&with(
+            "points = 10\nseed = 4",
+            "points = 10\nseed = 4\niters = 5"
+        ))
+        .contains("performance tests only"));
+        assert!(err(&with("ratio = 0.8", "ratio = 0.0")).contains("highest ratio down"));
+        assert!(err(&with("run_seconds = 120", "run_seconds = 0")).contains("at least 1 second"));
+        assert!(err(&with(
+            "points = 30\nseed = 9",
+            "points = 30\nseed = 9\ndist = \"all-ones\""
+        ))
+        .contains("differ from launch to launch"));
+        assert!(
+            err(&with("kind = \"correctness\"", "kind = \"speed\"")).contains("unknown variant")
+        );
+        assert!(err(&with(
+            "points = 10\nseed = 4",
+            "points = 10\nseed = 4\ncolour = 1"
+        ))
+        .contains("unknown field"));
+        assert!(
+            err("name = \"x\"\nstep = 0\narch = \"sm_90a\"\ntests = []\n").contains("no [[tests]]")
+        );
+        // One line, whatever TOML says.
+        assert!(!err("name = \n").contains('\n'));
+    }
+}

@@ -1,0 +1,262 @@
+//! Running a submission's work in a child process: its own process group (so a kill reaches
+//! everything it started), a cleared environment (no secret can leak through it), a wall-clock
+//! limit, no core dumps, and logs cut to a size a report can hold.
+
+use anyhow::{Context, Result};
+use std::ffi::OsString;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Variables a child may inherit: what finding the toolkit, cuBLAS and the GPU needs. Anything
+/// else (the grading secret above all) is dropped.
+pub const PASSED_ENV: &[&str] = &[
+    "PATH",
+    "LD_LIBRARY_PATH",
+    "HOME",
+    "LANG",
+    "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",
+    "CUDA_PATH",
+    "CUDA_HOME",
+    "WORKBOOK_CUDA",
+    "WORKBOOK_CUDA_CACHE",
+    "WORKBOOK_PYTHON",
+    "WORKBOOK_NO_SITE_PYTHON",
+];
+
+/// One child to run.
+pub struct ChildSpec {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    /// Its working directory: a scratch folder of its own.
+    pub cwd: PathBuf,
+    /// Set on top of the passed variables (e.g. `WORKBOOK_DEVICE`).
+    pub env: Vec<(String, String)>,
+    pub limit: Duration,
+    pub log_bytes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Exit {
+    Code(i32),
+    Signal(i32),
+    /// Killed (with its whole process group) at the wall-clock limit.
+    TimedOut,
+}
+
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub exit: Exit,
+    pub elapsed: Duration,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    pub fn describe(&self) -> String {
+        match self.exit {
+            Exit::Code(c) => format!("exited with code {c}"),
+            Exit::Signal(s) => format!("killed by signal {s}"),
+            Exit::TimedOut => format!(
+                "ran past its limit of {:.0} s and was killed",
+                self.elapsed.as_secs_f64()
+            ),
+        }
+    }
+}
+
+/// `text` cut to at most about `limit` bytes: its head and tail, with what was cut in between.
+pub fn truncate_log(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let keep = limit / 2;
+    let mut head_end = keep;
+    while !text.is_char_boundary(head_end) {
+        head_end -= 1;
+    }
+    let mut tail_start = text.len() - keep;
+    while !text.is_char_boundary(tail_start) {
+        tail_start += 1;
+    }
+    format!(
+        "{}\n[... {} bytes cut ...]\n{}",
+        &text[..head_end],
+        tail_start - head_end,
+        &text[tail_start..]
+    )
+}
+
+fn read_log(path: &Path, limit: usize) -> String {
+    match std::fs::read(path) {
+        Ok(bytes) => truncate_log(&String::from_utf8_lossy(&bytes), limit),
+        Err(_) => String::new(),
+    }
+}
+
+/// Kill every process of group `pgid`.
+fn kill_group(pgid: i32) {
+    // SAFETY: plain syscall; a group that is already gone gives ESRCH, which is fine.
+    unsafe {
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+}
+
+/// Run the child to completion or to its limit.
+pub fn run(spec: &ChildSpec) -> Result<Outcome> {
+    std::fs::create_dir_all(&spec.cwd)
+        .with_context(|| format!("cannot create {}", spec.cwd.display()))?;
+    let out_path = spec.cwd.join("child.stdout");
+    let err_path = spec.cwd.join("child.stderr");
+    let stdout = std::fs::File::create(&out_path)
+        .with_context(|| format!("cannot create {}", out_path.display()))?;
+    let stderr = std::fs::File::create(&err_path)
+        .with_context(|| format!("cannot create {}", err_path.display()))?;
+    let mut cmd = Command::new(&spec.program);
+    cmd.args(&spec.args)
+        .current_dir(&spec.cwd)
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(stdout)
+        .stderr(stderr)
+        .process_group(0);
+    for var in PASSED_ENV {
+        if let Some(v) = std::env::var_os(var) {
+            cmd.env(var, v);
+        }
+    }
+    cmd.env("TMPDIR", &spec.cwd);
+    for (k, v) in &spec.env {
+        cmd.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let zero = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            libc::setrlimit(libc::RLIMIT_CORE, &zero);
+            // Die with the grader rather than run on unsupervised.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", spec.program.display()))?;
+    let pgid = child.id() as i32;
+    let exit = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => {
+                break match (status.code(), status.signal()) {
+                    (Some(c), _) => Exit::Code(c),
+                    (None, Some(s)) => Exit::Signal(s),
+                    (None, None) => Exit::Code(-1),
+                };
+            }
+            Ok(None) if start.elapsed() >= spec.limit => {
+                kill_group(pgid);
+                let _ = child.wait();
+                break Exit::TimedOut;
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => {
+                kill_group(pgid);
+                let _ = child.wait();
+                return Err(e).context("waiting for the grading child");
+            }
+        }
+    };
+    // Anything the child left behind in its group goes too.
+    kill_group(pgid);
+    Ok(Outcome {
+        exit,
+        elapsed: start.elapsed(),
+        stdout: read_log(&out_path, spec.log_bytes),
+        stderr: read_log(&err_path, spec.log_bytes),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, limit_ms: u64, dir: &str) -> ChildSpec {
+        ChildSpec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir().join(format!("grade-sandbox-{}-{dir}", std::process::id())),
+            env: vec![("WORKBOOK_DEVICE".into(), "3".into())],
+            limit: Duration::from_millis(limit_ms),
+            log_bytes: 64,
+        }
+    }
+
+    #[test]
+    fn a_sleeping_child_and_its_children_are_killed_at_the_limit() {
+        let marker =
+            std::env::temp_dir().join(format!("grade-sandbox-{}-grandchild", std::process::id()));
+        let _ = std::fs::remove_file(&marker);
+        // The grandchild would write the marker after 2 s if it survived its group's kill.
+        let script = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+        let o = run(&sh(&script, 300, "sleep")).unwrap();
+        assert_eq!(o.exit, Exit::TimedOut);
+        assert!(o.elapsed < Duration::from_secs(5), "{:?}", o.elapsed);
+        std::thread::sleep(Duration::from_millis(2500));
+        assert!(!marker.exists(), "a process of the group outlived the kill");
+    }
+
+    #[test]
+    fn a_spinning_child_is_killed_too() {
+        let o = run(&sh("while :; do :; done", 300, "spin")).unwrap();
+        assert_eq!(o.exit, Exit::TimedOut);
+        assert!(o.describe().contains("killed"));
+    }
+
+    #[test]
+    fn the_environment_is_cleared_but_for_what_cuda_needs() {
+        std::env::set_var("WORKBOOK_GRADE_SECRET", "must never reach a child");
+        let o = run(&sh("env; echo code; exit 3", 5000, "env")).unwrap();
+        assert_eq!(o.exit, Exit::Code(3));
+        let mut spec = sh("env", 5000, "env2");
+        spec.log_bytes = 1 << 16;
+        let o = run(&spec).unwrap();
+        assert!(!o.stdout.contains("WORKBOOK_GRADE_SECRET"), "{}", o.stdout);
+        assert!(o.stdout.contains("WORKBOOK_DEVICE=3"), "{}", o.stdout);
+        assert!(o.stdout.contains("TMPDIR="), "{}", o.stdout);
+        for line in o.stdout.lines() {
+            let name = line.split('=').next().unwrap_or("");
+            assert!(
+                PASSED_ENV.contains(&name)
+                    || ["WORKBOOK_DEVICE", "TMPDIR", "PWD", "SHLVL", "_", "OLDPWD"].contains(&name),
+                "unexpected variable {name}"
+            );
+        }
+    }
+
+    #[test]
+    fn logs_are_cut_to_the_limit() {
+        let o = run(&sh(
+            "i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); done",
+            5000,
+            "log",
+        ))
+        .unwrap();
+        assert!(o.stdout.len() < 120, "{}", o.stdout.len());
+        assert!(o.stdout.starts_with("line0") && o.stdout.contains("bytes cut"));
+        assert!(o.stdout.trim_end().ends_with("line199"));
+        assert_eq!(truncate_log("short", 64), "short");
+        let s = "é".repeat(100);
+        assert!(truncate_log(&s, 11).contains("bytes cut"));
+    }
+
+    #[test]
+    fn a_crashing_child_reports_its_signal() {
+        let o = run(&sh("kill -SEGV $$", 5000, "segv")).unwrap();
+        assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
+    }
+}

@@ -1,0 +1,768 @@
+//! Grading one submission: read and police its text, derive its seeds, compile it in one child
+//! process and run its tests in another, each under its limit, then score what came back.
+
+use super::job::{
+    target_name, CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult,
+    TestSeeds,
+};
+use super::policy;
+use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
+use super::rubric::{Kind, Rubric};
+use super::sandbox::{self, ChildSpec, Exit, Outcome};
+use super::seeds::{public_seed, sha256_hex, Secret};
+use anyhow::{anyhow, bail, Context, Result};
+use common::run::{choose_target, EmulateMode};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime};
+
+/// One student's submission: a kernel file, or a folder holding exactly one.
+#[derive(Debug, Clone)]
+pub struct Submission {
+    pub student: String,
+    pub path: PathBuf,
+}
+
+impl Submission {
+    /// The kernel file of the submission.
+    pub fn kernel_file(&self) -> Result<PathBuf> {
+        if self.path.is_file() {
+            return Ok(self.path.clone());
+        }
+        let mut cu: Vec<PathBuf> = std::fs::read_dir(&self.path)
+            .with_context(|| format!("cannot read the submission {}", self.path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "cu"))
+            .collect();
+        cu.sort();
+        match cu.len() {
+            1 => Ok(cu.remove(0)),
+            0 => bail!("{} holds no .cu file", self.path.display()),
+            n => bail!(
+                "{} holds {n} .cu files ({}): a submission is one kernel file",
+                self.path.display(),
+                cu.iter()
+                    .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// A name safe as a folder name: letters, digits, `.`, `_` and `-`.
+pub fn safe_name(s: &str) -> String {
+    let t: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if t.is_empty() || t.starts_with('.') {
+        format!("_{t}")
+    } else {
+        t
+    }
+}
+
+/// Seeds recorded by an earlier grading (`--replay`), by test name.
+pub type Replay = Vec<(String, TestSeeds)>;
+
+pub fn load_replay(path: &Path) -> Result<(String, Replay)> {
+    let r = GradeReport::read(path)?;
+    Ok((
+        r.student.clone(),
+        r.tests.into_iter().map(|t| (t.name, t.seeds)).collect(),
+    ))
+}
+
+pub struct Grader {
+    pub rubric: Rubric,
+    pub rubric_path: PathBuf,
+    pub secret: Option<Secret>,
+    pub replay: Option<Replay>,
+    /// The runner binary, started again as `grade-worker`.
+    pub exe: PathBuf,
+    pub scratch: PathBuf,
+    pub keep_scratch: bool,
+    /// Extra variables for the children (the toolkit's location).
+    pub child_env: Vec<(String, String)>,
+}
+
+impl Grader {
+    /// The seeds of every test for `student`.
+    pub fn seeds(&self, student: &str) -> Result<Vec<TestSeeds>> {
+        self.rubric
+            .tests
+            .iter()
+            .map(|t| {
+                if let Some(replay) = &self.replay {
+                    return replay
+                        .iter()
+                        .find(|(n, _)| *n == t.name)
+                        .map(|(_, s)| s.clone())
+                        .filter(|s| s.sets.len() == t.sets)
+                        .ok_or_else(|| anyhow!("the replayed report has no seeds for test {:?} with {} sets", t.name, t.sets));
+                }
+                let seed = |purpose: &str, i: u64| -> Result<u64> {
+                    match (t.hidden(), &self.secret, t.seed) {
+                        (true, Some(s), _) => Ok(s.seed(student, &t.name, purpose, i)),
+                        (true, None, _) => bail!("test {:?} is hidden: its seeds need the instructor's secret (--secret-file FILE or {})", t.name, super::seeds::SECRET_ENV),
+                        (false, _, Some(rs)) => Ok(public_seed(rs, &t.name, purpose, i)),
+                        (false, _, None) => bail!("visible test {:?} has no seed", t.name),
+                    }
+                };
+                Ok(TestSeeds {
+                    sets: (0..t.sets as u64).map(|i| seed("set", i)).collect::<Result<_>>()?,
+                    refresh: seed("refresh", 0)?,
+                    decoy: seed("decoy", 0)?,
+                })
+            })
+            .collect()
+    }
+
+    fn job_tests(&self, seeds: &[TestSeeds]) -> Vec<JobTest> {
+        self.rubric
+            .tests
+            .iter()
+            .zip(seeds)
+            .map(|(t, s)| JobTest {
+                name: t.name.clone(),
+                kind: t.kind,
+                shape: [t.shape.m, t.shape.n, t.shape.k],
+                dtype: t.dtype.to_string(),
+                dist: t.dist.to_string(),
+                seeds: s.clone(),
+                warmup: t.warmup,
+                iters: t.iters,
+                fresh_rows: t.fresh_rows,
+            })
+            .collect()
+    }
+
+    fn child(&self, dir: &Path, job: &Job, device: usize, limit: Duration) -> Result<Outcome> {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let job_path = dir.join("job.json");
+        job.write(&job_path)?;
+        let mut env = self.child_env.clone();
+        env.push(("WORKBOOK_DEVICE".into(), device.to_string()));
+        sandbox::run(&ChildSpec {
+            program: self.exe.clone(),
+            args: vec!["grade-worker".into(), job_path.into_os_string()],
+            cwd: dir.to_path_buf(),
+            env,
+            limit,
+            log_bytes: self.rubric.limits.log_bytes,
+        })
+    }
+
+    /// Describe device `device` and check that it computes correctly, in a child process.
+    pub fn probe(&self, device: usize) -> Result<EnvInfo> {
+        let dir = self.scratch.join(format!("probe-{device}-{}", unique()));
+        let o = self.child(&dir, &Job::probe(), device, Duration::from_secs(120))?;
+        let path = dir.join("probe.json");
+        let env: Result<EnvInfo> = std::fs::read(&path)
+            .map_err(anyhow::Error::from)
+            .and_then(|b| Ok(serde_json::from_slice(&b)?));
+        if !self.keep_scratch {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        env.map_err(|_| {
+            anyhow!(
+                "GPU {device} cannot be used for grading: the probe {}: {}",
+                o.describe(),
+                o.stderr
+                    .lines()
+                    .find(|l| l.starts_with("error"))
+                    .unwrap_or(o.stderr.trim())
+            )
+        })
+    }
+
+    /// Grade one submission on `device` (described by `env`).
+    pub fn grade(&self, sub: &Submission, device: usize, env: &EnvInfo) -> GradeReport {
+        let start = Instant::now();
+        let started = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let dir = self
+            .scratch
+            .join(format!("{}-{}", safe_name(&sub.student), unique()));
+        let mut report = self.grade_in(sub, device, env, &dir);
+        if !self.keep_scratch {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+        report.started = started;
+        report.elapsed_s = start.elapsed().as_secs_f64();
+        report.tally();
+        report
+    }
+
+    fn empty_report(&self, sub: &Submission, env: &EnvInfo, seeds: &[TestSeeds]) -> GradeReport {
+        GradeReport {
+            schema: SCHEMA.into(),
+            student: sub.student.clone(),
+            submission: sub.path.display().to_string(),
+            source_sha256: String::new(),
+            rubric: RubricRef {
+                name: self.rubric.name.clone(),
+                path: self.rubric_path.display().to_string(),
+                sha256: self.rubric.sha256.clone(),
+                step: self.rubric.step,
+                arch: self.rubric.arch.sm().to_string(),
+            },
+            grader_version: env!("CARGO_PKG_VERSION").to_string(),
+            gpu: Some(env.clone()),
+            target: None,
+            compile: CompileReport {
+                status: CompileStatus::Error,
+                message: String::new(),
+                log: String::new(),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+            },
+            tests: self
+                .rubric
+                .tests
+                .iter()
+                .enumerate()
+                .map(|(i, t)| TestReport {
+                    name: t.name.clone(),
+                    kind: t.kind,
+                    visibility: t.visibility,
+                    points: t.points,
+                    score: 0.0,
+                    max_score: t.points,
+                    status: Status::Error,
+                    detail: "not run".into(),
+                    flags: Vec::new(),
+                    seeds: seeds.get(i).cloned().unwrap_or(TestSeeds {
+                        sets: Vec::new(),
+                        refresh: 0,
+                        decoy: 0,
+                    }),
+                    shape: [t.shape.m, t.shape.n, t.shape.k],
+                    dtype: t.dtype.to_string(),
+                    dist: t.dist.to_string(),
+                    launches: 0,
+                    timing: None,
+                })
+                .collect(),
+            flags: Vec::new(),
+            score: 0.0,
+            max_score: 0.0,
+            skipped_points: 0.0,
+            elapsed_s: 0.0,
+            started: 0,
+            worker_log: String::new(),
+            gpu_after: None,
+        }
+    }
+
+    fn grade_in(&self, sub: &Submission, device: usize, env: &EnvInfo, dir: &Path) -> GradeReport {
+        let seeds = match self.seeds(&sub.student) {
+            Ok(s) => s,
+            Err(e) => {
+                let mut r = self.empty_report(sub, env, &[]);
+                r.compile.message = format!("{e:#}");
+                return r;
+            }
+        };
+        let mut r = self.empty_report(sub, env, &seeds);
+        let not_run = |r: &mut GradeReport, why: &str| {
+            for t in &mut r.tests {
+                t.detail = format!("not run: {why}");
+            }
+        };
+        // The text, refused before anything compiles it.
+        let source = match read_source(sub, self.rubric.limits.source_bytes) {
+            Ok((s, sha)) => {
+                r.source_sha256 = sha;
+                s
+            }
+            Err(e) => {
+                r.compile.status = CompileStatus::Rejected;
+                r.compile.message = format!("{e:#}");
+                not_run(&mut r, "the submission was refused");
+                return r;
+            }
+        };
+        if let Err(v) = policy::check(&source) {
+            r.compile.status = CompileStatus::Rejected;
+            r.compile.message = format!("refused before compiling: kernel.cu {v}");
+            not_run(&mut r, "the submission was refused");
+            return r;
+        }
+        let target = match choose_target(&env.gpu_info(), self.rubric.arch, EmulateMode::Auto) {
+            Ok(t) => t,
+            Err(e) => {
+                r.compile.message = e;
+                not_run(&mut r, "this GPU cannot run the rubric's kernel");
+                return r;
+            }
+        };
+        r.target = Some(target_name(target).to_string());
+        let tests = self.job_tests(&seeds);
+
+        // Compile, in a child of its own.
+        let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, tests.clone());
+        job.target = Some(target_name(target).into());
+        let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
+        let outcome = self.child(&dir.join("compile"), &job, device, limit);
+        match compile_outcome(outcome, &dir.join("compile/compile.json")) {
+            Ok(c) if c.status == CompileStatus::Ok => r.compile = c,
+            Ok(c) => {
+                let why = format!(
+                    "the kernel did not compile ({})",
+                    super::report::lower(&c.status)
+                );
+                r.compile = c;
+                not_run(&mut r, &why);
+                for t in &mut r.tests {
+                    t.status = Status::Failed;
+                }
+                return r;
+            }
+            Err(e) => {
+                r.compile.message = format!("{e:#}");
+                not_run(&mut r, "the grader could not compile the submission");
+                return r;
+            }
+        }
+
+        // Run, in another child, with the compiled kernels.
+        let run_dir = dir.join("run");
+        if let Err(e) = copy_cubins(&dir.join("compile"), &run_dir) {
+            r.compile.message = format!("{e:#}");
+            return r;
+        }
+        job.phase = Phase::Run;
+        let limit = Duration::from_secs(self.rubric.limits.run_seconds);
+        let outcome = match self.child(&run_dir, &job, device, limit) {
+            Ok(o) => o,
+            Err(e) => {
+                not_run(
+                    &mut r,
+                    &format!("the grader could not start the run: {e:#}"),
+                );
+                return r;
+            }
+        };
+        r.worker_log = format!("{}{}", outcome.stdout, outcome.stderr);
+        let lines = read_results(&run_dir.join("results.jsonl"));
+        if let Some(env) = lines.iter().find_map(|l| match l {
+            RunLine::Env(e) => Some(e.as_ref().clone()),
+            RunLine::Test(_) => None,
+        }) {
+            r.gpu = Some(env);
+        }
+        let results: Vec<TestResult> = lines
+            .into_iter()
+            .filter_map(|l| match l {
+                RunLine::Test(t) => Some(t),
+                RunLine::Env(_) => None,
+            })
+            .collect();
+        apply_results(
+            &mut r,
+            &self.rubric,
+            &results,
+            &outcome,
+            self.rubric.limits.launch_seconds,
+        );
+        r
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static N: AtomicU64 = AtomicU64::new(0);
+    N.fetch_add(1, Ordering::Relaxed)
+}
+
+/// The submission's text (UTF-8, within the size limit) and its SHA-256.
+fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
+    let path = sub.kernel_file()?;
+    // A link could point the grader (which reads as the instructor) at any file of the machine.
+    let meta = std::fs::symlink_metadata(&path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.file_type().is_file() {
+        bail!(
+            "{} is not a regular file (links are refused)",
+            path.display()
+        );
+    }
+    if meta.len() as usize > limit {
+        bail!(
+            "{} is {} bytes; submissions are limited to {limit}",
+            path.display(),
+            meta.len()
+        );
+    }
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let sha = sha256_hex(&bytes);
+    let text =
+        String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8 text", path.display()))?;
+    Ok((text, sha))
+}
+
+fn compile_outcome(outcome: Result<Outcome>, report: &Path) -> Result<CompileReport> {
+    let outcome = outcome?;
+    if outcome.exit == Exit::TimedOut {
+        return Ok(CompileReport {
+            status: CompileStatus::Timeout,
+            message: format!(
+                "compiling took longer than {:.0} s: the compiler was stopped",
+                outcome.elapsed.as_secs_f64()
+            ),
+            log: String::new(),
+            registers: 0,
+            spill_bytes: 0,
+            compile_ms: outcome.elapsed.as_secs_f64() * 1e3,
+        });
+    }
+    let entries: Vec<CompiledDtype> = match std::fs::read(report) {
+        Ok(b) => serde_json::from_slice(&b)?,
+        Err(_) => {
+            return Ok(CompileReport {
+                status: CompileStatus::Error,
+                message: format!("the compiler process {}", outcome.describe()),
+                log: outcome.stderr,
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+            })
+        }
+    };
+    let failed: Vec<&CompiledDtype> = entries.iter().filter(|e| !e.ok).collect();
+    Ok(if let Some(f) = failed.first() {
+        CompileReport {
+            status: CompileStatus::Failed,
+            message: format!("the kernel does not compile for {}", f.dtype),
+            log: f.log.clone(),
+            registers: 0,
+            spill_bytes: 0,
+            compile_ms: 0.0,
+        }
+    } else {
+        let dtypes: Vec<&str> = entries.iter().map(|e| e.dtype.as_str()).collect();
+        CompileReport {
+            status: CompileStatus::Ok,
+            message: format!(
+                "compiled for {} with NVRTC {}",
+                dtypes.join(" and "),
+                entries.first().map_or("", |e| e.nvrtc_version.as_str())
+            ),
+            log: entries.first().map_or(String::new(), |e| e.log.clone()),
+            registers: entries.iter().map(|e| e.registers).max().unwrap_or(0),
+            spill_bytes: entries.iter().map(|e| e.spill_bytes).max().unwrap_or(0),
+            compile_ms: entries.iter().map(|e| e.compile_ms).sum(),
+        }
+    })
+}
+
+fn copy_cubins(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)?.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        if name.to_string_lossy().starts_with("cubin-") {
+            std::fs::copy(e.path(), to.join(&name))?;
+        }
+    }
+    Ok(())
+}
+
+fn read_results(path: &Path) -> Vec<RunLine> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// Fill the report's tests from what the run child wrote, naming what happened to the tests it
+/// never finished (a hang, the run's time limit, a crash), and score them.
+pub fn apply_results(
+    r: &mut GradeReport,
+    rubric: &Rubric,
+    results: &[TestResult],
+    outcome: &Outcome,
+    launch_seconds: u64,
+) {
+    let mut cut_short = false;
+    for (t, spec) in r.tests.iter_mut().zip(&rubric.tests) {
+        if let Some(res) = results.iter().find(|x| x.name == t.name) {
+            t.status = res.status;
+            t.detail = res.detail.clone();
+            t.flags = res.flags.clone();
+            t.launches = res.launches;
+            t.timing = res.timing.clone();
+        } else if !cut_short {
+            cut_short = true;
+            let (status, flag, why) = match outcome.exit {
+                Exit::TimedOut => (
+                    Status::Timeout,
+                    "timeout",
+                    format!("the run passed its limit of {} s and was killed with its process group", rubric.limits.run_seconds),
+                ),
+                Exit::Code(124) => (
+                    Status::Timeout,
+                    "timeout",
+                    format!("a launch did not finish within {launch_seconds} s (a hang); the run was stopped"),
+                ),
+                Exit::Code(0) => (Status::Error, "grader-error", "the run ended without a result for this test".into()),
+                _ => (
+                    Status::Error,
+                    "worker-crash",
+                    format!(
+                        "the run {}: {}",
+                        outcome.describe(),
+                        outcome.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+                    ),
+                ),
+            };
+            t.status = status;
+            t.detail = why.clone();
+            t.flags = vec![Flag::new(flag, why)];
+        } else {
+            t.status = Status::Error;
+            t.detail = "not run: an earlier test did not finish".into();
+        }
+        score(t, spec);
+    }
+}
+
+/// Points for one test: all or nothing for correctness; the band of its speed for
+/// performance; skipped tests count neither way. Speed flags do not change the score.
+pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
+    t.max_score = if t.status == Status::Skipped {
+        0.0
+    } else {
+        spec.points
+    };
+    t.score = match (t.status, spec.kind, &t.timing) {
+        (Status::Passed, Kind::Correctness, _) => spec.points,
+        (Status::Passed, Kind::Performance, Some(timing)) => {
+            if timing.ratio > spec.suspicious_above {
+                t.flags.push(Flag::new(
+                    "suspiciously-fast",
+                    format!(
+                        "{:.2}x cuBLAS is above the rubric's suspicious_above ({:.2}x): review the kernel",
+                        timing.ratio, spec.suspicious_above
+                    ),
+                ));
+            }
+            if let Some(peak) = timing.peak_tflops {
+                if timing.tflops > peak {
+                    t.flags.push(Flag::new(
+                        "faster-than-peak",
+                        format!("{:.0} TFLOP/s is above this GPU's peak of {peak:.0} TFLOP/s: the timing cannot be right", timing.tflops),
+                    ));
+                }
+            }
+            spec.points * spec.band_fraction(timing.ratio)
+        }
+        _ => 0.0,
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::job::TimingResult;
+    use super::super::report::tests::sample;
+    use super::*;
+
+    fn rubric() -> Rubric {
+        Rubric::parse(
+            r#"
+name = "t"
+step = 0
+arch = "sm_90a"
+[[tests]]
+name = "public"
+kind = "correctness"
+shape = [256, 256, 128]
+points = 10
+seed = 1
+[[tests]]
+name = "hidden"
+kind = "correctness"
+shape = [256, 256, 128]
+points = 10
+visibility = "hidden"
+[[tests]]
+name = "speed"
+kind = "performance"
+shape = [256, 256, 128]
+points = 10
+seed = 2
+suspicious_above = 1.2
+bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
+"#,
+        )
+        .unwrap()
+    }
+
+    fn grader(secret: Option<&str>) -> Grader {
+        Grader {
+            rubric: rubric(),
+            rubric_path: "r.toml".into(),
+            secret: secret.map(|s| Secret::new(s.as_bytes().to_vec()).unwrap()),
+            replay: None,
+            exe: "/bin/false".into(),
+            scratch: std::env::temp_dir(),
+            keep_scratch: false,
+            child_env: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn hidden_seeds_need_the_secret_and_differ_per_student() {
+        let e = grader(None).seeds("alice").unwrap_err();
+        assert!(e.to_string().contains("--secret-file"), "{e}");
+        let g = grader(Some("an instructor secret of length"));
+        let (a, b) = (g.seeds("alice").unwrap(), g.seeds("bob").unwrap());
+        assert_eq!(a[0], b[0], "visible tests are the same for everyone");
+        assert_ne!(a[1], b[1], "hidden tests differ per student");
+        assert_eq!(a[1].sets.len(), 2);
+        assert_eq!(a[2].sets.len(), 4);
+        let other = grader(Some("another instructor secret here"));
+        assert_ne!(other.seeds("alice").unwrap()[1], a[1]);
+        // A replay uses the recorded seeds, without the secret.
+        let mut replay = grader(None);
+        replay.replay = Some(
+            g.rubric
+                .tests
+                .iter()
+                .map(|t| t.name.clone())
+                .zip(a.clone())
+                .collect(),
+        );
+        assert_eq!(replay.seeds("whoever").unwrap(), a);
+    }
+
+    fn outcome(exit: Exit) -> Outcome {
+        Outcome {
+            exit,
+            elapsed: Duration::from_secs(3),
+            stdout: String::new(),
+            stderr: "error: boom\n".into(),
+        }
+    }
+
+    fn passed(name: &str, timing: Option<TimingResult>) -> TestResult {
+        TestResult {
+            name: name.into(),
+            status: Status::Passed,
+            launches: 2,
+            flags: Vec::new(),
+            detail: "ok".into(),
+            timing,
+        }
+    }
+
+    #[test]
+    fn a_run_cut_short_names_the_test_it_stopped_in() {
+        let rubric = rubric();
+        for (exit, status, flag) in [
+            (Exit::TimedOut, Status::Timeout, "timeout"),
+            (Exit::Code(124), Status::Timeout, "timeout"),
+            (Exit::Signal(9), Status::Error, "worker-crash"),
+        ] {
+            let mut r = sample("alice", None);
+            apply_results(
+                &mut r,
+                &rubric,
+                &[passed("public", None)],
+                &outcome(exit.clone()),
+                20,
+            );
+            r.tally();
+            assert_eq!(r.tests[0].status, Status::Passed);
+            assert_eq!(r.tests[1].status, status, "{exit:?}");
+            assert_eq!(r.tests[1].flags[0].name, flag);
+            assert_eq!(r.tests[2].status, Status::Error);
+            assert!(r.tests[2].detail.contains("not run"));
+            assert_eq!(r.score, 10.0);
+        }
+    }
+
+    #[test]
+    fn speed_is_scored_by_band_and_flagged_when_implausible() {
+        let rubric = rubric();
+        let timing = |ratio: f64, tflops: f64| TimingResult {
+            kernel_median_us: 1.0,
+            kernel_min_us: 1.0,
+            kernel_max_us: 1.0,
+            cublas_median_us: ratio,
+            cublas_min_us: ratio,
+            ratio,
+            tflops,
+            cublas_tflops: 1.0,
+            peak_tflops: Some(989.0),
+            timed_launches: 10,
+            input_sets: 4,
+            l2_flushed: true,
+        };
+        let mut r = sample("alice", None);
+        let results = [
+            passed("public", None),
+            passed("hidden", None),
+            passed("speed", Some(timing(0.5, 400.0))),
+        ];
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20);
+        r.tally();
+        assert_eq!((r.score, r.max_score), (25.0, 30.0));
+        assert!(r.flags.is_empty(), "{:?}", r.flags);
+        let results = [
+            passed("public", None),
+            passed("hidden", None),
+            passed("speed", Some(timing(1.5, 1200.0))),
+        ];
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20);
+        r.tally();
+        assert_eq!(r.score, 30.0);
+        assert_eq!(
+            r.flags,
+            vec![
+                "suspiciously-fast".to_string(),
+                "faster-than-peak".to_string()
+            ]
+        );
+    }
+
+    #[test]
+    fn folders_hold_exactly_one_kernel() {
+        let d = std::env::temp_dir().join(format!("grade-sub-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let sub = Submission {
+            student: "x".into(),
+            path: d.clone(),
+        };
+        std::os::unix::fs::symlink("/etc/passwd", d.join("link.cu")).unwrap();
+        let e = read_source(&sub, 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("links are refused"), "{e}");
+        std::fs::remove_file(d.join("link.cu")).unwrap();
+        assert!(sub
+            .kernel_file()
+            .unwrap_err()
+            .to_string()
+            .contains("no .cu file"));
+        std::fs::write(d.join("a.cu"), "").unwrap();
+        assert_eq!(sub.kernel_file().unwrap(), d.join("a.cu"));
+        std::fs::write(d.join("b.cu"), "").unwrap();
+        assert!(sub
+            .kernel_file()
+            .unwrap_err()
+            .to_string()
+            .contains("2 .cu files (a.cu, b.cu)"));
+        let _ = std::fs::remove_dir_all(&d);
+        assert_eq!(safe_name("bob smith/../x"), "bob_smith_.._x");
+        assert_eq!(safe_name(".hidden"), "_.hidden");
+    }
+}

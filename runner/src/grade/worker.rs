@@ -1,0 +1,831 @@
+//! The child side of grading (`runner grade-worker JOB`): describe the GPU, compile a
+//! submission, or run its tests. It runs in a process group of its own under the grader's
+//! clock, with the derived seeds of its tests and nothing secret.
+//!
+//! A run first draws every input set, uploads it between guard zones and computes its cuBLAS
+//! reference, downloads the reference and scrubs the device copy; only then is the submission's
+//! module loaded. From then on every launch is preceded by NaN-poisoning C and followed by the
+//! guard, input and output checks of [`super::integrity`].
+
+use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
+use super::job::{
+    CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
+};
+use super::rubric::Kind;
+use super::sandbox::truncate_log;
+use anyhow::{anyhow, bail, Context, Result};
+use common::compile::{compile, Compiled, KernelSource, Resources};
+use common::cublas::Blas;
+use common::emulation::EmuBuffers;
+use common::gpu::{self, Gpu, GpuStatus};
+use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
+use common::step::Plan;
+use common::timing::{time_rounds, Timed};
+use common::verify::verify;
+use common::{Dist, Dtype, Problem, Shape};
+use cudarc::driver::sys;
+use rand::{Rng, SeedableRng};
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+/// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
+const CPU_SAMPLES: usize = 64;
+
+pub fn main(job_path: &Path) -> Result<()> {
+    let job = Job::read(job_path)?;
+    let dir = job_path
+        .parent()
+        .ok_or_else(|| anyhow!("the job file has no folder"))?;
+    match job.phase {
+        Phase::Probe => probe(dir),
+        Phase::Compile => compile_phase(&job, dir),
+        Phase::Run => run_phase(&job, dir),
+    }
+}
+
+fn open_gpu() -> Result<Box<Gpu>> {
+    match gpu::open() {
+        GpuStatus::Present(g) => Ok(g),
+        GpuStatus::Absent(why) => bail!("no GPU to grade on: {why}"),
+    }
+}
+
+fn device_ordinal() -> usize {
+    std::env::var("WORKBOOK_DEVICE")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Clocks and temperature from nvidia-smi, for the GPU with this PCI address.
+fn nvidia_smi_clocks(pci: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    let fields = [
+        "clocks.sm",
+        "clocks.mem",
+        "clocks.max.sm",
+        "clocks.max.mem",
+        "temperature.gpu",
+        "pstate",
+        "power.draw",
+    ];
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "-i",
+            pci,
+            &format!("--query-gpu={}", fields.join(",")),
+            "--format=csv,noheader",
+        ])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let line = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .next()?
+        .to_string();
+    let values: Vec<&str> = line.split(',').map(str::trim).collect();
+    (values.len() == fields.len()).then(|| {
+        fields
+            .iter()
+            .zip(values)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    })
+}
+
+pub fn env_info(gpu: &Gpu) -> EnvInfo {
+    use sys::CUdevice_attribute::*;
+    let attr = |a| gpu.ctx.attribute(a).unwrap_or(0);
+    let pci = format!(
+        "{:08x}:{:02x}:{:02x}.0",
+        attr(CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID),
+        attr(CU_DEVICE_ATTRIBUTE_PCI_BUS_ID),
+        attr(CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID)
+    );
+    let i = &gpu.info;
+    EnvInfo {
+        device: device_ordinal(),
+        name: i.name.clone(),
+        compute_capability: i.compute_capability,
+        sm_count: i.sm_count,
+        max_clock_mhz: i.max_clock_mhz,
+        memory_clock_mhz: attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE) as u32 / 1000,
+        l2_bytes: i.l2_bytes,
+        max_smem_per_block: i.max_smem_per_block,
+        driver_version: i.driver_version.clone(),
+        peak_tflops: i.peak_tflops(),
+        clocks: nvidia_smi_clocks(&pci),
+        pci_bus_id: pci,
+        pageable_memory_access: attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0,
+        nvrtc_version: common::compile::nvrtc_version()
+            .map(|(a, b)| format!("{a}.{b}"))
+            .unwrap_or_default(),
+        healthy: false,
+        health_detail: String::new(),
+    }
+}
+
+/// Whether cuBLAS computes a small product correctly on this GPU.
+fn health(gpu: &Gpu) -> Result<String> {
+    let shape = Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    };
+    let p = Problem::generate(shape, Dtype::F16, Dist::Gaussian, 1);
+    let blas = Blas::new(gpu)?;
+    let s = &gpu.stream;
+    let a = s.clone_htod(&p.a).map_err(|e| anyhow!("{e:?}"))?;
+    let b = s.clone_htod(&p.b).map_err(|e| anyhow!("{e:?}"))?;
+    let c = s
+        .alloc_zeros::<f32>(shape.m * shape.n)
+        .map_err(|e| anyhow!("{e:?}"))?;
+    let ptr = |x: &cudarc::driver::CudaSlice<u16>| common::run::dptr(x, gpu);
+    blas.gemm(
+        shape,
+        Dtype::F16,
+        ptr(&a),
+        ptr(&b),
+        common::run::dptr(&c, gpu),
+        true,
+    )?;
+    let r = s.clone_dtoh(&c).map_err(|e| anyhow!("{e:?}"))?;
+    let out: Vec<u16> = r.iter().map(|&x| Dtype::F16.from_f32(x)).collect();
+    let v = verify(&p, &out, &r, 32);
+    if v.passed {
+        Ok("cuBLAS verified a 256x256x256 product".into())
+    } else {
+        bail!("cuBLAS gave a wrong 256x256x256 product: {}", v.summary())
+    }
+}
+
+fn probe(dir: &Path) -> Result<()> {
+    let gpu = open_gpu()?;
+    let mut env = env_info(&gpu);
+    match health(&gpu) {
+        Ok(d) => {
+            env.healthy = true;
+            env.health_detail = d;
+        }
+        Err(e) => env.health_detail = format!("{e:#}"),
+    }
+    std::fs::write(dir.join("probe.json"), serde_json::to_vec_pretty(&env)?)?;
+    Ok(())
+}
+
+fn cubin_path(dir: &Path, dtype: Dtype) -> std::path::PathBuf {
+    dir.join(format!("cubin-{dtype}.bin"))
+}
+
+fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
+    let spec = job.spec()?;
+    let target = job.target()?;
+    let source = KernelSource {
+        path: job.source_name.clone(),
+        text: job.source.clone(),
+    };
+    let mut report = Vec::new();
+    for dtype in job.dtypes()? {
+        let entry = match compile(&source, target, &spec.defines(dtype)) {
+            Ok(c) => {
+                std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
+                CompiledDtype {
+                    dtype: dtype.to_string(),
+                    ok: true,
+                    log: truncate_log(&c.log, job.log_bytes),
+                    registers: c.resources.registers,
+                    spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                    compile_ms: c.compile_ms,
+                    nvrtc_version: c.nvrtc_version,
+                }
+            }
+            Err(e) => CompiledDtype {
+                dtype: dtype.to_string(),
+                ok: false,
+                log: truncate_log(&format!("{e:#}"), job.log_bytes),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+                nvrtc_version: String::new(),
+            },
+        };
+        report.push(entry);
+    }
+    std::fs::write(
+        dir.join("compile.json"),
+        serde_json::to_vec_pretty(&report)?,
+    )?;
+    Ok(())
+}
+
+// ---- the run ----------------------------------------------------------------------------
+
+/// One input set on the GPU, between guards, with the grader's copies and reference on the host.
+struct InputSet {
+    problem: Problem,
+    a: Guarded,
+    b: Guarded,
+    /// cuBLAS's f32 product of the pristine inputs (updated on the host for redrawn rows).
+    reference: Vec<f32>,
+    a32: Vec<f32>,
+    b32: Vec<f32>,
+}
+
+/// A test with everything it needs before the submission's module is loaded.
+struct Prepared {
+    test: JobTest,
+    shape: Shape,
+    dtype: Dtype,
+    dist: Dist,
+    sets: Vec<InputSet>,
+    /// C between guards, the decoy reference after the upper guard.
+    c: Guarded,
+    decoy: Vec<f32>,
+}
+
+/// cuBLAS's f32 product, downloaded; its device copy is scrubbed before it is freed.
+fn reference(
+    gpu: &Gpu,
+    blas: &Blas,
+    shape: Shape,
+    dtype: Dtype,
+    a: u64,
+    b: u64,
+) -> Result<Vec<f32>> {
+    let n = shape.m * shape.n;
+    let scratch = Guarded::new(gpu, n * 4, 0)?;
+    blas.gemm(shape, dtype, a, b, scratch.data(), true)?;
+    let r = dtoh::<f32>(gpu, scratch.data(), n)?;
+    scratch.scrub(gpu)?;
+    Ok(r)
+}
+
+fn upload(gpu: &Gpu, data: &[u16]) -> Result<Guarded> {
+    let g = Guarded::new(gpu, data.len() * 2, 0)?;
+    htod(gpu, g.data(), data)?;
+    Ok(g)
+}
+
+fn to_f32(dtype: Dtype, v: &[u16]) -> Vec<f32> {
+    v.iter().map(|&x| dtype.to_f32(x)).collect()
+}
+
+fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
+    let (shape, dtype, dist) = (test.shape(), test.dtype()?, test.dist()?);
+    let mut sets = Vec::new();
+    for &seed in &test.seeds.sets {
+        let problem = Problem::generate(shape, dtype, dist, seed);
+        let a = upload(gpu, &problem.a)?;
+        let b = upload(gpu, &problem.b)?;
+        let reference = reference(gpu, blas, shape, dtype, a.data(), b.data())?;
+        sets.push(InputSet {
+            a32: to_f32(dtype, &problem.a),
+            b32: to_f32(dtype, &problem.b),
+            problem,
+            a,
+            b,
+            reference,
+        });
+    }
+    let decoy_problem = Problem::generate(shape, dtype, dist, test.seeds.decoy);
+    let (da, db) = (
+        upload(gpu, &decoy_problem.a)?,
+        upload(gpu, &decoy_problem.b)?,
+    );
+    let decoy = reference(gpu, blas, shape, dtype, da.data(), db.data())?;
+    let c = Guarded::new(gpu, shape.m * shape.n * 2, shape.m * shape.n * 4)?;
+    htod(gpu, c.tail(), &decoy)?;
+    Ok(Prepared {
+        test: test.clone(),
+        shape,
+        dtype,
+        dist,
+        sets,
+        c,
+        decoy,
+    })
+}
+
+/// The outcome of the checks after one launch.
+struct Checked {
+    flags: Vec<Flag>,
+    summary: String,
+}
+
+/// Guards, inputs and output after a launch on `set`, writing into `c`.
+fn check_launch(
+    gpu: &Gpu,
+    p: &Prepared,
+    set: &InputSet,
+    previous: Option<&[f32]>,
+) -> Result<Checked> {
+    let Shape { m, n, k } = p.shape;
+    let mut flags = Vec::new();
+    for (what, g) in [("A", &set.a), ("B", &set.b), ("C", &p.c)] {
+        flags.extend(g.check_guards(gpu, what)?);
+    }
+    for (what, g, pristine, rows) in [
+        ("A", &set.a, &set.problem.a, m),
+        ("B", &set.b, &set.problem.b, p.shape.n),
+    ] {
+        let now: Vec<u16> = dtoh(gpu, g.data(), rows * k)?;
+        if let Some(f) = input_flag(what, k, p.dtype, &now, pristine) {
+            flags.push(f);
+            htod(gpu, g.data(), pristine)?;
+        }
+    }
+    let out: Vec<u16> = dtoh(gpu, p.c.data(), m * n)?;
+    let v = verify(&set.problem, &out, &set.reference, CPU_SAMPLES);
+    if !v.passed {
+        flags.extend(classify(&Evidence {
+            out: &out,
+            dtype: p.dtype,
+            cols: n,
+            expected: &set.reference,
+            decoy: &p.decoy,
+            previous,
+        }));
+    }
+    Ok(Checked {
+        flags,
+        summary: v.summary(),
+    })
+}
+
+/// Redraw `count` random rows of A and of B of `set` (on the host and the GPU) and bring the
+/// reference up to date on the host: a kernel cannot keep the answer for an input set.
+fn refresh_rows(
+    gpu: &Gpu,
+    p_shape: Shape,
+    dtype: Dtype,
+    dist: Dist,
+    set: &mut InputSet,
+    seed: u64,
+    count: usize,
+) -> Result<()> {
+    let Shape { m, n, k } = p_shape;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let (mut rows, mut cols) = (Vec::new(), Vec::new());
+    for _ in 0..count {
+        let (i, j) = (rng.random_range(0..m), rng.random_range(0..n));
+        let fresh = Problem::generate(Shape { m: 1, n: 1, k }, dtype, dist, rng.random());
+        set.problem.a[i * k..(i + 1) * k].copy_from_slice(&fresh.a);
+        set.problem.b[j * k..(j + 1) * k].copy_from_slice(&fresh.b);
+        set.a32[i * k..(i + 1) * k].copy_from_slice(&to_f32(dtype, &fresh.a));
+        set.b32[j * k..(j + 1) * k].copy_from_slice(&to_f32(dtype, &fresh.b));
+        htod(gpu, set.a.data() + (i * k * 2) as u64, &fresh.a)?;
+        htod(gpu, set.b.data() + (j * k * 2) as u64, &fresh.b)?;
+        rows.push(i);
+        cols.push(j);
+    }
+    let dot = |a: &[f32], b: &[f32]| -> f32 {
+        a.iter()
+            .zip(b)
+            .map(|(&x, &y)| x as f64 * y as f64)
+            .sum::<f64>() as f32
+    };
+    let (a32, b32) = (&set.a32, &set.b32);
+    for &i in &rows {
+        let arow = &a32[i * k..(i + 1) * k];
+        par_fill(&mut set.reference[i * n..(i + 1) * n], |j| {
+            dot(arow, &b32[j * k..(j + 1) * k])
+        });
+    }
+    for &j in &cols {
+        let bcol = &b32[j * k..(j + 1) * k];
+        let mut col = vec![0f32; m];
+        par_fill(&mut col, |i| dot(&a32[i * k..(i + 1) * k], bcol));
+        for (i, v) in col.into_iter().enumerate() {
+            set.reference[i * n + j] = v;
+        }
+    }
+    Ok(())
+}
+
+/// `out[i] = f(i)` for every i, on several threads.
+fn par_fill(out: &mut [f32], f: impl Fn(usize) -> f32 + Sync) {
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |t| t.get())
+        .min(16);
+    let chunk = out.len().div_ceil(threads).max(1);
+    let f = &f;
+    std::thread::scope(|s| {
+        for (c, part) in out.chunks_mut(chunk).enumerate() {
+            s.spawn(move || {
+                for (x, o) in part.iter_mut().enumerate() {
+                    *o = f(c * chunk + x);
+                }
+            });
+        }
+    });
+}
+
+/// State across the tests of one run.
+struct Run<'a> {
+    gpu: &'a Gpu,
+    launch_timeout: Duration,
+    /// Launches that passed every check so far.
+    passed_launches: usize,
+    /// The expected output of the last launch, with its shape and dtype.
+    previous: Option<(Shape, Dtype, Vec<f32>)>,
+}
+
+impl Run<'_> {
+    fn previous_for(&self, shape: Shape, dtype: Dtype) -> Option<&[f32]> {
+        self.previous
+            .as_ref()
+            .filter(|(s, d, _)| *s == shape && *d == dtype)
+            .map(|(_, _, r)| r.as_slice())
+    }
+
+    /// Flags of a failed launch, with `wrong-after-passing` when earlier launches passed.
+    fn failure_flags(&self, mut flags: Vec<Flag>) -> Vec<Flag> {
+        if self.passed_launches > 0 && flags.iter().any(|f| f.name == "wrong-result") {
+            flags.push(Flag::new(
+                "wrong-after-passing",
+                format!(
+                    "the kernel passed its first {} launches, then gave a wrong result: its behaviour changes from launch to launch",
+                    self.passed_launches
+                ),
+            ));
+        }
+        flags
+    }
+}
+
+/// A test that could not finish because the kernel faulted (the context is then lost).
+struct Fault(String);
+
+fn correctness(run: &mut Run, kernel: &LoadedKernel, p: &Prepared) -> Result<TestResult, Fault> {
+    let gpu = run.gpu;
+    let fault = |e: anyhow::Error| Fault(format!("{e:#}"));
+    let plan = kernel.plan(gpu, p.shape, None).map_err(fault)?;
+    let mut emu = if kernel.emulated() {
+        let e = EmuBuffers::new(gpu, plan.dims.num_ctas() as usize).map_err(fault)?;
+        e.install(gpu, kernel.module()).map_err(fault)?;
+        Some(e)
+    } else {
+        None
+    };
+    let mut launches = 0;
+    for (si, set) in p.sets.iter().enumerate() {
+        let args = LaunchArgs::new(
+            &plan,
+            p.dtype,
+            p.shape,
+            set.a.data(),
+            set.b.data(),
+            p.c.data(),
+        )
+        .map_err(fault)?;
+        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2).map_err(fault)?;
+        launch_and_wait(
+            gpu,
+            kernel,
+            &plan,
+            &args,
+            emu.as_mut(),
+            p.test.seeds.sets[si],
+            run.launch_timeout,
+        )
+        .map_err(fault)?;
+        launches += 1;
+        let checked =
+            check_launch(gpu, p, set, run.previous_for(p.shape, p.dtype)).map_err(fault)?;
+        if !checked.flags.is_empty() {
+            let flags = run.failure_flags(checked.flags);
+            return Ok(TestResult {
+                name: p.test.name.clone(),
+                status: Status::Failed,
+                launches,
+                detail: format!(
+                    "input set {} of {}: {}",
+                    si + 1,
+                    p.sets.len(),
+                    checked.summary
+                ),
+                flags,
+                timing: None,
+            });
+        }
+        run.passed_launches += 1;
+        run.previous = Some((p.shape, p.dtype, set.reference.clone()));
+    }
+    Ok(TestResult {
+        name: p.test.name.clone(),
+        status: Status::Passed,
+        launches,
+        flags: Vec::new(),
+        detail: format!("{} input sets, every output verified", p.sets.len()),
+        timing: None,
+    })
+}
+
+/// The submission's side of a timed run: rotate the input sets, redraw rows, poison C before
+/// each launch; check everything after it.
+struct KernelSide<'a> {
+    gpu: &'a Gpu,
+    kernel: &'a LoadedKernel,
+    plan: Plan,
+    p: &'a mut Prepared,
+    args: Vec<LaunchArgs>,
+    current: usize,
+    previous: Option<usize>,
+    launches: usize,
+    passed_before: usize,
+    failure: Option<(usize, Vec<Flag>, String)>,
+}
+
+impl Timed for KernelSide<'_> {
+    fn prepare(&mut self, round: usize) -> Result<()> {
+        let s = round % self.p.sets.len();
+        self.current = s;
+        if self.p.test.fresh_rows > 0 {
+            let seed =
+                self.p.test.seeds.refresh ^ (round as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let (shape, dtype, dist, rows) = (
+                self.p.shape,
+                self.p.dtype,
+                self.p.dist,
+                self.p.test.fresh_rows,
+            );
+            refresh_rows(
+                self.gpu,
+                shape,
+                dtype,
+                dist,
+                &mut self.p.sets[s],
+                seed,
+                rows,
+            )?;
+        }
+        memset8(
+            self.gpu,
+            self.p.c.data(),
+            0xFF,
+            self.p.shape.m * self.p.shape.n * 2,
+        )
+    }
+    fn launch(&mut self) -> Result<()> {
+        self.launches += 1;
+        // SAFETY: the arguments name this test's live buffers, for this plan.
+        unsafe {
+            self.kernel
+                .launch(self.gpu, &self.plan, &self.args[self.current])
+        }
+    }
+    fn check(&mut self, round: usize) -> Result<()> {
+        let set = &self.p.sets[self.current];
+        let previous = self.previous.map(|i| self.p.sets[i].reference.as_slice());
+        let checked = check_launch(self.gpu, self.p, set, previous)?;
+        if !checked.flags.is_empty() {
+            self.failure = Some((round, checked.flags, checked.summary));
+            bail!("launch {} failed its checks", round + 1);
+        }
+        self.passed_before += 1;
+        self.previous = Some(self.current);
+        Ok(())
+    }
+}
+
+/// cuBLAS on the same input set, into its own buffer, poisoned after each run so no later
+/// launch of the submission can find its product.
+struct CublasSide<'a> {
+    gpu: &'a Gpu,
+    blas: &'a Blas,
+    p_shape: Shape,
+    dtype: Dtype,
+    ptrs: Vec<(u64, u64)>,
+    out: Guarded,
+    current: usize,
+}
+
+impl Timed for CublasSide<'_> {
+    fn prepare(&mut self, round: usize) -> Result<()> {
+        self.current = round % self.ptrs.len();
+        Ok(())
+    }
+    fn launch(&mut self) -> Result<()> {
+        let (a, b) = self.ptrs[self.current];
+        self.blas
+            .gemm(self.p_shape, self.dtype, a, b, self.out.data(), false)
+    }
+    fn check(&mut self, _round: usize) -> Result<()> {
+        memset8(self.gpu, self.out.data(), 0xFF, self.out.data_bytes)
+    }
+}
+
+fn performance(
+    run: &mut Run,
+    kernel: &LoadedKernel,
+    blas: &Blas,
+    p: &mut Prepared,
+) -> Result<TestResult, Fault> {
+    let gpu = run.gpu;
+    let fault = |e: anyhow::Error| Fault(format!("{e:#}"));
+    let name = p.test.name.clone();
+    if kernel.emulated() {
+        return Ok(TestResult {
+            name,
+            status: Status::Skipped,
+            launches: 0,
+            flags: Vec::new(),
+            detail: format!(
+                "skipped: needs native hardware. {} runs this Blackwell kernel under the tcgen05 emulation, whose timings mean nothing; a B200 times it (a Hopper twin is timed on an H100/H200)",
+                gpu.info.name
+            ),
+            timing: None,
+        });
+    }
+    let plan = kernel.plan(gpu, p.shape, None).map_err(fault)?;
+    let mut args = Vec::new();
+    let mut ptrs = Vec::new();
+    for set in &p.sets {
+        args.push(
+            LaunchArgs::new(
+                &plan,
+                p.dtype,
+                p.shape,
+                set.a.data(),
+                set.b.data(),
+                p.c.data(),
+            )
+            .map_err(fault)?,
+        );
+        ptrs.push((set.a.data(), set.b.data()));
+    }
+    let flush = L2Flush::new(gpu).map_err(fault)?;
+    let out = Guarded::new(gpu, p.shape.m * p.shape.n * 2, 0).map_err(fault)?;
+    let (shape, dtype, sets, warmup, iters) =
+        (p.shape, p.dtype, p.sets.len(), p.test.warmup, p.test.iters);
+    let mut cublas = CublasSide {
+        gpu,
+        blas,
+        p_shape: shape,
+        dtype,
+        ptrs,
+        out,
+        current: 0,
+    };
+    let mut side = KernelSide {
+        gpu,
+        kernel,
+        plan,
+        p,
+        args,
+        current: 0,
+        previous: None,
+        launches: 0,
+        passed_before: 0,
+        failure: None,
+    };
+    let stats = time_rounds(
+        gpu,
+        warmup,
+        iters,
+        Some(flush.arg(gpu)),
+        run.launch_timeout,
+        &mut [&mut side, &mut cublas],
+    );
+    let launches = side.launches;
+    run.passed_launches += side.passed_before;
+    let stats = match (stats, side.failure.take()) {
+        (_, Some((round, flags, summary))) => {
+            let flags = run.failure_flags(flags);
+            return Ok(TestResult {
+                name,
+                status: Status::Failed,
+                launches,
+                flags,
+                detail: format!(
+                    "launch {} of {} ({}, input set {} of {sets}) failed: {summary}",
+                    round + 1,
+                    warmup + iters,
+                    if round < warmup { "warm-up" } else { "timed" },
+                    round % sets + 1
+                ),
+                timing: None,
+            });
+        }
+        (Err(e), None) => return Err(fault(e)),
+        (Ok(s), None) => s,
+    };
+    let (k, c) = (&stats[0], &stats[1]);
+    let flops = shape.flops();
+    let tflops = k.tflops(flops);
+    let timing = TimingResult {
+        kernel_median_us: k.median_us,
+        kernel_min_us: k.min_us,
+        kernel_max_us: k.max_us,
+        cublas_median_us: c.median_us,
+        cublas_min_us: c.min_us,
+        ratio: c.median_us / k.median_us,
+        tflops,
+        cublas_tflops: c.tflops(flops),
+        peak_tflops: gpu.info.peak_tflops(),
+        timed_launches: iters,
+        input_sets: sets,
+        l2_flushed: true,
+    };
+    Ok(TestResult {
+        name,
+        status: Status::Passed,
+        launches,
+        flags: Vec::new(),
+        detail: format!(
+            "{:.1} TFLOP/s, {:.2}x cuBLAS ({:.1} TFLOP/s): medians of {iters} timed launches over {sets} rotating input sets, every output verified",
+            tflops,
+            timing.ratio,
+            timing.cublas_tflops
+        ),
+        timing: Some(timing),
+    })
+}
+
+fn run_phase(job: &Job, dir: &Path) -> Result<()> {
+    let results_path = dir.join("results.jsonl");
+    let mut results = std::fs::File::create(&results_path)
+        .with_context(|| format!("cannot create {}", results_path.display()))?;
+    let mut emit = |line: &RunLine| -> Result<()> {
+        let mut s = serde_json::to_string(line)?;
+        s.push('\n');
+        results.write_all(s.as_bytes())?;
+        results.flush()?;
+        Ok(())
+    };
+    let gpu = open_gpu()?;
+    emit(&RunLine::Env(Box::new(env_info(&gpu))))?;
+    let spec = job.spec()?;
+    let target = job.target()?;
+    let blas = Blas::new(&gpu)?;
+
+    // Inputs and references first: no code of the submission is loaded yet.
+    let mut prepared = Vec::new();
+    for t in &job.tests {
+        prepared
+            .push(prepare(&gpu, &blas, t).with_context(|| format!("preparing test {:?}", t.name))?);
+    }
+
+    // Now the submission's module, once per dtype.
+    let mut kernels: Vec<(Dtype, LoadedKernel)> = Vec::new();
+    for dtype in job.dtypes()? {
+        let cubin = std::fs::read(cubin_path(dir, dtype))
+            .with_context(|| format!("no compiled kernel for {dtype}"))?;
+        let compiled = Compiled {
+            cubin,
+            target,
+            compile_ms: 0.0,
+            resources: Resources::default(),
+            nvrtc_version: String::new(),
+            log: String::new(),
+        };
+        let loaded = LoadedKernel::from_compiled(&gpu, &spec, compiled, &job.source_name)?;
+        kernels.push((dtype, loaded));
+    }
+
+    let mut run = Run {
+        gpu: &gpu,
+        launch_timeout: Duration::from_secs(job.launch_seconds),
+        passed_launches: 0,
+        previous: None,
+    };
+    let mut lost: Option<String> = None;
+    for p in prepared.iter_mut() {
+        let result = if let Some(why) = &lost {
+            TestResult {
+                name: p.test.name.clone(),
+                status: Status::Error,
+                launches: 0,
+                flags: Vec::new(),
+                detail: format!("not run: {why}"),
+                timing: None,
+            }
+        } else {
+            let kernel = &kernels
+                .iter()
+                .find(|(d, _)| *d == p.dtype)
+                .ok_or_else(|| anyhow!("no kernel for {}", p.dtype))?
+                .1;
+            let outcome = match p.test.kind {
+                Kind::Correctness => correctness(&mut run, kernel, p),
+                Kind::Performance => performance(&mut run, kernel, &blas, p),
+            };
+            outcome.unwrap_or_else(|Fault(why)| {
+                lost = Some(format!(
+                    "an earlier test ({}) faulted and the GPU context was lost",
+                    p.test.name
+                ));
+                TestResult {
+                    name: p.test.name.clone(),
+                    status: Status::Failed,
+                    launches: 1,
+                    flags: vec![Flag::new("kernel-fault", truncate_log(&why, 2048))],
+                    detail: "the kernel faulted".into(),
+                    timing: None,
+                }
+            })
+        };
+        emit(&RunLine::Test(result))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,238 @@
+//! `runner workshop check`: the pre-flight of a lab machine before a workshop: the GPU and
+//! what it runs, the toolkit (NVRTC, headers, nvdisasm), a kernel compile, cuBLAS against the
+//! CPU reference, free disk space, and the clocks.
+
+use anyhow::Result;
+use common::gpu::{self, GpuStatus};
+use common::step::{Arch, KernelSpec};
+use std::path::Path;
+use std::process::ExitCode;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mark {
+    Ok,
+    Warn,
+    Fail,
+}
+
+struct Item {
+    mark: Mark,
+    what: &'static str,
+    detail: String,
+}
+
+/// Free bytes on the file system holding `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated path and `s` a writable statvfs.
+    (unsafe { libc::statvfs(c.as_ptr(), &mut s) } == 0)
+        .then(|| s.f_bavail as u64 * s.f_frsize as u64)
+}
+
+/// Disk space a lab machine should have free: the toolkit wheels, builds and grading scratch.
+pub const MIN_FREE_BYTES: u64 = 5 << 30;
+
+fn disk(item: &mut Vec<Item>) {
+    for (what, dir) in [
+        ("disk (project)", common::toolkit::project_root()),
+        ("disk (temp)", std::env::temp_dir()),
+    ] {
+        let (mark, detail) = match free_bytes(&dir) {
+            Some(b) if b >= MIN_FREE_BYTES => (
+                Mark::Ok,
+                format!(
+                    "{:.1} GiB free in {}",
+                    b as f64 / (1u64 << 30) as f64,
+                    dir.display()
+                ),
+            ),
+            Some(b) => (
+                Mark::Fail,
+                format!(
+                    "only {:.1} GiB free in {} (want 5 GiB)",
+                    b as f64 / (1u64 << 30) as f64,
+                    dir.display()
+                ),
+            ),
+            None => (
+                Mark::Warn,
+                format!("cannot read the free space of {}", dir.display()),
+            ),
+        };
+        item.push(Item { mark, what, detail });
+    }
+}
+
+fn toolkit(items: &mut Vec<Item>) {
+    match common::toolkit::get() {
+        Ok(tk) => {
+            let v = common::compile::nvrtc_version()
+                .map(|(a, b)| format!("{a}.{b}"))
+                .unwrap_or_default();
+            items.push(Item {
+                mark: Mark::Ok,
+                what: "toolkit",
+                detail: format!("NVRTC {v} from {}", tk.origin),
+            });
+            match tk.nvdisasm() {
+                Ok(p) => items.push(Item {
+                    mark: Mark::Ok,
+                    what: "nvdisasm",
+                    detail: p.display().to_string(),
+                }),
+                Err(e) => items.push(Item {
+                    mark: Mark::Fail,
+                    what: "nvdisasm",
+                    detail: format!("{e:#}"),
+                }),
+            }
+            let spec = KernelSpec::new(step0(), Arch::Blackwell);
+            let t0 = std::time::Instant::now();
+            match common::compile::compile(
+                &spec.source(),
+                common::Target::Sm100a,
+                &spec.defines(common::Dtype::F16),
+            ) {
+                Ok(c) => items.push(Item {
+                    mark: Mark::Ok,
+                    what: "compile",
+                    detail: format!(
+                        "step 0 for sm_100a in {:.1} s, {} registers",
+                        t0.elapsed().as_secs_f64(),
+                        c.resources.registers
+                    ),
+                }),
+                Err(e) => items.push(Item {
+                    mark: Mark::Fail,
+                    what: "compile",
+                    detail: format!("{e:#}").lines().next().unwrap_or("").to_string(),
+                }),
+            }
+        }
+        Err(e) => items.push(Item {
+            mark: Mark::Fail,
+            what: "toolkit",
+            detail: format!("{e:#}"),
+        }),
+    }
+}
+
+fn step0() -> &'static dyn common::Step {
+    runner::steps::all()[0]
+}
+
+fn gpu_checks(items: &mut Vec<Item>) {
+    let g = match gpu::open() {
+        GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) => {
+            items.push(Item {
+                mark: Mark::Fail,
+                what: "GPU",
+                detail: format!("{why}: the workshop's runs need an H100/H200 (or a B200)"),
+            });
+            return;
+        }
+    };
+    let runs = match g.info.compute_capability {
+        (9, 0) => "Hopper twins natively (timed), Blackwell kernels under the tcgen05 emulation",
+        (10, 0) => "Blackwell kernels natively (timed)",
+        _ => "nothing: the kernels need sm_90 or sm_100",
+    };
+    let mark = if matches!(g.info.compute_capability, (9, 0) | (10, 0)) {
+        Mark::Ok
+    } else {
+        Mark::Fail
+    };
+    items.push(Item {
+        mark,
+        what: "GPU",
+        detail: format!(
+            "{} ({}, {} SMs, driver {}): runs {runs}",
+            g.info.name,
+            g.info.sm(),
+            g.info.sm_count,
+            g.info.driver_version
+        ),
+    });
+    let shape = common::Shape {
+        m: 1024,
+        n: 1024,
+        k: 1024,
+    };
+    match common::run::selftest(&g, shape, common::Dtype::F16, 1, 5) {
+        Ok(t) if t.verification.passed => items.push(Item {
+            mark: Mark::Ok,
+            what: "cuBLAS",
+            detail: format!(
+                "verified against fp64; {:.0} TFLOP/s at 1024^3",
+                t.cublas_tflops
+            ),
+        }),
+        Ok(t) => items.push(Item {
+            mark: Mark::Fail,
+            what: "cuBLAS",
+            detail: t.verification.summary(),
+        }),
+        Err(e) => items.push(Item {
+            mark: Mark::Fail,
+            what: "cuBLAS",
+            detail: format!("{e:#}"),
+        }),
+    }
+    let out = std::process::Command::new("nvidia-smi")
+        .args([
+            "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,persistence_mode",
+            "--format=csv,noheader",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {
+            let line = String::from_utf8_lossy(&o.stdout)
+                .lines()
+                .next()
+                .unwrap_or("")
+                .to_string();
+            let persistence_on = line.to_ascii_lowercase().contains("enabled");
+            items.push(Item {
+                mark: if persistence_on { Mark::Ok } else { Mark::Warn },
+                what: "clocks",
+                detail: format!("SM, max SM, memory, temperature, persistence: {line}{}", if persistence_on { "" } else { " (persistence mode off: the first run of each process pays for initialisation)" }),
+            });
+        }
+        _ => items.push(Item {
+            mark: Mark::Warn,
+            what: "clocks",
+            detail: "nvidia-smi is not available: clocks unchecked".into(),
+        }),
+    }
+}
+
+pub fn check() -> Result<ExitCode> {
+    let mut items = Vec::new();
+    toolkit(&mut items);
+    disk(&mut items);
+    gpu_checks(&mut items);
+    for i in &items {
+        let m = match i.mark {
+            Mark::Ok => "ok  ",
+            Mark::Warn => "warn",
+            Mark::Fail => "FAIL",
+        };
+        println!("{m}  {:<16} {}", i.what, i.detail);
+    }
+    let fails = items.iter().filter(|i| i.mark == Mark::Fail).count();
+    println!(
+        "{}",
+        if fails == 0 {
+            "this machine is ready for the workshop (run `runner grade --selftest` too before grading)".to_string()
+        } else {
+            format!("{fails} check(s) failed: see the instructor chapter (`runner book`) for an offline lab")
+        }
+    );
+    Ok(if fails == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
