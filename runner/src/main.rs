@@ -157,7 +157,8 @@ enum Command {
         #[arg(long, value_name = "FILE_STEM", num_args = 0..=1, default_missing_value = "trace")]
         trace: Option<std::path::PathBuf>,
         /// With --trace: the CTAs of this many clusters (the grid's first) record.
-        #[arg(long, value_name = "N", default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..))]
+        #[arg(long, value_name = "N", default_value_t = 2, requires = "trace",
+              value_parser = clap::value_parser!(u32).range(1..))]
         trace_clusters: u32,
         /// Print one JSON object instead of the text report.
         #[arg(long)]

@@ -524,9 +524,14 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
 
     // The verified run.
     dp.poison_c(gpu)?;
-    if tracer.is_some() && !emulated && opts.flush_l2 {
-        L2Flush::new(gpu)?.evict(gpu)?;
-    }
+    // Kept alive until the launch is done: the eviction is queued, not finished.
+    let _evicted = if tracer.is_some() && !emulated && opts.flush_l2 {
+        let f = L2Flush::new(gpu)?;
+        f.evict(gpu)?;
+        Some(f)
+    } else {
+        None
+    };
     launch_and_wait(
         gpu,
         &kernel,
