@@ -283,17 +283,18 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // ---------------------------------------------------------------------------------------------
 // Warp-role timelines (`runner step N --trace`)
 // ---------------------------------------------------------------------------------------------
-// A kernel declares `wb::Trace trace;` once, first thing, and each warp says where it moves on to
+// A kernel declares `wb::Trace trace;` once, before its set-up, and each warp says where it moves on to
 // another phase of its role, `trace.enter(wb::TRACE_LOAD, kb)`, and where a persistent loop takes
 // a new tile, `trace.start_tile(tile)`. A phase lasts until the warp enters the next one, so one
 // call marks both ends. Only a build with -DWB_TRACE=1 (which the host adds for --trace) records:
 // lane 0 of every warp of the first few CTAs writes each call into the warp's own region of a
-// global buffer with two ordinary stores, no atomics, so recording barely perturbs the warp.
-// Otherwise `Trace` is empty and every call compiles to nothing: tests/tests/kernels.rs checks
-// that each kernel's SASS equals that of the kernel with its trace lines deleted. Host side:
-// common::trace (layout, decoding), runner's trace module (Perfetto JSON, SVG timeline).
+// global buffer with two 16-byte stores it does not wait for (no atomics while the region has
+// room), so recording barely perturbs the warp. Otherwise `Trace` is empty and every call
+// compiles to nothing: tests/tests/trace_builds.rs checks that each kernel's SASS equals that of
+// the kernel with its trace lines deleted. Host side: common::trace (layout, decoding, spans),
+// runner/src/trace.rs (Perfetto JSON, SVG timeline).
 
-// What a warp is doing; mirrored by common::trace::PHASES (a test compiles the two against each
+// What a warp is doing; mirrored by common::trace::Phase (a test compiles the two against each
 // other).
 enum TracePhase : u32 {
   TRACE_SETUP = 0,       // from kernel entry: barriers, tensor memory, the first CTA/cluster sync
