@@ -2,8 +2,8 @@
 //! HTML book built with mdbook as a library (`runner book`), and the workbook's own markers, which
 //! generate every number and table a chapter shows: `{{#results KIND}}` from
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
-//! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}` and
-//! `{{#glossary}}`.
+//! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
+//! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
@@ -320,6 +320,86 @@ fn expand_marker(md: &str, name: &str, render: impl Fn(&str) -> Result<String>) 
     Ok(out)
 }
 
+/// A measured warp-role timeline (`{{#trace-figure N sm_90a}}`): the committed
+/// `assets/results/trace-stepN-ARCH.svg` of `runner step N --arch ARCH --trace`, captioned from
+/// its JSON's metadata (GPU, shape, date, commit), or, until one is committed, a note saying how
+/// to record it.
+fn trace_figure(spec: &str) -> Result<String> {
+    trace_figure_in(&project_root().join("assets/results"), spec)
+}
+
+fn trace_figure_in(dir: &Path, spec: &str) -> Result<String> {
+    let w: Vec<&str> = spec.split_whitespace().collect();
+    let (Some(n), Some(sm), None) = (
+        w.first().and_then(|s| s.parse::<u32>().ok()),
+        w.get(1),
+        w.get(2),
+    ) else {
+        bail!("trace-figure wants STEP sm_90a|sm_100a");
+    };
+    let arch = Arch::ALL
+        .into_iter()
+        .find(|a| a.sm() == *sm)
+        .ok_or_else(|| anyhow!("trace-figure: unknown architecture {sm:?} (sm_90a or sm_100a)"))?;
+    runner::steps::get(n)?;
+    let stem = format!("trace-step{n}-{sm}");
+    let cmd = format!("runner step {n} --arch {sm} --trace assets/results/trace");
+    let (json, svg) = (
+        dir.join(format!("{stem}.json")),
+        dir.join(format!("{stem}.svg")),
+    );
+    if !json.is_file() || !svg.is_file() {
+        return Ok(format!(
+            "\n*Measured timeline of step {n}'s {}: not recorded yet. On an H100 or H200, `{cmd}` writes `assets/results/{stem}.svg` and `.json`, and the figure appears here.*\n",
+            arch.name()
+        ));
+    }
+    let text = std::fs::read_to_string(&json)
+        .with_context(|| format!("cannot read {}", json.display()))?;
+    let v: Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", json.display()))?;
+    let o = &v["otherData"];
+    if o["kind"] != "trace"
+        || o["step"].as_u64() != Some(u64::from(n))
+        || o["arch"] != serde_json::to_value(arch)?
+    {
+        bail!(
+            "{} is not the trace of step {n}'s {} (its otherData says kind {}, step {}, arch {})",
+            json.display(),
+            arch.name(),
+            o["kind"],
+            o["step"],
+            o["arch"]
+        );
+    }
+    let shape = &o["shape"];
+    let ctas = o["layout"]["ctas"].as_u64().unwrap_or(0);
+    let total: u64 = o["grid"]
+        .as_array()
+        .map_or(0, |g| g.iter().filter_map(Value::as_u64).product());
+    let caption = format!(
+        "Measured: step {n}'s {} on {} (driver {}), {}x{}x{} {}, CTAs 0–{} of {total}, {}, commit {}",
+        arch.name(),
+        s(o, "gpu"),
+        s(o, "driver"),
+        shape["m"],
+        shape["n"],
+        shape["k"],
+        s(o, "dtype"),
+        ctas.saturating_sub(1),
+        s(o, "date"),
+        s(o, "commit")
+    );
+    let order_only = if o["emulated"] == true {
+        " Emulated: only the order of events means something, not the durations."
+    } else {
+        ""
+    };
+    Ok(format!(
+        "\n![{caption}](assets/results/{stem}.svg)\n\n*{caption}, recorded with `{cmd}`.{order_only} The JSON beside it opens in ui.perfetto.dev.*\n"
+    ))
+}
+
 /// Step 6's visiting order (`{{#grid-order TILES_M TILES_N WIDTH MINOR}}`, MINOR `m` or `n`),
 /// computed by the host twin of the kernel's `tile_coords`: an SVG for the HTML book, a text
 /// grid for the terminal.
@@ -451,6 +531,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
     let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
+    let md = expand_marker(&md, "trace-figure", trace_figure)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -515,6 +596,17 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
         if p.extension().is_some_and(|e| e == "svg" || e == "png") {
             if let Some(name) = p.file_name() {
                 std::fs::copy(&p, assets.join(name))?;
+            }
+        }
+    }
+    // Measured figures (trace timelines) committed under assets/results/.
+    if let Ok(entries) = std::fs::read_dir(project_root().join("assets/results")) {
+        let results = assets.join("results");
+        std::fs::create_dir_all(&results)?;
+        for entry in entries {
+            let p = entry?.path();
+            if let (Some(name), true) = (p.file_name(), p.extension().is_some_and(|e| e == "svg")) {
+                std::fs::copy(&p, results.join(name))?;
             }
         }
     }
@@ -628,6 +720,51 @@ mod tests {
         // ten rows of A and one band of 8 columns of B in the snake.
         assert_eq!(rm, vec![3, 32, 35], "{t}");
         assert_eq!(sn, vec![10, 8, 18], "{t}");
+    }
+
+    #[test]
+    fn trace_figures_show_a_committed_trace_or_say_how_to_record_one() {
+        let dir = std::env::temp_dir().join(format!("wb-trace-figure-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let none = trace_figure_in(&dir, "4 sm_90a").unwrap();
+        assert!(none.contains("not recorded yet"), "{none}");
+        assert!(
+            none.contains("`runner step 4 --arch sm_90a --trace assets/results/trace`"),
+            "{none}"
+        );
+        let meta = serde_json::json!({"traceEvents": [], "otherData": {
+            "kind": "trace", "step": 4, "arch": "hopper", "gpu": "NVIDIA H100 80GB HBM3",
+            "driver": "580.1", "date": "2026-11-30", "commit": "1234abc", "dtype": "f16",
+            "shape": {"m": 4096, "n": 8192, "k": 4096}, "emulated": false,
+            "grid": [132, 1, 1], "layout": {"ctas": 4, "warps_per_cta": 12, "per_warp": 9}}});
+        std::fs::write(dir.join("trace-step4-sm_90a.json"), meta.to_string()).unwrap();
+        std::fs::write(dir.join("trace-step4-sm_90a.svg"), "<svg/>").unwrap();
+        let fig = trace_figure_in(&dir, "4 sm_90a").unwrap();
+        assert!(
+            fig.contains("(assets/results/trace-step4-sm_90a.svg)"),
+            "{fig}"
+        );
+        assert!(
+            fig.contains("Measured: step 4's Hopper twin on NVIDIA H100 80GB HBM3 (driver 580.1), 4096x8192x4096 f16, CTAs 0–3 of 132, 2026-11-30, commit 1234abc"),
+            "{fig}"
+        );
+        assert!(!fig.contains("Emulated"));
+        // A file that is another step's trace is refused, as are malformed markers.
+        std::fs::copy(
+            dir.join("trace-step4-sm_90a.json"),
+            dir.join("trace-step5-sm_90a.json"),
+        )
+        .unwrap();
+        std::fs::copy(
+            dir.join("trace-step4-sm_90a.svg"),
+            dir.join("trace-step5-sm_90a.svg"),
+        )
+        .unwrap();
+        assert!(trace_figure_in(&dir, "5 sm_90a").is_err());
+        assert!(trace_figure_in(&dir, "4 sm_80").is_err());
+        assert!(trace_figure_in(&dir, "4").is_err());
+        assert!(trace_figure_in(&dir, "42 sm_90a").is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

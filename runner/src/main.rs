@@ -14,6 +14,7 @@ mod plot;
 mod report;
 mod step_cmd;
 mod terminal;
+mod trace;
 mod workshop;
 
 use runner::steps;
@@ -153,6 +154,16 @@ enum Command {
         /// Seed of the emulation's schedule perturbations (emulated runs only).
         #[arg(long, default_value_t = 0, value_name = "SEED")]
         emu_seed: u64,
+        /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,
+        /// chrome://tracing) and .svg for each kernel run (FILE_STEM defaults to "trace"; a folder
+        /// gets trace-stepN-<arch>.* inside it). The kernel is built with its trace calls on; the
+        /// recorded launch is verified, not timed. Under emulation only the order of events counts.
+        #[arg(long, value_name = "FILE_STEM", num_args = 0..=1, default_missing_value = "trace")]
+        trace: Option<std::path::PathBuf>,
+        /// With --trace: the CTAs of this many clusters (the grid's first) record.
+        #[arg(long, value_name = "N", default_value_t = 2, requires = "trace",
+              value_parser = clap::value_parser!(u32).range(1..))]
+        trace_clusters: u32,
         /// Print one JSON object instead of the text report.
         #[arg(long)]
         json: bool,
@@ -401,6 +412,8 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             mutate,
             clusters,
             emu_seed,
+            trace,
+            trace_clusters,
             json,
         } => {
             let opts = RunOptions {
@@ -423,6 +436,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 cpu_samples: 256,
                 clusters,
                 emu_seed,
+                trace_clusters: trace.as_ref().map(|_| trace_clusters),
             };
             let request = step_cmd::Request {
                 step: steps::get(n)?,
@@ -431,6 +445,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 kernel_file: kernel,
                 mutate,
                 json,
+                trace,
             };
             step_cmd::run(&request, opts)
         }

@@ -5,14 +5,15 @@
 //! the Blackwell kernel under the tcgen05 emulation (verified). On a B200 the Blackwell kernel
 //! runs natively. Without a GPU both compilations are reported. `--arch` picks one.
 
-use crate::report;
+use crate::{report, trace};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, KernelSource, Target};
 use common::gpu::{self, GpuStatus};
 use common::run::{self, choose_target, EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec, MAX_SMEM_PER_CTA};
+use common::trace::{timeline, Recording};
 use common::{mutation, sass, Shape, Step};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub struct Request {
@@ -24,6 +25,8 @@ pub struct Request {
     pub kernel_file: Option<PathBuf>,
     pub mutate: Option<String>,
     pub json: bool,
+    /// `--trace FILE_STEM`: where the timelines go.
+    pub trace: Option<PathBuf>,
 }
 
 /// A user's kernel file is a Hopper twin if it includes hopper.cuh.
@@ -111,6 +114,7 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     let status = gpu::open();
     let mut outputs = Vec::new();
     let mut failed = false;
+    let mut traced = 0;
     for spec in &specs {
         let why_not = match &status {
             GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
@@ -129,6 +133,9 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                 Err(e) => Some(e),
             },
             GpuStatus::Absent(why) => {
+                if req.trace.is_some() {
+                    bail!("--trace records a launch and needs a GPU that runs the kernel: {why}");
+                }
                 if opts.emulate == EmulateMode::Always {
                     bail!("--emulate needs an sm_90 GPU: {why}");
                 }
@@ -142,22 +149,48 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             (GpuStatus::Present(g), None) => {
                 let r = run::run(spec, g, &opts)?;
                 failed |= !r.verification.passed;
+                let files = match (&req.trace, &r.trace) {
+                    (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
+                    _ => None,
+                };
+                traced += usize::from(files.is_some());
                 if req.json {
-                    outputs.push(serde_json::to_value(&r)?);
+                    let mut v = serde_json::to_value(&r)?;
+                    if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
+                        o.insert(
+                            "trace_files".into(),
+                            serde_json::json!([
+                                json.display().to_string(),
+                                svg.display().to_string()
+                            ]),
+                        );
+                    }
+                    outputs.push(v);
                 } else {
                     if !outputs.is_empty() {
                         println!();
                     }
                     report::print_run(spec, &r);
+                    if let (Some((json, svg)), Some(rec)) = (&files, &r.trace) {
+                        print_trace_summary(&r, rec, json, svg);
+                    }
                     outputs.push(serde_json::Value::Null);
                 }
             }
-            (_, reason) => outputs.push(compile_report(
-                spec,
-                &opts,
-                &reason.unwrap_or_default(),
-                req.json,
-            )?),
+            (_, reason) => {
+                if req.trace.is_some() && !req.json {
+                    eprintln!(
+                        "note: step {n}'s {} cannot run here, so --trace records nothing for it",
+                        spec.arch.name()
+                    );
+                }
+                outputs.push(compile_report(
+                    spec,
+                    &opts,
+                    &reason.unwrap_or_default(),
+                    req.json,
+                )?)
+            }
         }
     }
     if req.json {
@@ -168,11 +201,82 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
+    if req.trace.is_some() && traced == 0 {
+        bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");
+    }
     Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The traced launch's timelines as files: the Chrome trace JSON and the SVG.
+fn write_trace(
+    stem: &std::path::Path,
+    r: &run::RunReport,
+    rec: &Recording,
+    g: &gpu::Gpu,
+) -> Result<(PathBuf, PathBuf)> {
+    if rec.records() == 0 {
+        bail!(
+            "{} recorded nothing: it makes no wb::Trace calls (common.cuh), so there is no timeline to write",
+            r.kernel_path
+        );
+    }
+    let timeline = timeline(rec, r.arch, f64::from(g.info.max_clock_mhz));
+    let meta = trace::Meta {
+        step: r.step,
+        arch: r.arch,
+        kernel: r.kernel_path.clone(),
+        gpu: r.gpu.name.clone(),
+        driver: r.gpu.driver_version.clone(),
+        date: crate::bench::today(),
+        commit: crate::bench::commit(),
+        shape: r.shape,
+        dtype: r.dtype,
+        params: r.params.to_string(),
+        emulated: r.emulated,
+        grid: r.grid,
+        cluster: r.cluster.0,
+        block: r.block,
+        layout: rec.layout,
+        records: rec.records(),
+        dropped: rec.dropped,
+    };
+    trace::write(stem, &timeline, &meta)
+}
+
+fn print_trace_summary(r: &run::RunReport, rec: &Recording, json: &Path, svg: &Path) {
+    println!(
+        "{:<10}{} records from CTAs 0..{} ({} warps each){}",
+        "trace",
+        rec.records(),
+        rec.layout.ctas,
+        rec.layout.warps_per_cta,
+        if rec.dropped > 0 {
+            format!("; {} calls did not fit and were dropped", rec.dropped)
+        } else {
+            String::new()
+        }
+    );
+    println!(
+        "{:<10}{} (open in ui.perfetto.dev or chrome://tracing)",
+        "",
+        json.display()
+    );
+    println!("{:<10}{}", "", svg.display());
+    if r.emulated {
+        println!(
+            "{:<10}emulated: only the order of events means something, not the durations",
+            ""
+        );
+    } else {
+        println!(
+            "{:<10}the traced build was verified, not timed; run without --trace to time it",
+            ""
+        );
+    }
 }
 
 /// Where a kernel cannot run: its native build's registers, shared memory and SASS.

@@ -301,6 +301,48 @@ fn the_book_builds() {
 }
 
 #[test]
+fn trace_writes_a_perfetto_json_and_an_svg_or_says_it_needs_a_gpu() {
+    let dir = tmp("trace");
+    let stem = dir.join("t");
+    let o = runner(&[
+        "step",
+        "0",
+        "--arch",
+        "sm_90a",
+        "--m",
+        "256",
+        "--n",
+        "256",
+        "--k",
+        "512",
+        "--trace",
+        stem.to_str().unwrap(),
+    ]);
+    if o.status.success() {
+        // An H100/H200: the twin ran traced; its files name the kernel and the GPU.
+        let json = dir.join("t-step0-sm_90a.json");
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!(v["otherData"]["kind"], "trace");
+        assert_eq!(v["otherData"]["step"], 0);
+        assert!(v["traceEvents"].as_array().unwrap().len() > 10);
+        let svg = std::fs::read_to_string(dir.join("t-step0-sm_90a.svg")).unwrap();
+        assert!(svg.contains("warp 0"), "one row per warp");
+        assert!(stdout(&o).contains("verified, not timed"), "{}", stdout(&o));
+    } else {
+        let err = stderr_without_notes(&o);
+        assert!(
+            err.contains("--trace records a launch and needs a GPU")
+                || err.contains("the Hopper twins run on sm_90 GPUs"),
+            "{err}"
+        );
+        assert_one_line_error(&o, "");
+        assert!(!dir.join("t-step0-sm_90a.json").exists());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn selftest_without_a_gpu_is_a_clear_error() {
     let o = runner(&["selftest"]);
     if o.status.success() {

@@ -3,7 +3,8 @@
 //! A step crate holds a kernel and implements [`step::Step`]; everything else lives here once:
 //! finding NVRTC ([`toolkit`]), compiling ([`compile`]), disassembling ([`sass`]), the GPU and
 //! its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]), timing
-//! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]) and the whole run ([`run`]).
+//! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]), warp-role timelines ([`trace`])
+//! and the whole run ([`run`]).
 
 pub mod budget;
 pub mod compile;
@@ -21,6 +22,7 @@ pub mod step;
 pub mod tiling;
 pub mod timing;
 pub mod toolkit;
+pub mod trace;
 pub mod verify;
 
 pub use compile::{Compiled, KernelSource, Target};

@@ -12,6 +12,7 @@ use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo
 use crate::problem::{Dist, Dtype, Problem, Shape};
 use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
 use crate::timing::{sync_with_timeout, time_interleaved, Stats};
+use crate::trace::{self, Recording, TraceBuffer};
 use crate::verify::{verify, Verification};
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys;
@@ -51,6 +52,10 @@ pub struct RunOptions {
     pub clusters: Option<u32>,
     /// Seed of the emulation's schedule perturbations.
     pub emu_seed: u64,
+    /// Record warp-role timelines (`--trace`) in the CTAs of the grid's first this-many
+    /// clusters: the kernel is built with the trace calls on, and the verified launch records
+    /// (after `warmup` unrecorded launches when native). A traced kernel is not timed.
+    pub trace_clusters: Option<u32>,
 }
 
 impl Default for RunOptions {
@@ -69,6 +74,7 @@ impl Default for RunOptions {
             cpu_samples: 256,
             clusters: None,
             emu_seed: 0,
+            trace_clusters: None,
         }
     }
 }
@@ -163,8 +169,22 @@ impl LoadedKernel {
         source: &KernelSource,
         dtype: Dtype,
     ) -> Result<LoadedKernel> {
+        LoadedKernel::load_with(gpu, spec, target, source, dtype, &[])
+    }
+
+    /// As `load`, with more compiler definitions (the trace build's `WB_TRACE`).
+    pub fn load_with(
+        gpu: &Gpu,
+        spec: &KernelSpec,
+        target: Target,
+        source: &KernelSource,
+        dtype: Dtype,
+        extra_defines: &[(String, String)],
+    ) -> Result<LoadedKernel> {
         check_smem(gpu, spec)?;
-        let compiled = compile(source, target, &spec.defines(dtype))?;
+        let mut defines = spec.defines(dtype);
+        defines.extend_from_slice(extra_defines);
+        let compiled = compile(source, target, &defines)?;
         LoadedKernel::from_compiled(gpu, spec, compiled, &source.path)
     }
 
@@ -373,6 +393,15 @@ impl L2Flush {
     pub fn arg(&self, gpu: &Gpu) -> (sys::CUdeviceptr, usize) {
         (dptr(&self.buf, gpu), self.bytes)
     }
+    /// Overwrite the buffer now (on the stream), evicting the L2 as a timed run would find it.
+    pub fn evict(&self, gpu: &Gpu) -> Result<()> {
+        let (ptr, bytes) = self.arg(gpu);
+        // SAFETY: `ptr` is this live device buffer of `bytes` bytes.
+        check(
+            unsafe { sys::cuMemsetD8Async(ptr, 0x5A, bytes, gpu.stream.cu_stream()) },
+            "L2 flush",
+        )
+    }
 }
 
 /// Launch once and wait, under `timeout`. Under emulation the bookkeeping is reset first and
@@ -447,8 +476,11 @@ pub struct RunReport {
     pub cluster: (u32, u32, u32),
     pub block: u32,
     pub verification: Verification,
-    /// Absent under emulation: emulated timings mean nothing.
+    /// Absent under emulation (emulated timings mean nothing) and when traced.
     pub timing: Option<Timing>,
+    /// What the traced launch recorded (`RunOptions::trace_clusters`).
+    #[serde(skip)]
+    pub trace: Option<Recording>,
 }
 
 /// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS,
@@ -464,7 +496,12 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     });
     spec.check_shape(shape).map_err(|e| anyhow!(e))?;
     let source = opts.source.clone().unwrap_or_else(|| spec.source());
-    let kernel = LoadedKernel::load(gpu, spec, target, &source, opts.dtype)?;
+    let trace_define: Vec<(String, String)> = opts
+        .trace_clusters
+        .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
+        .into_iter()
+        .collect();
+    let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &trace_define)?;
     let plan = kernel.plan(gpu, shape, opts.clusters)?;
 
     // Inputs: fresh, seeded; output poisoned with NaN.
@@ -481,8 +518,35 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         None
     };
 
+    // Traced: warm launches first (natively), then a clean buffer and, as before a timed run, a
+    // flushed L2 (below), so the recorded launch is a typical one rather than the module's first.
+    let mut tracer = match opts.trace_clusters {
+        Some(clusters) => {
+            let mut t = TraceBuffer::new(gpu, trace_layout(spec, &plan, shape, clusters))?;
+            t.install(gpu, kernel.module())?;
+            if !emulated {
+                for _ in 0..opts.warmup {
+                    // SAFETY: as for the verified run below.
+                    unsafe { kernel.launch(gpu, &plan, &args)? };
+                }
+                sync_with_timeout(gpu, opts.timeout, "warm-up")?;
+                t.install(gpu, kernel.module())?;
+            }
+            Some(t)
+        }
+        None => None,
+    };
+
     // The verified run.
     dp.poison_c(gpu)?;
+    // Kept alive until the launch is done: the eviction is queued, not finished.
+    let _evicted = if tracer.is_some() && !emulated && opts.flush_l2 {
+        let f = L2Flush::new(gpu)?;
+        f.evict(gpu)?;
+        Some(f)
+    } else {
+        None
+    };
     launch_and_wait(
         gpu,
         &kernel,
@@ -492,13 +556,17 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         opts.emu_seed,
         opts.timeout,
     )?;
+    let trace = match tracer.as_mut() {
+        Some(t) => Some(t.read(gpu, kernel.module())?),
+        None => None,
+    };
     let out = dp.download_c(gpu)?;
     let blas = Blas::new(gpu)?;
     let reference = cublas_reference(gpu, &blas, &dp)?;
     let verification = verify(&dp.problem, &out, &reference, opts.cpu_samples);
 
-    // Never time what did not verify.
-    let timing = if emulated || opts.iters == 0 || !verification.passed {
+    // Never time what did not verify, nor a traced build.
+    let timing = if emulated || opts.iters == 0 || !verification.passed || trace.is_some() {
         None
     } else {
         let flush = if opts.flush_l2 {
@@ -559,7 +627,28 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         block: plan.dims.block,
         verification,
         timing,
+        trace,
     })
+}
+
+/// The trace buffer for a launch: the CTAs of the first `clusters` clusters record, each warp
+/// with room for every k-block of every tile its cluster may take.
+pub fn trace_layout(spec: &KernelSpec, plan: &Plan, shape: Shape, clusters: u32) -> trace::Layout {
+    let k = spec.shape();
+    let cluster = plan.dims.cluster.0.max(1);
+    let launched = (plan.dims.num_ctas() / cluster).max(1);
+    let tiles = if k.persistent {
+        k.num_tiles(shape).div_ceil(launched)
+    } else {
+        1
+    };
+    trace::Layout::new(
+        plan.dims.num_ctas(),
+        plan.dims.block,
+        clusters.saturating_mul(cluster),
+        tiles,
+        (shape.k as u32) / k.tile_k,
+    )
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -56,6 +56,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int tile_m = blockIdx.y;
   const int tile_n = blockIdx.x;
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 -----------------------------
@@ -78,6 +79,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ANCHOR: mainloop
   // ---- main loop: warp 0 is producer and MMA issuer at once --------------------------------
@@ -87,7 +89,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // Load k-block `kb` into its slot, once the MMAs that last read that slot are done.
     auto produce = [&](int kb) {
       const int slot = kb % STAGES;
+      trace.enter(wb::TRACE_SLOT_WAIT, kb);
       if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      trace.enter(wb::TRACE_LOAD, kb);
       wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
       wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
       wb::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
@@ -101,7 +105,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       if (kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
 
       const int slot = kb % STAGES;
+      trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -120,7 +126,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> global, all 4 warps -------------------------
+  trace.enter(wb::TRACE_ACC_WAIT);
   wb::mbarrier_wait(&smem.acc_full, 0);
+  trace.enter(wb::TRACE_EPILOGUE);
   bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile.
@@ -140,10 +148,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR_END: epilogue
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
+  trace.enter(wb::TRACE_TEARDOWN);
   bw::tcgen05_fence_before_thread_sync();
   wb::cta_sync();
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc(tmem_acc, TMEM_COLS);
   }
+  trace.enter(wb::TRACE_EXIT);
 }

@@ -58,6 +58,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int tile_m = blockIdx.y;
   const int tile_n = blockIdx.x;
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread ------------------------------------------------------
@@ -72,6 +73,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   }
   wb::cta_sync();
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ANCHOR: mainloop
   // ---- main loop: the warpgroup is producer (warp 0) and wgmma issuer at once --------------
@@ -83,7 +85,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // Load k-block `kb` into its slot, once the wgmma that last read that slot are done.
   auto produce = [&](int kb) {
     const int slot = kb % STAGES;
+    trace.enter(wb::TRACE_SLOT_WAIT, kb);
     if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+    trace.enter(wb::TRACE_LOAD, kb);
     wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
     wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
     wb::tma_load_2d(smem.b[slot], &tmap_b, &smem.load_full[slot], kb * TILE_K, tile_n * TILE_N);
@@ -98,7 +102,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     if (warp == 0 && kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
 
     const int slot = kb % STAGES;
+    trace.enter(wb::TRACE_DATA_WAIT, kb);
     wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+    trace.enter(wb::TRACE_MMA, kb);
     const u32 a_addr = wb::smem_u32(smem.a[slot]);
     const u32 b_addr = wb::smem_u32(smem.b[slot]);
     hp::wgmma_fence();  // the accumulators were last written by wgmma (or zeroed) before this
@@ -115,15 +121,18 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     hp::wgmma_commit_group();
     // At most this k-block's group still runs: the previous one has finished reading its slot.
+    trace.enter(wb::TRACE_MMA_WAIT, kb);
     hp::wgmma_wait_group<1>();
     if (kb > 0 && lane == 0) wb::mbarrier_arrive(&smem.load_empty[(kb - 1) % STAGES]);
   }
+  trace.enter(wb::TRACE_ACC_WAIT);
   hp::wgmma_wait_group<0>();
   for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
   // ANCHOR_END: mainloop
 
   // ANCHOR: epilogue
   // ---- epilogue: registers -> global ------------------------------------------------------
+  trace.enter(wb::TRACE_EPILOGUE);
   // wgmma's fragment of a 64-row block: warp w holds rows 16w..16w+15; lane l holds row
   // 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3), at columns
   // 8i + 2(l%4) and the next one. Each pair is stored as one 32-bit word.
@@ -137,4 +146,5 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
   }
   // ANCHOR_END: epilogue
+  trace.enter(wb::TRACE_EXIT);
 }

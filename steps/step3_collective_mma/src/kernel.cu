@@ -68,6 +68,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int tile_n = blockIdx.x / CLUSTER; // the cluster's MMA_N columns
   const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 of both CTAs together ---------
@@ -91,6 +92,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ANCHOR: mainloop
   // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
@@ -98,7 +100,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int slot = kb % STAGES;
+      trace.enter(wb::TRACE_SLOT_WAIT, kb);
       if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      trace.enter(wb::TRACE_LOAD, kb);
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
@@ -110,6 +114,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // Producer tail (CUTLASS's load_tail): the MMA warp's last commits multicast to load_empty in
     // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
     // the producer goes round the ring STAGES more times, only waiting.
+    trace.enter(wb::TRACE_TAIL);
     for (int kb = num_k_blocks; kb < num_k_blocks + STAGES; ++kb) {
       if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[kb % STAGES], ((kb / STAGES) - 1) & 1);
     }
@@ -118,7 +123,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int slot = kb % STAGES;
+      trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -137,7 +144,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ANCHOR: epilogue
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
+  trace.enter(wb::TRACE_ACC_WAIT);
   wb::mbarrier_wait(&smem.acc_full, 0);
+  trace.enter(wb::TRACE_EPILOGUE);
   bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
@@ -171,10 +180,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR_END: epilogue
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
+  trace.enter(wb::TRACE_TEARDOWN);
   bw::tcgen05_fence_before_thread_sync();
   wb::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc_2cta(tmem_acc, TMEM_COLS);
   }
+  trace.enter(wb::TRACE_EXIT);
 }

@@ -80,6 +80,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int tile_n = blockIdx.x / CLUSTER;
   const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, visible to the pair before anyone uses them ---------
@@ -95,6 +96,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   }
   wb::cluster_sync();  // the peer's multicasts and arrivals reach initialised barriers
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ANCHOR: mainloop
   // ---- main loop: the producer loads, the consumers multiply, each at its own pace ----------
@@ -105,7 +107,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // CTAs) are done. The slot's barrier expects this CTA's A and both halves of B.
       for (int kb = 0; kb < num_k_blocks; ++kb) {
         const int slot = kb % STAGES;
+        trace.enter(wb::TRACE_SLOT_WAIT, kb);
         if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+        trace.enter(wb::TRACE_LOAD, kb);
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
         wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, row0);
         // This CTA's half of B, into the same place in both CTAs; each counts it on its own barrier.
@@ -125,7 +129,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     float acc[M_BLOCKS][TILE_N / 2];
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int slot = kb % STAGES;
+      trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      trace.enter(wb::TRACE_MMA, kb);
       const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
       hp::wgmma_fence();  // the accumulators were last written by wgmma before this
@@ -142,18 +148,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       }
       hp::wgmma_commit_group();
       // At most this k-block's group still runs: the previous one has finished reading its slot.
+      trace.enter(wb::TRACE_MMA_WAIT, kb);
       hp::wgmma_wait_group<1>();
       // Release the previous slot in both CTAs: both producers' multicasts refill it.
       if (kb > 0)
         for (int r = 0; r < CLUSTER; ++r)
           wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(kb - 1) % STAGES], r);
     }
+    trace.enter(wb::TRACE_ACC_WAIT);
     hp::wgmma_wait_group<0>();
     for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
     // ANCHOR_END: mainloop
 
     // ANCHOR: epilogue
     // ---- epilogue: registers -> shared -> TMA store, sub-tile by sub-tile --------------------
+    trace.enter(wb::TRACE_EPILOGUE);
     // wgmma's fragment of a 64-row block: warp w (of the warpgroup) holds rows 16w..16w+15;
     // lane l holds row 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3),
     // at columns 8i + 2(l%4) and the next one. Each pair is written as one 32-bit word.
@@ -193,5 +202,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ---- teardown: neither CTA may exit while its peer can still multicast into it or arrive
   // on its barriers --------------------------------------------------------------------------
+  trace.enter(wb::TRACE_TEARDOWN);
   wb::cluster_sync();
+  trace.enter(wb::TRACE_EXIT);
 }

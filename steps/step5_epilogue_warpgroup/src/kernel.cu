@@ -86,6 +86,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int num_tiles = tiles_m * tiles_n;
   const int num_clusters = gridDim.x / CLUSTER;
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, tensor memory by warp 0 of both CTAs together ---------
@@ -112,11 +113,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   bw::tcgen05_fence_after_thread_sync();
   const u32 tmem_acc = smem.tmem_base;
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ---- the persistent loop: cluster c takes tiles c, c + num_clusters, ... ------------------
   // (Its body keeps step 3's indentation, so that `runner diff 3 4` shows only what changed.)
   int local = 0;  // the cluster's tiles so far; the producer tail needs their number
   for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters, ++local) {
+  trace.start_tile(tile);
   int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and MMA_N columns
   tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
   const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
@@ -131,7 +134,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
+      trace.enter(wb::TRACE_SLOT_WAIT, kb);
       if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+      trace.enter(wb::TRACE_LOAD, kb);
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
@@ -144,13 +149,16 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
     const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
     // The epilogue of the tile that last used this slot must have read it.
+    trace.enter(wb::TRACE_ACC_EMPTY_WAIT);
     if (local >= ACC_STAGES)
       wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);
     bw::tcgen05_fence_after_thread_sync();
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
+      trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+      trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -171,7 +179,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
   // Only the epilogue warpgroup; the first warpgroup moves on to the next tile at once.
   if (warp < EPILOGUE_WARP0) continue;
+  trace.enter(wb::TRACE_ACC_WAIT);
   wb::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);
+  trace.enter(wb::TRACE_EPILOGUE);
   bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
   // Warp w may only read tensor-memory lanes 32(w%4)..32(w%4)+31, i.e. rows 32(w%4).. of the
@@ -211,6 +221,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // Producer tail (CUTLASS's load_tail): the MMA warp's last commits multicast to load_empty in
     // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
     // the producer goes round the ring STAGES more times, only waiting.
+    trace.enter(wb::TRACE_TAIL);
     for (int it = local * num_k_blocks; it < local * num_k_blocks + STAGES; ++it) {
       if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[it % STAGES], ((it / STAGES) - 1) & 1);
     }
@@ -219,10 +230,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads of it
 
   // ---- teardown: tensor memory must be freed before the CTA exits ---------------------------
+  trace.enter(wb::TRACE_TEARDOWN);
   bw::tcgen05_fence_before_thread_sync();
   wb::cluster_sync();  // the pair's columns are freed together: both epilogues must be done
   if (warp == 0) {
     bw::tcgen05_fence_after_thread_sync();
     bw::tmem_dealloc_2cta(tmem_acc, TMEM_COLS);
   }
+  trace.enter(wb::TRACE_EXIT);
 }

@@ -97,6 +97,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   const int num_tiles = tiles_m * tiles_n;
   const int num_clusters = gridDim.x / CLUSTER;
   const int num_k_blocks = K / TILE_K;
+  wb::Trace trace;  // this warp's timeline for runner step --trace; empty in other builds
 
   // ANCHOR: setup
   // ---- set-up: barriers by one thread, visible to the pair before anyone uses them ---------
@@ -113,6 +114,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   }
   wb::cluster_sync();  // the peer's multicasts and arrivals reach initialised barriers
   // ANCHOR_END: setup
+  trace.enter(wb::TRACE_IDLE);
 
   // ANCHOR: mainloop
   // ---- main loop: the producer loads, the consumers multiply, each at its own pace ----------
@@ -124,6 +126,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // The persistent loop: cluster c takes tiles c, c + num_clusters, ... (its body keeps
       // step 3's indentation, so that `runner diff 3 4 --arch sm_90a` shows only what changed).
       for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
+      trace.start_tile(tile);
       int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
       tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
       const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A
@@ -131,7 +134,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       for (int kb = 0; kb < num_k_blocks; ++kb) {
         const int it = local * num_k_blocks + kb;
         const int slot = it % STAGES;
+        trace.enter(wb::TRACE_SLOT_WAIT, kb);
         if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+        trace.enter(wb::TRACE_LOAD, kb);
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
         wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, row0);
         // This CTA's half of B, into the same place in both CTAs; each counts it on its own barrier.
@@ -154,17 +159,21 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // cluster's tiles 0, 2, 4, ..., consumer 1 tiles 1, 3, 5, ...
     for (int tile = blockIdx.x / CLUSTER + consumer * num_clusters, local = consumer; tile < num_tiles;
          tile += CONSUMERS * num_clusters, local += CONSUMERS) {
+    trace.start_tile(tile);
     int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
     tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
     const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
     // Our turn once the other consumer has issued every wgmma of the previous tile. Besides
     // alternating the math, this keeps each load_full wait at most one phase ahead of its
     // barrier: a parity wait further ahead would return on an older phase.
+    trace.enter(wb::TRACE_TURN_WAIT);
     if (local > 0) wb::mbarrier_wait(&smem.math_turn[consumer], ((local - 1) / CONSUMERS) & 1);
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
+      trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+      trace.enter(wb::TRACE_MMA, kb);
       const u32 a_addr = wb::smem_u32(smem.a[slot]);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
       hp::wgmma_fence();  // the accumulators were last written by wgmma before this
@@ -181,6 +190,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       }
       hp::wgmma_commit_group();
       // At most this k-block's group still runs: the previous one has finished reading its slot.
+      trace.enter(wb::TRACE_MMA_WAIT, kb);
       hp::wgmma_wait_group<1>();
       // Release the previous slot in both CTAs: both producers' multicasts refill it.
       if (kb > 0)
@@ -189,6 +199,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     // This tile's wgmma are all issued: the other consumer's turn.
     if (lane == 0) wb::mbarrier_arrive(&smem.math_turn[(consumer + 1) % CONSUMERS]);
+    trace.enter(wb::TRACE_ACC_WAIT);
     hp::wgmma_wait_group<0>();
     for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
     // The tile's last slot too: the producer refills it with the next tile while we store.
@@ -198,6 +209,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
     // ANCHOR: epilogue
     // ---- epilogue: registers -> shared -> TMA store, sub-tile by sub-tile --------------------
+    trace.enter(wb::TRACE_EPILOGUE);
     // wgmma's fragment of a 64-row block: warp w (of the warpgroup) holds rows 16w..16w+15;
     // lane l holds row 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3),
     // at columns 8i + 2(l%4) and the next one. Each pair is written as one 32-bit word.
@@ -238,5 +250,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
   // ---- teardown: neither CTA may exit while its peer can still multicast into it or arrive
   // on its barriers --------------------------------------------------------------------------
+  trace.enter(wb::TRACE_TEARDOWN);
   wb::cluster_sync();
+  trace.enter(wb::TRACE_EXIT);
 }
