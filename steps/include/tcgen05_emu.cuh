@@ -713,11 +713,15 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
   const u32 col = tmem_col(d_tmem);
   for (u32 c = 0; c < cta_group; ++c) require_allocated(state_of(mma_cta(cta_group, c)), col, id.n);
 
-  // Operands: every 8-row group of A and B, in each CTA of the MMA, from an observed TMA load.
+  // Operands: every 8-row group of A and B in the issuing CTA, from an observed TMA load. The
+  // peer's half of a cta_group::2 MMA is not checked: the peer records its loads in its own
+  // bookkeeping, and nothing in the kernel orders those global-memory records before the
+  // leader's check (on the GPU the leader found them missing in stock kernels). A load_full wait
+  // the MMA warp skips still leaves its own operands unobserved, so the bug is caught there.
   const u32 groups_a = id.m / cta_group / 8;
   const u32 groups_b = id.n / cta_group / 8;
   const u32 bit = observer_bit(self, w);
-  for (u32 i = lane; i < cta_group * (groups_a + groups_b); i += 32) {
+  for (u32 i = lane; i < groups_a + groups_b; i += 32) {
     const u32 c = i / (groups_a + groups_b);
     const u32 j = i % (groups_a + groups_b);
     if (j < groups_a)
