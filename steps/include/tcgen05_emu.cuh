@@ -735,9 +735,12 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
   // tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; mbarrier.arrive, then
   // mbarrier wait; tcgen05.fence::after_thread_sync; tcgen05.mma), and this warp must have waited
   // for the phase their hand-over arrived in.
+  // Only the issuing CTA's readers: the peer's reader records are written by another SM and
+  // nothing in the kernel orders them before this check (on the GPU stock 2-CTA kernels saw
+  // stale ones). An early release still leaves this CTA's own readers unreleased.
   const u32 g0 = first_granule(col);
   const u32 ng = end_granule(col, id.n) - g0;
-  for (u32 i = lane; i < cta_group * ng * 4; i += 32) {
+  for (u32 i = lane; i < ng * 4; i += 32) {
     const u32 c = i / (ng * 4);
     const u32 g = g0 + (i / 4) % ng;
     const u32 rank = mma_cta(cta_group, c);
@@ -897,9 +900,14 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
       emu::fail(WB_EMU_ERR_NO_FENCE_AFTER_SYNC,
                 (static_cast<u64>(emu::vld(&ws->sync_kind)) << 32) | emu::OP_LD,
                 emu::vld(&ws->sync_bar));
+    // The commit records of a cta_group::2 MMA reach the peer from the leader's SM, unordered
+    // with the peer's wait (on the GPU the peer saw stale ones): the peer checks only that no
+    // MMA is in flight; the leader, whose records are its own, checks both rules.
+    const bool peer = emu::cluster_size() >= 2 && emu::cta_rank() != bw::pair_leader(emu::cta_rank());
     for (u32 g = g0; g < g1; ++g) {
       const emu::Granule& G = st->gran[g];
       if (emu::vld(&G.inflight) != 0) emu::fail(WB_EMU_ERR_LD_IN_FLIGHT, col, emu::vld(&G.inflight));
+      if (peer) continue;
       const u32 written = emu::vld(&G.writer_seq);
       const u32 seen = emu::vld(&ws->seen[emu::vld(&G.writer_warp) % emu::MAX_WARPS]);
       if (written > seen)
@@ -979,6 +987,7 @@ __device__ void barrier_init(u64* bar, u32 count) {
 // that phase published (commits: the MMAs of the committing thread; TMA: the loaded bytes).
 __device__ void wait_done(u64* bar, u32 parity) {
   using namespace bw::emu;
+  __threadfence();  // read the bookkeeping the arrivals' writers published, not older copies
   if (!lowest_active_lane()) return;
   CtaState* st = state();
   WarpState* ws = warp_state(st);
