@@ -101,19 +101,10 @@ fn clocks() -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// The commit being measured: `WB_COMMIT`, else git's HEAD, else "unknown".
+/// The commit being measured: `WB_COMMIT` if set, else the commit this runner was built from
+/// (recorded by build.rs; the GPU machine's copy of the repository may have a stale `.git`).
 pub fn commit() -> String {
-    if let Ok(c) = std::env::var("WB_COMMIT") {
-        return c;
-    }
-    std::process::Command::new("git")
-        .args(["rev-parse", "--short", "HEAD"])
-        .current_dir(common::toolkit::project_root())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
-        .unwrap_or_else(|| "unknown".into())
+    std::env::var("WB_COMMIT").unwrap_or_else(|_| env!("WB_BUILD_COMMIT").to_string())
 }
 
 pub fn today() -> String {

@@ -150,7 +150,7 @@ fn expand_includes(md: &str, base: &str) -> Result<String> {
     Ok(out)
 }
 
-fn results_files() -> Vec<(String, Value)> {
+pub fn results_files() -> Vec<(String, Value)> {
     let dir = project_root().join("assets/results");
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -532,6 +532,9 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
+    let md = expand_marker(&md, "bench-plot", crate::measured::bench_plot)?;
+    let md = expand_marker(&md, "twins-summary", crate::measured::twins_summary)?;
+    let md = expand_marker(&md, "bench", crate::measured::bench)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 

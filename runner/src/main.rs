@@ -9,6 +9,7 @@ mod exercise;
 mod figures;
 mod glossary;
 mod grade;
+mod measured;
 mod phase_tables;
 mod plot;
 mod report;

@@ -188,12 +188,14 @@ pub struct Layout {
 impl Layout {
     /// A layout for a launch of `num_ctas` CTAs of `threads` threads recording the first
     /// `ctas` CTAs, each warp of which makes at most `tiles` passes over `k_blocks` k-blocks:
-    /// at most 4 calls per k-block (a warp that both loads and multiplies), 8 per tile (tile,
+    /// at most 6 calls per k-block (a warp that both loads and multiplies: slot wait, load, data
+    /// wait, MMA and, on Hopper, the wgmma wait; the step 0 twin's trace on an H200 overflowed
+    /// 4), 8 per tile (tile,
     /// accumulator waits, epilogue) and 8 more (set-up to exit). Capped at [`MAX_RECORDS`].
     pub fn new(num_ctas: u32, threads: u32, ctas: u32, tiles: u32, k_blocks: u32) -> Layout {
         let ctas = ctas.clamp(1, num_ctas.max(1));
         let warps_per_cta = threads.div_ceil(32).max(1);
-        let wanted = u64::from(tiles.max(1)) * (4 * u64::from(k_blocks) + 8) + 8;
+        let wanted = u64::from(tiles.max(1)) * (6 * u64::from(k_blocks) + 8) + 8;
         let regions = u64::from(ctas) * u64::from(warps_per_cta);
         let per_warp = wanted.min(MAX_RECORDS / regions).max(1) as u32;
         Layout {
@@ -672,7 +674,7 @@ mod tests {
     fn layouts_cover_the_passes_and_stay_capped() {
         let l = Layout::new(132, 384, 4, 8, 64);
         assert_eq!((l.ctas, l.warps_per_cta), (4, 12));
-        assert_eq!(l.per_warp, 8 * (4 * 64 + 8) + 8);
+        assert_eq!(l.per_warp, 8 * (6 * 64 + 8) + 8);
         assert_eq!(l.bytes(), 4 * 12 * l.per_warp as usize * 32);
         // Fewer CTAs than asked; never zero.
         assert_eq!(Layout::new(2, 128, 4, 1, 1).ctas, 2);

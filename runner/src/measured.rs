@@ -1,0 +1,208 @@
+//! The book's measured numbers of the Hopper twins, generated from `assets/results/*.json`:
+//! `{{#bench}}` (every step against cuBLAS), `{{#bench step N}}` (one step, with the step before
+//! it), `{{#bench-plot}}` (the bench's SVG) and `{{#twins-summary}}` (what the twin check
+//! verified). Nothing here is typed by hand: a new bench run changes the chapters.
+
+use crate::book::results_files;
+use anyhow::{bail, Result};
+use serde_json::Value;
+
+fn s(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn shape_of(c: &Value) -> String {
+    format!(
+        "{}x{}x{}",
+        c["shape"]["m"].as_u64().unwrap_or(0),
+        c["shape"]["n"].as_u64().unwrap_or(0),
+        c["shape"]["k"].as_u64().unwrap_or(0)
+    )
+}
+
+/// The bench files, oldest first (their names end with the date).
+fn benches() -> Vec<(String, Value)> {
+    results_files()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "bench")
+        .collect()
+}
+
+fn provenance(name: &str, v: &Value) -> String {
+    format!(
+        "*Measured by `runner bench` on {}, driver {}, {}, commit `{}`: {} kernels, medians of {} timed launches alternating with cuBLAS, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
+        v["gpu"]["name"].as_str().unwrap_or("?"),
+        v["gpu"]["driver_version"].as_str().unwrap_or("?"),
+        s(v, "date"),
+        s(v, "commit"),
+        v["arch"].as_str().unwrap_or("?"),
+        s(v, "iters"),
+        v["clocks_before"].as_str().unwrap_or("not read")
+    )
+}
+
+/// The (shape, dtype) pairs of a bench file, in its order.
+fn cases_of(v: &Value) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in v["cases"].as_array().into_iter().flatten() {
+        let key = (shape_of(c), s(c, "dtype"));
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+fn find<'a>(v: &'a Value, shape: &str, dtype: &str, kernel: &str) -> Option<&'a Value> {
+    v["cases"]
+        .as_array()?
+        .iter()
+        .find(|c| shape_of(c) == shape && s(c, "dtype") == dtype && c["kernel"] == kernel)
+}
+
+fn tflops(c: Option<&Value>) -> Option<f64> {
+    c.and_then(|c| c["tflops"].as_f64())
+}
+
+/// `{{#bench}}`: every step and cuBLAS, per shape and dtype; `{{#bench step N}}`: step N
+/// against cuBLAS, the peak and step N - 1.
+pub fn bench(spec: &str) -> Result<String> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let step: Option<u32> = match words.as_slice() {
+        [] => None,
+        ["step", n] => Some(n.parse()?),
+        _ => bail!("bench wants nothing or `step N`"),
+    };
+    let files = benches();
+    let Some((name, v)) = files.last() else {
+        return Ok("\n*No `runner bench` results recorded yet in `assets/results/`.*\n".into());
+    };
+    let mut md = provenance(name, v);
+    match step {
+        None => {
+            let steps: Vec<u64> = {
+                let mut s: Vec<u64> = v["cases"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c["step"].as_u64())
+                    .collect();
+                s.sort_unstable();
+                s.dedup();
+                s
+            };
+            md.push_str("| shape | dtype | cuBLAS |");
+            for n in &steps {
+                md.push_str(&format!(" step {n} |"));
+            }
+            md.push_str("\n|---|---|---|");
+            md.push_str(&"---|".repeat(steps.len()));
+            md.push('\n');
+            for (shape, dtype) in cases_of(v) {
+                let blas = tflops(find(v, &shape, &dtype, "cublas"));
+                md.push_str(&format!(
+                    "| {shape} | {dtype} | {} |",
+                    blas.map_or("-".into(), |b| format!("{b:.0}"))
+                ));
+                for n in &steps {
+                    let c = find(v, &shape, &dtype, &format!("step {n}"));
+                    md.push_str(&match (tflops(c), c.and_then(|c| c["pct_of_cublas"].as_f64())) {
+                        (Some(t), Some(p)) => format!(" {t:.0} ({p:.0}%) |"),
+                        _ => format!(
+                            " {} |",
+                            c.and_then(|c| c["skipped"].as_str()).map_or("-", |_| "not timed")
+                        ),
+                    });
+                }
+                md.push('\n');
+            }
+            md.push_str("\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets.\n");
+        }
+        Some(n) => {
+            md.push_str(&format!(
+                "| shape | dtype | step {n}: TFLOP/s | % of peak | % of cuBLAS |{}\n|---|---|---|---|---|{}\n",
+                if n > 0 { format!(" vs step {} |", n - 1) } else { String::new() },
+                if n > 0 { "---|" } else { "" }
+            ));
+            for (shape, dtype) in cases_of(v) {
+                let c = find(v, &shape, &dtype, &format!("step {n}"));
+                let Some(t) = tflops(c) else { continue };
+                let prev = if n > 0 {
+                    tflops(find(v, &shape, &dtype, &format!("step {}", n - 1)))
+                        .map_or(" - |".to_string(), |p| format!(" {:+.1}% |", 100.0 * (t / p - 1.0)))
+                } else {
+                    String::new()
+                };
+                md.push_str(&format!(
+                    "| {shape} | {dtype} | {t:.1} | {:.1}% | {:.1}% |{prev}\n",
+                    c.and_then(|c| c["pct_of_peak"].as_f64()).unwrap_or(f64::NAN),
+                    c.and_then(|c| c["pct_of_cublas"].as_f64()).unwrap_or(f64::NAN),
+                ));
+            }
+        }
+    }
+    Ok(md)
+}
+
+/// `{{#bench-plot}}`: the latest bench's SVG, with where it comes from.
+pub fn bench_plot(_spec: &str) -> Result<String> {
+    let files = benches();
+    let Some((name, v)) = files.last() else {
+        return Ok("\n*No `runner bench` plot recorded yet in `assets/results/`.*\n".into());
+    };
+    let svg = name.trim_end_matches(".json").to_string() + ".svg";
+    Ok(format!(
+        "![TFLOP/s of every step's {} against cuBLAS](assets/results/{svg})\n\n*{} on {}, {}, commit `{}` (`assets/results/{svg}`): solid lines are the steps, dashed lines cuBLAS in the same run, grey the dense peak at the maximum clock.*\n",
+        v["arch"].as_str().unwrap_or("kernel"),
+        "`runner bench`",
+        v["gpu"]["name"].as_str().unwrap_or("?"),
+        s(v, "date"),
+        s(v, "commit")
+    ))
+}
+
+/// `{{#twins-summary}}`: per step, how many of the twin check's cases verified, over which
+/// shapes, distributions and capped grids.
+pub fn twins_summary(_spec: &str) -> Result<String> {
+    let files: Vec<(String, Value)> = results_files()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "twins")
+        .collect();
+    let Some((name, v)) = files.last() else {
+        return Ok("\n*No twin check recorded yet in `assets/results/`.*\n".into());
+    };
+    let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
+    let mut md = format!(
+        "*`scripts/gpu-check-twins.sh` on {}, driver {}, {}, commit `{}`: `assets/results/{name}`*\n\n| step | verified | shapes | distributions | capped grids |\n|---|---|---|---|---|\n",
+        s(v, "gpu"),
+        s(v, "driver"),
+        s(v, "date"),
+        s(v, "commit")
+    );
+    let mut steps: Vec<u64> = cases.iter().filter_map(|c| c["step"].as_u64()).collect();
+    steps.sort_unstable();
+    steps.dedup();
+    for n in steps {
+        let mine: Vec<&&Value> = cases.iter().filter(|c| c["step"].as_u64() == Some(n)).collect();
+        let uniq = |key: &str| {
+            let mut v: Vec<String> = mine.iter().map(|c| s(c, key)).collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        let capped = mine.iter().filter(|c| c["clusters"].is_u64()).count();
+        md.push_str(&format!(
+            "| {n} | {} of {} | {} | {} | {} |\n",
+            mine.iter().filter(|c| c["outcome"] == "pass").count(),
+            mine.len(),
+            uniq("shape").len(),
+            uniq("dist").join(", "),
+            capped
+        ));
+    }
+    Ok(md)
+}
