@@ -110,17 +110,22 @@ pub fn bench(spec: &str) -> Result<String> {
                 ));
                 for n in &steps {
                     let c = find(v, &shape, &dtype, &format!("step {n}"));
-                    md.push_str(&match (tflops(c), c.and_then(|c| c["pct_of_cublas"].as_f64())) {
-                        (Some(t), Some(p)) => format!(" {t:.0} ({p:.0}%) |"),
-                        _ => format!(
-                            " {} |",
-                            c.and_then(|c| c["skipped"].as_str()).map_or("-", |_| "not timed")
-                        ),
-                    });
+                    md.push_str(
+                        &match (tflops(c), c.and_then(|c| c["pct_of_cublas"].as_f64())) {
+                            (Some(t), Some(p)) => format!(" {t:.0} ({p:.0}%) |"),
+                            _ => format!(
+                                " {} |",
+                                c.and_then(|c| c["skipped"].as_str())
+                                    .map_or("-", |_| "not timed")
+                            ),
+                        },
+                    );
                 }
                 md.push('\n');
             }
-            md.push_str("\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets.\n");
+            md.push_str(
+                "\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets.\n",
+            );
         }
         Some(n) => {
             md.push_str(&format!(
@@ -133,14 +138,18 @@ pub fn bench(spec: &str) -> Result<String> {
                 let Some(t) = tflops(c) else { continue };
                 let prev = if n > 0 {
                     tflops(find(v, &shape, &dtype, &format!("step {}", n - 1)))
-                        .map_or(" - |".to_string(), |p| format!(" {:+.1}% |", 100.0 * (t / p - 1.0)))
+                        .map_or(" - |".to_string(), |p| {
+                            format!(" {:+.1}% |", 100.0 * (t / p - 1.0))
+                        })
                 } else {
                     String::new()
                 };
                 md.push_str(&format!(
                     "| {shape} | {dtype} | {t:.1} | {:.1}% | {:.1}% |{prev}\n",
-                    c.and_then(|c| c["pct_of_peak"].as_f64()).unwrap_or(f64::NAN),
-                    c.and_then(|c| c["pct_of_cublas"].as_f64()).unwrap_or(f64::NAN),
+                    c.and_then(|c| c["pct_of_peak"].as_f64())
+                        .unwrap_or(f64::NAN),
+                    c.and_then(|c| c["pct_of_cublas"].as_f64())
+                        .unwrap_or(f64::NAN),
                 ));
             }
         }
@@ -187,7 +196,10 @@ pub fn twins_summary(_spec: &str) -> Result<String> {
     steps.sort_unstable();
     steps.dedup();
     for n in steps {
-        let mine: Vec<&&Value> = cases.iter().filter(|c| c["step"].as_u64() == Some(n)).collect();
+        let mine: Vec<&&Value> = cases
+            .iter()
+            .filter(|c| c["step"].as_u64() == Some(n))
+            .collect();
         let uniq = |key: &str| {
             let mut v: Vec<String> = mine.iter().map(|c| s(c, key)).collect();
             v.sort();

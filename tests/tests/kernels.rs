@@ -209,3 +209,22 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
     compile(&src, Target::Sm90aEmulated, &defines)
         .unwrap_or_else(|e| panic!("CTA_STATE_BYTES disagrees with tcgen05_emu.cuh: {e:#}"));
 }
+
+#[test]
+fn the_hopper_exercise_kernels_compile() {
+    // Kernels chapter 6 asks readers to run with `runner step 4 --arch sm_90a --kernel ...`.
+    let step = runner::steps::get(4).expect("step 4");
+    let spec = KernelSpec::new(step, Arch::Hopper);
+    let path = "exercises/hopper/step4_snake_sm90.cu";
+    let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+        .expect("the exercise kernel is in the repository");
+    let src = KernelSource {
+        path: path.into(),
+        text,
+    };
+    for dtype in [Dtype::F16, Dtype::Bf16] {
+        let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
+            .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
+        assert_eq!(c.resources.spill_store_bytes, 0);
+    }
+}
