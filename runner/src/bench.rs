@@ -72,6 +72,9 @@ pub struct BenchCase {
 pub struct BenchReport {
     pub kind: &'static str,
     pub gpu: gpu::GpuInfo,
+    /// The kernel driver's version as nvidia-smi reports it (e.g. 580.159.04), if it is there;
+    /// `gpu.driver_version` is the CUDA driver API's (e.g. 13.0).
+    pub driver: Option<String>,
     pub arch: Arch,
     /// nvidia-smi's clock readings (SM and memory, current and maximum) before and after.
     pub clocks_before: Option<String>,
@@ -87,18 +90,24 @@ pub struct BenchReport {
     pub cases: Vec<BenchCase>,
 }
 
-/// nvidia-smi's view of the clocks, if it is there.
-fn clocks() -> Option<String> {
+/// One nvidia-smi query of the first GPU, if nvidia-smi is there.
+fn smi(fields: &str) -> Option<String> {
     let out = std::process::Command::new("nvidia-smi")
         .args([
-            "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,temperature.gpu,power.draw",
+            &format!("--query-gpu={fields}"),
             "--format=csv,noheader",
+            "--id=0",
         ])
         .output()
         .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// nvidia-smi's view of the clocks.
+fn clocks() -> Option<String> {
+    smi("clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,temperature.gpu,power.draw")
 }
 
 /// The commit being measured: `WB_COMMIT` if set, else the commit this runner was built from
@@ -195,6 +204,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         kind: "bench",
         peak_tflops: gpu.info.peak_tflops(),
         gpu: gpu.info.clone(),
+        driver: smi("driver_version"),
         arch,
         clocks_before,
         clocks_after: clocks(),

@@ -110,12 +110,15 @@ fn select(text: &str, selector: Option<&str>) -> Result<String> {
             .map(|l| format!("{l}\n"))
             .collect());
     }
-    let begin = lines
-        .iter()
-        .position(|l| l.trim_end().ends_with(&format!("ANCHOR: {sel}")));
-    let end = lines
-        .iter()
-        .position(|l| l.trim_end().ends_with(&format!("ANCHOR_END: {sel}")));
+    // An anchor ends its line, or an HTML comment in a markdown file (`<!-- ANCHOR: x -->`).
+    let is = |l: &str, tag: &str| {
+        l.trim_end()
+            .trim_end_matches("-->")
+            .trim_end()
+            .ends_with(&format!("{tag}: {sel}"))
+    };
+    let begin = lines.iter().position(|l| is(l, "ANCHOR"));
+    let end = lines.iter().position(|l| is(l, "ANCHOR_END"));
     match (begin, end) {
         (Some(b), Some(e)) if b < e => Ok(lines[b + 1..e]
             .iter()
@@ -534,6 +537,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
     let md = expand_marker(&md, "bench-plot", crate::measured::bench_plot)?;
     let md = expand_marker(&md, "twins-summary", crate::measured::twins_summary)?;
+    let md = expand_marker(&md, "emulation-caught", crate::measured::emulation_caught)?;
     let md = expand_marker(&md, "bench", crate::measured::bench)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
@@ -680,6 +684,8 @@ mod tests {
         assert_eq!(select(t, Some("1:1")).unwrap(), "a\n");
         assert_eq!(select(t, Some("5:")).unwrap(), "d\n");
         assert!(select(t, Some("nope")).is_err());
+        let md = "x\n<!-- ANCHOR: y -->\nkept\n<!-- ANCHOR_END: y -->\n";
+        assert_eq!(select(md, Some("y")).unwrap(), "kept\n");
     }
 
     #[test]

@@ -34,9 +34,15 @@ fn benches() -> Vec<(String, Value)> {
 
 fn provenance(name: &str, v: &Value) -> String {
     format!(
-        "*Measured by `runner bench` on {}, driver {}, {}, commit `{}`: {} kernels, medians of {} timed launches alternating with cuBLAS, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
+        "*Measured by `runner bench` on {}, {}, {}, commit `{}`: {} kernels, medians of {} timed launches alternating with cuBLAS, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
         v["gpu"]["name"].as_str().unwrap_or("?"),
-        v["gpu"]["driver_version"].as_str().unwrap_or("?"),
+        match v["driver"].as_str() {
+            Some(d) => format!("driver {d}"),
+            None => format!(
+                "CUDA driver API {}",
+                v["gpu"]["driver_version"].as_str().unwrap_or("?")
+            ),
+        },
         s(v, "date"),
         s(v, "commit"),
         v["arch"].as_str().unwrap_or("?"),
@@ -217,4 +223,114 @@ pub fn twins_summary(_spec: &str) -> Result<String> {
         ));
     }
     Ok(md)
+}
+
+/// `{{#emulation-caught}}`: how the latest emulation check caught each seeded bug, per step:
+/// the outcome and, for a fault, the rule named in the runner's message.
+pub fn emulation_caught(_spec: &str) -> Result<String> {
+    let files: Vec<(String, Value)> = results_files()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "emulation")
+        .collect();
+    let Some((name, v)) = files.last() else {
+        return Ok("\n*No emulation check recorded yet in `assets/results/`.*\n".into());
+    };
+    let mut md = format!(
+        "*`scripts/gpu-check.sh` on {}, driver {}, {}, commit `{}`, emulation seeds {}: `assets/results/{name}`*\n\n| seeded bug | expected | step | runs as expected | outcome (rule) |\n|---|---|---|---|---|\n",
+        s(v, "gpu"),
+        s(v, "driver"),
+        s(v, "date"),
+        s(v, "commit"),
+        v["emu_seeds"]
+    );
+    let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
+    let mut muts: Vec<String> = Vec::new();
+    for c in &cases {
+        if let Some(m) = c["mutation"].as_str() {
+            if !muts.iter().any(|x| x == m) {
+                muts.push(m.to_string());
+            }
+        }
+    }
+    for m in muts {
+        let mine: Vec<&&Value> = cases
+            .iter()
+            .filter(|c| c["mutation"] == m.as_str())
+            .collect();
+        let mut steps: Vec<u64> = mine.iter().filter_map(|c| c["step"].as_u64()).collect();
+        steps.sort_unstable();
+        steps.dedup();
+        for n in steps {
+            let runs: Vec<&&&Value> = mine
+                .iter()
+                .filter(|c| c["step"].as_u64() == Some(n))
+                .collect();
+            let mut how: Vec<String> = runs
+                .iter()
+                .map(|c| {
+                    let detail = c["detail"].as_str().unwrap_or("");
+                    match detail.split_once("rule ") {
+                        Some((_, r)) => {
+                            format!("{} ({})", s(c, "outcome"), r.split(':').next().unwrap_or(r))
+                        }
+                        None => s(c, "outcome"),
+                    }
+                })
+                .collect();
+            how.sort();
+            how.dedup();
+            let met = runs
+                .iter()
+                .filter(|c| c["met_expectation"].as_bool() == Some(true))
+                .count();
+            md.push_str(&format!(
+                "| `{m}` | {} | {n} | {met} of {}{} | {} |\n",
+                s(runs[0], "expected"),
+                runs.len(),
+                if met == runs.len() { "" } else { " **✗**" },
+                how.join(", ")
+            ));
+        }
+    }
+    Ok(md)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // These render the committed results files, so a format change that breaks the book's
+    // generated tables fails here rather than in a reader's browser.
+
+    #[test]
+    fn the_bench_tables_name_every_step_and_the_previous_one() {
+        let all = bench("").unwrap();
+        if all.contains("No `runner bench` results") {
+            return;
+        }
+        assert!(all.contains("| shape | dtype | cuBLAS |"), "{all}");
+        assert!(all.contains("step 0") && all.contains("step 6"), "{all}");
+        assert!(all.contains("commit `"), "provenance: {all}");
+        let five = bench("step 5").unwrap();
+        assert!(five.contains("vs step 4"), "{five}");
+        assert!(five.contains("% of cuBLAS"), "{five}");
+        let zero = bench("step 0").unwrap();
+        assert!(!zero.contains("vs step"), "step 0 has no previous step: {zero}");
+        assert!(bench("steps 5").is_err());
+        let plot = bench_plot("").unwrap();
+        assert!(plot.contains("](assets/results/bench-") && plot.contains(".svg)"), "{plot}");
+    }
+
+    #[test]
+    fn the_check_summaries_count_cases() {
+        let t = twins_summary("").unwrap();
+        if !t.contains("No twin check") {
+            assert!(t.contains("| 6 |") && t.contains(" of "), "{t}");
+        }
+        let e = emulation_caught("").unwrap();
+        if !e.contains("No emulation check") {
+            assert!(e.contains("| `wrong-parity` |"), "{e}");
+            assert!(e.contains(" of 5"), "five emulation seeds: {e}");
+        }
+    }
 }

@@ -285,6 +285,7 @@ mod tests {
                 max_smem_per_block: 1,
                 driver_version: "0".into(),
             },
+            driver: None,
             arch: Arch::Hopper,
             clocks_before: None,
             clocks_after: None,
