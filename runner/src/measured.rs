@@ -315,10 +315,16 @@ mod tests {
         assert!(five.contains("vs step 4"), "{five}");
         assert!(five.contains("% of cuBLAS"), "{five}");
         let zero = bench("step 0").unwrap();
-        assert!(!zero.contains("vs step"), "step 0 has no previous step: {zero}");
+        assert!(
+            !zero.contains("vs step"),
+            "step 0 has no previous step: {zero}"
+        );
         assert!(bench("steps 5").is_err());
         let plot = bench_plot("").unwrap();
-        assert!(plot.contains("](assets/results/bench-") && plot.contains(".svg)"), "{plot}");
+        assert!(
+            plot.contains("](assets/results/bench-") && plot.contains(".svg)"),
+            "{plot}"
+        );
     }
 
     #[test]

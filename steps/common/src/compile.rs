@@ -166,104 +166,18 @@ pub fn parse_resources(log: &str) -> Resources {
     r
 }
 
-/// Compile `source` for `target` with `-D` definitions; returns the CUBIN and ptxas' report.
-pub fn compile(
+/// Run NVRTC on `source` with the embedded headers, `--gpu-architecture=gpu_arch` and the
+/// workbook's options (plus `extra`), then hand the program to `take` (on success: its CUBIN or
+/// PTX). A failed compile becomes a [`CompileError`] with the offending source lines. The one
+/// place that drives NVRTC: `compile` and `compile_ptx` differ only in what they ask of it.
+fn with_nvrtc<R>(
     source: &KernelSource,
     target: Target,
+    gpu_arch: &str,
     defines: &[(String, String)],
-) -> Result<Compiled> {
-    let tk = toolkit::get()?;
-    let (major, minor) = nvrtc_version()?;
-    if target == Target::Sm100a && (major, minor) < (12, 8) {
-        return Err(anyhow!(
-            "NVRTC {major}.{minor} (from {}) cannot target sm_100a: it needs CUDA 12.8 or newer",
-            tk.origin
-        ));
-    }
-    let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
-    let src = to_c(&source.text)?;
-    let name = to_c(&source.path)?;
-    let header_src: Vec<CString> = HEADERS
-        .iter()
-        .map(|(_, t)| to_c(t))
-        .collect::<Result<_>>()?;
-    let header_names: Vec<CString> = HEADERS
-        .iter()
-        .map(|(n, _)| to_c(n))
-        .collect::<Result<_>>()?;
-    let header_src_ptrs: Vec<*const std::ffi::c_char> =
-        header_src.iter().map(|c| c.as_ptr()).collect();
-    let header_name_ptrs: Vec<*const std::ffi::c_char> =
-        header_names.iter().map(|c| c.as_ptr()).collect();
-
-    let mut opts = vec![
-        format!("--gpu-architecture={}", target.arch()),
-        format!("--include-path={}", tk.include_dir.display()),
-        "--std=c++17".to_string(),
-        "--ptxas-options=-v".to_string(),
-        "-lineinfo".to_string(),
-    ];
-    if target == Target::Sm90aEmulated {
-        opts.push("-DWB_EMULATE_TCGEN05".to_string());
-    }
-    for (k, v) in defines {
-        opts.push(format!("-D{k}={v}"));
-    }
-    let opts_c: Vec<CString> = opts.iter().map(|o| to_c(o)).collect::<Result<_>>()?;
-    let opt_ptrs: Vec<*const std::ffi::c_char> = opts_c.iter().map(|c| c.as_ptr()).collect();
-
-    let start = Instant::now();
-    let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
-    // SAFETY: all pointers come from CStrings that outlive the calls; counts match the arrays.
-    unsafe {
-        check(
-            nvrtc::nvrtcCreateProgram(
-                &mut prog,
-                src.as_ptr(),
-                name.as_ptr(),
-                HEADERS.len() as i32,
-                header_src_ptrs.as_ptr(),
-                header_name_ptrs.as_ptr(),
-            ),
-            "create program",
-        )?;
-    }
-    // SAFETY: `prog` is a live program; the options array outlives the call.
-    let result =
-        unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
-    let compile_ms = start.elapsed().as_secs_f64() * 1e3;
-    let log = program_log(prog);
-    let outcome = if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
-        Err(CompileError {
-            path: source.path.clone(),
-            arch: target.arch(),
-            log: annotate_log(&log, source),
-        }
-        .into())
-    } else {
-        cubin(prog).map(|cubin| Compiled {
-            cubin,
-            target,
-            compile_ms,
-            resources: parse_resources(&log),
-            nvrtc_version: format!("{major}.{minor}"),
-            log: log.clone(),
-        })
-    };
-    // SAFETY: destroys the program created above, once.
-    unsafe {
-        nvrtc::nvrtcDestroyProgram(&mut prog);
-    }
-    outcome
-}
-
-/// The PTX of `source` for `target` (the virtual architecture: `compute_100a`, `compute_90a`),
-/// without running ptxas: what `common::ptx_check` reads. Errors as `compile` reports them.
-pub fn compile_ptx(
-    source: &KernelSource,
-    target: Target,
-    defines: &[(String, String)],
-) -> Result<String> {
+    extra: &[&str],
+    take: impl FnOnce(nvrtc::nvrtcProgram, &str) -> Result<R>,
+) -> Result<R> {
     let tk = toolkit::get()?;
     let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
     let src = to_c(&source.text)?;
@@ -274,12 +188,12 @@ pub fn compile_ptx(
         .collect::<Result<_>>()?;
     let header_names: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.0.as_ptr()).collect();
     let header_texts: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.1.as_ptr()).collect();
-    let virtual_arch = target.arch().replace("sm_", "compute_");
     let mut opts = vec![
-        format!("--gpu-architecture={virtual_arch}"),
+        format!("--gpu-architecture={gpu_arch}"),
         format!("--include-path={}", tk.include_dir.display()),
         "--std=c++17".to_string(),
     ];
+    opts.extend(extra.iter().map(|o| o.to_string()));
     if target == Target::Sm90aEmulated {
         opts.push("-DWB_EMULATE_TCGEN05".to_string());
     }
@@ -304,31 +218,78 @@ pub fn compile_ptx(
     // SAFETY: `prog` is live; the options outlive the call.
     let result =
         unsafe { nvrtc::nvrtcCompileProgram(prog, opt_ptrs.len() as i32, opt_ptrs.as_ptr()) };
+    let log = program_log(prog);
     let outcome = if result != nvrtc::nvrtcResult::NVRTC_SUCCESS {
         Err(CompileError {
             path: source.path.clone(),
             arch: target.arch(),
-            log: annotate_log(&program_log(prog), source),
+            log: annotate_log(&log, source),
         }
         .into())
     } else {
-        let mut size = 0usize;
-        // SAFETY: `prog` compiled; the buffer has the size NVRTC reported.
-        unsafe {
-            check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "PTX size").and_then(|_| {
-                let mut buf = vec![0u8; size.max(1)];
-                check(nvrtc::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()), "PTX")?;
-                Ok(CStr::from_bytes_until_nul(&buf)
-                    .map(|c| c.to_string_lossy().into_owned())
-                    .unwrap_or_default())
-            })
-        }
+        take(prog, &log)
     };
     // SAFETY: destroys the program created above, once.
     unsafe {
         nvrtc::nvrtcDestroyProgram(&mut prog);
     }
     outcome
+}
+
+/// Compile `source` for `target` with `-D` definitions; returns the CUBIN and ptxas' report.
+pub fn compile(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(String, String)],
+) -> Result<Compiled> {
+    let (major, minor) = nvrtc_version()?;
+    if target == Target::Sm100a && (major, minor) < (12, 8) {
+        return Err(anyhow!(
+            "NVRTC {major}.{minor} (from {}) cannot target sm_100a: it needs CUDA 12.8 or newer",
+            toolkit::get()?.origin
+        ));
+    }
+    let start = Instant::now();
+    with_nvrtc(
+        source,
+        target,
+        target.arch(),
+        defines,
+        &["--ptxas-options=-v", "-lineinfo"],
+        |prog, log| {
+            let compile_ms = start.elapsed().as_secs_f64() * 1e3;
+            cubin(prog).map(|cubin| Compiled {
+                cubin,
+                target,
+                compile_ms,
+                resources: parse_resources(log),
+                nvrtc_version: format!("{major}.{minor}"),
+                log: log.to_string(),
+            })
+        },
+    )
+}
+
+/// The PTX of `source` for `target` (the virtual architecture: `compute_100a`, `compute_90a`),
+/// without running ptxas: what `common::ptx_check` reads. Errors as `compile` reports them.
+pub fn compile_ptx(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(String, String)],
+) -> Result<String> {
+    let virtual_arch = target.arch().replace("sm_", "compute_");
+    with_nvrtc(source, target, &virtual_arch, defines, &[], |prog, _| {
+        let mut size = 0usize;
+        // SAFETY: `prog` compiled; the buffer has the size NVRTC reported.
+        unsafe {
+            check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "PTX size")?;
+            let mut buf = vec![0u8; size.max(1)];
+            check(nvrtc::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()), "PTX")?;
+            Ok(CStr::from_bytes_until_nul(&buf)
+                .map(|c| c.to_string_lossy().into_owned())
+                .unwrap_or_default())
+        }
+    })
 }
 
 fn program_log(prog: nvrtc::nvrtcProgram) -> String {
