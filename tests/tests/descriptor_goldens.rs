@@ -18,7 +18,6 @@
 //!   SWIZZLE_128B (2).
 
 use common::descriptors::{decode_smem_desc, make_idesc_f16, make_smem_desc_sw128};
-use std::process::Command;
 
 /// (M, N, bf16, CUTLASS's descriptor).
 const IDESC: &[(u32, u32, bool, u32)] = &[
@@ -97,23 +96,7 @@ fn the_device_builders_encode_as_cutlass_does() {
         device_function(header, "make_smem_desc_sw128"),
         device_function(header, "make_idesc_f16")
     );
-    let dir = std::env::temp_dir().join(format!("descriptor-goldens-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (cpp, exe) = (dir.join("goldens.cpp"), dir.join("goldens"));
-    std::fs::write(&cpp, program).unwrap();
-    let cxx = std::env::var("CXX").unwrap_or_else(|_| "c++".to_string());
-    let built = Command::new(&cxx)
-        .args(["-std=c++17", "-O1", "-o"])
-        .arg(&exe)
-        .arg(&cpp)
-        .output()
-        .unwrap_or_else(|e| panic!("this test needs a host C++ compiler ({cxx}): {e}"));
-    assert!(
-        built.status.success(),
-        "blackwell.cuh's builders do not compile on the host:\n{}",
-        String::from_utf8_lossy(&built.stderr)
-    );
-    let out = String::from_utf8(Command::new(&exe).output().unwrap().stdout).unwrap();
+    let out = workbook_tests::run_host_cpp("descriptor-goldens", &program);
     let values: Vec<u64> = out.lines().map(|l| l.parse().unwrap()).collect();
     let goldens: Vec<u64> = IDESC
         .iter()
@@ -121,5 +104,4 @@ fn the_device_builders_encode_as_cutlass_does() {
         .chain(SMEM.iter().map(|g| g.2))
         .collect();
     assert_eq!(values, goldens);
-    let _ = std::fs::remove_dir_all(&dir);
 }
