@@ -287,7 +287,14 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
             reference,
         });
     }
-    let decoy_problem = Problem::generate(shape, dtype, dist, test.seeds.decoy);
+    // The decoy must differ from every true answer: all-ones inputs give the same product for
+    // any seed (on the H200 the read-reference cheat scored that test), so it draws gaussian.
+    let decoy_dist = if dist == Dist::AllOnes {
+        Dist::Gaussian
+    } else {
+        dist
+    };
+    let decoy_problem = Problem::generate(shape, dtype, decoy_dist, test.seeds.decoy);
     let (da, db) = (
         upload(gpu, &decoy_problem.a)?,
         upload(gpu, &decoy_problem.b)?,
