@@ -626,3 +626,15 @@ fn the_grading_selftest_without_a_gpu_is_a_clear_error() {
     let n = std::fs::read_dir(d.join("class")).unwrap().count();
     assert!(n >= 10, "{n}");
 }
+
+#[test]
+fn bench_without_a_gpu_is_a_clear_error() {
+    let o = runner(&["bench"]);
+    if o.status.success() {
+        return; // a GPU machine: the bench ran
+    }
+    assert_one_line_error(&o, "runner bench needs a GPU");
+    let o = runner(&["bench", "--shapes", "12x3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("is not a shape MxNxK"), "{}", stderr(&o));
+}
