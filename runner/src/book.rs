@@ -169,7 +169,8 @@ pub fn results_files() -> Vec<(String, Value)> {
         .collect()
 }
 
-fn s(v: &Value, k: &str) -> String {
+/// A field of a results JSON as table text ("-" when absent).
+pub fn s(v: &Value, k: &str) -> String {
     match &v[k] {
         Value::String(s) => s.clone(),
         Value::Null => "-".into(),

@@ -3,17 +3,9 @@
 //! it), `{{#bench-plot}}` (the bench's SVG) and `{{#twins-summary}}` (what the twin check
 //! verified). Nothing here is typed by hand: a new bench run changes the chapters.
 
-use crate::book::results_files;
+use crate::book::{results_files, s};
 use anyhow::{bail, Result};
 use serde_json::Value;
-
-fn s(v: &Value, k: &str) -> String {
-    match &v[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
-}
 
 fn shape_of(c: &Value) -> String {
     format!(

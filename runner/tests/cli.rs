@@ -634,5 +634,9 @@ fn bench_without_a_gpu_is_a_clear_error() {
     assert_one_line_error(&o, "runner bench needs a GPU");
     let o = runner(&["bench", "--shapes", "12x3"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("is not a shape MxNxK"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("is not a shape MxNxK"),
+        "{}",
+        stderr(&o)
+    );
 }

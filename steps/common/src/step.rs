@@ -60,6 +60,8 @@ impl fmt::Display for Arch {
 #[derive(Debug)]
 pub struct KernelFile {
     pub text: &'static str,
+    /// Its default tuning parameters, each passed as `-DWB_<NAME>=<value>`.
+    pub params: &'static [(&'static str, u32)],
     /// SASS opcodes (prefixes) its build must contain.
     pub sass_expect: &'static [&'static str],
 }
@@ -319,7 +321,9 @@ fn tma_output(box_rows: u32, epilogue_tile_n: u32) -> OutputArg {
 pub trait Step: Sync {
     fn info(&self) -> &'static StepInfo;
     /// The default tuning parameters of the step's kernel for `arch`.
-    fn params(&self, arch: Arch) -> Params;
+    fn params(&self, arch: Arch) -> Params {
+        Params::new(self.info().kernel(arch).params)
+    }
     /// The kernel's launch-relevant facts for parameters `p`.
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape;
 }

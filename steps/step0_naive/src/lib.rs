@@ -30,10 +30,12 @@ pub static INFO: StepInfo = StepInfo {
     hopper_idea: "one warpgroup runs a single loop that issues TMA loads into the ring and wgmma on the landed slots; the accumulator lives in its registers",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
+        params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
+        params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "SYNCS"],
     },
     host: include_str!("lib.rs"),
@@ -46,13 +48,6 @@ pub struct Step0;
 impl Step for Step0 {
     fn info(&self) -> &'static StepInfo {
         &INFO
-    }
-
-    fn params(&self, arch: Arch) -> Params {
-        Params::new(match arch {
-            Arch::Blackwell => BLACKWELL,
-            Arch::Hopper => HOPPER,
-        })
     }
 
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {

@@ -31,10 +31,12 @@ pub static INFO: StepInfo = StepInfo {
     hopper_idea: "a producer warpgroup only loads, two consumer warpgroups only multiply; setmaxnreg gives the consumers the registers a 128 x 256 tile needs",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
+        params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
+        params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG"],
     },
     host: include_str!("lib.rs"),
@@ -47,13 +49,6 @@ pub struct Step1;
 impl Step for Step1 {
     fn info(&self) -> &'static StepInfo {
         &INFO
-    }
-
-    fn params(&self, arch: Arch) -> Params {
-        Params::new(match arch {
-            Arch::Blackwell => BLACKWELL,
-            Arch::Hopper => HOPPER,
-        })
     }
 
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {

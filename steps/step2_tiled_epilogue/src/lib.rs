@@ -32,10 +32,12 @@ pub static INFO: StepInfo = StepInfo {
     hopper_idea: "consumers store C in 64-row sub-tiles through double-buffered swizzled shared memory and TMA stores",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
+        params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMASTG"],
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
+        params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG"],
     },
     host: include_str!("lib.rs"),
@@ -48,13 +50,6 @@ pub struct Step2;
 impl Step for Step2 {
     fn info(&self) -> &'static StepInfo {
         &INFO
-    }
-
-    fn params(&self, arch: Arch) -> Params {
-        Params::new(match arch {
-            Arch::Blackwell => BLACKWELL,
-            Arch::Hopper => HOPPER,
-        })
     }
 
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {

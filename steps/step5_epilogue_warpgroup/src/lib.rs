@@ -33,10 +33,12 @@ pub static INFO: StepInfo = StepInfo {
     hopper_idea: "two consumer warpgroups take turns on different tiles (ping-pong): one's epilogue overlaps the other's wgmma",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
+        params: BLACKWELL,
         sass_expect: &["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "LDTM", "UTCATOMSWS.2CTA", "UTMASTG"],
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
+        params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG", "UTMALDG.2D.MULTICAST"],
     },
     host: include_str!("lib.rs"),
@@ -49,13 +51,6 @@ pub struct Step5;
 impl Step for Step5 {
     fn info(&self) -> &'static StepInfo {
         &INFO
-    }
-
-    fn params(&self, arch: Arch) -> Params {
-        Params::new(match arch {
-            Arch::Blackwell => BLACKWELL,
-            Arch::Hopper => HOPPER,
-        })
     }
 
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {

@@ -37,6 +37,7 @@ pub static INFO: StepInfo = StepInfo {
         "the ping-pong consumers visit tiles in the same snake order as the Blackwell step",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
+        params: BLACKWELL,
         sass_expect: &[
             "UTMALDG.2D.2CTA",
             "UTCHMMA.2CTA",
@@ -48,6 +49,7 @@ pub static INFO: StepInfo = StepInfo {
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
+        params: HOPPER,
         sass_expect: &[
             "UTMALDG",
             "HGMMA",
@@ -66,13 +68,6 @@ pub struct Step6;
 impl Step for Step6 {
     fn info(&self) -> &'static StepInfo {
         &INFO
-    }
-
-    fn params(&self, arch: Arch) -> Params {
-        Params::new(match arch {
-            Arch::Blackwell => BLACKWELL,
-            Arch::Hopper => HOPPER,
-        })
     }
 
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
