@@ -91,7 +91,7 @@ struct PendingMma {
 // are stored as phase + 2 so that 0 means "none" (phases -2 and -1 are the virtual ones a fresh
 // barrier reports as complete to parity waits).
 struct BarShadow {
-  u32 addr1;                // shared::cta address + 1; 0: unused
+  u32 addr1;                // smem_key of its address + 1; 0: unused
   u32 count;                // arrivals per phase
   u32 arrivals;             // arrivals so far, all phases (TMA bytes are not arrivals)
   u32 remote_commit_phase;  // latest phase a tcgen05.commit of another CTA arrived in (+2)
@@ -102,9 +102,9 @@ struct BarShadow {
 
 // The last TMA load into one shared-memory destination of this CTA.
 struct TmaEntry {
-  u32 dst1;       // shared::cta address + 1; 0: unused
+  u32 dst1;       // smem_key of the destination + 1; 0: unused
   u32 bytes;      // box size, 0 when the wrapper does not know it
-  u32 bar_addr;   // the barrier its bytes complete on...
+  u32 bar_addr;   // the barrier its bytes complete on (smem_key)...
   u32 bar_rank;   // ...in this CTA of the cluster
   u32 observers;  // bit (rank % 2) * 16 + warp: that warp waited on the barrier since
   u32 pad;
@@ -298,10 +298,23 @@ __device__ __forceinline__ void spin(u64 cycles) {
 
 // ---- mbarrier shadows -------------------------------------------------------------------------
 
+// The bookkeeping names a shared-memory location by its offset in the CTA's window, the same in
+// every CTA, because the CTAs of a cluster see their own variables at different shared::cta
+// addresses: the CTA's rank is in the high bits (on an H200, `smem.load_empty[0]` is 0x28400 in
+// rank 0 and 0x1028400 in rank 1). Keying tables by raw addresses made every lookup one CTA does in
+// another's tables miss. The low 18 bits are what a shared-memory descriptor's 14-bit start
+// address field holds (PTX ISA "Shared Memory Descriptor": bits 0-13 are address bits 4-17), and
+// one descriptor names the same operand in both CTAs of a cta_group::2 MMA, so they are the offset.
+constexpr u32 SMEM_KEY_MASK = (1u << 18) - 1;
+__device__ __forceinline__ u32 smem_key(u32 addr) { return addr & SMEM_KEY_MASK; }
+
+// The barrier at `addr` (an address of any CTA of the cluster, or its key) in `st`'s table; -1 if
+// it was never initialised there.
 __device__ __forceinline__ int bar_index(CtaState* st, u32 addr) {
+  const u32 key1 = smem_key(addr) + 1;
   const u32 n = min(vld(&st->num_bars), MAX_BARRIERS);
   for (u32 i = 0; i < n; ++i)
-    if (vld(&st->bars[i].addr1) == addr + 1) return static_cast<int>(i);
+    if (vld(&st->bars[i].addr1) == key1) return static_cast<int>(i);
   return -1;
 }
 
@@ -713,15 +726,13 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
   const u32 col = tmem_col(d_tmem);
   for (u32 c = 0; c < cta_group; ++c) require_allocated(state_of(mma_cta(cta_group, c)), col, id.n);
 
-  // Operands: every 8-row group of A and B in the issuing CTA, from an observed TMA load. The
-  // peer's half of a cta_group::2 MMA is not checked: the peer records its loads in its own
-  // bookkeeping, and nothing in the kernel orders those global-memory records before the
-  // leader's check (on the GPU the leader found them missing in stock kernels). A load_full wait
-  // the MMA warp skips still leaves its own operands unobserved, so the bug is caught there.
+  // Operands: every 8-row group of A and B, in each CTA of the MMA, from a TMA load whose
+  // barrier this warp waited on. The peer's loads of a cta_group::2 MMA are recorded by the peer
+  // before it issues them, and complete on the leader's barrier, so the leader's wait orders them.
   const u32 groups_a = id.m / cta_group / 8;
   const u32 groups_b = id.n / cta_group / 8;
   const u32 bit = observer_bit(self, w);
-  for (u32 i = lane; i < groups_a + groups_b; i += 32) {
+  for (u32 i = lane; i < cta_group * (groups_a + groups_b); i += 32) {
     const u32 c = i / (groups_a + groups_b);
     const u32 j = i % (groups_a + groups_b);
     if (j < groups_a)
@@ -734,13 +745,11 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
   // "Canonical synchronization patterns", non-pipelined instructions, different thread:
   // tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; mbarrier.arrive, then
   // mbarrier wait; tcgen05.fence::after_thread_sync; tcgen05.mma), and this warp must have waited
-  // for the phase their hand-over arrived in.
-  // Only the issuing CTA's readers: the peer's reader records are written by another SM and
-  // nothing in the kernel orders them before this check (on the GPU stock 2-CTA kernels saw
-  // stale ones). An early release still leaves this CTA's own readers unreleased.
+  // for the phase their hand-over arrived in. In a pair the peer's readers release on the
+  // leader's barrier, whose wait orders their records before this check.
   const u32 g0 = first_granule(col);
   const u32 ng = end_granule(col, id.n) - g0;
-  for (u32 i = lane; i < ng * 4; i += 32) {
+  for (u32 i = lane; i < cta_group * ng * 4; i += 32) {
     const u32 c = i / (ng * 4);
     const u32 g = g0 + (i / 4) % ng;
     const u32 rank = mma_cta(cta_group, c);
@@ -749,9 +758,14 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
     const u32 rs = vld(&r.state);
     if (rs == READER_READ)
       fail(WB_EMU_ERR_MMA_UNRELEASED, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
-    // That the MMA warp also waited for the release's phase is not checked: on the GPU the
-    // phase counts of barriers both CTAs arrive on were seen stale by stock kernels. A release
-    // that never came (READER_READ) is still a fault.
+    if (rs == READER_RELEASED) {
+      const u32 phase = vld(&r.rel_phase);
+      const u32 idx = vld(&r.rel_idx);
+      const u32 seen = vld(&r.rel_rank) == self ? vld(&ws->obs_phase[idx]) : 0;
+      if (seen < phase)
+        fail(WB_EMU_ERR_MMA_RELEASE_UNSEEN, where,
+             (static_cast<u64>(phase) << 32) | (static_cast<u64>(idx) << 16) | seen);
+    }
   }
   __syncwarp();
 
@@ -895,14 +909,11 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
       emu::fail(WB_EMU_ERR_NO_FENCE_AFTER_SYNC,
                 (static_cast<u64>(emu::vld(&ws->sync_kind)) << 32) | emu::OP_LD,
                 emu::vld(&ws->sync_bar));
-    // The commit records of a cta_group::2 MMA reach the peer from the leader's SM, unordered
-    // with the peer's wait (on the GPU the peer saw stale ones): the peer checks only that no
-    // MMA is in flight; the leader, whose records are its own, checks both rules.
-    const bool peer = emu::cluster_size() >= 2 && emu::cta_rank() != bw::pair_leader(emu::cta_rank());
+    // In a pair the leader's warp writes the peer's granules, and its commit records the MMAs it
+    // covers on the peer's barrier before arriving there: the peer's wait orders both.
     for (u32 g = g0; g < g1; ++g) {
       const emu::Granule& G = st->gran[g];
       if (emu::vld(&G.inflight) != 0) emu::fail(WB_EMU_ERR_LD_IN_FLIGHT, col, emu::vld(&G.inflight));
-      if (peer) continue;
       const u32 written = emu::vld(&G.writer_seq);
       const u32 seen = emu::vld(&ws->seen[emu::vld(&G.writer_warp) % emu::MAX_WARPS]);
       if (written > seen)
@@ -972,7 +983,7 @@ __device__ void barrier_init(u64* bar, u32 count) {
   vst(&b.remote_commit_phase, 0);
   for (u32 p = 0; p < 2; ++p) vst(&b.rec_phase[p], 0);
   __threadfence();
-  vst(&b.addr1, addr + 1);
+  vst(&b.addr1, smem_key(addr) + 1);
   __threadfence();
 }
 
@@ -986,7 +997,7 @@ __device__ void wait_done(u64* bar, u32 parity) {
   if (!lowest_active_lane()) return;
   CtaState* st = state();
   WarpState* ws = warp_state(st);
-  const u32 addr = smem_u32(bar);
+  const u32 addr = smem_key(smem_u32(bar));
   vst(&ws->need_fence, 1);
   vst(&ws->sync_kind, MBARRIER);
   vst(&ws->sync_bar, addr);
@@ -1014,7 +1025,7 @@ __device__ void arrive(u64* bar, u32 rank) {
   using namespace bw::emu;
   CtaState* st = state();
   WarpState* ws = warp_state(st);
-  const u32 addr = smem_u32(bar);
+  const u32 addr = smem_key(smem_u32(bar));
   if (vld(&ws->pending_ld)) fail(WB_EMU_ERR_LD_NOT_WAITED, HANDOFF_ARRIVE, addr);
   if (vld(&ws->ld_unfenced)) fail(WB_EMU_ERR_LD_NO_FENCE_BEFORE, HANDOFF_ARRIVE, addr);
   const u32 target = rank == THIS_CTA ? cta_rank() : rank;
@@ -1066,11 +1077,11 @@ __device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32
   spin(perturbation(bw::warp_id(), event) & 0x3FF);  // the copy engine starts a little later
   const u32 own = cta_rank();
   const u32 targets = cta_mask != 0 ? cta_mask : (1u << own);
-  const u32 d = smem_u32(dst);
+  const u32 d = smem_key(smem_u32(dst));
   for (u32 r = 0; r < 16; ++r) {
     if (((targets >> r) & 1) == 0) continue;
     require_no_pending_reader(r, d);
-    record_tma(r, d, bytes, smem_u32(bar), bar_rank == THIS_CTA ? r : bar_rank);
+    record_tma(r, d, bytes, smem_key(smem_u32(bar)), bar_rank == THIS_CTA ? r : bar_rank);
   }
 }
 

@@ -44,7 +44,7 @@ fn op_name(what: u64) -> &'static str {
 /// The synchronisation a `wb::emu_hook::SyncKind` names.
 fn sync_name(kind: u64, bar: u64) -> String {
     match kind {
-        1 => format!("an mbarrier wait (barrier at shared address {bar:#x})"),
+        1 => format!("an mbarrier wait (barrier at shared-memory offset {bar:#x})"),
         2 => "a CTA barrier (wb::cta_sync)".to_string(),
         3 => "a cluster barrier (wb::cluster_sync)".to_string(),
         _ => "a thread synchronisation".to_string(),
@@ -54,7 +54,7 @@ fn sync_name(kind: u64, bar: u64) -> String {
 /// The hand-over a `bw::emu::Handoff` names.
 fn handoff_name(kind: u64, bar: u64) -> String {
     match kind {
-        1 => format!("an mbarrier arrive (barrier at shared address {bar:#x})"),
+        1 => format!("an mbarrier arrive (barrier at shared-memory offset {bar:#x})"),
         2 => "a CTA barrier (wb::cta_sync)".to_string(),
         3 => "a cluster barrier (wb::cluster_sync)".to_string(),
         4 => "tcgen05.dealloc".to_string(),
@@ -126,9 +126,9 @@ impl Fault {
                 };
                 format!("rule operand-loaded: tcgen05.mma reads operand {operand} bytes {:#x}..{:#x} of CTA rank {}, but {why}: an MMA may read its operands only after waiting on the barrier its TMA loads complete on (then tcgen05.fence::after_thread_sync). Check the load_full wait, and the descriptor's start address and SBO", d0 & 0xFFFF_FFFF, (d0 & 0xFFFF_FFFF) + 1024, (d0 >> 32) & 0xFFFF)
             }
-            24 => format!("rule no-refill-in-flight: a TMA load into shared address {:#x} of CTA rank {} overwrites an operand (from {:#x}) of an MMA that warp {} issued and whose tcgen05.commit has not arrived: the producer must wait on the slot's load_empty phase (the commit) before refilling it", d0 & 0xFFFF_FFFF, d0 >> 32, d1 & 0xFFFF_FFFF, d1 >> 32),
+            24 => format!("rule no-refill-in-flight: a TMA load into shared-memory offset {:#x} of CTA rank {} overwrites an operand (from {:#x}) of an MMA that warp {} issued and whose tcgen05.commit has not arrived: the producer must wait on the slot's load_empty phase (the commit) before refilling it", d0 & 0xFFFF_FFFF, d0 >> 32, d1 & 0xFFFF_FFFF, d1 >> 32),
             25 => format!("shared-memory descriptor {d0:#018x} starts at {d1:#x}, whose bits 7-9 are not 0: with the 128-byte swizzle that start needs a non-zero base offset (PTX ISA \"Shared Memory Descriptor\"); operand tiles must be 1024-byte aligned"),
-            26 => format!("rule wait-for-peer-commits: tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared address {d0:#x} in phase {}, and this CTA waited only for {}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)", d1 >> 32, phase_words(d1 & 0xFFFF_FFFF)),
+            26 => format!("rule wait-for-peer-commits: tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared-memory offset {d0:#x} in phase {}, and this CTA waited only for {}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)", d1 >> 32, phase_words(d1 & 0xFFFF_FFFF)),
             27 => format!("the emulator's tables are full ({}): it models at most 32 mbarriers, 32 TMA destinations and 16 warps per CTA", match d0 { 1 => format!("mbarrier at {d1:#x}"), 2 => format!("TMA destination {d1:#x}"), _ => format!("warp {d1}") }),
             c => format!("unknown emulation fault code {c}"),
         };
@@ -319,7 +319,7 @@ mod tests {
     #[test]
     fn sanitizer_faults_name_cta_warp_and_rule() {
         let cases: &[(u32, u64, u64, &str)] = &[
-            (16, (1 << 32) | 5, 0x1f0, "rule fence-after-sync: tcgen05.ld issued after an mbarrier wait (barrier at shared address 0x1f0)"),
+            (16, (1 << 32) | 5, 0x1f0, "rule fence-after-sync: tcgen05.ld issued after an mbarrier wait (barrier at shared-memory offset 0x1f0)"),
             (16, (3 << 32) | 6, 0, "tcgen05.mma issued after a cluster barrier"),
             (17, 1, 0x200, "rule wait-ld-before-handoff: an mbarrier arrive"),
             (17, 4, 0, "rule wait-ld-before-handoff: tcgen05.dealloc"),
@@ -330,9 +330,9 @@ mod tests {
             (22, 64, (3 << 32) | (5 << 16) | 2, "in phase 1 of barrier #5 of the MMA's CTA, but the MMA warp has waited only for phase 0"),
             (23, (1 << 48) | (1 << 32) | 0x4400, (1 << 32) | 0x4000, "reads operand A bytes 0x4400..0x4800 of CTA rank 1, but the TMA load into 0x4000 that wrote it has not been seen complete"),
             (23, (2 << 48) | 0x8000, 0, "operand B bytes 0x8000..0x8400 of CTA rank 0, but no TMA load has written it"),
-            (24, (1 << 32) | 0x4000, (1 << 32) | 0x4000, "a TMA load into shared address 0x4000 of CTA rank 1 overwrites an operand (from 0x4000) of an MMA that warp 1 issued"),
+            (24, (1 << 32) | 0x4000, (1 << 32) | 0x4000, "a TMA load into shared-memory offset 0x4000 of CTA rank 1 overwrites an operand (from 0x4000) of an MMA that warp 1 issued"),
             (25, 0x4000_4040_0001_0048, 0x480, "starts at 0x480, whose bits 7-9 are not 0"),
-            (26, 0x1f8, (7 << 32) | 7, "arrived on the barrier at shared address 0x1f8 in phase 7, and this CTA waited only for phase 5"),
+            (26, 0x1f8, (7 << 32) | 7, "arrived on the barrier at shared-memory offset 0x1f8 in phase 7, and this CTA waited only for phase 5"),
             (27, 1, 0x300, "mbarrier at 0x300"),
         ];
         for &(code, detail0, detail1, needle) in cases {

@@ -139,7 +139,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.load_empty[", " % STAGES]"],
         from: "",
         to: "",
-        steps: &[4, 5, 6],
+        steps: &[3, 4, 5, 6],
         expect: Expect::Caught,
     },
     Mutation {
