@@ -106,3 +106,67 @@ impl Blas {
         Ok(())
     }
 }
+
+/// Untimed tensor-core work on scratch data that no kernel under test is given: it brings an idle
+/// GPU back to its working clocks right before timed launches (see `timing::time_rounds`, which
+/// says what an idle H200 does to a timing). About 4 ms of products on an H200.
+pub struct Warmup {
+    a: cudarc::driver::CudaSlice<u16>,
+    b: cudarc::driver::CudaSlice<u16>,
+    c: cudarc::driver::CudaSlice<u16>,
+}
+
+impl Warmup {
+    /// One product: 4096 x 4096 x 2048, 69 GFLOP.
+    const SHAPE: Shape = Shape {
+        m: 4096,
+        n: 4096,
+        k: 2048,
+    };
+    /// Products per warm-up: enough for the ~2 ms of steady work the clocks need to climb.
+    const PRODUCTS: usize = 48;
+
+    pub fn new(gpu: &Gpu) -> Result<Warmup> {
+        let s = Self::SHAPE;
+        // Random values (not zeros, which draw less power than real data), from a fixed LCG.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut fill = |n: usize| -> Vec<u16> {
+            (0..n)
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    Dtype::F16.from_f32(((x >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0)
+                })
+                .collect()
+        };
+        let upload = |v: Vec<u16>| {
+            gpu.stream
+                .clone_htod(&v)
+                .map_err(|e| anyhow!("warm-up buffers: {e:?}"))
+        };
+        let a = upload(fill(s.m * s.k))?;
+        let b = upload(fill(s.n * s.k))?;
+        let c = gpu
+            .stream
+            .alloc_zeros::<u16>(s.m * s.n)
+            .map_err(|e| anyhow!("warm-up buffers: {e:?}"))?;
+        Ok(Warmup { a, b, c })
+    }
+
+    /// Enqueue the products on the GPU's stream (no wait).
+    pub fn run(&self, gpu: &Gpu, blas: &Blas) -> Result<()> {
+        let ptr = |s: &cudarc::driver::CudaSlice<u16>| crate::run::dptr(s, gpu);
+        for _ in 0..Self::PRODUCTS {
+            blas.gemm(
+                Self::SHAPE,
+                Dtype::F16,
+                ptr(&self.a),
+                ptr(&self.b),
+                ptr(&self.c),
+                false,
+            )?;
+        }
+        Ok(())
+    }
+}

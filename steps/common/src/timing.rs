@@ -102,6 +102,33 @@ fn time_once(
     timeout: Duration,
     launch: &mut dyn FnMut() -> Result<()>,
 ) -> Result<f64> {
+    let pending = enqueue_timed(gpu, flush, launch)?;
+    sync_with_timeout(gpu, timeout, "timed run")?;
+    pending.elapsed_us()
+}
+
+/// A timed launch enqueued (L2 flush, start event, launch, end event) but not yet waited for.
+struct PendingTiming {
+    start: cudarc::driver::CudaEvent,
+    end: cudarc::driver::CudaEvent,
+}
+
+impl PendingTiming {
+    /// Only once the stream has passed the end event.
+    fn elapsed_us(&self) -> Result<f64> {
+        let ms = self
+            .start
+            .elapsed_ms(&self.end)
+            .map_err(|e| anyhow!("{e:?}"))?;
+        Ok(ms as f64 * 1e3)
+    }
+}
+
+fn enqueue_timed(
+    gpu: &Gpu,
+    flush: Option<(sys::CUdeviceptr, usize)>,
+    launch: &mut dyn FnMut() -> Result<()>,
+) -> Result<PendingTiming> {
     let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
     if let Some((ptr, bytes)) = flush {
         // SAFETY: `ptr` is a live device buffer of `bytes` bytes.
@@ -119,9 +146,7 @@ fn time_once(
         .stream
         .record_event(flags)
         .map_err(|e| anyhow!("{e:?}"))?;
-    sync_with_timeout(gpu, timeout, "timed run")?;
-    let ms = start.elapsed_ms(&end).map_err(|e| anyhow!("{e:?}"))?;
-    Ok(ms as f64 * 1e3)
+    Ok(PendingTiming { start, end })
 }
 
 /// One contender of [`time_rounds`]: untimed work before and after each of its launches.
@@ -137,26 +162,52 @@ pub trait Timed {
 }
 
 /// [`time_interleaved`] for contenders that need work around every launch (the grader's: each
-/// output verified, inputs rotated): `warmup` untimed rounds, then `iters` timed rounds, in each
-/// of which every contender runs prepare, launch (timed, after the L2 flush), check in turn.
+/// output verified, inputs rotated): `warmup` untimed rounds, then `iters` timed rounds. A round
+/// runs every contender's `prepare`, then `prime`, then every contender's launch back to back
+/// (each after the L2 flush, each timed when the round is), then waits, then every `check`.
+///
+/// Why `prime`: the checks verify outputs on the CPU, which leaves the GPU idle for milliseconds,
+/// and an idle H200 drops its clocks within about 5 ms and takes about 2 ms of steady tensor-core
+/// work to climb back; memsets do not bring them back. Measured on an H200 (2048^3 f16 cuBLAS,
+/// `assets/results/grade-timing-h200-2026-11-22.txt`): 27 us back to back, 117-172 us after
+/// 5-200 ms idle. Whichever contender ran first after the checks was timed at idle clocks, which
+/// once made cuBLAS look 3x slower than a kernel timed right after it. `prime` must keep the
+/// tensor cores busy for a few milliseconds on data no contender can use (the caller's scratch
+/// buffers), so every timed launch starts at working clocks; the launches of a round follow each
+/// other with no host work between them.
 pub fn time_rounds(
     gpu: &Gpu,
     warmup: usize,
     iters: usize,
     flush: Option<(sys::CUdeviceptr, usize)>,
     timeout: Duration,
+    prime: &mut dyn FnMut() -> Result<()>,
     contenders: &mut [&mut dyn Timed],
 ) -> Result<Vec<Stats>> {
     let mut samples = vec![Vec::with_capacity(iters); contenders.len()];
     for round in 0..warmup + iters {
-        for (c, samples) in contenders.iter_mut().zip(samples.iter_mut()) {
+        for c in contenders.iter_mut() {
             c.prepare(round)?;
+        }
+        prime()?;
+        let mut pending = Vec::with_capacity(contenders.len());
+        for c in contenders.iter_mut() {
             if round < warmup {
                 c.launch()?;
-                sync_with_timeout(gpu, timeout, "warm-up")?;
             } else {
-                samples.push(time_once(gpu, flush, timeout, &mut || c.launch())?);
+                pending.push(enqueue_timed(gpu, flush, &mut || c.launch())?);
             }
+        }
+        let what = if round < warmup {
+            "warm-up"
+        } else {
+            "timed run"
+        };
+        sync_with_timeout(gpu, timeout, what)?;
+        for (p, samples) in pending.iter().zip(samples.iter_mut()) {
+            samples.push(p.elapsed_us()?);
+        }
+        for c in contenders.iter_mut() {
             c.check(round)?;
         }
     }
