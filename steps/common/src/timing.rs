@@ -40,7 +40,10 @@ impl Stats {
 
 /// Wait for everything queued on the stream, but give up after `timeout`: a kernel waiting on
 /// an mbarrier phase that never completes spins forever. On a hang the process exits at once
-/// (code 124): dropping buffers or modules a running kernel still uses could block too.
+/// (code 124) with `_exit`: dropping buffers or modules a running kernel still uses could block,
+/// and so does `exit`, whose atexit handlers include the CUDA driver's teardown, which waits for
+/// the kernel (the grader's worker sat there until its 240 s limit killed it). The driver frees
+/// the context, and stops the kernel, when the process is gone.
 pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
     let event = gpu
         .stream
@@ -58,7 +61,12 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
                         "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
                         timeout.as_secs_f64()
                     );
-                    std::process::exit(124);
+                    use std::io::Write;
+                    let _ = std::io::stdout().flush();
+                    let _ = std::io::stderr().flush();
+                    // SAFETY: ends the process without running atexit handlers; nothing after
+                    // this point relies on them.
+                    unsafe { libc::_exit(124) };
                 }
                 std::thread::sleep(Duration::from_micros(200));
             }
@@ -167,11 +175,12 @@ pub trait Timed {
 /// (each after the L2 flush, each timed when the round is), then waits, then every `check`.
 ///
 /// Why `prime`: the checks verify outputs on the CPU, which leaves the GPU idle for milliseconds,
-/// and an idle H200 drops its clocks within about 5 ms and takes about 2 ms of steady tensor-core
-/// work to climb back; memsets do not bring them back. Measured on an H200 (2048^3 f16 cuBLAS,
-/// `assets/results/grade-timing-h200-2026-11-22.txt`): 27 us back to back, 117-172 us after
-/// 5-200 ms idle. Whichever contender ran first after the checks was timed at idle clocks, which
-/// once made cuBLAS look 3x slower than a kernel timed right after it. `prime` must keep the
+/// and an idle H200 leaves its working state within about 5 ms and needs about 2 ms of steady
+/// tensor-core work to return to it; memsets do not bring it back. Measured on an H200 (2048^3
+/// f16 cuBLAS, `assets/results/grade-timing-h200-2026-11-22.txt`): 27 us back to back, 117-172 us
+/// after 5-200 ms idle (NVML showed the SM clock falling too, by less than that slowdown).
+/// Whichever contender ran first after the checks was timed in that state, which once made
+/// cuBLAS look 3x slower than a kernel timed right after it. `prime` must keep the
 /// tensor cores busy for a few milliseconds on data no contender can use (the caller's scratch
 /// buffers), so every timed launch starts at working clocks; the launches of a round follow each
 /// other with no host work between them.
