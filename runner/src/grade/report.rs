@@ -73,6 +73,9 @@ pub struct GradeReport {
     pub source_sha256: String,
     pub rubric: RubricRef,
     pub grader_version: String,
+    /// The commit the runner was built from (absent in reports of older runners).
+    #[serde(default)]
+    pub grader_commit: String,
     pub gpu: Option<EnvInfo>,
     pub target: Option<String>,
     pub compile: CompileReport,
@@ -476,6 +479,7 @@ pub mod tests {
                 arch: "sm_90a".into(),
             },
             grader_version: "0.1.0".into(),
+            grader_commit: "abc1234".into(),
             gpu: Some(EnvInfo {
                 name: "NVIDIA H100".into(),
                 device: 1,

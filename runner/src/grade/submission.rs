@@ -215,6 +215,7 @@ impl Grader {
                 arch: self.rubric.arch.sm().to_string(),
             },
             grader_version: env!("CARGO_PKG_VERSION").to_string(),
+            grader_commit: env!("WB_BUILD_COMMIT").to_string(),
             gpu: Some(env.clone()),
             target: None,
             compile: CompileReport {
@@ -354,10 +355,16 @@ impl Grader {
         };
         r.worker_log = format!("{}{}", outcome.stdout, outcome.stderr);
         let lines = read_results(&run_dir.join("results.jsonl"));
-        if let Some(env) = lines.iter().find_map(|l| match l {
+        if let Some(mut env) = lines.iter().find_map(|l| match l {
             RunLine::Env(e) => Some(e.as_ref().clone()),
             RunLine::Test(_) => None,
         }) {
+            // The run describes the GPU as it found it; whether cuBLAS worked there is the
+            // probe's finding, which the run does not repeat.
+            if let Some(probe) = &r.gpu {
+                env.healthy = probe.healthy;
+                env.health_detail = probe.health_detail.clone();
+            }
             r.gpu = Some(env);
         }
         let results: Vec<TestResult> = lines
