@@ -11,7 +11,7 @@ use crate::emulation::EmuBuffers;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::problem::{Dist, Dtype, Problem, Shape};
 use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
-use crate::timing::{sync_with_timeout, time_interleaved, Stats};
+use crate::timing::{sync_diagnosed, sync_with_timeout, time_interleaved, Stats};
 use crate::trace::{self, Recording, TraceBuffer};
 use crate::verify::{verify, Verification};
 use anyhow::{anyhow, bail, Context, Result};
@@ -426,7 +426,8 @@ pub fn launch_and_wait(
     // SAFETY: the caller's `args` were built for this plan over live buffers.
     unsafe { kernel.launch(gpu, plan, args)? };
     let step = kernel.spec.info().number;
-    if let Err(err) = sync_with_timeout(gpu, timeout, "the kernel") {
+    let recorded = || emu.as_ref().and_then(|e| e.fault()).map(|f| f.describe());
+    if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded) {
         if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
             bail!("{}", f.describe());
         }

@@ -45,6 +45,20 @@ impl Stats {
 /// the kernel (the grader's worker sat there until its 240 s limit killed it). The driver frees
 /// the context, and stops the kernel, when the process is gone.
 pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
+    sync_diagnosed(gpu, timeout, what, &|| None)
+}
+
+/// [`sync_with_timeout`], asking `diagnose` before calling a timeout a hang: under the tcgen05
+/// emulation a kernel that broke a rule records the fault in host-mapped memory and traps, but
+/// the trap can take longer to reach the host than the limit when many contexts share the GPU
+/// (the parallel GPU check). A recorded fault is then reported as the error it is, not as a hang;
+/// the trap already raised ends the kernel.
+pub fn sync_diagnosed(
+    gpu: &Gpu,
+    timeout: Duration,
+    what: &str,
+    diagnose: &dyn Fn() -> Option<String>,
+) -> Result<()> {
     let event = gpu
         .stream
         .record_event(None)
@@ -57,6 +71,9 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
             sys::CUresult::CUDA_SUCCESS => return Ok(()),
             sys::CUresult::CUDA_ERROR_NOT_READY => {
                 if start.elapsed() > timeout {
+                    if let Some(d) = diagnose() {
+                        return Err(anyhow!("{d}"));
+                    }
                     eprintln!(
                         "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
                         timeout.as_secs_f64()
