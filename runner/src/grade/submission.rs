@@ -522,13 +522,20 @@ pub fn apply_results(
                     format!("a launch did not finish within {launch_seconds} s (a hang); the run was stopped"),
                 ),
                 Exit::Code(0) => (Status::Error, "grader-error", "the run ended without a result for this test".into()),
+                // The emulator recorded a fault, but the kernel had not ended by the launch limit
+                // (its trap was late): the worker reported the fault and stopped at once.
+                Exit::Code(2) if last_line(&outcome.stderr).contains(common::emulation::FAULT_PREFIX) => (
+                    Status::Failed,
+                    "kernel-fault",
+                    last_line(&outcome.stderr).trim_start_matches("error: ").to_string(),
+                ),
                 _ => (
                     Status::Error,
                     "worker-crash",
                     format!(
                         "the run {}: {}",
                         outcome.describe(),
-                        outcome.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("")
+                        last_line(&outcome.stderr)
                     ),
                 ),
             };
@@ -575,6 +582,14 @@ pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
         }
         _ => 0.0,
     };
+}
+
+/// The last non-empty line of a child's output.
+fn last_line(text: &str) -> &str {
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
 }
 
 #[cfg(test)]
@@ -696,6 +711,30 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             assert!(r.tests[2].detail.contains("not run"));
             assert_eq!(r.score, 10.0);
         }
+    }
+
+    #[test]
+    fn a_fault_reported_at_the_launch_limit_is_a_kernel_fault() {
+        let rubric = rubric();
+        let mut r = sample("alice", None);
+        let mut o = outcome(Exit::Code(2));
+        o.stderr = "error: tcgen05 emulation fault in CTA 1, warp 0, lane 0: rule wait-for-peer-commits: x\n".into();
+        apply_results(&mut r, &rubric, &[passed("public", None)], &o, 20);
+        assert_eq!(r.tests[1].status, Status::Failed);
+        assert_eq!(r.tests[1].flags[0].name, "kernel-fault");
+        assert!(r.tests[1]
+            .detail
+            .starts_with("tcgen05 emulation fault in CTA 1"));
+        // Any other exit 2 is the worker's own failure.
+        let mut r = sample("alice", None);
+        apply_results(
+            &mut r,
+            &rubric,
+            &[passed("public", None)],
+            &outcome(Exit::Code(2)),
+            20,
+        );
+        assert_eq!(r.tests[1].flags[0].name, "worker-crash");
     }
 
     #[test]

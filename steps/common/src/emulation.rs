@@ -71,6 +71,10 @@ fn phase_words(enc: u64) -> String {
     }
 }
 
+/// How every emulator fault's description begins (the grader recognises a fault reported by a
+/// worker that had to end at once by it).
+pub const FAULT_PREFIX: &str = "tcgen05 emulation fault";
+
 impl Fault {
     /// What the emulator caught, in words.
     pub fn describe(&self) -> String {
@@ -133,7 +137,7 @@ impl Fault {
             c => format!("unknown emulation fault code {c}"),
         };
         format!(
-            "tcgen05 emulation fault in CTA {}, warp {}, lane {}: {what}",
+            "{FAULT_PREFIX} in CTA {}, warp {}, lane {}: {what}",
             self.cta, self.warp, self.lane
         )
     }

@@ -51,8 +51,10 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
 /// [`sync_with_timeout`], asking `diagnose` before calling a timeout a hang: under the tcgen05
 /// emulation a kernel that broke a rule records the fault in host-mapped memory and traps, but
 /// the trap can take longer to reach the host than the limit when many contexts share the GPU
-/// (the parallel GPU check). A recorded fault is then reported as the error it is, not as a hang;
-/// the trap already raised ends the kernel.
+/// (the parallel GPU check). A recorded fault is then reported as the error it is (`error:` and
+/// exit code 2, as for any error), not as a hang. The process still ends at once, as for a hang:
+/// returning instead let the caller free buffers and unload the module under the still-running
+/// kernel, which blocked (on the H200 two such runs waited until an outer 150 s limit).
 pub fn sync_diagnosed(
     gpu: &Gpu,
     timeout: Duration,
@@ -72,24 +74,30 @@ pub fn sync_diagnosed(
             sys::CUresult::CUDA_ERROR_NOT_READY => {
                 if start.elapsed() > timeout {
                     if let Some(d) = diagnose() {
-                        return Err(anyhow!("{d}"));
+                        eprintln!("error: {d}");
+                        exit_now(2);
                     }
                     eprintln!(
                         "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
                         timeout.as_secs_f64()
                     );
-                    use std::io::Write;
-                    let _ = std::io::stdout().flush();
-                    let _ = std::io::stderr().flush();
-                    // SAFETY: ends the process without running atexit handlers; nothing after
-                    // this point relies on them.
-                    unsafe { libc::_exit(124) };
+                    exit_now(124);
                 }
                 std::thread::sleep(Duration::from_micros(200));
             }
             other => return Err(anyhow!("{what} faulted: {other:?}")),
         }
     }
+}
+
+/// End the process now, without atexit handlers (see [`sync_with_timeout`]).
+fn exit_now(code: i32) -> ! {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: ends the process without running atexit handlers; nothing after this point relies
+    // on them.
+    unsafe { libc::_exit(code) }
 }
 
 /// Time several launches against each other with events: `warmup` untimed runs of each, then
