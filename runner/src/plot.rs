@@ -129,14 +129,7 @@ pub fn ladder(r: &BenchReport, path: &Path) -> Result<()> {
                     });
             }
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
-        root.present().map_err(err)?;
+        finish(&mut chart, &root)?;
     }
     sweep(r, path)
 }
@@ -218,6 +211,14 @@ fn sweep(r: &BenchReport, ladder_path: &Path) -> Result<()> {
             .label(k.clone())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], style));
     }
+    finish(&mut chart, &root)
+}
+
+/// Both plots' legend (lower right, on a translucent white box) and the file written.
+fn finish<'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, CT>,
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+) -> Result<()> {
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::LowerRight)
@@ -225,8 +226,7 @@ fn sweep(r: &BenchReport, ladder_path: &Path) -> Result<()> {
         .border_style(BLACK)
         .draw()
         .map_err(err)?;
-    root.present().map_err(err)?;
-    Ok(())
+    root.present().map_err(err)
 }
 
 #[cfg(test)]
