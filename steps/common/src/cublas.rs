@@ -109,7 +109,8 @@ impl Blas {
 
 /// Untimed tensor-core work on scratch data that no kernel under test is given: it brings an idle
 /// GPU back to its working clocks right before timed launches (see `timing::time_rounds`, which
-/// says what an idle H200 does to a timing). About 4 ms of products on an H200.
+/// says what an idle H200 does to a timing): 48 products of 69 GFLOP, some 5 ms at the
+/// ~700 TFLOP/s cuBLAS reaches on an H200 (`assets/results/bench-h200-*.json`).
 pub struct Warmup {
     a: cudarc::driver::CudaSlice<u16>,
     b: cudarc::driver::CudaSlice<u16>,
@@ -128,7 +129,8 @@ impl Warmup {
 
     pub fn new(gpu: &Gpu) -> Result<Warmup> {
         let s = Self::SHAPE;
-        // Random values (not zeros, which draw less power than real data), from a fixed LCG.
+        // Random values, as in a real product (a product of zeros runs faster on the H200, so it
+        // may not load the GPU the same way), from a fixed LCG.
         let mut x = 0x2545_F491_4F6C_DD1Du64;
         let mut fill = |n: usize| -> Vec<u16> {
             (0..n)
