@@ -3,105 +3,144 @@
 use common::compile::{compile, CompileError, KernelSource, Target};
 use common::mutation::MUTATIONS;
 use common::sass::disassemble;
-use common::step::{Arch, KernelSpec};
+use common::step::{Arch, KernelSpec, Step};
 use common::Dtype;
 
-#[test]
-fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
-    for step in runner::steps::all() {
-        let info = step.info();
-        let spec = KernelSpec::new(step, Arch::Blackwell);
-        for dtype in [Dtype::F16, Dtype::Bf16] {
-            let c =
-                compile(&spec.source(), Target::Sm100a, &spec.defines(dtype)).unwrap_or_else(|e| {
-                    panic!("step {} ({dtype}) does not compile: {e:#}", info.number)
-                });
-            let sass = disassemble(&c.cubin).expect("nvdisasm");
-            for op in spec.sass_expect() {
-                assert!(
-                    sass.count(op) > 0,
-                    "step {} ({dtype}): SASS lost {op}; histogram {:?}",
-                    info.number,
-                    sass.histogram
-                );
+/// One module per step, so the steps compile in parallel and every failing step is reported,
+/// not only the first.
+macro_rules! per_step {
+    ($($module:ident => $n:literal),* $(,)?) => {$(
+        mod $module {
+            fn step() -> &'static dyn common::step::Step {
+                runner::steps::get($n).expect("the ladder has this step")
             }
-            assert_eq!(
-                sass.local_memory_ops(),
-                0,
-                "step {} ({dtype}) uses local memory (LDL/STL)",
-                info.number
-            );
-            assert_eq!(
-                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-                0,
-                "step {} spills",
-                info.number
-            );
-            assert!(c.resources.registers > 0 && c.resources.registers <= 255);
+            #[test]
+            fn compiles_for_sm100a_with_its_instructions_and_no_spills() {
+                super::compiles_for_sm100a(step());
+            }
+            #[test]
+            fn builds_for_the_sm90a_emulation() {
+                super::builds_for_the_sm90a_emulation(step());
+            }
+            #[test]
+            fn every_seeded_bug_still_applies() {
+                super::every_seeded_bug_still_applies(step());
+            }
+            #[test]
+            fn every_seeded_bug_compiles_for_the_emulation() {
+                super::every_seeded_bug_compiles_for_the_emulation(step());
+            }
+            #[test]
+            fn hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
+                super::hopper_twin_compiles_for_sm90a(step());
+            }
         }
-    }
+    )*};
+}
+
+per_step! {
+    step0 => 0,
+    step1 => 1,
+    step2 => 2,
+    step3 => 3,
+    step4 => 4,
+    step5 => 5,
+    step6 => 6,
 }
 
 #[test]
-fn every_step_builds_for_the_sm90a_emulation() {
-    for step in runner::steps::all() {
-        let info = step.info();
-        let spec = KernelSpec::new(step, Arch::Blackwell);
-        let c = compile(
-            &spec.source(),
-            Target::Sm90aEmulated,
-            &spec.defines(Dtype::Bf16),
-        )
-        .unwrap_or_else(|e| panic!("step {} does not build for emulation: {e:#}", info.number));
+fn the_ladder_is_steps_0_to_6() {
+    // The per-step modules above name each step: a new step needs its line there.
+    let numbers: Vec<u32> = runner::steps::all()
+        .iter()
+        .map(|s| s.info().number)
+        .collect();
+    assert_eq!(numbers, (0..=6).collect::<Vec<u32>>());
+}
+
+fn compiles_for_sm100a(step: &'static dyn Step) {
+    let info = step.info();
+    let spec = KernelSpec::new(step, Arch::Blackwell);
+    for dtype in [Dtype::F16, Dtype::Bf16] {
+        let c = compile(&spec.source(), Target::Sm100a, &spec.defines(dtype))
+            .unwrap_or_else(|e| panic!("step {} ({dtype}) does not compile: {e:#}", info.number));
         let sass = disassemble(&c.cubin).expect("nvdisasm");
+        for op in spec.sass_expect() {
+            assert!(
+                sass.count(op) > 0,
+                "step {} ({dtype}): SASS lost {op}; histogram {:?}",
+                info.number,
+                sass.histogram
+            );
+        }
         assert_eq!(
-            sass.count("UTCHMMA"),
+            sass.local_memory_ops(),
             0,
-            "sm_90 has no tcgen05: the emulation must replace it"
+            "step {} ({dtype}) uses local memory (LDL/STL)",
+            info.number
         );
-        assert_eq!(sass.count("LDTM"), 0);
-        assert!(
-            sass.count("UTMALDG") > 0,
-            "TMA stays native under emulation"
+        assert_eq!(
+            c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+            0,
+            "step {} spills",
+            info.number
         );
+        assert!(c.resources.registers > 0 && c.resources.registers <= 255);
     }
 }
 
-#[test]
-fn every_seeded_bug_still_applies_to_every_step() {
+fn builds_for_the_sm90a_emulation(step: &'static dyn Step) {
+    let info = step.info();
+    let spec = KernelSpec::new(step, Arch::Blackwell);
+    let c = compile(
+        &spec.source(),
+        Target::Sm90aEmulated,
+        &spec.defines(Dtype::Bf16),
+    )
+    .unwrap_or_else(|e| panic!("step {} does not build for emulation: {e:#}", info.number));
+    let sass = disassemble(&c.cubin).expect("nvdisasm");
+    assert_eq!(
+        sass.count("UTCHMMA"),
+        0,
+        "sm_90 has no tcgen05: the emulation must replace it"
+    );
+    assert_eq!(sass.count("LDTM"), 0);
+    assert!(
+        sass.count("UTMALDG") > 0,
+        "TMA stays native under emulation"
+    );
+}
+
+fn every_seeded_bug_still_applies(step: &'static dyn Step) {
     // The negative controls of the GPU check are only meaningful while they edit the kernels.
-    for step in runner::steps::all() {
-        for m in MUTATIONS
-            .iter()
-            .filter(|m| m.applies_to(step.info().number))
-        {
-            let k = m
-                .apply(step.info().blackwell.text)
-                .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
-            assert_ne!(k, step.info().blackwell.text);
-            // A seeded bug edits what it names and nothing else: no barrier loses its init.
-            let inits = |src: &str| {
-                src.lines()
-                    .filter(|l| {
-                        l.contains("wb::mbarrier_init(") && !l.trim_start().starts_with("//")
-                    })
-                    .count()
-            };
-            let edited = k.lines().filter(|l| l.contains("[mutation ")).count();
-            assert_eq!(
-                inits(&k),
-                inits(step.info().blackwell.text),
-                "step {}: {} removed an init",
-                step.info().number,
-                m.name
-            );
-            assert!(
-                (1..=2).contains(&edited) || !m.from.is_empty(),
-                "step {}: {} commented out {edited} lines",
-                step.info().number,
-                m.name
-            );
-        }
+    for m in MUTATIONS
+        .iter()
+        .filter(|m| m.applies_to(step.info().number))
+    {
+        let k = m
+            .apply(step.info().blackwell.text)
+            .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
+        assert_ne!(k, step.info().blackwell.text);
+        // A seeded bug edits what it names and nothing else: no barrier loses its init.
+        let inits = |src: &str| {
+            src.lines()
+                .filter(|l| l.contains("wb::mbarrier_init(") && !l.trim_start().starts_with("//"))
+                .count()
+        };
+        let edited = k.lines().filter(|l| l.contains("[mutation ")).count();
+        assert_eq!(
+            inits(&k),
+            inits(step.info().blackwell.text),
+            "step {}: {} removed an init",
+            step.info().number,
+            m.name
+        );
+        assert!(
+            (1..=2).contains(&edited) || !m.from.is_empty(),
+            "step {}: {} commented out {edited} lines",
+            step.info().number,
+            m.name
+        );
     }
 }
 
@@ -125,71 +164,63 @@ fn a_compile_error_names_file_line_and_shows_the_source() {
     );
 }
 
-#[test]
-fn every_hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
-    for step in runner::steps::all() {
-        let spec = KernelSpec::new(step, Arch::Hopper);
-        let n = step.info().number;
-        for dtype in [Dtype::F16, Dtype::Bf16] {
-            let c =
-                compile(&spec.source(), Target::Sm90a, &spec.defines(dtype)).unwrap_or_else(|e| {
-                    panic!("step {n}'s Hopper twin ({dtype}) does not compile: {e:#}")
-                });
-            let sass = disassemble(&c.cubin).expect("nvdisasm");
-            for op in spec.sass_expect() {
-                assert!(
-                    sass.count(op) > 0,
-                    "step {n} twin ({dtype}): SASS lost {op}; histogram {:?}",
-                    sass.histogram
-                );
-            }
-            assert_eq!(
-                sass.local_memory_ops(),
-                0,
-                "step {n} twin ({dtype}) uses local memory (LDL/STL)"
-            );
-            assert_eq!(
-                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-                0,
-                "step {n} twin spills"
-            );
-            // ptxas says so when it must wait for each wgmma before the next (accumulators
-            // touched in between, or a register budget too small): the twin would crawl.
+fn hopper_twin_compiles_for_sm90a(step: &'static dyn Step) {
+    let spec = KernelSpec::new(step, Arch::Hopper);
+    let n = step.info().number;
+    for dtype in [Dtype::F16, Dtype::Bf16] {
+        let c = compile(&spec.source(), Target::Sm90a, &spec.defines(dtype))
+            .unwrap_or_else(|e| panic!("step {n}'s Hopper twin ({dtype}) does not compile: {e:#}"));
+        let sass = disassemble(&c.cubin).expect("nvdisasm");
+        for op in spec.sass_expect() {
             assert!(
-                !c.log
-                    .contains("wgmma.mma_async instructions are serialized"),
-                "step {n} twin ({dtype}): {}",
-                c.log
-            );
-            assert!(
-                !c.log.contains("setmaxnreg ignored"),
-                "step {n} twin ({dtype}): {}",
-                c.log
+                sass.count(op) > 0,
+                "step {n} twin ({dtype}): SASS lost {op}; histogram {:?}",
+                sass.histogram
             );
         }
+        assert_eq!(
+            sass.local_memory_ops(),
+            0,
+            "step {n} twin ({dtype}) uses local memory (LDL/STL)"
+        );
+        assert_eq!(
+            c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+            0,
+            "step {n} twin spills"
+        );
+        // ptxas says so when it must wait for each wgmma before the next (accumulators
+        // touched in between, or a register budget too small): the twin would crawl.
+        assert!(
+            !c.log
+                .contains("wgmma.mma_async instructions are serialized"),
+            "step {n} twin ({dtype}): {}",
+            c.log
+        );
+        assert!(
+            !c.log.contains("setmaxnreg ignored"),
+            "step {n} twin ({dtype}): {}",
+            c.log
+        );
     }
 }
 
-#[test]
-fn every_seeded_bug_compiles_for_the_emulation_on_every_step_it_applies_to() {
+fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step) {
     // The GPU check runs each of them; a variant that does not compile would report an error
     // instead of the bug being caught.
-    for step in runner::steps::all() {
-        let info = step.info();
-        let spec = KernelSpec::new(step, Arch::Blackwell);
-        for m in MUTATIONS.iter().filter(|m| m.applies_to(info.number)) {
-            let text = m.apply(info.blackwell.text).expect("applies");
-            let src = KernelSource {
-                path: info.kernel_path(Arch::Blackwell),
-                text,
-            };
-            compile(&src, Target::Sm90aEmulated, &spec.defines(Dtype::F16)).unwrap_or_else(|e| {
-                panic!(
-                    "step {} with {} does not compile: {e:#}",
-                    info.number, m.name
-                )
-            });
-        }
+    let info = step.info();
+    let spec = KernelSpec::new(step, Arch::Blackwell);
+    for m in MUTATIONS.iter().filter(|m| m.applies_to(info.number)) {
+        let text = m.apply(info.blackwell.text).expect("applies");
+        let src = KernelSource {
+            path: info.kernel_path(Arch::Blackwell),
+            text,
+        };
+        compile(&src, Target::Sm90aEmulated, &spec.defines(Dtype::F16)).unwrap_or_else(|e| {
+            panic!(
+                "step {} with {} does not compile: {e:#}",
+                info.number, m.name
+            )
+        });
     }
 }
 
