@@ -1,6 +1,6 @@
 //! Compiling a step kernel with NVRTC to a CUBIN, with the shared headers embedded.
 
-use crate::step::Arch;
+use crate::arch::Arch;
 use crate::toolkit;
 use anyhow::{anyhow, Result};
 use cudarc::nvrtc::sys as nvrtc;

@@ -158,7 +158,7 @@ impl Warmup {
 
     /// Enqueue the products on the GPU's stream (no wait).
     pub fn run(&self, gpu: &Gpu, blas: &Blas) -> Result<()> {
-        let ptr = |s: &cudarc::driver::CudaSlice<u16>| crate::run::dptr(s, gpu);
+        let ptr = |s: &cudarc::driver::CudaSlice<u16>| crate::gpu::dptr(s, gpu);
         for _ in 0..Self::PRODUCTS {
             blas.gemm(
                 Self::SHAPE,

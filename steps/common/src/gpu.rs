@@ -267,6 +267,11 @@ pub unsafe fn launch(
     )
 }
 
+/// A device buffer's address, as a kernel argument or a cuBLAS pointer.
+pub fn dptr<T>(s: &cudarc::driver::CudaSlice<T>, gpu: &Gpu) -> sys::CUdeviceptr {
+    cudarc::driver::DevicePtr::device_ptr(s, &gpu.stream).0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

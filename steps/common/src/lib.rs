@@ -6,6 +6,7 @@
 //! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]), warp-role timelines ([`trace`])
 //! and the whole run ([`run`]).
 
+pub mod arch;
 pub mod budget;
 pub mod compile;
 pub mod cublas;

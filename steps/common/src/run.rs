@@ -8,6 +8,7 @@
 use crate::compile::{compile, Compiled, KernelSource, Target};
 use crate::cublas::Blas;
 use crate::emulation::EmuBuffers;
+pub use crate::gpu::dptr;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::problem::{Dist, Dtype, Problem, Shape};
 use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
@@ -16,7 +17,7 @@ use crate::trace::{self, Recording, TraceBuffer};
 use crate::verify::{verify, Verification};
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys;
-use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
+use cudarc::driver::{CudaModule, CudaSlice};
 use cudarc::nvrtc::Ptx;
 use serde::Serialize;
 use std::ffi::c_void;
@@ -106,10 +107,6 @@ pub fn choose_target(info: &GpuInfo, arch: Arch, mode: EmulateMode) -> Result<Ta
             info.sm()
         )),
     }
-}
-
-pub fn dptr<T>(s: &CudaSlice<T>, gpu: &Gpu) -> sys::CUdeviceptr {
-    s.device_ptr(&gpu.stream).0
 }
 
 /// A device buffer of 16-bit matrix elements.
