@@ -5,6 +5,7 @@
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
+use crate::results::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::tiling::{visit_order, MinorDim};
@@ -151,31 +152,6 @@ fn expand_includes(md: &str, base: &str) -> Result<String> {
     }
     out.push_str(rest);
     Ok(out)
-}
-
-pub fn results_files() -> Vec<(String, Value)> {
-    let dir = project_root().join("assets/results");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    files.retain(|p| p.extension().is_some_and(|e| e == "json"));
-    files.sort();
-    files
-        .into_iter()
-        .filter_map(|p| {
-            let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-            Some((p.file_name()?.to_string_lossy().into_owned(), v))
-        })
-        .collect()
-}
-
-/// A field of a results JSON as table text ("-" when absent).
-pub fn s(v: &Value, k: &str) -> String {
-    match &v[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    }
 }
 
 /// Markdown tables for the results files of one kind (`emulation`, `selftest`), optionally only

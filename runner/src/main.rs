@@ -13,6 +13,7 @@ mod measured;
 mod phase_tables;
 mod plot;
 mod report;
+mod results;
 mod step_cmd;
 mod terminal;
 mod trace;

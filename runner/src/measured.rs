@@ -3,7 +3,7 @@
 //! it), `{{#bench-plot}}` (the bench's SVG) and `{{#twins-summary}}` (what the twin check
 //! verified). Nothing here is typed by hand: a new bench run changes the chapters.
 
-use crate::book::{results_files, s};
+use crate::results::{results_files, s};
 use anyhow::{bail, Result};
 use serde_json::Value;
 
