@@ -12,7 +12,7 @@ macro_rules! per_step {
     ($($module:ident => $n:literal),* $(,)?) => {$(
         mod $module {
             fn step() -> &'static dyn common::step::Step {
-                runner::steps::get($n).expect("the ladder has this step")
+                ladder::get($n).expect("the ladder has this step")
             }
             #[test]
             fn compiles_for_sm100a_with_its_instructions_and_no_spills() {
@@ -51,10 +51,7 @@ per_step! {
 #[test]
 fn the_ladder_is_steps_0_to_6() {
     // The per-step modules above name each step: a new step needs its line there.
-    let numbers: Vec<u32> = runner::steps::all()
-        .iter()
-        .map(|s| s.info().number)
-        .collect();
+    let numbers: Vec<u32> = ladder::all().iter().map(|s| s.info().number).collect();
     assert_eq!(numbers, (0..=6).collect::<Vec<u32>>());
 }
 
@@ -244,7 +241,7 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
 #[test]
 fn the_hopper_exercise_kernels_compile() {
     // Kernels chapter 6 asks readers to run with `runner step 4 --arch sm_90a --kernel ...`.
-    let step = runner::steps::get(4).expect("step 4");
+    let step = ladder::get(4).expect("step 4");
     let spec = KernelSpec::new(step, Arch::Hopper);
     let path = "exercises/hopper/step4_snake_sm90.cu";
     let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))

@@ -18,7 +18,7 @@ fn the_line<'a>(kernel: &'a str, needle: &str, what: &str) -> &'a str {
 #[test]
 fn the_kernels_wait_lines_match_the_simulator() {
     let mut cases: Vec<(String, EmptyWait, String, String)> = Vec::new();
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         let info = step.info();
         for variant in EmptyWait::ALL {
             let kernel = match variant.mutation() {

@@ -19,7 +19,7 @@ fn ptx(step: &'static dyn common::Step, text: &str) -> String {
 
 #[test]
 fn every_stock_kernel_passes_the_ptx_check() {
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         let text = ptx(step, step.info().blackwell.text);
         assert!(
             text.contains("tcgen05.ld"),
@@ -46,7 +46,7 @@ fn the_seeded_ordering_bugs_fail_the_ptx_check_on_every_step() {
         ("no-wait-ld", "wait-before-use"),
     ] {
         let m = find(mutation).expect("known mutation");
-        for step in runner::steps::all() {
+        for step in ladder::all() {
             if !m.applies_to(step.info().number) {
                 continue;
             }

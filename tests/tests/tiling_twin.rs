@@ -9,11 +9,7 @@ use workbook_tests::run_host_cpp;
 
 /// The text of `tile_coords` in step 6's `arch` kernel, from its signature to its closing brace.
 fn device_function(arch: Arch) -> String {
-    let src = runner::steps::get(6)
-        .expect("step 6")
-        .info()
-        .kernel(arch)
-        .text;
+    let src = ladder::get(6).expect("step 6").info().kernel(arch).text;
     let start = src
         .find("__device__ __forceinline__ void tile_coords(")
         .expect("step 6's kernel defines tile_coords");

@@ -32,7 +32,7 @@ fn trace_defines(spec: &KernelSpec) -> Vec<(String, String)> {
 
 #[test]
 fn trace_calls_compile_to_nothing_without_the_trace_define() {
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         for arch in Arch::ALL {
             let spec = KernelSpec::new(step, arch);
             let n = step.info().number;
@@ -72,7 +72,7 @@ fn trace_calls_compile_to_nothing_without_the_trace_define() {
 
 #[test]
 fn every_kernel_builds_with_its_trace_calls_on() {
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         for arch in Arch::ALL {
             let spec = KernelSpec::new(step, arch);
             let n = step.info().number;
@@ -146,7 +146,7 @@ fn the_host_mirrors_the_device_trace_record_and_phases() {
 #[test]
 fn every_kernel_marks_the_phases_its_structure_has() {
     use Phase::*;
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         let n = step.info().number;
         for arch in Arch::ALL {
             let text = step.info().kernel(arch).text;

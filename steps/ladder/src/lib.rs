@@ -1,4 +1,5 @@
-//! The ladder: every step crate, in order.
+//! The ladder: every step crate, in order. The runner and the cross-crate tests both list the
+//! steps through it, so the tests need not build the runner binary to find them.
 
 use anyhow::{bail, Result};
 use common::Step;
