@@ -80,7 +80,7 @@ constexpr int GRID_MINOR_DIM = WB_GRID_MINOR_DIM;
 // minor dimension; the loop finishes one band before the next, walking it along the major
 // dimension and visiting the band's minor tiles at each step, and every other band runs
 // backwards so that consecutive bands meet at the same major index. Tiles in flight at the same
-// time then share a few operand blocks, which stay in L2. Host twin: common::tiling::tile_coords.
+// time then share a few operand blocks, which stay in L2. Host twin: common::model::tiling::tile_coords.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tile_m,
                                             int& tile_n) {
   const int minor_count = GRID_MINOR_DIM == 0 ? tiles_m : tiles_n;

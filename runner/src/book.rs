@@ -7,8 +7,8 @@
 
 use crate::results::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
+use common::model::tiling::{visit_order, MinorDim};
 use common::step::{Arch, KernelSpec};
-use common::tiling::{visit_order, MinorDim};
 use common::toolkit::project_root;
 use common::StepInfo;
 use mdbook_preprocessor::book::Book;
@@ -458,7 +458,7 @@ fn grid_footprint(spec: &str) -> Result<String> {
         step,
         gpu,
         common::Shape::DEFAULT,
-        common::budget::Assumptions::DEFAULT,
+        common::model::budget::Assumptions::DEFAULT,
     )?;
     let k = spec.shape();
     let tiles_m = common::Shape::DEFAULT.m / k.cluster_tile.0 as usize;
@@ -503,9 +503,9 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
             .with_context(|| format!("budget wants a step number, got {s:?}"))?;
         crate::budget::markdown(
             n,
-            &common::budget::GPUS.iter().collect::<Vec<_>>(),
+            &common::model::budget::GPUS.iter().collect::<Vec<_>>(),
             common::Shape::DEFAULT,
-            common::budget::Assumptions::DEFAULT,
+            common::model::budget::Assumptions::DEFAULT,
         )
     })?;
     let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;

@@ -1,9 +1,9 @@
 //! The budget box: `runner budget N` and the book's `{{#budget N}}` / `{{#budget-value N KEY
-//! [GPU]}}` markers, rendered from `common::budget`. Numbers are formatted here and nowhere else, so
+//! [GPU]}}` markers, rendered from `common::model::budget`. Numbers are formatted here and nowhere else, so
 //! the chapters quote the arithmetic instead of typing it.
 
 use anyhow::{bail, Result};
-use common::budget::{budget, Assumptions, Budget, BudgetInput, GpuSpec, B200, GPUS};
+use common::model::budget::{budget, Assumptions, Budget, BudgetInput, GpuSpec, B200, GPUS};
 use common::step::{Arch, KernelSpec};
 use common::Shape;
 
@@ -136,7 +136,7 @@ pub fn value_marker(spec: &str) -> Result<String> {
 }
 
 pub fn gpu_by_key(key: &str) -> Result<&'static GpuSpec> {
-    match common::budget::find_gpu(key) {
+    match common::model::budget::find_gpu(key) {
         Some(g) => Ok(g),
         None => bail!(
             "unknown GPU {key:?}; known: {}",

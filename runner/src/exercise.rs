@@ -9,8 +9,8 @@
 use crate::edits;
 use crate::grade::sandbox::{self, ChildSpec, Exit};
 use anyhow::{anyhow, bail, Context, Result};
+use common::model::tiling::{tile_coords, MinorDim};
 use common::step::{Arch, KernelSpec};
-use common::tiling::{tile_coords, MinorDim};
 use serde::Deserialize;
 use std::path::Path;
 use std::process::ExitCode;
@@ -221,7 +221,7 @@ pub const EXERCISES: &[Exercise] = &[
 /// slow MMAs, dropping the first-round guard changes nothing and the wrong parity never
 /// completes cleanly (a race or a hang).
 fn parity_predictions() -> Result<Vec<String>> {
-    use common::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
+    use common::model::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
     let mut lines = Vec::new();
     for step in [0, 1] {
         let m = crate::phase_tables::model(step)?;

@@ -5,9 +5,9 @@
 //! `WORKBOOK_WRITE_FIGURES=1 cargo test -p runner figures` writes them.
 
 use anyhow::Result;
-use common::budget::BudgetInput;
-use common::descriptors::{decode_smem_desc, make_smem_desc_sw128, sw128_offset};
-use common::phases::{
+use common::model::budget::BudgetInput;
+use common::model::descriptors::{decode_smem_desc, make_smem_desc_sw128, sw128_offset};
+use common::model::phases::{
     simulate, BarrierKind, Counter, EmptyWait, FullWait, Outcome, Ring, Simulation, StuckOn, Timing,
 };
 

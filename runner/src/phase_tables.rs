@@ -1,11 +1,11 @@
 //! `{{#phase-outcomes ring}}` and `{{#phase-outcomes per-tile}}`: what the phase simulator
-//! (`common::phases`) says each parity bug does, per role of the ladder's kernels. The roles come
-//! from the steps themselves (through `common::budget::BudgetInput`), so the table follows the
+//! (`common::model::phases`) says each parity bug does, per role of the ladder's kernels. The roles come
+//! from the steps themselves (through `common::model::budget::BudgetInput`), so the table follows the
 //! configuration.
 
 use anyhow::{bail, Result};
-use common::budget::BudgetInput;
-use common::phases::{
+use common::model::budget::BudgetInput;
+use common::model::phases::{
     simulate, Counter, EmptyWait, Epilogue, FullWait, Outcome, Ring, Roles, Timing,
 };
 

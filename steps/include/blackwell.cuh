@@ -15,7 +15,7 @@ using namespace wb;
 
 // ---------------------------------------------------------------------------------------------
 // Descriptors for tcgen05.mma. Pure bit packing, identical on every architecture, so the host
-// tests check the same encodings (common::descriptors mirrors these functions).
+// tests check the same encodings (common::model::descriptors mirrors these functions).
 // ---------------------------------------------------------------------------------------------
 
 // Shared-memory matrix descriptor (PTX ISA "Shared Memory Descriptor", tcgen05) for a K-major operand

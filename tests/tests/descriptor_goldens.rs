@@ -1,5 +1,5 @@
 //! Golden descriptor values produced by CUTLASS's own sm100 descriptor code, asserted against the
-//! workbook's encoders: the host mirror (`common::descriptors`) and the device builders of
+//! workbook's encoders: the host mirror (`common::model::descriptors`) and the device builders of
 //! `blackwell.cuh` (their text compiled with the host C++ compiler, as `tiling_twin` does).
 //!
 //! Provenance. CUTLASS commit 7107b05535f8977f5ecb9d01ee203205b1fd9bc4 (github.com/NVIDIA/cutlass),
@@ -17,7 +17,7 @@
 //!   MMA. CUTLASS sets version 1, LBO 1 (16 B), SBO 64 (1024 B), base offset 0, layout
 //!   SWIZZLE_128B (2).
 
-use common::descriptors::{decode_smem_desc, make_idesc_f16, make_smem_desc_sw128};
+use common::model::descriptors::{decode_smem_desc, make_idesc_f16, make_smem_desc_sw128};
 
 /// (M, N, bf16, CUTLASS's descriptor).
 const IDESC: &[(u32, u32, bool, u32)] = &[

@@ -1,11 +1,11 @@
-//! The book's phase simulator (`common::phases`) models the ring's two wait lines by formula. This
+//! The book's phase simulator (`common::model::phases`) models the ring's two wait lines by formula. This
 //! test cuts those lines out of every step's kernel — as written, and as the seeded bugs
 //! `wrong-parity` and `no-first-round-guard` rewrite them — compiles them on the host, and checks
 //! that they wait on the parities the simulator uses, so the chapter's outcome table speaks about
 //! the kernels' own code.
 
+use common::model::phases::{EmptyWait, FullWait};
 use common::mutation;
-use common::phases::{EmptyWait, FullWait};
 use workbook_tests::run_host_cpp;
 
 /// The one line of `kernel` containing `needle`.

@@ -1,10 +1,10 @@
 //! Step 6's `tile_coords` exists three times: in the Blackwell kernel, in its Hopper twin and as
-//! `common::tiling::tile_coords` (used to test the order and draw it in the book). This test
+//! `common::model::tiling::tile_coords` (used to test the order and draw it in the book). This test
 //! compiles each kernel's own function text with the host C++ compiler and checks that it gives
 //! the host twin's order, so the three cannot drift.
 
+use common::model::tiling::{tile_coords, MinorDim};
 use common::step::Arch;
-use common::tiling::{tile_coords, MinorDim};
 use workbook_tests::run_host_cpp;
 
 /// The text of `tile_coords` in step 6's `arch` kernel, from its signature to its closing brace.

@@ -1,8 +1,8 @@
 //! Host side of the tcgen05 emulation (steps/include/tcgen05_emu.cuh): the tensor-memory
 //! backing store, the per-CTA bookkeeping, and the fault record that survives a trap.
 
-use crate::descriptors::{decode_idesc, decode_smem_desc};
 use crate::gpu::{check, Gpu};
+use crate::model::descriptors::{decode_idesc, decode_smem_desc};
 use anyhow::{anyhow, bail, Result};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};

@@ -7,20 +7,17 @@
 //! and the whole run ([`run`]).
 
 pub mod arch;
-pub mod budget;
 pub mod compile;
 pub mod cublas;
-pub mod descriptors;
 pub mod emulation;
 pub mod gpu;
+pub mod model;
 pub mod mutation;
-pub mod phases;
 pub mod problem;
 pub mod ptx_check;
 pub mod run;
 pub mod sass;
 pub mod step;
-pub mod tiling;
 pub mod timing;
 pub mod toolkit;
 pub mod trace;

@@ -13,7 +13,7 @@ pub const BLACKWELL: &[(&str, u32)] = &[
     ("stages", 4),
     ("epilogue_tile_n", 64),
     ("grid_tile_width", 8), // tiles per band of the visiting order
-    ("grid_minor_dim", 1), // the dimension bands are cut across: 0 = M, 1 = N (see `common::tiling::MinorDim`)
+    ("grid_minor_dim", 1), // the dimension bands are cut across: 0 = M, 1 = N (see `common::model::tiling::MinorDim`)
 ];
 
 /// Tuning parameters of the Hopper twin.
@@ -24,7 +24,7 @@ pub const HOPPER: &[(&str, u32)] = &[
     ("stages", 4),
     ("epilogue_tile_n", 64),
     ("grid_tile_width", 8), // tiles per band of the visiting order
-    ("grid_minor_dim", 1), // the dimension bands are cut across: 0 = M, 1 = N (see `common::tiling::MinorDim`)
+    ("grid_minor_dim", 1), // the dimension bands are cut across: 0 = M, 1 = N (see `common::model::tiling::MinorDim`)
 ];
 // ANCHOR_END: config
 
