@@ -9,14 +9,16 @@
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
 use common::cublas::Blas;
+use common::cublas::Warmup;
 use common::gpu::{self, Gpu, GpuStatus};
 use common::problem::{Dist, Dtype, Problem, Shape};
 use common::run::{
     alloc_c, cublas_reference, dptr, launch_and_wait, poison, Buf16, DeviceProblem, L2Flush,
     LoadedKernel,
 };
+use common::run::{open_nvml, DeviceReport};
 use common::step::{Arch, KernelSpec, Params};
-use common::timing::{time_interleaved, Stats};
+use common::timing::{time_rounds, Clocks, Launch, Protocol, Stats, Timed};
 use common::verify::verify;
 use common::Step;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -63,6 +65,8 @@ pub struct BenchCase {
     pub verified: bool,
     pub rel_error_norm: Option<f64>,
     pub stats: Option<Stats>,
+    /// NVML's readings during this contender's timed launches.
+    pub clocks: Option<Clocks>,
     pub tflops: Option<f64>,
     pub pct_of_peak: Option<f64>,
     pub pct_of_cublas: Option<f64>,
@@ -85,6 +89,10 @@ pub struct BenchReport {
     pub iters: usize,
     pub warmup: usize,
     pub l2_flushed: bool,
+    /// How the cases were timed (`common::timing::time_rounds`).
+    pub protocol: String,
+    /// NVML's view of the GPU before the run (driver, clock, power), or why there is none.
+    pub device: DeviceReport,
     pub seed: u64,
     pub dist: Dist,
     pub cases: Vec<BenchCase>,
@@ -174,6 +182,8 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let arch = native_arch(&gpu.info)?;
     let blas = Blas::new(&gpu)?;
     let flush = L2Flush::new(&gpu)?;
+    let warm = Warmup::new(&gpu)?;
+    let (nvml, device) = open_nvml(&gpu);
     let clocks_before = clocks();
     let mut cases = Vec::new();
     let total = (opts.dtypes.len() * opts.shapes.len() * (opts.steps.len() + 1)) as u64;
@@ -194,9 +204,14 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         }
         for &shape in &opts.shapes {
             bar.set_message(format!("{shape} {dtype}"));
-            cases.extend(bench_shape(
-                &gpu, &blas, &flush, &entries, shape, dtype, opts, &bar,
-            )?);
+            let ctx = Ctx {
+                gpu: &gpu,
+                blas: &blas,
+                flush: &flush,
+                warm: &warm,
+                nvml: nvml.as_ref(),
+            };
+            cases.extend(bench_shape(&ctx, &entries, shape, dtype, opts, &bar)?);
         }
     }
     bar.finish_and_clear();
@@ -213,6 +228,8 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         iters: opts.iters,
         warmup: opts.warmup,
         l2_flushed: true,
+        protocol: PROTOCOL.to_string(),
+        device,
         seed: opts.seed,
         dist: Dist::Gaussian,
         cases,
@@ -228,17 +245,33 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     Ok((report, json, svg))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The one description of the protocol every results file carries.
+pub const PROTOCOL: &str = "common::timing::time_rounds: per round, ~5 ms of cuBLAS tensor-core work on scratch data (prime), then every contender back to back in rotated order, each after an L2 flush (2x the L2) and between two CUDA events; outputs verified before timing; median, min, quartiles; NVML SM clock and power read during each contender's launches";
+
+/// What every shape of a run shares.
+pub struct Ctx<'a> {
+    pub gpu: &'a Gpu,
+    pub blas: &'a Blas,
+    pub flush: &'a L2Flush,
+    pub warm: &'a Warmup,
+    pub nvml: Option<&'a common::nvml::Nvml>,
+}
+
 fn bench_shape(
-    gpu: &Gpu,
-    blas: &Blas,
-    flush: &L2Flush,
+    ctx: &Ctx<'_>,
     entries: &[Entry],
     shape: Shape,
     dtype: Dtype,
     opts: &BenchOptions,
     bar: &ProgressBar,
 ) -> Result<Vec<BenchCase>> {
+    let Ctx {
+        gpu,
+        blas,
+        flush,
+        warm,
+        nvml,
+    } = *ctx;
     let dp = DeviceProblem::upload(
         gpu,
         Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
@@ -251,7 +284,7 @@ fn bench_shape(
     };
 
     // Each kernel: one verified launch into its own C, or the reason it is not timed.
-    struct Timed<'a> {
+    struct Ready<'a> {
         entry: &'a Entry,
         plan: common::step::Plan,
         args: common::run::LaunchArgs,
@@ -271,6 +304,7 @@ fn bench_shape(
             verified: false,
             rel_error_norm: None,
             stats: None,
+            clocks: None,
             tflops: None,
             pct_of_peak: None,
             pct_of_cublas: None,
@@ -299,7 +333,7 @@ fn bench_shape(
         }
         poison(gpu, &c)?; // the timed launches must write it again
         cases.push(case);
-        timed.push(Timed {
+        timed.push(Ready {
             entry: e,
             plan,
             args,
@@ -307,37 +341,43 @@ fn bench_shape(
         });
     }
 
-    // cuBLAS and every verified kernel, alternating round by round.
+    // cuBLAS and every verified kernel, in rotated order round by round (common::timing).
     let c_blas = alloc_c(gpu, shape)?;
     let p_blas = dptr(&c_blas, gpu);
-    let mut run_blas = || blas.gemm(shape, dtype, pa, pb, p_blas, false);
-    let mut launches: Vec<Box<dyn FnMut() -> Result<()> + '_>> = vec![Box::new(&mut run_blas)];
+    let mut contenders: Vec<Box<dyn Timed + '_>> = vec![Box::new(Launch(|| {
+        blas.gemm(shape, dtype, pa, pb, p_blas, false)
+    }))];
     for t in &timed {
-        launches.push(Box::new(move || {
+        contenders.push(Box::new(Launch(move || {
             // SAFETY: the arguments were built for this plan over live buffers.
             unsafe { t.entry.kernel.launch(gpu, &t.plan, &t.args) }
-        }));
+        })));
     }
-    let mut refs: Vec<&mut dyn FnMut() -> Result<()>> =
-        launches.iter_mut().map(|b| b.as_mut() as _).collect();
-    let stats = time_interleaved(
+    let mut refs: Vec<&mut dyn Timed> = contenders.iter_mut().map(|b| b.as_mut() as _).collect();
+    let mut prime = || warm.run(gpu, blas);
+    let measured = time_rounds(
         gpu,
-        opts.warmup,
-        opts.iters,
-        Some(flush.arg(gpu)),
-        opts.timeout,
+        &mut Protocol::standard(
+            opts.warmup,
+            opts.iters,
+            Some(flush.arg(gpu)),
+            opts.timeout,
+            &mut prime,
+            nvml,
+        ),
         &mut refs,
     )?;
     drop(refs);
-    drop(launches);
+    drop(contenders);
     let flops = shape.flops();
     let peak = gpu.info.peak_tflops();
-    let blas_stats = stats[0].clone();
+    let blas_stats = measured[0].stats.clone();
     let blas_tflops = blas_stats.tflops(flops);
     bar.inc(1);
 
     // The last timed output of every kernel, verified.
-    for (t, st) in timed.iter().zip(&stats[1..]) {
+    for (t, m) in timed.iter().zip(&measured[1..]) {
+        let st = &m.stats;
         let v = check(&t.c)?;
         let n = t.entry.spec.info().number;
         let case = cases
@@ -351,6 +391,7 @@ fn bench_shape(
             case.skipped = Some(format!("timed output failed verification: {}", v.summary()));
         } else {
             case.stats = Some(st.clone());
+            case.clocks = m.clocks.clone();
             case.tflops = Some(tflops);
             case.pct_of_peak = peak.map(|p| 100.0 * tflops / p);
             case.pct_of_cublas = Some(100.0 * tflops / blas_tflops);
@@ -370,6 +411,7 @@ fn bench_shape(
             verified: true,
             rel_error_norm: None,
             stats: Some(blas_stats),
+            clocks: measured[0].clocks.clone(),
             tflops: Some(blas_tflops),
             pct_of_peak: peak.map(|p| 100.0 * blas_tflops / p),
             pct_of_cublas: Some(100.0),

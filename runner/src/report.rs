@@ -52,17 +52,13 @@ pub fn print_header(spec: &KernelSpec) {
 }
 
 pub fn print_compile(c: &Compiled, smem_bytes: u32) {
-    let r = &c.resources;
     println!(
-        "{:<W$}{} in {:.0} ms (NVRTC {}): {} registers, {} B stack, {} B spill stores, {} B spill loads; {} B dynamic shared memory",
+        "{:<W$}{} in {:.0} ms (NVRTC {}): {}; {} B dynamic shared memory",
         "compile",
         c.target.describe(),
         c.compile_ms,
         c.nvrtc_version,
-        r.registers,
-        r.stack_frame_bytes,
-        r.spill_store_bytes,
-        r.spill_load_bytes,
+        c.resources.describe(),
         smem_bytes
     );
 }

@@ -13,6 +13,7 @@ pub mod descriptors;
 pub mod emulation;
 pub mod gpu;
 pub mod mutation;
+pub mod nvml;
 pub mod phases;
 pub mod problem;
 pub mod ptx_check;
