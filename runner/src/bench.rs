@@ -423,7 +423,7 @@ fn bench_shape(
 /// The table printed last.
 pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
     println!(
-        "bench: {} ({}, driver {}), {} kernels, {} timed rounds after {} warm-up, L2 flushed, commit {}, {}",
+        "bench: {} ({}, driver {}), {} kernels, {} primed rotated rounds after {} warm-up, L2 flushed, commit {}, {}",
         r.gpu.name,
         r.gpu.sm(),
         r.gpu.driver_version,
@@ -436,22 +436,47 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
     if let Some(c) = &r.clocks_before {
         println!("clocks (sm, max sm, mem, max mem, temp, power): before {c}");
     }
+    match (&r.device.state, &r.device.nvml_error) {
+        (Some(d), _) => println!(
+            "NVML: driver {}, SM {} MHz before the run; SM MHz and W below are read during each contender's launches",
+            d.driver, d.sm_mhz
+        ),
+        (None, Some(e)) => println!("NVML: no readings ({e})"),
+        (None, None) => {}
+    }
     println!(
-        "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  note",
-        "shape", "dtype", "kernel", "median us", "TFLOP/s", "% peak", "% cuBLAS"
+        "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",
+        "shape",
+        "dtype",
+        "kernel",
+        "median us",
+        "IQR us",
+        "TFLOP/s",
+        "% peak",
+        "% cuBLAS",
+        "SM MHz",
+        "W"
     );
     for c in &r.cases {
         let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+        let reasons = c
+            .clocks
+            .as_ref()
+            .filter(|k| !k.clock_event_reasons.is_empty())
+            .map(|k| format!("clock held by {}", k.clock_event_reasons.join("+")));
         println!(
-            "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  {}",
+            "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  {}",
             c.shape.to_string(),
             c.dtype.to_string(),
             c.kernel,
             f(c.stats.as_ref().map(|s| s.median_us), 1),
+            f(c.stats.as_ref().map(|s| s.iqr_us()), 1),
             f(c.tflops, 1),
             f(c.pct_of_peak, 1),
             f(c.pct_of_cublas, 1),
-            c.skipped.as_deref().unwrap_or("")
+            f(c.clocks.as_ref().map(|k| k.sm_mhz_median), 0),
+            f(c.clocks.as_ref().and_then(|k| k.power_w_median), 0),
+            c.skipped.as_deref().or(reasons.as_deref()).unwrap_or("")
         );
     }
     println!("wrote {} and {}", json.display(), svg.display());
