@@ -169,7 +169,7 @@ pub fn native_arch(info: &gpu::GpuInfo) -> Result<Arch> {
     }
 }
 
-struct Entry {
+pub struct Entry {
     spec: KernelSpec,
     kernel: LoadedKernel,
 }
@@ -257,39 +257,42 @@ pub struct Ctx<'a> {
     pub nvml: Option<&'a common::nvml::Nvml>,
 }
 
-fn bench_shape(
-    ctx: &Ctx<'_>,
-    entries: &[Entry],
-    shape: Shape,
-    dtype: Dtype,
-    opts: &BenchOptions,
+/// A kernel verified once at a shape, ready to be timed into its own C.
+pub struct Ready<'a> {
+    entry: &'a Entry,
+    plan: common::step::Plan,
+    args: common::run::LaunchArgs,
+    c: Buf16,
+}
+
+impl Ready<'_> {
+    /// Launch once (no wait).
+    pub fn launch(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: the arguments were built for this plan over live buffers.
+        unsafe { self.entry.kernel.launch(gpu, &self.plan, &self.args) }
+    }
+    pub fn step(&self) -> u32 {
+        self.entry.spec.info().number
+    }
+}
+
+/// Each kernel: one verified launch into its own C (then poisoned again), or the reason it is
+/// not timed, as a case.
+pub fn ready_kernels<'e>(
+    gpu: &Gpu,
+    entries: &'e [Entry],
+    dp: &DeviceProblem,
+    reference: &[f32],
+    timeout: Duration,
     bar: &ProgressBar,
-) -> Result<Vec<BenchCase>> {
-    let Ctx {
-        gpu,
-        blas,
-        flush,
-        warm,
-        nvml,
-    } = *ctx;
-    let dp = DeviceProblem::upload(
-        gpu,
-        Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
-    )?;
-    let reference = cublas_reference(gpu, blas, &dp)?;
+) -> Result<(Vec<Ready<'e>>, Vec<BenchCase>)> {
+    let (shape, dtype) = (dp.shape(), dp.problem.dtype);
     let (pa, pb, _) = dp.ptrs(gpu);
     let check = |c: &Buf16| -> Result<common::verify::Verification> {
         let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
-        Ok(verify(&dp.problem, &out, &reference, 256))
+        Ok(verify(&dp.problem, &out, reference, 256))
     };
 
-    // Each kernel: one verified launch into its own C, or the reason it is not timed.
-    struct Ready<'a> {
-        entry: &'a Entry,
-        plan: common::step::Plan,
-        args: common::run::LaunchArgs,
-        c: Buf16,
-    }
     let mut timed = Vec::new();
     let mut cases = Vec::new();
     for e in entries {
@@ -321,7 +324,7 @@ fn bench_shape(
         let c = alloc_c(gpu, shape)?;
         let args = common::run::LaunchArgs::new(&plan, dtype, shape, pa, pb, dptr(&c, gpu))?;
         poison(gpu, &c)?;
-        launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, opts.timeout)
+        launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, timeout)
             .with_context(|| format!("step {n} at {shape} {dtype}"))?;
         let v = check(&c)?;
         case.rel_error_norm = Some(v.rel_error_norm);
@@ -341,6 +344,87 @@ fn bench_shape(
         });
     }
 
+    Ok((timed, cases))
+}
+
+/// `runner bench --diagnose`: the protocol variants of [`crate::diagnose`] on the first shape
+/// and dtype, with step 4 (or the last step asked for) as the kernel of the pair variants.
+pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
+    let gpu = match gpu::open() {
+        GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) => bail!("runner bench --diagnose needs a GPU: {why}"),
+    };
+    let arch = native_arch(&gpu.info)?;
+    let (Some(&shape), Some(&dtype)) = (opts.shapes.first(), opts.dtypes.first()) else {
+        bail!("--diagnose needs a shape and a dtype");
+    };
+    let step = opts
+        .steps
+        .iter()
+        .map(|s| s.info().number)
+        .find(|&n| n == 4)
+        .or_else(|| opts.steps.last().map(|s| s.info().number))
+        .ok_or_else(|| anyhow!("--diagnose needs at least one step"))?;
+    let blas = Blas::new(&gpu)?;
+    let flush = L2Flush::new(&gpu)?;
+    let warm = Warmup::new(&gpu)?;
+    let (nvml, device) = open_nvml(&gpu);
+    let mut entries = Vec::new();
+    for &s in &opts.steps {
+        let spec = KernelSpec::new(s, arch);
+        let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
+            .with_context(|| format!("step {}", s.info().number))?;
+        entries.push(Entry { spec, kernel });
+    }
+    let ctx = Ctx {
+        gpu: &gpu,
+        blas: &blas,
+        flush: &flush,
+        warm: &warm,
+        nvml: nvml.as_ref(),
+    };
+    let report = crate::diagnose::run(
+        &ctx,
+        &entries,
+        step,
+        shape,
+        dtype,
+        opts.seed,
+        opts.timeout,
+        device,
+    )?;
+    let path = crate::diagnose::write(&report, &opts.out)?;
+    crate::diagnose::print(&report, &path);
+    Ok(())
+}
+
+fn bench_shape(
+    ctx: &Ctx<'_>,
+    entries: &[Entry],
+    shape: Shape,
+    dtype: Dtype,
+    opts: &BenchOptions,
+    bar: &ProgressBar,
+) -> Result<Vec<BenchCase>> {
+    let Ctx {
+        gpu,
+        blas,
+        flush,
+        warm,
+        nvml,
+    } = *ctx;
+    let dp = DeviceProblem::upload(
+        gpu,
+        Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
+    )?;
+    let reference = cublas_reference(gpu, blas, &dp)?;
+    let (pa, pb, _) = dp.ptrs(gpu);
+    let check = |c: &Buf16| -> Result<common::verify::Verification> {
+        let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
+        Ok(verify(&dp.problem, &out, &reference, 256))
+    };
+    let (timed, mut cases) = ready_kernels(gpu, entries, &dp, &reference, opts.timeout, bar)?;
+
     // cuBLAS and every verified kernel, in rotated order round by round (common::timing).
     let c_blas = alloc_c(gpu, shape)?;
     let p_blas = dptr(&c_blas, gpu);
@@ -348,10 +432,7 @@ fn bench_shape(
         blas.gemm(shape, dtype, pa, pb, p_blas, false)
     }))];
     for t in &timed {
-        contenders.push(Box::new(Launch(move || {
-            // SAFETY: the arguments were built for this plan over live buffers.
-            unsafe { t.entry.kernel.launch(gpu, &t.plan, &t.args) }
-        })));
+        contenders.push(Box::new(Launch(move || t.launch(gpu))));
     }
     let mut refs: Vec<&mut dyn Timed> = contenders.iter_mut().map(|b| b.as_mut() as _).collect();
     let mut prime = || warm.run(gpu, blas);

@@ -3,6 +3,7 @@
 mod bench;
 mod book;
 mod budget;
+mod diagnose;
 mod diff;
 mod edits;
 mod exercise;
@@ -287,6 +288,11 @@ enum Command {
         /// Folder for bench-<gpu>-<date>.json and .svg (default: assets/results).
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Instead of the bench: time cuBLAS and step 4 under every timing protocol the workbook
+        /// has used and variants that isolate one suspect each (first shape and dtype only);
+        /// writes diagnose-<gpu>-<date>.json.
+        #[arg(long)]
+        diagnose: bool,
     },
     /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
     /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
@@ -559,6 +565,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             seed,
             timeout,
             out,
+            diagnose,
         } => {
             let steps = if step_numbers.is_empty() {
                 steps::all()
@@ -610,6 +617,10 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 }),
                 timeout: Duration::from_secs(timeout),
             };
+            if diagnose {
+                bench::run_diagnose(&opts)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let (report, json, svg) = bench::run(&opts)?;
             bench::print_table(&report, &json, &svg);
             let failed = report.cases.iter().any(|c| {

@@ -261,6 +261,10 @@ pub struct Protocol<'a> {
     pub rotate: bool,
     /// Read the clocks while timed launches run.
     pub nvml: Option<&'a Nvml>,
+    /// Wait for each launch before enqueueing the next (the GPU idles for the host's round
+    /// trip between launches), as `runner step` and `runner bench` timed before this module
+    /// was the only protocol. Only the diagnosis sets it, to reproduce them.
+    pub sync_each: bool,
 }
 
 impl<'a> Protocol<'a> {
@@ -281,6 +285,7 @@ impl<'a> Protocol<'a> {
             prime: Some(prime),
             rotate: true,
             nvml,
+            sync_each: false,
         }
     }
 }
@@ -333,16 +338,24 @@ pub fn time_rounds(
             prime()?;
         }
         let order = round_order(round, n, protocol.rotate);
+        let timed = round >= protocol.warmup;
+        let wait = |pending: &[(usize, PendingTiming)], readings: &mut [Vec<Reading>]| {
+            if let (true, Some(nvml)) = (timed, protocol.nvml) {
+                read_during(nvml, pending, protocol.timeout, readings);
+            }
+            let what = if timed { "timed run" } else { "warm-up" };
+            sync_with_timeout(gpu, protocol.timeout, what)
+        };
         let mut pending = Vec::with_capacity(n);
         for &i in &order {
             pending.push((i, enqueue_timed(gpu, protocol.flush, &mut *contenders[i])?));
+            if protocol.sync_each {
+                wait(&pending[pending.len() - 1..], &mut readings)?;
+            }
         }
-        let timed = round >= protocol.warmup;
-        if let (true, Some(nvml)) = (timed, protocol.nvml) {
-            read_during(nvml, &pending, protocol.timeout, &mut readings);
+        if !protocol.sync_each {
+            wait(&pending, &mut readings)?;
         }
-        let what = if timed { "timed run" } else { "warm-up" };
-        sync_with_timeout(gpu, protocol.timeout, what)?;
         if timed {
             for (i, p) in &pending {
                 samples[*i].push(p.elapsed_us()?);
