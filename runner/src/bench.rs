@@ -35,6 +35,8 @@ pub struct BenchOptions {
     pub seed: u64,
     pub out: PathBuf,
     pub timeout: Duration,
+    /// Write `heatmap-<gpu>-<date>.json` and its heatmap SVG instead of the bench's files.
+    pub heatmap: bool,
 }
 
 /// The default shapes, and the square sizes `--sweep` adds.
@@ -216,7 +218,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     }
     bar.finish_and_clear();
     let report = BenchReport {
-        kind: "bench",
+        kind: if opts.heatmap { "heatmap" } else { "bench" },
         peak_tflops: gpu.info.peak_tflops(),
         gpu: gpu.info.clone(),
         driver: smi("driver_version"),
@@ -236,12 +238,21 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     };
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
-    let base = format!("bench-{}-{}", gpu_slug(&report.gpu.name), report.date);
+    let base = format!(
+        "{}-{}-{}",
+        report.kind,
+        gpu_slug(&report.gpu.name),
+        report.date
+    );
     let json = opts.out.join(format!("{base}.json"));
     let svg = opts.out.join(format!("{base}.svg"));
     std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("cannot write {}", json.display()))?;
-    crate::plot::ladder(&report, &svg)?;
+    if opts.heatmap {
+        crate::heatmap::write(&report, &svg)?;
+    } else {
+        crate::plot::ladder(&report, &svg)?;
+    }
     Ok((report, json, svg))
 }
 

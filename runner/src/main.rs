@@ -10,6 +10,7 @@ mod exercise;
 mod figures;
 mod glossary;
 mod grade;
+mod heatmap;
 mod measured;
 mod phase_tables;
 mod plot;
@@ -291,8 +292,13 @@ enum Command {
         /// Instead of the bench: time cuBLAS and step 4 under every timing protocol the workbook
         /// has used and variants that isolate one suspect each (first shape and dtype only);
         /// writes diagnose-<gpu>-<date>.json.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["sweep", "heatmap"])]
         diagnose: bool,
+        /// Time every step over a grid of shapes beyond the square (skinny M, small and large
+        /// K, sizes that are no power of two; --shapes replaces the grid) and write
+        /// heatmap-<gpu>-<date>.json and a heatmap SVG of % of cuBLAS.
+        #[arg(long, conflicts_with = "sweep")]
+        heatmap: bool,
     },
     /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
     /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
@@ -566,6 +572,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             timeout,
             out,
             diagnose,
+            heatmap,
         } => {
             let steps = if step_numbers.is_empty() {
                 steps::all()
@@ -575,10 +582,12 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                     .map(|&n| steps::get(n))
                     .collect::<Result<Vec<_>>>()?
             };
-            let mut shapes = if shapes.is_empty() {
-                bench::DEFAULT_SHAPES.to_vec()
-            } else {
+            let mut shapes = if !shapes.is_empty() {
                 shapes
+            } else if heatmap {
+                heatmap::HEATMAP_SHAPES.to_vec()
+            } else {
+                bench::DEFAULT_SHAPES.to_vec()
             };
             if sweep {
                 for s in bench::SWEEP_SIZES {
@@ -616,6 +625,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                         .join("results")
                 }),
                 timeout: Duration::from_secs(timeout),
+                heatmap,
             };
             if diagnose {
                 bench::run_diagnose(&opts)?;

@@ -140,7 +140,10 @@ fn step_reports_registers_of_the_real_build_never_a_vacuous_zero() {
     let compile_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("compile")).collect();
     assert_eq!(compile_lines.len(), 2, "{out}");
     for l in compile_lines {
-        assert!(!l.contains(": 0 registers") && !l.contains("unknown"), "{l}");
+        assert!(
+            !l.contains(": 0 registers") && !l.contains("unknown"),
+            "{l}"
+        );
     }
 }
 
