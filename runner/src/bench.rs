@@ -2,9 +2,12 @@
 //!
 //! On an H100/H200 the Hopper twins run; on a B200 the Blackwell kernels. For each dtype and
 //! shape: fresh seeded inputs, one verified launch of every kernel (NaN-poisoned output, cuBLAS
-//! and fp64 references), then `iters` rounds in which cuBLAS and every kernel run once each, in
-//! turn, with L2 flushed before each launch; each kernel writes its own C, and the last timed
-//! output of each is verified again. Medians go to a results JSON and an SVG plot.
+//! and fp64 references), then `iters` rounds of the one protocol (`common::timing::time_rounds`:
+//! primed, cuBLAS and every kernel back to back in rotated order, L2 flushed before each launch,
+//! NVML clocks read during each); each kernel writes its own C, and the last timed output of
+//! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
+//! (`--heatmap`: over a grid of shapes, `crate::heatmap`); `--diagnose` times cuBLAS under the
+//! protocols the workbook used before (`crate::diagnose`).
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;

@@ -547,8 +547,8 @@ pub struct RunReport {
     pub trace: Option<Recording>,
 }
 
-/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS,
-/// the two alternating launch by launch.
+/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS
+/// with the one protocol ([`time_rounds`]: primed rounds, the two in rotated order).
 pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
     let info = spec.info();
     let target = choose_target(&gpu.info, spec.arch, opts.emulate).map_err(|e| anyhow!(e))?;
