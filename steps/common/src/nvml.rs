@@ -150,23 +150,21 @@ impl Nvml {
         Ok(nvml)
     }
 
-    /// The SM clock, and what else NVML can say now. Takes some tens of microseconds.
+    /// The SM clock, and what else NVML can say now.
     pub fn read(&self) -> Result<Reading> {
+        let r = self.read_clock()?;
+        Ok(self.add_power(r))
+    }
+
+    /// The instantaneous part of a reading: the SM clock and why it is held down, now. The
+    /// power and temperature are left empty (see [`Nvml::add_power`]).
+    pub fn read_clock(&self) -> Result<Reading> {
         let mut mhz: c_uint = 0;
         // SAFETY: `device` came from NVML and NVML is initialised; plain out-parameters.
         let r = unsafe { (self.clock)(self.device, NVML_CLOCK_SM, &mut mhz) };
         if r != NVML_SUCCESS {
             bail!("nvmlDeviceGetClockInfo failed (NVML error {r})");
         }
-        let mut mw: c_uint = 0;
-        // SAFETY: as above.
-        let power_w = (unsafe { (self.power)(self.device, &mut mw) } == NVML_SUCCESS)
-            .then_some(f64::from(mw) / 1e3);
-        let mut c: c_uint = 0;
-        // SAFETY: as above.
-        let temperature_c = (unsafe { (self.temp)(self.device, NVML_TEMPERATURE_GPU, &mut c) }
-            == NVML_SUCCESS)
-            .then_some(c);
         let reasons = self.reasons.and_then(|f| {
             let mut mask: c_ulonglong = 0;
             // SAFETY: as above.
@@ -174,10 +172,29 @@ impl Nvml {
         });
         Ok(Reading {
             sm_mhz: mhz,
-            power_w,
-            temperature_c,
+            power_w: None,
+            temperature_c: None,
             reasons,
         })
+    }
+
+    /// `r` with the power draw and temperature: averages over time on the driver's side, which
+    /// may take longer to query than a launch lasts, so they are read after the clock.
+    pub fn add_power(&self, r: Reading) -> Reading {
+        let mut mw: c_uint = 0;
+        // SAFETY: `device` came from NVML and NVML is initialised; plain out-parameters.
+        let power_w = (unsafe { (self.power)(self.device, &mut mw) } == NVML_SUCCESS)
+            .then_some(f64::from(mw) / 1e3);
+        let mut c: c_uint = 0;
+        // SAFETY: as above.
+        let temperature_c = (unsafe { (self.temp)(self.device, NVML_TEMPERATURE_GPU, &mut c) }
+            == NVML_SUCCESS)
+            .then_some(c);
+        Reading {
+            power_w,
+            temperature_c,
+            ..r
+        }
     }
 
     /// The driver's version, the GPU's name and a reading.

@@ -194,9 +194,9 @@ impl<F: FnMut() -> Result<()>> Timed for Launch<F> {
     }
 }
 
-/// NVML's readings taken while one contender's timed launches ran: each reading began after
-/// the launch's start event had passed and ended before its end event had (see
-/// [`time_rounds`]), so it describes that contender, not its neighbours.
+/// NVML's readings taken while one contender's timed launches ran: each clock was read after
+/// the launch's start event had passed and before its end event had (see [`time_rounds`]), so
+/// it describes that contender, not its neighbours.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Clocks {
     pub readings: usize,
@@ -318,9 +318,10 @@ pub fn round_order(round: usize, n: usize, rotate: bool) -> Vec<usize> {
 /// gives each contender every position equally often.
 ///
 /// The clocks: during a timed round, the host waits for each launch's start event and, if its
-/// end event has not passed yet, reads NVML, keeping the reading only if the end event still
-/// has not passed when the reading is done. No reading is attributed to a launch it did not
-/// overlap entirely.
+/// end event has not passed yet, reads the SM clock and its clock-event reasons, keeping them
+/// only if the end event still has not passed when they are read: no clock is attributed to a
+/// launch it did not fall inside. The power and temperature (averages on the driver's side) are
+/// read after and attached to the kept reading.
 pub fn time_rounds(
     gpu: &Gpu,
     protocol: &mut Protocol<'_>,
@@ -402,9 +403,9 @@ fn read_during(
         if passed(&p.end) {
             continue;
         }
-        if let Ok(r) = nvml.read() {
+        if let Ok(r) = nvml.read_clock() {
             if !passed(&p.end) {
-                readings[*i].push(r);
+                readings[*i].push(nvml.add_power(r));
             }
         }
     }
