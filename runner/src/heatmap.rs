@@ -312,6 +312,24 @@ mod tests {
     }
 
     #[test]
+    fn every_kernel_accepts_the_default_grid() {
+        // So the heatmap on an H100/H200 (twins) or a B200 (Blackwell kernels) is all measured
+        // cells, no grey ones, unless a kernel fails verification.
+        let mut rejected = Vec::new();
+        for step in crate::steps::all() {
+            for arch in [Arch::Hopper, Arch::Blackwell] {
+                let spec = common::step::KernelSpec::new(step, arch);
+                for s in HEATMAP_SHAPES {
+                    if let Err(e) = spec.check_shape(s) {
+                        rejected.push(e);
+                    }
+                }
+            }
+        }
+        assert!(rejected.is_empty(), "{rejected:#?}");
+    }
+
+    #[test]
     fn the_default_grid_goes_beyond_the_square() {
         assert!(HEATMAP_SHAPES.iter().any(|s| s.m <= 512));
         assert!(HEATMAP_SHAPES.iter().any(|s| s.k <= 256));
