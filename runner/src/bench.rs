@@ -2,21 +2,26 @@
 //!
 //! On an H100/H200 the Hopper twins run; on a B200 the Blackwell kernels. For each dtype and
 //! shape: fresh seeded inputs, one verified launch of every kernel (NaN-poisoned output, cuBLAS
-//! and fp64 references), then `iters` rounds in which cuBLAS and every kernel run once each, in
-//! turn, with L2 flushed before each launch; each kernel writes its own C, and the last timed
-//! output of each is verified again. Medians go to a results JSON and an SVG plot.
+//! and fp64 references), then `iters` rounds of the one protocol (`common::timing::time_rounds`:
+//! primed, cuBLAS and every kernel back to back in rotated order, L2 flushed before each launch,
+//! NVML clocks read during each); each kernel writes its own C, and the last timed output of
+//! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
+//! (`--heatmap`: over a grid of shapes, `crate::heatmap`); `--diagnose` times cuBLAS under the
+//! protocols the workbook used before (`crate::diagnose`).
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
 use common::cublas::Blas;
+use common::cublas::Warmup;
 use common::gpu::{self, Gpu, GpuStatus};
 use common::problem::{Dist, Dtype, Problem, Shape};
 use common::run::{
     alloc_c, cublas_reference, dptr, launch_and_wait, poison, Buf16, DeviceProblem, L2Flush,
     LoadedKernel,
 };
+use common::run::{open_nvml, DeviceReport};
 use common::step::{Arch, KernelSpec, Params};
-use common::timing::{time_interleaved, Stats};
+use common::timing::{time_rounds, Clocks, Launch, Protocol, Stats, Timed};
 use common::verify::verify;
 use common::Step;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -33,6 +38,8 @@ pub struct BenchOptions {
     pub seed: u64,
     pub out: PathBuf,
     pub timeout: Duration,
+    /// Write `heatmap-<gpu>-<date>.json` and its heatmap SVG instead of the bench's files.
+    pub heatmap: bool,
 }
 
 /// The default shapes, and the square sizes `--sweep` adds.
@@ -63,6 +70,8 @@ pub struct BenchCase {
     pub verified: bool,
     pub rel_error_norm: Option<f64>,
     pub stats: Option<Stats>,
+    /// NVML's readings during this contender's timed launches.
+    pub clocks: Option<Clocks>,
     pub tflops: Option<f64>,
     pub pct_of_peak: Option<f64>,
     pub pct_of_cublas: Option<f64>,
@@ -85,6 +94,10 @@ pub struct BenchReport {
     pub iters: usize,
     pub warmup: usize,
     pub l2_flushed: bool,
+    /// How the cases were timed (`common::timing::time_rounds`).
+    pub protocol: String,
+    /// NVML's view of the GPU before the run (driver, clock, power), or why there is none.
+    pub device: DeviceReport,
     pub seed: u64,
     pub dist: Dist,
     pub cases: Vec<BenchCase>,
@@ -161,7 +174,7 @@ pub fn native_arch(info: &gpu::GpuInfo) -> Result<Arch> {
     }
 }
 
-struct Entry {
+pub struct Entry {
     spec: KernelSpec,
     kernel: LoadedKernel,
 }
@@ -174,6 +187,8 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let arch = native_arch(&gpu.info)?;
     let blas = Blas::new(&gpu)?;
     let flush = L2Flush::new(&gpu)?;
+    let warm = Warmup::new(&gpu)?;
+    let (nvml, device) = open_nvml(&gpu);
     let clocks_before = clocks();
     let mut cases = Vec::new();
     let total = (opts.dtypes.len() * opts.shapes.len() * (opts.steps.len() + 1)) as u64;
@@ -194,14 +209,19 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         }
         for &shape in &opts.shapes {
             bar.set_message(format!("{shape} {dtype}"));
-            cases.extend(bench_shape(
-                &gpu, &blas, &flush, &entries, shape, dtype, opts, &bar,
-            )?);
+            let ctx = Ctx {
+                gpu: &gpu,
+                blas: &blas,
+                flush: &flush,
+                warm: &warm,
+                nvml: nvml.as_ref(),
+            };
+            cases.extend(bench_shape(&ctx, &entries, shape, dtype, opts, &bar)?);
         }
     }
     bar.finish_and_clear();
     let report = BenchReport {
-        kind: "bench",
+        kind: if opts.heatmap { "heatmap" } else { "bench" },
         peak_tflops: gpu.info.peak_tflops(),
         gpu: gpu.info.clone(),
         driver: smi("driver_version"),
@@ -213,50 +233,80 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         iters: opts.iters,
         warmup: opts.warmup,
         l2_flushed: true,
+        protocol: PROTOCOL.to_string(),
+        device,
         seed: opts.seed,
         dist: Dist::Gaussian,
         cases,
     };
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
-    let base = format!("bench-{}-{}", gpu_slug(&report.gpu.name), report.date);
+    let base = format!(
+        "{}-{}-{}",
+        report.kind,
+        gpu_slug(&report.gpu.name),
+        report.date
+    );
     let json = opts.out.join(format!("{base}.json"));
     let svg = opts.out.join(format!("{base}.svg"));
     std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("cannot write {}", json.display()))?;
-    crate::plot::ladder(&report, &svg)?;
+    if opts.heatmap {
+        crate::heatmap::write(&report, &svg)?;
+    } else {
+        crate::plot::ladder(&report, &svg)?;
+    }
     Ok((report, json, svg))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn bench_shape(
+/// The one description of the protocol every results file carries.
+pub const PROTOCOL: &str = "common::timing::time_rounds: per round, ~5 ms of cuBLAS tensor-core work on scratch data (prime), then every contender back to back in rotated order, each after an L2 flush (2x the L2) and between two CUDA events; outputs verified before timing; median, min, quartiles; NVML SM clock and power read during each contender's launches";
+
+/// What every shape of a run shares.
+pub struct Ctx<'a> {
+    pub gpu: &'a Gpu,
+    pub blas: &'a Blas,
+    pub flush: &'a L2Flush,
+    pub warm: &'a Warmup,
+    pub nvml: Option<&'a common::nvml::Nvml>,
+}
+
+/// A kernel verified once at a shape, ready to be timed into its own C.
+pub struct Ready<'a> {
+    entry: &'a Entry,
+    plan: common::step::Plan,
+    args: common::run::LaunchArgs,
+    c: Buf16,
+}
+
+impl Ready<'_> {
+    /// Launch once (no wait).
+    pub fn launch(&self, gpu: &Gpu) -> Result<()> {
+        // SAFETY: the arguments were built for this plan over live buffers.
+        unsafe { self.entry.kernel.launch(gpu, &self.plan, &self.args) }
+    }
+    pub fn step(&self) -> u32 {
+        self.entry.spec.info().number
+    }
+}
+
+/// Each kernel: one verified launch into its own C (then poisoned again), or the reason it is
+/// not timed, as a case.
+pub fn ready_kernels<'e>(
     gpu: &Gpu,
-    blas: &Blas,
-    flush: &L2Flush,
-    entries: &[Entry],
-    shape: Shape,
-    dtype: Dtype,
-    opts: &BenchOptions,
+    entries: &'e [Entry],
+    dp: &DeviceProblem,
+    reference: &[f32],
+    timeout: Duration,
     bar: &ProgressBar,
-) -> Result<Vec<BenchCase>> {
-    let dp = DeviceProblem::upload(
-        gpu,
-        Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
-    )?;
-    let reference = cublas_reference(gpu, blas, &dp)?;
+) -> Result<(Vec<Ready<'e>>, Vec<BenchCase>)> {
+    let (shape, dtype) = (dp.shape(), dp.problem.dtype);
     let (pa, pb, _) = dp.ptrs(gpu);
     let check = |c: &Buf16| -> Result<common::verify::Verification> {
         let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
-        Ok(verify(&dp.problem, &out, &reference, 256))
+        Ok(verify(&dp.problem, &out, reference, 256))
     };
 
-    // Each kernel: one verified launch into its own C, or the reason it is not timed.
-    struct Timed<'a> {
-        entry: &'a Entry,
-        plan: common::step::Plan,
-        args: common::run::LaunchArgs,
-        c: Buf16,
-    }
     let mut timed = Vec::new();
     let mut cases = Vec::new();
     for e in entries {
@@ -271,6 +321,7 @@ fn bench_shape(
             verified: false,
             rel_error_norm: None,
             stats: None,
+            clocks: None,
             tflops: None,
             pct_of_peak: None,
             pct_of_cublas: None,
@@ -287,7 +338,7 @@ fn bench_shape(
         let c = alloc_c(gpu, shape)?;
         let args = common::run::LaunchArgs::new(&plan, dtype, shape, pa, pb, dptr(&c, gpu))?;
         poison(gpu, &c)?;
-        launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, opts.timeout)
+        launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, timeout)
             .with_context(|| format!("step {n} at {shape} {dtype}"))?;
         let v = check(&c)?;
         case.rel_error_norm = Some(v.rel_error_norm);
@@ -299,7 +350,7 @@ fn bench_shape(
         }
         poison(gpu, &c)?; // the timed launches must write it again
         cases.push(case);
-        timed.push(Timed {
+        timed.push(Ready {
             entry: e,
             plan,
             args,
@@ -307,37 +358,121 @@ fn bench_shape(
         });
     }
 
-    // cuBLAS and every verified kernel, alternating round by round.
+    Ok((timed, cases))
+}
+
+/// `runner bench --diagnose`: the protocol variants of [`crate::diagnose`] on the first shape
+/// and dtype, with step 4 (or the last step asked for) as the kernel of the pair variants.
+pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
+    let gpu = match gpu::open() {
+        GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) => bail!("runner bench --diagnose needs a GPU: {why}"),
+    };
+    let arch = native_arch(&gpu.info)?;
+    let (Some(&shape), Some(&dtype)) = (opts.shapes.first(), opts.dtypes.first()) else {
+        bail!("--diagnose needs a shape and a dtype");
+    };
+    let step = opts
+        .steps
+        .iter()
+        .map(|s| s.info().number)
+        .find(|&n| n == 4)
+        .or_else(|| opts.steps.last().map(|s| s.info().number))
+        .ok_or_else(|| anyhow!("--diagnose needs at least one step"))?;
+    let blas = Blas::new(&gpu)?;
+    let flush = L2Flush::new(&gpu)?;
+    let warm = Warmup::new(&gpu)?;
+    let (nvml, device) = open_nvml(&gpu);
+    let mut entries = Vec::new();
+    for &s in &opts.steps {
+        let spec = KernelSpec::new(s, arch);
+        let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
+            .with_context(|| format!("step {}", s.info().number))?;
+        entries.push(Entry { spec, kernel });
+    }
+    let ctx = Ctx {
+        gpu: &gpu,
+        blas: &blas,
+        flush: &flush,
+        warm: &warm,
+        nvml: nvml.as_ref(),
+    };
+    let report = crate::diagnose::run(
+        &ctx,
+        &entries,
+        step,
+        shape,
+        dtype,
+        opts.seed,
+        opts.timeout,
+        device,
+    )?;
+    let path = crate::diagnose::write(&report, &opts.out)?;
+    crate::diagnose::print(&report, &path);
+    Ok(())
+}
+
+fn bench_shape(
+    ctx: &Ctx<'_>,
+    entries: &[Entry],
+    shape: Shape,
+    dtype: Dtype,
+    opts: &BenchOptions,
+    bar: &ProgressBar,
+) -> Result<Vec<BenchCase>> {
+    let Ctx {
+        gpu,
+        blas,
+        flush,
+        warm,
+        nvml,
+    } = *ctx;
+    let dp = DeviceProblem::upload(
+        gpu,
+        Problem::generate(shape, dtype, Dist::Gaussian, opts.seed),
+    )?;
+    let reference = cublas_reference(gpu, blas, &dp)?;
+    let (pa, pb, _) = dp.ptrs(gpu);
+    let check = |c: &Buf16| -> Result<common::verify::Verification> {
+        let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
+        Ok(verify(&dp.problem, &out, &reference, 256))
+    };
+    let (timed, mut cases) = ready_kernels(gpu, entries, &dp, &reference, opts.timeout, bar)?;
+
+    // cuBLAS and every verified kernel, in rotated order round by round (common::timing).
     let c_blas = alloc_c(gpu, shape)?;
     let p_blas = dptr(&c_blas, gpu);
-    let mut run_blas = || blas.gemm(shape, dtype, pa, pb, p_blas, false);
-    let mut launches: Vec<Box<dyn FnMut() -> Result<()> + '_>> = vec![Box::new(&mut run_blas)];
+    let mut contenders: Vec<Box<dyn Timed + '_>> = vec![Box::new(Launch(|| {
+        blas.gemm(shape, dtype, pa, pb, p_blas, false)
+    }))];
     for t in &timed {
-        launches.push(Box::new(move || {
-            // SAFETY: the arguments were built for this plan over live buffers.
-            unsafe { t.entry.kernel.launch(gpu, &t.plan, &t.args) }
-        }));
+        contenders.push(Box::new(Launch(move || t.launch(gpu))));
     }
-    let mut refs: Vec<&mut dyn FnMut() -> Result<()>> =
-        launches.iter_mut().map(|b| b.as_mut() as _).collect();
-    let stats = time_interleaved(
+    let mut refs: Vec<&mut dyn Timed> = contenders.iter_mut().map(|b| b.as_mut() as _).collect();
+    let mut prime = || warm.run(gpu, blas);
+    let measured = time_rounds(
         gpu,
-        opts.warmup,
-        opts.iters,
-        Some(flush.arg(gpu)),
-        opts.timeout,
+        &mut Protocol::standard(
+            opts.warmup,
+            opts.iters,
+            Some(flush.arg(gpu)),
+            opts.timeout,
+            &mut prime,
+            nvml,
+        ),
         &mut refs,
     )?;
     drop(refs);
-    drop(launches);
+    drop(contenders);
     let flops = shape.flops();
     let peak = gpu.info.peak_tflops();
-    let blas_stats = stats[0].clone();
+    let blas_stats = measured[0].stats.clone();
     let blas_tflops = blas_stats.tflops(flops);
     bar.inc(1);
 
     // The last timed output of every kernel, verified.
-    for (t, st) in timed.iter().zip(&stats[1..]) {
+    for (t, m) in timed.iter().zip(&measured[1..]) {
+        let st = &m.stats;
         let v = check(&t.c)?;
         let n = t.entry.spec.info().number;
         let case = cases
@@ -351,6 +486,7 @@ fn bench_shape(
             case.skipped = Some(format!("timed output failed verification: {}", v.summary()));
         } else {
             case.stats = Some(st.clone());
+            case.clocks = m.clocks.clone();
             case.tflops = Some(tflops);
             case.pct_of_peak = peak.map(|p| 100.0 * tflops / p);
             case.pct_of_cublas = Some(100.0 * tflops / blas_tflops);
@@ -370,6 +506,7 @@ fn bench_shape(
             verified: true,
             rel_error_norm: None,
             stats: Some(blas_stats),
+            clocks: measured[0].clocks.clone(),
             tflops: Some(blas_tflops),
             pct_of_peak: peak.map(|p| 100.0 * blas_tflops / p),
             pct_of_cublas: Some(100.0),
@@ -381,7 +518,7 @@ fn bench_shape(
 /// The table printed last.
 pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
     println!(
-        "bench: {} ({}, driver {}), {} kernels, {} timed rounds after {} warm-up, L2 flushed, commit {}, {}",
+        "bench: {} ({}, driver {}), {} kernels, {} primed rotated rounds after {} warm-up, L2 flushed, commit {}, {}",
         r.gpu.name,
         r.gpu.sm(),
         r.gpu.driver_version,
@@ -394,22 +531,47 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
     if let Some(c) = &r.clocks_before {
         println!("clocks (sm, max sm, mem, max mem, temp, power): before {c}");
     }
+    match (&r.device.state, &r.device.nvml_error) {
+        (Some(d), _) => println!(
+            "NVML: driver {}, SM {} MHz before the run; SM MHz and W below are read during each contender's launches",
+            d.driver, d.sm_mhz
+        ),
+        (None, Some(e)) => println!("NVML: no readings ({e})"),
+        (None, None) => {}
+    }
     println!(
-        "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  note",
-        "shape", "dtype", "kernel", "median us", "TFLOP/s", "% peak", "% cuBLAS"
+        "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",
+        "shape",
+        "dtype",
+        "kernel",
+        "median us",
+        "IQR us",
+        "TFLOP/s",
+        "% peak",
+        "% cuBLAS",
+        "SM MHz",
+        "W"
     );
     for c in &r.cases {
         let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+        let reasons = c
+            .clocks
+            .as_ref()
+            .filter(|k| !k.clock_event_reasons.is_empty())
+            .map(|k| format!("clock held by {}", k.clock_event_reasons.join("+")));
         println!(
-            "{:<16} {:<5} {:<8} {:>10} {:>9} {:>8} {:>9}  {}",
+            "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  {}",
             c.shape.to_string(),
             c.dtype.to_string(),
             c.kernel,
             f(c.stats.as_ref().map(|s| s.median_us), 1),
+            f(c.stats.as_ref().map(|s| s.iqr_us()), 1),
             f(c.tflops, 1),
             f(c.pct_of_peak, 1),
             f(c.pct_of_cublas, 1),
-            c.skipped.as_deref().unwrap_or("")
+            f(c.clocks.as_ref().map(|k| k.sm_mhz_median), 0),
+            f(c.clocks.as_ref().and_then(|k| k.power_w_median), 0),
+            c.skipped.as_deref().or(reasons.as_deref()).unwrap_or("")
         );
     }
     println!("wrote {} and {}", json.display(), svg.display());

@@ -3,12 +3,14 @@
 mod bench;
 mod book;
 mod budget;
+mod diagnose;
 mod diff;
 mod edits;
 mod exercise;
 mod figures;
 mod glossary;
 mod grade;
+mod heatmap;
 mod measured;
 mod phase_tables;
 mod plot;
@@ -288,6 +290,16 @@ enum Command {
         /// Folder for bench-<gpu>-<date>.json and .svg (default: assets/results).
         #[arg(long)]
         out: Option<std::path::PathBuf>,
+        /// Instead of the bench: time cuBLAS and step 4 under every timing protocol the workbook
+        /// has used and variants that isolate one suspect each (first shape and dtype only);
+        /// writes diagnose-<gpu>-<date>.json.
+        #[arg(long, conflicts_with_all = ["sweep", "heatmap"])]
+        diagnose: bool,
+        /// Time every step over a grid of shapes beyond the square (skinny M, small and large
+        /// K, sizes that are no power of two; --shapes replaces the grid) and write
+        /// heatmap-<gpu>-<date>.json and a heatmap SVG of % of cuBLAS.
+        #[arg(long, conflicts_with = "sweep")]
+        heatmap: bool,
     },
     /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
     /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
@@ -560,6 +572,8 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             seed,
             timeout,
             out,
+            diagnose,
+            heatmap,
         } => {
             let steps = if step_numbers.is_empty() {
                 steps::all()
@@ -569,10 +583,12 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                     .map(|&n| steps::get(n))
                     .collect::<Result<Vec<_>>>()?
             };
-            let mut shapes = if shapes.is_empty() {
-                bench::DEFAULT_SHAPES.to_vec()
-            } else {
+            let mut shapes = if !shapes.is_empty() {
                 shapes
+            } else if heatmap {
+                heatmap::HEATMAP_SHAPES.to_vec()
+            } else {
+                bench::DEFAULT_SHAPES.to_vec()
             };
             if sweep {
                 for s in bench::SWEEP_SIZES {
@@ -610,7 +626,12 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                         .join("results")
                 }),
                 timeout: Duration::from_secs(timeout),
+                heatmap,
             };
+            if diagnose {
+                bench::run_diagnose(&opts)?;
+                return Ok(ExitCode::SUCCESS);
+            }
             let (report, json, svg) = bench::run(&opts)?;
             bench::print_table(&report, &json, &svg);
             let failed = report.cases.iter().any(|c| {

@@ -26,7 +26,7 @@ fn benches() -> Vec<(String, Value)> {
 
 fn provenance(name: &str, v: &Value) -> String {
     format!(
-        "*Measured by `runner bench` on {}, {}, {}, commit `{}`: {} kernels, medians of {} timed launches alternating with cuBLAS, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
+        "*Measured by `runner bench` on {}, {}, {}, commit `{}`: {} kernels, medians of {} timed launches {}, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
         v["gpu"]["name"].as_str().unwrap_or("?"),
         match v["driver"].as_str() {
             Some(d) => format!("driver {d}"),
@@ -39,6 +39,12 @@ fn provenance(name: &str, v: &Value) -> String {
         s(v, "commit"),
         v["arch"].as_str().unwrap_or("?"),
         s(v, "iters"),
+        // Files written since the one timing protocol carry its description.
+        if v["protocol"].is_string() {
+            "in primed rounds with cuBLAS, in rotated order"
+        } else {
+            "alternating with cuBLAS"
+        },
         v["clocks_before"].as_str().unwrap_or("not read")
     )
 }

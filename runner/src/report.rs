@@ -4,6 +4,7 @@ use common::compile::Compiled;
 use common::run::{RunReport, SelfTest};
 use common::sass::Sass;
 use common::step::{Arch, KernelSpec};
+use common::timing::Clocks;
 use common::Step;
 
 const W: usize = 10;
@@ -52,17 +53,13 @@ pub fn print_header(spec: &KernelSpec) {
 }
 
 pub fn print_compile(c: &Compiled, smem_bytes: u32) {
-    let r = &c.resources;
     println!(
-        "{:<W$}{} in {:.0} ms (NVRTC {}): {} registers, {} B stack, {} B spill stores, {} B spill loads; {} B dynamic shared memory",
+        "{:<W$}{} in {:.0} ms (NVRTC {}): {}; {} B dynamic shared memory",
         "compile",
         c.target.describe(),
         c.compile_ms,
         c.nvrtc_version,
-        r.registers,
-        r.stack_frame_bytes,
-        r.spill_store_bytes,
-        r.spill_load_bytes,
+        c.resources.describe(),
         smem_bytes
     );
 }
@@ -126,20 +123,51 @@ pub fn print_run(spec: &KernelSpec, r: &RunReport) {
             _ => "peak unknown for this GPU".to_string(),
         };
         println!(
-            "{:<W$}median {:.1} us (min {:.1}, max {:.1}, {} runs{}) = {:.1} TFLOP/s, {peak}",
+            "{:<W$}median {:.1} us (min {:.1}, IQR {:.1}, {} primed rounds{}) = {:.1} TFLOP/s, {peak}",
             "time",
             t.kernel.median_us,
             t.kernel.min_us,
-            t.kernel.max_us,
+            t.kernel.iqr_us(),
             t.kernel.runs,
             if t.l2_flushed { ", L2 flushed" } else { "" },
             t.tflops
         );
         println!(
-            "{:<W$}{:.1}% of cuBLAS in the same run (cuBLAS median {:.1} us = {:.1} TFLOP/s)",
-            "", t.pct_of_cublas, t.cublas.median_us, t.cublas_tflops
+            "{:<W$}{:.1}% of cuBLAS in the same rounds (cuBLAS median {:.1} us, IQR {:.1} = {:.1} TFLOP/s)",
+            "",
+            t.pct_of_cublas,
+            t.cublas.median_us,
+            t.cublas.iqr_us(),
+            t.cublas_tflops
         );
+        println!(
+            "{:<W$}kernel {}; cuBLAS {}",
+            "clocks",
+            clocks(t.kernel_clocks.as_ref()),
+            clocks(t.cublas_clocks.as_ref())
+        );
+        if let Some(e) = &t.device.nvml_error {
+            println!("{:<W$}no NVML readings: {e}", "");
+        }
     }
+}
+
+/// One contender's NVML readings in a line: "SM 1755 MHz (1740-1980), 690 W, sw_power_cap".
+pub fn clocks(c: Option<&Clocks>) -> String {
+    let Some(c) = c else {
+        return "not read".to_string();
+    };
+    let mut s = format!(
+        "SM {:.0} MHz ({}-{}, {} readings)",
+        c.sm_mhz_median, c.sm_mhz_min, c.sm_mhz_max, c.readings
+    );
+    if let Some(w) = c.power_w_median {
+        s.push_str(&format!(", {w:.0} W"));
+    }
+    if !c.clock_event_reasons.is_empty() {
+        s.push_str(&format!(", held by {}", c.clock_event_reasons.join("+")));
+    }
+    s
 }
 
 pub fn print_selftest(t: &SelfTest) {
@@ -163,7 +191,13 @@ pub fn print_selftest(t: &SelfTest) {
         })
         .unwrap_or_default();
     println!(
-        "{:<W$}cuBLAS median {:.1} us (min {:.1}, max {:.1}, {} runs, L2 flushed) = {:.1} TFLOP/s{peak}",
-        "time", t.cublas.median_us, t.cublas.min_us, t.cublas.max_us, t.cublas.runs, t.cublas_tflops
+        "{:<W$}cuBLAS median {:.1} us (min {:.1}, IQR {:.1}, {} primed rounds, L2 flushed) = {:.1} TFLOP/s{peak}",
+        "time",
+        t.cublas.median_us,
+        t.cublas.min_us,
+        t.cublas.iqr_us(),
+        t.cublas.runs,
+        t.cublas_tflops
     );
+    println!("{:<W$}{}", "clocks", clocks(t.clocks.as_ref()));
 }

@@ -156,6 +156,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                 traced += usize::from(files.is_some());
                 if req.json {
                     let mut v = serde_json::to_value(&r)?;
+                    if let serde_json::Value::Object(o) = &mut v {
+                        // What a results file needs beside the run: when, and of which commit.
+                        o.insert("date".into(), crate::bench::today().into());
+                        o.insert("commit".into(), crate::bench::commit().into());
+                    }
                     if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
                         o.insert(
                             "trace_files".into(),

@@ -98,9 +98,9 @@ fn toolkit(items: &mut Vec<Item>) {
                     mark: Mark::Ok,
                     what: "compile",
                     detail: format!(
-                        "step 0 for sm_100a in {:.1} s, {} registers",
+                        "step 0 for sm_100a in {:.1} s, {}",
                         t0.elapsed().as_secs_f64(),
-                        c.resources.registers
+                        c.resources.describe()
                     ),
                 }),
                 Err(e) => items.push(Item {

@@ -117,6 +117,37 @@ fn step_json_is_machine_readable() {
 }
 
 #[test]
+fn step_reports_registers_of_the_real_build_never_a_vacuous_zero() {
+    // Both builds of step 4: without a GPU from ptxas' report; on a GPU from the loaded
+    // function too (cuFuncGetAttribute), whatever the compile log held.
+    let o = runner(&["step", "4", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let runs = v["runs"].as_array().expect("both builds");
+    for run in runs {
+        let r = &run["compile"]["resources"];
+        let regs = r["registers"].as_u64().unwrap_or(0);
+        assert!(regs > 0 && regs <= 255, "{run}");
+        if run["ran"] == false {
+            assert_eq!(r["source"], "ptxas_log", "{r}");
+        } else {
+            assert!(r["loaded"]["registers"].as_u64().unwrap_or(0) > 0, "{r}");
+        }
+    }
+    let o = runner(&["step", "4"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let compile_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("compile")).collect();
+    assert_eq!(compile_lines.len(), 2, "{out}");
+    for l in compile_lines {
+        assert!(
+            !l.contains(": 0 registers") && !l.contains("unknown"),
+            "{l}"
+        );
+    }
+}
+
+#[test]
 fn bad_shapes_name_the_constraint() {
     let o = runner(&["step", "0", "--m", "100"]);
     assert_one_line_error(

@@ -69,13 +69,95 @@ pub struct KernelSource {
     pub text: String,
 }
 
-/// Resource usage as ptxas reports it.
+/// Where a kernel's [`Resources`] were read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceSource {
+    /// Nowhere yet: the compile log had no ptxas report and the kernel was not loaded. Reports
+    /// say "unknown", never 0.
+    #[default]
+    Unknown,
+    /// ptxas' `-v` report in NVRTC's log: registers, stack frame and spills separately.
+    PtxasLog,
+    /// `cuFuncGetAttribute` on the loaded function (no log at hand): registers and the local
+    /// memory per thread, which holds the stack frame and the spills together.
+    LoadedFunction,
+}
+
+/// What the loaded function says about itself (`cuFuncGetAttribute`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct FuncAttributes {
+    pub registers: u32,
+    /// Local memory per thread: stack frame plus spills.
+    pub local_bytes: u32,
+    pub static_shared_bytes: u32,
+    pub max_threads_per_block: u32,
+}
+
+/// Resource usage of a compiled kernel.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Resources {
     pub registers: u32,
     pub stack_frame_bytes: u32,
+    /// With `source` = `loaded_function` the split of local memory into stack and spills is
+    /// unknown: both spill fields are 0 and `stack_frame_bytes` holds all the local memory.
     pub spill_store_bytes: u32,
     pub spill_load_bytes: u32,
+    pub source: ResourceSource,
+    /// The loaded function's own attributes, once loaded.
+    pub loaded: Option<FuncAttributes>,
+}
+
+impl Resources {
+    /// Fill in what the loaded function says: everything, when the log had no ptxas report.
+    pub fn with_loaded(mut self, attrs: FuncAttributes) -> Resources {
+        if self.source == ResourceSource::Unknown {
+            self.registers = attrs.registers;
+            self.stack_frame_bytes = attrs.local_bytes;
+            self.spill_store_bytes = 0;
+            self.spill_load_bytes = 0;
+            self.source = ResourceSource::LoadedFunction;
+        }
+        self.loaded = Some(attrs);
+        self
+    }
+
+    /// "168 registers, 0 B stack, 0 B spill stores, 0 B spill loads", or what is known, or
+    /// "registers unknown (...)": never a 0 that was not read.
+    pub fn describe(&self) -> String {
+        match self.source {
+            ResourceSource::Unknown => {
+                "registers and spills unknown (no ptxas report in the compile log, kernel not loaded)"
+                    .to_string()
+            }
+            ResourceSource::PtxasLog => {
+                let mut s = format!(
+                    "{} registers, {} B stack, {} B spill stores, {} B spill loads",
+                    self.registers,
+                    self.stack_frame_bytes,
+                    self.spill_store_bytes,
+                    self.spill_load_bytes
+                );
+                if let Some(l) = self.loaded.filter(|l| l.registers != self.registers) {
+                    s.push_str(&format!(
+                        " (the loaded function reports {} registers)",
+                        l.registers
+                    ));
+                }
+                s
+            }
+            ResourceSource::LoadedFunction => format!(
+                "{} registers, {} B local memory per thread ({}; read from the loaded function, no ptxas log at hand)",
+                self.registers,
+                self.stack_frame_bytes,
+                if self.stack_frame_bytes == 0 {
+                    "so no stack and no spills"
+                } else {
+                    "stack and spills together"
+                }
+            ),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -142,7 +224,8 @@ pub fn annotate_log(log: &str, source: &KernelSource) -> String {
     out
 }
 
-/// Parse `ptxas info : Used N registers` and the spill line of a `-v` log.
+/// Parse `ptxas info : Used N registers` and the spill line of a `-v` log. Without a
+/// "registers" line the source stays [`ResourceSource::Unknown`].
 pub fn parse_resources(log: &str) -> Resources {
     let mut r = Resources::default();
     let number_before = |line: &str, unit: &str| -> Option<u32> {
@@ -152,6 +235,7 @@ pub fn parse_resources(log: &str) -> Resources {
     for line in log.lines() {
         if let Some(v) = number_before(line, "registers") {
             r.registers = v;
+            r.source = ResourceSource::PtxasLog;
         }
         if let Some(v) = number_before(line, "bytes stack frame") {
             r.stack_frame_bytes = v;
@@ -339,6 +423,36 @@ mod tests {
         assert_eq!(r.stack_frame_bytes, 8);
         assert_eq!(r.spill_store_bytes, 4);
         assert_eq!(r.spill_load_bytes, 12);
+        assert_eq!(r.source, ResourceSource::PtxasLog);
+        assert!(r.describe().starts_with("82 registers, 8 B stack"));
+    }
+
+    #[test]
+    fn resources_without_a_log_are_unknown_until_loaded() {
+        let r = parse_resources("");
+        assert_eq!(r.source, ResourceSource::Unknown);
+        assert!(r.describe().contains("unknown"), "{}", r.describe());
+        assert!(!r.describe().contains("0 registers"));
+        let attrs = FuncAttributes {
+            registers: 168,
+            local_bytes: 0,
+            static_shared_bytes: 0,
+            max_threads_per_block: 384,
+        };
+        let r = r.with_loaded(attrs);
+        assert_eq!(
+            (r.registers, r.source),
+            (168, ResourceSource::LoadedFunction)
+        );
+        assert!(
+            r.describe().starts_with("168 registers, 0 B local memory"),
+            "{}",
+            r.describe()
+        );
+        // A ptxas report is kept; a disagreeing loaded function is shown beside it.
+        let r = parse_resources("ptxas info    : Used 90 registers\n").with_loaded(attrs);
+        assert_eq!((r.registers, r.source), (90, ResourceSource::PtxasLog));
+        assert!(r.describe().contains("the loaded function reports 168"));
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod emulation;
 pub mod gpu;
 pub mod model;
 pub mod mutation;
+pub mod nvml;
 pub mod problem;
 pub mod ptx_check;
 pub mod run;

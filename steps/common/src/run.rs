@@ -5,14 +5,17 @@
 //! emulation's bookkeeping), [`cublas_reference`] and [`crate::verify`] check it, and
 //! [`crate::timing`] times it. [`run`] strings them together for one kernel.
 
-use crate::compile::{compile, Compiled, KernelSource, Target};
-use crate::cublas::Blas;
+use crate::compile::{compile, Compiled, FuncAttributes, KernelSource, Target};
+use crate::cublas::{Blas, Warmup};
 use crate::emulation::EmuBuffers;
 pub use crate::gpu::dptr;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
+use crate::nvml::{DeviceState, Nvml};
 use crate::problem::{Dist, Dtype, Problem, Shape};
 use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
-use crate::timing::{sync_diagnosed, sync_with_timeout, time_interleaved, Stats};
+use crate::timing::{
+    sync_diagnosed, sync_with_timeout, time_rounds, Clocks, Launch, Protocol, Stats,
+};
 use crate::trace::{self, Recording, TraceBuffer};
 use crate::verify::{verify, Verification};
 use anyhow::{anyhow, bail, Context, Result};
@@ -146,6 +149,26 @@ fn check_smem(gpu: &Gpu, spec: &KernelSpec) -> Result<u32> {
     Ok(smem)
 }
 
+/// The loaded function's registers, local memory, static shared memory and thread limit.
+fn func_attributes(func: sys::CUfunction) -> Result<FuncAttributes> {
+    use sys::CUfunction_attribute::*;
+    let get = |a: sys::CUfunction_attribute| -> Result<u32> {
+        let mut v: i32 = 0;
+        // SAFETY: valid function handle; plain out-parameter.
+        check(
+            unsafe { sys::cuFuncGetAttribute(&mut v, a, func) },
+            "cuFuncGetAttribute",
+        )?;
+        u32::try_from(v).map_err(|_| anyhow!("cuFuncGetAttribute({a:?}) returned {v}"))
+    };
+    Ok(FuncAttributes {
+        registers: get(CU_FUNC_ATTRIBUTE_NUM_REGS)?,
+        local_bytes: get(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES)?,
+        static_shared_bytes: get(CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES)?,
+        max_threads_per_block: get(CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+    })
+}
+
 /// A kernel compiled for a target and loaded into the GPU's context.
 pub struct LoadedKernel {
     pub spec: KernelSpec,
@@ -213,6 +236,13 @@ impl LoadedKernel {
             },
             "setting the dynamic shared-memory size",
         )?;
+        // What was loaded, read back from the function itself: the registers and local memory
+        // reported are those of this build even when no ptxas log came with it.
+        let mut compiled = compiled;
+        compiled.resources = compiled
+            .resources
+            .clone()
+            .with_loaded(func_attributes(func)?);
         Ok(LoadedKernel {
             spec: spec.clone(),
             target,
@@ -453,6 +483,39 @@ pub struct Timing {
     pub cublas_tflops: f64,
     pub pct_of_cublas: f64,
     pub l2_flushed: bool,
+    /// NVML's readings during each side's timed launches (`timing::Clocks`).
+    pub kernel_clocks: Option<Clocks>,
+    pub cublas_clocks: Option<Clocks>,
+    /// The driver and the GPU's state before timing, or why NVML could not say.
+    pub device: DeviceReport,
+}
+
+/// NVML's view of the GPU before timing: its state, or why there is none.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceReport {
+    pub state: Option<DeviceState>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nvml_error: Option<String>,
+}
+
+/// NVML for `gpu` and its state now, or why there is none (timing goes on without clocks).
+pub fn open_nvml(gpu: &Gpu) -> (Option<Nvml>, DeviceReport) {
+    match Nvml::open(gpu).and_then(|n| n.state().map(|s| (n, s))) {
+        Ok((n, s)) => (
+            Some(n),
+            DeviceReport {
+                state: Some(s),
+                nvml_error: None,
+            },
+        ),
+        Err(e) => (
+            None,
+            DeviceReport {
+                state: None,
+                nvml_error: Some(format!("{e:#}")),
+            },
+        ),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -481,8 +544,8 @@ pub struct RunReport {
     pub trace: Option<Recording>,
 }
 
-/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS,
-/// the two alternating launch by launch.
+/// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS
+/// with the one protocol ([`time_rounds`]: primed rounds, the two in rotated order).
 pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport> {
     let info = spec.info();
     let target = choose_target(&gpu.info, spec.arch, opts.emulate).map_err(|e| anyhow!(e))?;
@@ -576,20 +639,27 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         let dc16 = alloc_c(gpu, shape)?;
         let (pa, pb, _) = dp.ptrs(gpu);
         let pc16 = dptr(&dc16, gpu);
-        let mut run_kernel = || -> Result<()> {
+        let mut run_kernel = Launch(|| -> Result<()> {
             // SAFETY: as for the verified run.
             unsafe { kernel.launch(gpu, &plan, &args) }
-        };
-        let mut run_cublas = || blas.gemm(shape, opts.dtype, pa, pb, pc16, false);
-        let stats = time_interleaved(
+        });
+        let mut run_cublas = Launch(|| blas.gemm(shape, opts.dtype, pa, pb, pc16, false));
+        let warm = Warmup::new(gpu)?;
+        let mut prime = || warm.run(gpu, &blas);
+        let (nvml, device) = open_nvml(gpu);
+        let stats = time_rounds(
             gpu,
-            opts.warmup,
-            opts.iters,
-            flush_arg,
-            opts.timeout,
+            &mut Protocol::standard(
+                opts.warmup,
+                opts.iters,
+                flush_arg,
+                opts.timeout,
+                &mut prime,
+                nvml.as_ref(),
+            ),
             &mut [&mut run_kernel, &mut run_cublas],
         )?;
-        let (kernel_stats, cublas) = (stats[0].clone(), stats[1].clone());
+        let (kernel_stats, cublas) = (stats[0].stats.clone(), stats[1].stats.clone());
         let flops = shape.flops();
         let peak = gpu.info.peak_tflops();
         let tflops = kernel_stats.tflops(flops);
@@ -603,6 +673,9 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
             kernel: kernel_stats,
             cublas,
             l2_flushed: opts.flush_l2,
+            kernel_clocks: stats[0].clocks.clone(),
+            cublas_clocks: stats[1].clocks.clone(),
+            device,
         })
     };
 
@@ -658,6 +731,8 @@ pub struct SelfTest {
     pub cublas: Stats,
     pub cublas_tflops: f64,
     pub peak_tflops: Option<f64>,
+    pub clocks: Option<Clocks>,
+    pub device: DeviceReport,
 }
 
 /// Check the reference machinery itself: cuBLAS (f16/bf16 output, as timed) against the CPU
@@ -678,16 +753,24 @@ pub fn selftest(
     let reference = cublas_reference(gpu, &blas, &dp)?;
     let verification = verify(&dp.problem, &out, &reference, 256);
     let flush = L2Flush::new(gpu)?;
-    let mut run_cublas = || blas.gemm(shape, dtype, pa, pb, pc, false);
-    let stats = time_interleaved(
+    let mut run_cublas = Launch(|| blas.gemm(shape, dtype, pa, pb, pc, false));
+    let warm = Warmup::new(gpu)?;
+    let mut prime = || warm.run(gpu, &blas);
+    let (nvml, device) = open_nvml(gpu);
+    let measured = time_rounds(
         gpu,
-        5,
-        iters,
-        Some(flush.arg(gpu)),
-        Duration::from_secs(60),
+        &mut Protocol::standard(
+            5,
+            iters,
+            Some(flush.arg(gpu)),
+            Duration::from_secs(60),
+            &mut prime,
+            nvml.as_ref(),
+        ),
         &mut [&mut run_cublas],
     )?;
-    let cublas = stats[0].clone();
+    let cublas = measured[0].stats.clone();
+    let clocks = measured[0].clocks.clone();
     Ok(SelfTest {
         gpu: gpu.info.clone(),
         shape,
@@ -696,6 +779,8 @@ pub fn selftest(
         cublas_tflops: cublas.tflops(shape.flops()),
         cublas,
         peak_tflops: gpu.info.peak_tflops(),
+        clocks,
+        device,
     })
 }
 
