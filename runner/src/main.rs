@@ -155,6 +155,10 @@ enum Command {
         /// Seed of the emulation's schedule perturbations (emulated runs only).
         #[arg(long, default_value_t = 0, value_name = "SEED")]
         emu_seed: u64,
+        /// Run a Blackwell kernel even if its static checks (the sm_100a PTX rules, the native
+        /// sm_100a compile) fail: to see what the emulation makes of such a bug.
+        #[arg(long)]
+        no_static_check: bool,
         /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,
         /// chrome://tracing) and .svg for each kernel run (FILE_STEM defaults to "trace"; a folder
         /// gets trace-stepN-<arch>.* inside it). The kernel is built with its trace calls on; the
@@ -413,6 +417,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             mutate,
             clusters,
             emu_seed,
+            no_static_check,
             trace,
             trace_clusters,
             json,
@@ -438,6 +443,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 clusters,
                 emu_seed,
                 trace_clusters: trace.as_ref().map(|_| trace_clusters),
+                static_check: !no_static_check,
             };
             let request = step_cmd::Request {
                 step: steps::get(n)?,

@@ -301,7 +301,13 @@ fn compile_report(
         );
     }
     let target = Target::native(spec.arch);
-    let compiled = compile(&source, target, &spec.defines(opts.dtype))?;
+    let defines = spec.defines(opts.dtype);
+    let compiled = if spec.arch == Arch::Blackwell && opts.static_check {
+        // The sm_100a PTX rules, then the sm_100a compile: what every Blackwell build passes.
+        common::static_check::check_blackwell(&source, &defines)?
+    } else {
+        compile(&source, target, &defines)?
+    };
     let listing = sass::disassemble(&compiled.cubin)?;
     let k = spec.shape();
     let plan = k.plan(shape, k.default_max_clusters(None));

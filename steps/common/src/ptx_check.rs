@@ -291,20 +291,32 @@ fn check_body(body: &Body, out: &mut Vec<Finding>) {
         }
     }
 
-    // one-cta-group.
-    let groups: BTreeSet<&str> = body
+    // one-cta-group: reported at the first instruction whose cta_group differs from the first's.
+    let grouped: Vec<(&Instr, &str)> = body
         .instrs
         .iter()
         .filter(|i| i.opcode.starts_with("tcgen05."))
-        .filter_map(|i| i.opcode.split('.').find(|q| q.starts_with("cta_group::")))
+        .filter_map(|i| {
+            i.opcode
+                .split('.')
+                .find(|q| q.starts_with("cta_group::"))
+                .map(|g| (i, g))
+        })
         .collect();
-    if groups.len() > 1 {
+    let groups: BTreeSet<&str> = grouped.iter().map(|(_, g)| *g).collect();
+    if let (true, Some((first, g0))) = (groups.len() > 1, grouped.first()) {
+        let odd = grouped
+            .iter()
+            .find(|(_, g)| g != g0)
+            .map_or(*first, |(i, _)| *i);
         out.push(Finding {
             rule: "one-cta-group",
-            line: body.instrs.first().map_or(0, |i| i.line),
+            line: odd.line,
             text: format!(
-                "tcgen05 instructions use {}",
-                groups.into_iter().collect::<Vec<_>>().join(" and ")
+                "{} (tcgen05 instructions use {}; the first, {}, uses {g0})",
+                odd.text,
+                groups.into_iter().collect::<Vec<_>>().join(" and "),
+                first.opcode
             ),
         });
     }

@@ -56,6 +56,10 @@ pub struct RunOptions {
     /// clusters: the kernel is built with the trace calls on, and the verified launch records
     /// (after `warmup` unrecorded launches when native). A traced kernel is not timed.
     pub trace_clusters: Option<u32>,
+    /// Blackwell kernels: refuse a build that fails the static checks (`common::static_check`:
+    /// the sm_100a PTX rules and the native sm_100a compile) before running it. Off only to see
+    /// what the emulation makes of such a bug (`--no-static-check`).
+    pub static_check: bool,
 }
 
 impl Default for RunOptions {
@@ -75,6 +79,7 @@ impl Default for RunOptions {
             clusters: None,
             emu_seed: 0,
             trace_clusters: None,
+            static_check: true,
         }
     }
 }
@@ -418,6 +423,7 @@ pub fn launch_and_wait(
 ) -> Result<()> {
     let emu = match emu {
         Some(e) => {
+            e.set_watchdog(timeout);
             e.reset(gpu, emu_seed)?;
             Some(e)
         }
@@ -427,7 +433,8 @@ pub fn launch_and_wait(
     unsafe { kernel.launch(gpu, plan, args)? };
     let step = kernel.spec.info().number;
     let recorded = || emu.as_ref().and_then(|e| e.fault()).map(|f| f.describe());
-    if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded) {
+    let waiting = || emu.as_ref().map(|e| e.hang_report()).unwrap_or_default();
+    if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded, &waiting) {
         if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
             bail!("{}", f.describe());
         }
@@ -502,6 +509,16 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
         .into_iter()
         .collect();
+    if spec.arch == Arch::Blackwell && opts.static_check {
+        let mut defines = spec.defines(opts.dtype);
+        defines.extend_from_slice(&trace_define);
+        if target == Target::Sm100a {
+            // The native build below is the sm_100a compile; the PTX rules remain.
+            crate::static_check::check_ptx(&source, &defines)?;
+        } else {
+            crate::static_check::check_blackwell(&source, &defines)?;
+        }
+    }
     let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &trace_define)?;
     let plan = kernel.plan(gpu, shape, opts.clusters)?;
 
