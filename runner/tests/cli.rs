@@ -167,6 +167,43 @@ fn a_kernel_that_fails_to_compile_shows_the_log_with_line_numbers() {
 }
 
 #[test]
+fn a_kernel_that_breaks_a_static_rule_is_refused_with_its_source_line() {
+    // Every Blackwell build gets common::static_check: on a GPU before it runs, without one
+    // instead of the build report.
+    let kernel = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../steps/step4_persistent/src/kernel.cu"),
+    )
+    .expect("step 4's kernel");
+    let mma_line = kernel
+        .lines()
+        .position(|l| l.contains("bw::mma_f16_2cta("))
+        .expect("an MMA line")
+        + 1;
+    let o = runner(&[
+        "step",
+        "4",
+        "--arch",
+        "sm_100a",
+        "--mutate",
+        "alloc-cta-group-1",
+    ]);
+    let err = stderr_without_notes(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: steps/step4_persistent/src/kernel.cu breaks 1 tcgen05 rule"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "one-cta-group: steps/step4_persistent/src/kernel.cu:{mma_line}: `bw::mma_f16_2cta("
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn a_seeded_bug_still_compiles_for_sm100a() {
     let o = runner(&["step", "0", "--mutate", "skip-acc-wait"]);
     assert!(o.status.success(), "{}", stderr(&o));
