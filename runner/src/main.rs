@@ -155,8 +155,9 @@ enum Command {
         /// Seed of the emulation's schedule perturbations (emulated runs only).
         #[arg(long, default_value_t = 0, value_name = "SEED")]
         emu_seed: u64,
-        /// Run a Blackwell kernel even if its static checks (the sm_100a PTX rules, the native
-        /// sm_100a compile) fail: to see what the emulation makes of such a bug.
+        /// Run a kernel even if its static checks fail (Blackwell: the sm_100a PTX rules and the
+        /// native sm_100a compile; twin: its PTX's TMA-store rules), to see what the emulation or
+        /// the GPU makes of such a bug.
         #[arg(long)]
         no_static_check: bool,
         /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,

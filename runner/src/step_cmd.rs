@@ -302,11 +302,14 @@ fn compile_report(
     }
     let target = Target::native(spec.arch);
     let defines = spec.defines(opts.dtype);
-    let compiled = if spec.arch == Arch::Blackwell && opts.static_check {
+    let compiled = match (spec.arch, opts.static_check) {
         // The sm_100a PTX rules, then the sm_100a compile: what every Blackwell build passes.
-        common::static_check::check_blackwell(&source, &defines)?
-    } else {
-        compile(&source, target, &defines)?
+        (Arch::Blackwell, true) => common::static_check::check_blackwell(&source, &defines)?,
+        (Arch::Hopper, true) => {
+            common::static_check::check_twin(&source, &defines)?;
+            compile(&source, target, &defines)?
+        }
+        _ => compile(&source, target, &defines)?,
     };
     let listing = sass::disassemble(&compiled.cubin)?;
     let k = spec.shape();

@@ -399,7 +399,7 @@ mod tests {
         // Each edit must apply.
         assert!(find("wait-ld-after-use")
             .unwrap()
-            .apply(&k.lines().next().unwrap().to_string())
+            .apply(k.lines().next().unwrap())
             .is_err());
         let cg = find("alloc-cta-group-1")
             .unwrap()

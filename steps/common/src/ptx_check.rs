@@ -11,9 +11,15 @@
 //!   "Register dependencies, same thread", and what `bw::tmem_wait_ld(acc)` guarantees: it checks
 //!   that the compiler kept the wait tied to the registers);
 //! - `one-cta-group`: all tcgen05 instructions of a kernel use the same `.cta_group` ("All tcgen05
-//!   instructions within a kernel must specify the same value for the .cta_group qualifier").
+//!   instructions within a kernel must specify the same value for the .cta_group qualifier");
+//! - `proxy-fence-before-store` and `barrier-before-store`: on every path from an ordinary
+//!   shared-memory store (`st.shared`, `stmatrix`) to a TMA store (`cp.async.bulk.tensor` global
+//!   <- shared), a `fence.proxy.async` comes first (PTX ISA "Memory Consistency Model: Proxies":
+//!   generic-proxy writes are not visible to the async proxy otherwise), and after it a thread
+//!   barrier (`bar.sync`, `bar.warp.sync`, ...), since the storing thread issues what other
+//!   threads wrote. This holds for the Hopper twins' PTX too.
 //!
-//! Both path rules are forward "may" data-flow analyses over the control-flow graph of each
+//! The path rules are forward "may" data-flow analyses over the control-flow graph of each
 //! `.entry`, so loops and branches count: a violation on any path is reported.
 
 use std::collections::{BTreeSet, HashMap};
@@ -191,6 +197,31 @@ fn is_sync(op: &str) -> bool {
         || op.starts_with("barrier.cluster.wait")
 }
 
+/// A barrier after which the writes of the threads it joins are visible to the thread that passes.
+fn is_thread_barrier(op: &str) -> bool {
+    op.starts_with("bar.sync")
+        || op.starts_with("bar.cta.sync")
+        || op.starts_with("barrier.sync")
+        || op.starts_with("barrier.cta.sync")
+        || op.starts_with("bar.warp.sync")
+        || op.starts_with("barrier.cluster.wait")
+}
+
+/// An ordinary (generic-proxy) write that may go to shared memory: `st.shared`, `stmatrix`, or a
+/// generic `st` (the compiler often cannot prove a staging pointer shared).
+fn is_shared_store(op: &str) -> bool {
+    let other_space = [".global", ".local", ".param", ".const", ".async", ".bulk"]
+        .iter()
+        .any(|q| op.contains(q));
+    (op.starts_with("st.") && (op.contains(".shared") || !other_space))
+        || op.starts_with("stmatrix")
+}
+
+/// A TMA store: shared memory read by the async proxy.
+fn is_tma_store(op: &str) -> bool {
+    op.starts_with("cp.async.bulk.tensor") && op.contains(".global.shared")
+}
+
 fn is_mma_or_ld(op: &str) -> bool {
     op.starts_with("tcgen05.mma") || op.starts_with("tcgen05.ld")
 }
@@ -285,6 +316,42 @@ fn check_body(body: &Body, out: &mut Vec<Finding>) {
         if read {
             out.push(Finding {
                 rule: "wait-before-use",
+                line: ins.line,
+                text: ins.text.clone(),
+            });
+        }
+    }
+
+    // proxy-fence-before-store / barrier-before-store: 2 = shared memory written since the last
+    // proxy fence, 1 = fenced but no barrier since, 0 = clean (the worst state on some path).
+    let staged = fixpoint::<u8>(
+        body,
+        |acc, new| {
+            let changed = *new > *acc;
+            *acc = (*acc).max(*new);
+            changed
+        },
+        |ins, &st| {
+            let op = ins.opcode.as_str();
+            if is_shared_store(op) {
+                2
+            } else if op.starts_with("fence.proxy.async") && st == 2 {
+                1
+            } else if is_thread_barrier(op) && st == 1 {
+                0
+            } else {
+                st
+            }
+        },
+    );
+    for (i, ins) in body.instrs.iter().enumerate() {
+        if is_tma_store(&ins.opcode) && staged[i] > 0 {
+            out.push(Finding {
+                rule: if staged[i] == 2 {
+                    "proxy-fence-before-store"
+                } else {
+                    "barrier-before-store"
+                },
                 line: ins.line,
                 text: ins.text.clone(),
             });
@@ -419,6 +486,43 @@ $L__BB0_1:
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].rule, "one-cta-group");
         assert!(f[0].text.contains("cta_group::1 and cta_group::2"));
+    }
+
+    const STAGED: &str = "\
+.visible .entry k()
+{
+\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};
+\tfence.proxy.async.shared::cta;
+\tbar.warp.sync -1;
+\tcp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r6, %r7}], [%r1];
+\tret;
+}
+";
+
+    #[test]
+    fn a_tma_store_needs_a_proxy_fence_then_a_barrier_after_the_staging_writes() {
+        assert_eq!(check(STAGED), vec![]);
+        let no_fence = STAGED.replace("\tfence.proxy.async.shared::cta;\n", "");
+        assert_eq!(check(&no_fence)[0].rule, "proxy-fence-before-store");
+        // A generic store may be one to shared memory; a global one is not.
+        let generic = STAGED.replace("st.shared.v4.u32", "st.v4.u32");
+        assert_eq!(
+            check(&generic.replace("\tfence.proxy.async.shared::cta;\n", ""))[0].rule,
+            "proxy-fence-before-store"
+        );
+        let global = STAGED.replace("st.shared.v4.u32", "st.global.v4.u32");
+        assert_eq!(
+            check(&global.replace("\tfence.proxy.async.shared::cta;\n", "")),
+            vec![]
+        );
+        let no_barrier = STAGED.replace("\tbar.warp.sync -1;\n", "");
+        assert_eq!(check(&no_barrier)[0].rule, "barrier-before-store");
+        // A fence before the writes fences nothing.
+        let early = STAGED.replace(
+            "\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};\n\tfence.proxy.async.shared::cta;\n",
+            "\tfence.proxy.async.shared::cta;\n\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};\n",
+        );
+        assert_eq!(check(&early)[0].rule, "proxy-fence-before-store");
     }
 
     #[test]

@@ -56,9 +56,10 @@ pub struct RunOptions {
     /// clusters: the kernel is built with the trace calls on, and the verified launch records
     /// (after `warmup` unrecorded launches when native). A traced kernel is not timed.
     pub trace_clusters: Option<u32>,
-    /// Blackwell kernels: refuse a build that fails the static checks (`common::static_check`:
-    /// the sm_100a PTX rules and the native sm_100a compile) before running it. Off only to see
-    /// what the emulation makes of such a bug (`--no-static-check`).
+    /// Refuse a build that fails the static checks (`common::static_check`: for a Blackwell
+    /// kernel the sm_100a PTX rules and the native sm_100a compile, for a twin its PTX's TMA-store
+    /// rules) before running it. Off only to see what the emulation (or the GPU) makes of such a
+    /// bug (`--no-static-check`).
     pub static_check: bool,
 }
 
@@ -509,10 +510,12 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
         .into_iter()
         .collect();
-    if spec.arch == Arch::Blackwell && opts.static_check {
+    if opts.static_check {
         let mut defines = spec.defines(opts.dtype);
         defines.extend_from_slice(&trace_define);
-        if target == Target::Sm100a {
+        if spec.arch == Arch::Hopper {
+            crate::static_check::check_twin(&source, &defines)?;
+        } else if target == Target::Sm100a {
             // The native build below is the sm_100a compile; the PTX rules remain.
             crate::static_check::check_ptx(&source, &defines)?;
         } else {

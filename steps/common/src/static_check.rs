@@ -27,6 +27,8 @@ fn rule_words(rule: &str) -> &'static str {
         "fence-after-wait" => "a tcgen05.mma or tcgen05.ld reachable from an mbarrier wait or thread barrier with no tcgen05.fence::after_thread_sync in between",
         "wait-before-use" => "a register a tcgen05.ld loads is used on a path without tcgen05.wait::ld first: the load is asynchronous",
         "one-cta-group" => "tcgen05 instructions of one kernel use different .cta_group values (ptxas refuses this for sm_100a)",
+        "proxy-fence-before-store" => "a TMA store reads shared memory written by ordinary stores with no fence.proxy.async.shared::cta after the writes: the TMA engine may read stale data",
+        "barrier-before-store" => "a TMA store follows the staging writes' proxy fence with no barrier (__syncwarp, bar.sync) in between: the issuing thread does not wait for the other threads' writes",
         _ => "a tcgen05 rule",
     }
 }
@@ -81,7 +83,16 @@ pub fn ptx_findings(
     source: &KernelSource,
     defines: &[(String, String)],
 ) -> Result<Vec<SourceFinding>> {
-    let ptx = compile_ptx(source, Target::Sm100a, defines)?;
+    ptx_findings_for(source, Target::Sm100a, defines)
+}
+
+/// The `ptx_check` findings of `source`'s PTX for `target`, placed in the source.
+pub fn ptx_findings_for(
+    source: &KernelSource,
+    target: Target,
+    defines: &[(String, String)],
+) -> Result<Vec<SourceFinding>> {
+    let ptx = compile_ptx(source, target, defines)?;
     let lines: Vec<&str> = source.text.lines().collect();
     let mut out: Vec<SourceFinding> = ptx_check::check(&ptx)
         .into_iter()
@@ -115,8 +126,12 @@ fn short(ptx: &str) -> String {
 
 /// The findings as the lines of one error message.
 pub fn describe(path: &str, findings: &[SourceFinding]) -> String {
+    describe_for(path, "sm_100a", findings)
+}
+
+fn describe_for(path: &str, arch: &str, findings: &[SourceFinding]) -> String {
     let mut out = format!(
-        "{path} breaks {} tcgen05 rule(s) in its sm_100a PTX (common::ptx_check):",
+        "{path} breaks {} rule(s) in its {arch} PTX (common::ptx_check):",
         findings.len()
     );
     for f in findings {
@@ -140,6 +155,16 @@ pub fn check_ptx(source: &KernelSource, defines: &[(String, String)]) -> Result<
     let findings = ptx_findings(source, defines)?;
     if !findings.is_empty() {
         anyhow::bail!("{}", describe(&source.path, &findings));
+    }
+    Ok(())
+}
+
+/// The static check of a Hopper twin: the rules of `ptx_check` that apply to it (the staging
+/// tile's proxy fence and barrier before a TMA store; the tcgen05 rules find nothing there).
+pub fn check_twin(source: &KernelSource, defines: &[(String, String)]) -> Result<()> {
+    let findings = ptx_findings_for(source, Target::Sm90a, defines)?;
+    if !findings.is_empty() {
+        anyhow::bail!("{}", describe_for(&source.path, "sm_90a", &findings));
     }
     Ok(())
 }
