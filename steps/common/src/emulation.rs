@@ -170,6 +170,50 @@ impl HangRecord {
     }
 }
 
+/// Hang records in words, one line per kind of wait: a grid of CTAs stuck alike would otherwise
+/// print the same line for every warp. Waits on the same barrier offset with the same parity by
+/// warps of the same role count as one kind; the first of each is shown, with how many more there
+/// are, distinct barriers first and at most 8 lines (then how many records were left out).
+pub fn summarize_hang(records: &[HangRecord]) -> Vec<String> {
+    let mut kinds: Vec<(HangRecord, usize)> = Vec::new();
+    for r in records {
+        match kinds
+            .iter_mut()
+            .find(|(k, _)| (k.bar, k.parity, k.roles) == (r.bar, r.parity, r.roles))
+        {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((*r, 0)),
+        }
+    }
+    // One line per barrier first, then the other kinds.
+    let mut order: Vec<usize> = Vec::new();
+    for (i, (k, _)) in kinds.iter().enumerate() {
+        if !order.iter().any(|&j| kinds[j].0.bar == k.bar) {
+            order.push(i);
+        }
+    }
+    let rest: Vec<usize> = (0..kinds.len()).filter(|i| !order.contains(i)).collect();
+    order.extend(rest);
+    let mut lines: Vec<String> = order
+        .iter()
+        .take(8)
+        .map(|&i| {
+            let (k, more) = &kinds[i];
+            match more {
+                0 => k.describe(),
+                n => format!("{} (and {n} more warp(s) waiting alike)", k.describe()),
+            }
+        })
+        .collect();
+    if order.len() > 8 {
+        lines.push(format!(
+            "{} more kind(s) of wait not shown",
+            order.len() - 8
+        ));
+    }
+    lines
+}
+
 fn op_name(what: u64) -> &'static str {
     match what {
         1 => "tcgen05.alloc",
@@ -445,16 +489,16 @@ impl EmuBuffers {
         self.watchdog_ns = ns as u64;
     }
 
-    /// The warps whose waits the device watchdog reported and that still wait, in words: one
-    /// line each (at most `HANG_RECORDS`). Readable while the kernel still runs (host memory).
+    /// The warps whose waits the device watchdog reported and that still wait, in words (see
+    /// [`summarize_hang`]). Readable while the kernel still runs (host memory).
     pub fn hang_report(&self) -> Vec<String> {
-        (0..HANG_RECORDS)
+        let records: Vec<HangRecord> = (0..HANG_RECORDS)
             // SAFETY: pinned host memory of HANG_RECORDS records; a record the device is
             // rewriting may be read half-old, which only blurs a diagnosis.
             .map(|i| unsafe { self.hang_host.add(i).read_volatile() })
             .filter(|r| r.active == 1)
-            .map(|r| r.describe())
-            .collect()
+            .collect();
+        summarize_hang(&records)
     }
 
     /// The fault the kernel recorded before trapping, if any. Readable even after the context
@@ -541,7 +585,7 @@ mod tests {
         // All arrivals of phase 0 came, but the barrier is still in it: bytes are missing.
         let mut tx = record("&smem.load_full[s]");
         (tx.count, tx.arrivals, tx.ordinal, tx.roles) = (1, 1, 2, 2);
-        (tx.tx_phase, tx.tx_bytes, tx.last_kind) = (2, 66560, 2);
+        (tx.tx_phase, tx.tx_bytes, tx.last_kind, tx.bar) = (2, 66560, 2, 0x28000);
         let s = tx.describe();
         assert!(s.contains("smem.load_full[2] (shared-memory offset"), "{s}");
         assert!(
@@ -559,6 +603,19 @@ mod tests {
             .describe()
             .contains("the barrier at shared-memory offset 0x28410"));
         assert_eq!(barrier_name("&bars[i + 1]", 3), "bars[3]");
+        // Alike waits collapse; distinct barriers come first.
+        let acc = record("&smem.acc_empty");
+        let other_cta = HangRecord { cta: 7, ..acc };
+        let lines = summarize_hang(&[acc, other_cta, tx]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].ends_with("(and 1 more warp(s) waiting alike)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("transaction bytes are missing"),
+            "{lines:?}"
+        );
         assert_eq!(barrier_name("&smem.acc_full", 0), "smem.acc_full");
     }
 

@@ -88,10 +88,8 @@ pub fn sync_diagnosed(
                         );
                     } else {
                         eprintln!(
-                            "error: {what} did not finish within {:.0} s: it hangs, with {} warp(s) waiting on an mbarrier (the emulation's watchdog): {}. Raise the limit with --timeout if the problem is just large.",
-                            timeout.as_secs_f64(),
-                            waits.len(),
-                            waits.join("; ")
+                            "error: {what} did not finish within {:.0} s: it hangs; the emulation's watchdog saw these mbarrier waits never succeed (raise the limit with --timeout if the problem is just large):",
+                            timeout.as_secs_f64()
                         );
                         for w in &waits {
                             eprintln!("  waiting: {w}");
