@@ -107,8 +107,8 @@ fn static_findings_point_at_the_source_line_of_the_bug() {
 
 #[test]
 fn every_hopper_twin_fences_and_syncs_its_staging_before_the_tma_store() {
-    // The store rules of ptx_check hold for the twins' PTX too (the tcgen05 rules are vacuous
-    // there): a twin that drops the barrier between its staging writes and the TMA store is found.
+    // The store rules and the wgmma rule of ptx_check hold for the twins' PTX (the tcgen05 rules
+    // are vacuous there), as `runner step` checks on every twin build.
     for step in runner::steps::all() {
         let spec = KernelSpec::new(step, Arch::Hopper);
         let src = KernelSource {
@@ -163,6 +163,30 @@ fn a_twin_without_the_barrier_before_its_tma_store_is_found() {
         let findings = check(&ptx);
         assert!(
             findings.iter().any(|f| f.rule == "barrier-before-store"),
+            "step {n}: {findings:?}"
+        );
+    }
+}
+
+#[test]
+fn a_twin_that_waits_one_wgmma_group_too_few_is_found() {
+    // The other missed twin bug: wgmma.wait_group 1 where the accumulator's use needs 0.
+    for step in runner::steps::all() {
+        let n = step.info().number;
+        let stock = step.info().hopper.text;
+        if !stock.contains("hp::wgmma_wait_group<0>();") {
+            continue;
+        }
+        let spec = KernelSpec::new(step, Arch::Hopper);
+        let src = KernelSource {
+            path: step.info().kernel_path(Arch::Hopper),
+            text: stock.replace("hp::wgmma_wait_group<0>();", "hp::wgmma_wait_group<1>();"),
+        };
+        let ptx = compile_ptx(&src, Target::Sm90a, &spec.defines(Dtype::F16))
+            .unwrap_or_else(|e| panic!("step {n}: {e:#}"));
+        let findings = check(&ptx);
+        assert!(
+            findings.iter().any(|f| f.rule == "wgmma-wait-before-use"),
             "step {n}: {findings:?}"
         );
     }

@@ -17,12 +17,17 @@
 //!   <- shared), a `fence.proxy.async` comes first (PTX ISA "Memory Consistency Model: Proxies":
 //!   generic-proxy writes are not visible to the async proxy otherwise), and after it a thread
 //!   barrier (`bar.sync`, `bar.warp.sync`, ...), since the storing thread issues what other
-//!   threads wrote. This holds for the Hopper twins' PTX too.
+//!   threads wrote. This holds for the Hopper twins' PTX too;
+//! - `wgmma-wait-before-use` (the twins): no accumulator register of a `wgmma.mma_async` is read
+//!   (other than by a later wgmma accumulating into it) until a `wgmma.wait_group N` has completed
+//!   its group, i.e. at most N groups were committed after it (PTX ISA "wgmma.wait_group":
+//!   "Accessing the accumulator register ... before the wgmma.wait_group ... is undefined
+//!   behavior"). A `mov` of such a register only copies the obligation to its destination.
 //!
 //! The path rules are forward "may" data-flow analyses over the control-flow graph of each
 //! `.entry`, so loops and branches count: a violation on any path is reported.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One violation: the rule, the 1-based PTX line and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -246,6 +251,19 @@ fn writes_first_operand(ins: &Instr) -> bool {
         || op.starts_with("prefetch"))
 }
 
+/// `mov %d, %s` of a register a wgmma still owns: the age of `%s`, which `%d` inherits.
+fn wgmma_copy(ins: &Instr, pending: &BTreeMap<String, u8>) -> Option<u8> {
+    if !ins.opcode.starts_with("mov.") || ins.operands.len() != 2 {
+        return None;
+    }
+    let src = ins.operands[1].trim();
+    let dst = ins.operands[0].trim();
+    if registers(src).len() != 1 || registers(dst).len() != 1 || src.contains('{') {
+        return None;
+    }
+    pending.get(src).copied()
+}
+
 fn check_body(body: &Body, out: &mut Vec<Finding>) {
     // fence-after-wait: "synchronised since the last fence::after_thread_sync" on some path.
     let dirty = fixpoint::<bool>(
@@ -352,6 +370,83 @@ fn check_body(body: &Body, out: &mut Vec<Finding>) {
                 } else {
                     "barrier-before-store"
                 },
+                line: ins.line,
+                text: ins.text.clone(),
+            });
+        }
+    }
+
+    // wgmma-wait-before-use: per register written by a wgmma and not yet waited for, the fewest
+    // commit_groups issued after it on some path (0: its group is not committed yet).
+    let wgmma = fixpoint::<BTreeMap<String, u8>>(
+        body,
+        |acc, new| {
+            let mut changed = false;
+            for (r, &age) in new {
+                match acc.get_mut(r) {
+                    Some(a) if *a <= age => {}
+                    Some(a) => {
+                        *a = age;
+                        changed = true;
+                    }
+                    None => {
+                        acc.insert(r.clone(), age);
+                        changed = true;
+                    }
+                }
+            }
+            changed
+        },
+        |ins, p| {
+            let op = ins.opcode.as_str();
+            let mut p = p.clone();
+            if op.starts_with("wgmma.mma_async") {
+                if let Some(d) = ins.operands.first() {
+                    for r in registers(d) {
+                        p.insert(r, 0);
+                    }
+                }
+            } else if op.starts_with("wgmma.commit_group") {
+                for age in p.values_mut() {
+                    *age = (*age + 1).min(8);
+                }
+            } else if op.starts_with("wgmma.wait_group") {
+                let n: u8 = ins
+                    .operands
+                    .first()
+                    .and_then(|o| o.trim().parse().ok())
+                    .unwrap_or(0);
+                p.retain(|_, age| *age <= n);
+            } else if let Some(age) = wgmma_copy(ins, &p) {
+                if let Some(d) = ins.operands.first() {
+                    p.insert(d.clone(), age);
+                }
+            } else if writes_first_operand(ins) {
+                if let Some(d) = ins.operands.first() {
+                    for r in registers(d) {
+                        p.remove(&r);
+                    }
+                }
+            }
+            p
+        },
+    );
+    for (i, ins) in body.instrs.iter().enumerate() {
+        let op = ins.opcode.as_str();
+        if op.starts_with("wgmma.") || wgmma_copy(ins, &wgmma[i]).is_some() {
+            continue;
+        }
+        let skip_first = writes_first_operand(ins);
+        let read = ins
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !(skip_first && *k == 0))
+            .flat_map(|(_, o)| registers(o))
+            .any(|r| wgmma[i].contains_key(&r));
+        if read {
+            out.push(Finding {
+                rule: "wgmma-wait-before-use",
                 line: ins.line,
                 text: ins.text.clone(),
             });
@@ -523,6 +618,37 @@ $L__BB0_1:
             "\tfence.proxy.async.shared::cta;\n\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};\n",
         );
         assert_eq!(check(&early)[0].rule, "proxy-fence-before-store");
+    }
+
+    const WGMMA: &str = "\
+.visible .entry k()
+{
+$L__BB0_1:
+\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%f1, %f2}, %rd1, %rd2, %p1, 1, 1, 1, 1;
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 1;
+\t@%p2 bra $L__BB0_1;
+\twgmma.wait_group.sync.aligned 0;
+\tmov.f32 %f9, %f1;
+\tcvt.rn.bf16.f32 %rs1, %f9;
+\tret;
+}
+";
+
+    #[test]
+    fn a_wgmma_accumulator_is_read_only_after_its_group_is_waited_for() {
+        assert_eq!(check(WGMMA), vec![]);
+        // One group deeper than the use allows: the last group may still be writing.
+        let deep = WGMMA.replace("wait_group.sync.aligned 0;", "wait_group.sync.aligned 1;");
+        let f = check(&deep);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule, "wgmma-wait-before-use");
+        assert_eq!(f[0].text, "cvt.rn.bf16.f32 %rs1, %f9");
+        // Chaining wgmma on the same accumulator without a wait is the normal pipeline.
+        assert_eq!(
+            check(&WGMMA.replace("\twgmma.wait_group.sync.aligned 1;\n", "")),
+            vec![]
+        );
     }
 
     #[test]

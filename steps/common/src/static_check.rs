@@ -28,6 +28,7 @@ fn rule_words(rule: &str) -> &'static str {
         "wait-before-use" => "a register a tcgen05.ld loads is used on a path without tcgen05.wait::ld first: the load is asynchronous",
         "one-cta-group" => "tcgen05 instructions of one kernel use different .cta_group values (ptxas refuses this for sm_100a)",
         "proxy-fence-before-store" => "a TMA store reads shared memory written by ordinary stores with no fence.proxy.async.shared::cta after the writes: the TMA engine may read stale data",
+        "wgmma-wait-before-use" => "an accumulator register of a wgmma is read before a wgmma.wait_group has completed its group (the wait is too shallow, or missing)",
         "barrier-before-store" => "a TMA store follows the staging writes' proxy fence with no barrier (__syncwarp, bar.sync) in between: the issuing thread does not wait for the other threads' writes",
         _ => "a tcgen05 rule",
     }
@@ -160,7 +161,8 @@ pub fn check_ptx(source: &KernelSource, defines: &[(String, String)]) -> Result<
 }
 
 /// The static check of a Hopper twin: the rules of `ptx_check` that apply to it (the staging
-/// tile's proxy fence and barrier before a TMA store; the tcgen05 rules find nothing there).
+/// tile's proxy fence and barrier before a TMA store, the wgmma wait depth; the tcgen05 rules
+/// find nothing there).
 pub fn check_twin(source: &KernelSource, defines: &[(String, String)]) -> Result<()> {
     let findings = ptx_findings_for(source, Target::Sm90a, defines)?;
     if !findings.is_empty() {
