@@ -191,7 +191,7 @@ fn a_kernel_that_breaks_a_static_rule_is_refused_with_its_source_line() {
     let err = stderr_without_notes(&o);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(
-        err.starts_with("error: steps/step4_persistent/src/kernel.cu breaks 1 tcgen05 rule"),
+        err.starts_with("error: steps/step4_persistent/src/kernel.cu breaks 1 rule"),
         "{err}"
     );
     assert!(
