@@ -18,6 +18,38 @@ fn ptx(step: &'static dyn common::Step, text: &str) -> String {
 }
 
 #[test]
+fn every_traced_build_passes_the_ptx_check() {
+    // `runner step --trace` checks the traced build: its record stores must not look like
+    // staging writes to the store rules.
+    for step in runner::steps::all() {
+        for arch in [Arch::Blackwell, Arch::Hopper] {
+            let spec = KernelSpec::new(step, arch);
+            let mut defines = spec.defines(Dtype::F16);
+            defines.push((
+                common::trace::DEFINE.0.to_string(),
+                common::trace::DEFINE.1.to_string(),
+            ));
+            let src = KernelSource {
+                path: step.info().kernel_path(arch),
+                text: step.info().kernel(arch).text.to_string(),
+            };
+            let target = match arch {
+                Arch::Blackwell => Target::Sm100a,
+                Arch::Hopper => Target::Sm90a,
+            };
+            let text = compile_ptx(&src, target, &defines)
+                .unwrap_or_else(|e| panic!("step {}: {e:#}", step.info().number));
+            let findings = check(&text);
+            assert!(
+                findings.is_empty(),
+                "step {} {arch:?} traced: {findings:?}",
+                step.info().number
+            );
+        }
+    }
+}
+
+#[test]
 fn every_stock_kernel_passes_the_ptx_check() {
     for step in runner::steps::all() {
         let text = ptx(step, step.info().blackwell.text);
