@@ -10,8 +10,14 @@
 //     columns are "in flight" from then on, and it runs (reading its shared-memory operands then)
 //     when the issuing thread's tcgen05.commit fires, after a seeded delay, just before the
 //     commit's arrivals (multicast in a seeded order);
-//   - tcgen05.ld reads at once (a true register dependency is ordered, PTX ISA "Register
-//     dependencies, same thread"), but stays pending until tcgen05.wait::ld.
+//   - tcgen05.ld is asynchronous: its registers hold a NaN poison until tcgen05.wait::ld fills
+//     them (the workbook's convention: the wait comes before any use of the registers);
+//   - a TMA store (cp.async.bulk.tensor shared -> global) reads its source until a
+//     cp.async.bulk.wait_group.read covers its bulk group, and reads only what a
+//     fence.proxy.async made visible to the async proxy (the hooks of common.cuh's TMA-store,
+//     bulk-group and proxy-fence wrappers);
+//   - every mbarrier wait runs a watchdog that, when the wait outlasts a limit, writes a record
+//     the host prints if it gives up on the kernel: who waits on which barrier, and what it lacks.
 // The sanitizer enforces the PTX ISA's tcgen05 memory-consistency rules (PTX ISA "Memory
 // Consistency Model for 5th generation of TensorCore operations": "Pipelined tcgen05
 // Instructions", "Specialized Inter-thread Synchronization", "Canonical synchronization
@@ -22,7 +28,8 @@
 // their readers handed them over and it observed that; an MMA reads only shared memory a TMA load
 // wrote and its warp saw complete; a TMA does not overwrite operands of an MMA still in flight; a
 // CTA frees its tensor memory (and exits) only after waiting for every tcgen05.commit another CTA
-// aimed at it. To do so common.cuh's mbarrier, barrier and TMA wrappers call the hooks at the end
+// aimed at it; all tcgen05 operations of a CTA use one cta_group; a TMA store's staging writes are
+// proxy-fenced, and its buffer is not rewritten (nor the CTA ended) before wait_group.read. To do so common.cuh's mbarrier, barrier and TMA wrappers call the hooks at the end
 // of this file, which keep per-warp and per-CTA state in the global buffer the host sizes.
 //
 // Every violation, and every encoding the workbook does not use, traps after writing what went
