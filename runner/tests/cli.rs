@@ -83,6 +83,20 @@ fn step_0_reports_its_sm100a_build_or_runs() {
 }
 
 #[test]
+fn step_emulate_without_a_gpu_reports_the_emulation_build() {
+    let o = runner(&["step", "4", "--emulate"]);
+    let out = stdout(&o);
+    if out.contains("compiled for sm_90a (the emulation build) only") {
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(out.contains("UTMALDG"), "TMA stays native: {out}");
+        assert!(!out.contains("UTCHMMA"), "no tcgen05 on sm_90: {out}");
+    } else {
+        // On an H100/H200 it runs; elsewhere (a B200) --emulate is refused.
+        assert!(out.contains("verify") || !o.status.success(), "{out}");
+    }
+}
+
+#[test]
 fn step_json_is_machine_readable() {
     // One kernel: one object.
     let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
