@@ -1072,12 +1072,14 @@ __device__ __forceinline__ void tmem_wait_ld(u32 (&r)[32]) {
   emu::require_full_warp(emu::OP_WAIT_LD);
   emu::WarpState* ws = emu::warp_state(emu::state());
   __syncwarp();
-  u32 cols[emu::LD_SLOTS];
-  for (u32 s = 0; s < emu::LD_SLOTS; ++s) cols[s] = emu::vld(&ws->ld_col[s]);
+  static_assert(emu::LD_SLOTS == 4, "the selects below name each slot");
+  const u32 c0 = emu::vld(&ws->ld_col[0]), c1 = emu::vld(&ws->ld_col[1]);
+  const u32 c2 = emu::vld(&ws->ld_col[2]), c3 = emu::vld(&ws->ld_col[3]);
   const float* cells = emu::tmem_cells() + 32 * (bw::warp_id() % 4) + bw::lane_id();
   for (int j = 0; j < 32; ++j) {
     if ((r[j] & ~(emu::LD_SLOTS - 1)) == emu::LD_POISON) {
-      const u32 col = cols[r[j] & (emu::LD_SLOTS - 1)];
+      const u32 s = r[j] & (emu::LD_SLOTS - 1);  // selects, not an indexed array: no local memory
+      const u32 col = s == 0 ? c0 : s == 1 ? c1 : s == 2 ? c2 : c3;
       r[j] = __float_as_uint(__ldcg(cells + static_cast<size_t>(col + j) * emu::LANES));
     }
   }
