@@ -158,6 +158,11 @@ enum Command {
         /// Seed of the emulation's schedule perturbations (emulated runs only).
         #[arg(long, default_value_t = 0, value_name = "SEED")]
         emu_seed: u64,
+        /// Run a kernel even if its static checks fail (Blackwell: the sm_100a PTX rules and the
+        /// native sm_100a compile; twin: its PTX's TMA-store rules), to see what the emulation or
+        /// the GPU makes of such a bug.
+        #[arg(long)]
+        no_static_check: bool,
         /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,
         /// chrome://tracing) and .svg for each kernel run (FILE_STEM defaults to "trace"; a folder
         /// gets trace-stepN-<arch>.* inside it). The kernel is built with its trace calls on; the
@@ -426,6 +431,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
             mutate,
             clusters,
             emu_seed,
+            no_static_check,
             trace,
             trace_clusters,
             json,
@@ -451,6 +457,7 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
                 clusters,
                 emu_seed,
                 trace_clusters: trace.as_ref().map(|_| trace_clusters),
+                static_check: !no_static_check,
             };
             let request = step_cmd::Request {
                 step: steps::get(n)?,

@@ -83,6 +83,20 @@ fn step_0_reports_its_sm100a_build_or_runs() {
 }
 
 #[test]
+fn step_emulate_without_a_gpu_reports_the_emulation_build() {
+    let o = runner(&["step", "4", "--emulate"]);
+    let out = stdout(&o);
+    if out.contains("compiled for sm_90a (the emulation build) only") {
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(out.contains("UTMALDG"), "TMA stays native: {out}");
+        assert!(!out.contains("UTCHMMA"), "no tcgen05 on sm_90: {out}");
+    } else {
+        // On an H100/H200 it runs; elsewhere (a B200) --emulate is refused.
+        assert!(out.contains("verify") || !o.status.success(), "{out}");
+    }
+}
+
+#[test]
 fn step_json_is_machine_readable() {
     // One kernel: one object.
     let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
@@ -195,6 +209,43 @@ fn a_kernel_that_fails_to_compile_shows_the_log_with_line_numbers() {
     assert!(err.contains("broken.cu(3): error"), "{err}");
     assert!(err.contains("    3 |   this is not C++;"), "{err}");
     assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn a_kernel_that_breaks_a_static_rule_is_refused_with_its_source_line() {
+    // Every Blackwell build gets common::static_check: on a GPU before it runs, without one
+    // instead of the build report.
+    let kernel = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../steps/step4_persistent/src/kernel.cu"),
+    )
+    .expect("step 4's kernel");
+    let mma_line = kernel
+        .lines()
+        .position(|l| l.contains("bw::mma_f16_2cta("))
+        .expect("an MMA line")
+        + 1;
+    let o = runner(&[
+        "step",
+        "4",
+        "--arch",
+        "sm_100a",
+        "--mutate",
+        "alloc-cta-group-1",
+    ]);
+    let err = stderr_without_notes(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: steps/step4_persistent/src/kernel.cu breaks 1 rule"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!(
+            "one-cta-group: steps/step4_persistent/src/kernel.cu:{mma_line}: `bw::mma_f16_2cta("
+        )),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

@@ -25,17 +25,31 @@ namespace wb {
 namespace emu_hook {
 enum SyncKind : u32 { MBARRIER = 1, CTA_BARRIER = 2, CLUSTER_BARRIER = 3 };
 constexpr u32 THIS_CTA = 0xffffffffu;
-__device__ void barrier_init(u64* bar, u32 count);
+// `name` is the barrier's expression in the kernel (mbarrier_init's macro below), for hang reports.
+__device__ void barrier_init(u64* bar, u32 count, const char* name);
 __device__ void wait_done(u64* bar, u32 parity);   // a wait on `bar` saw `parity` complete
 __device__ void arrive(u64* bar, u32 rank);        // just before one arrival on CTA `rank`'s bar
+__device__ void expect_tx(u64* bar, u32 bytes);    // just before an arrive.expect_tx of `bytes`
 __device__ void thread_sync_before(u32 kind);      // just before bar.sync / barrier.cluster
 __device__ void thread_sync_after(u32 kind);
 __device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32 cta_mask);
+__device__ void proxy_fence();                     // fence.proxy.async.shared::cta
+__device__ void tma_store(const void* src);        // just before a bulk store from `src`
+__device__ void bulk_commit();                     // cp.async.bulk.commit_group
+__device__ void bulk_wait_read(u32 pending);       // after cp.async.bulk.wait_group.read
+// An mbarrier wait that has not succeeded yet: the watchdog that explains hangs.
+struct Watch {
+  u64 start;
+  u32 spins;
+};
+__device__ void waiting(u64* bar, u32 parity, Watch& watch);
 }  // namespace emu_hook
 }  // namespace wb
 #define WB_EMU_HOOK(call) ::wb::emu_hook::call
+#define WB_EMU_WATCH(name) ::wb::emu_hook::Watch name = {0, 0}
 #else
 #define WB_EMU_HOOK(call) ((void)0)
+#define WB_EMU_WATCH(name)
 #endif
 
 // The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
@@ -87,11 +101,17 @@ __device__ __forceinline__ void cta_sync() {
 // ---------------------------------------------------------------------------------------------
 
 // mbarrier.init: `count` arrivals complete a phase. One thread initialises each barrier.
-__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count) {
+// `name` only serves the emulation's hang reports: under WB_EMULATE_TCGEN05 the macro below
+// passes the kernel's own expression for the barrier (`&smem.load_full[s]`).
+__device__ __forceinline__ void mbarrier_init(u64* bar, u32 count, const char* name = nullptr) {
+  (void)name;
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
-  WB_EMU_HOOK(barrier_init(bar, count));
+  WB_EMU_HOOK(barrier_init(bar, count, name));
 }
+#if defined(WB_EMULATE_TCGEN05)
+#define mbarrier_init(bar, count) mbarrier_init(bar, count, #bar)
+#endif
 
 // fence.mbarrier_init (PTX ISA "membar/fence"): make initialised barriers visible to the async
 // proxy (TMA, tcgen05) and to the other CTAs of a cluster before anyone uses them.
@@ -109,6 +129,7 @@ __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
 // the phase completes only when the copies that name this barrier have landed.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   if (elect_one()) {
+    WB_EMU_HOOK(expect_tx(bar, bytes));
     WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
                  "r"(bytes)
@@ -134,7 +155,9 @@ __device__ __forceinline__ bool mbarrier_try_wait(u64* bar, u32 parity) {
 // Block until the phase with this parity completes. A wrong parity waits forever: the host
 // side runs every kernel under a timeout for exactly that reason.
 __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
+  WB_EMU_WATCH(watch);
   while (!mbarrier_try_wait(bar, parity)) {
+    WB_EMU_HOOK(waiting(bar, parity, watch));
   }
 }
 
@@ -142,6 +165,7 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
 // CTAs arrive on, so their writes before arriving are visible after the wait.
 __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
   u32 done = 0;
+  WB_EMU_WATCH(watch);
   while (!done) {
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
@@ -150,6 +174,7 @@ __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
         : "=r"(done)
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");
+    if (!done) WB_EMU_HOOK(waiting(bar, parity, watch));
   }
   WB_EMU_HOOK(wait_done(bar, parity));
 }
@@ -250,6 +275,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
 // group: bulk groups belong to the thread that issued them.
 __device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* src, int c0, int c1) {
   if (lane_id() == 0) {
+    WB_EMU_HOOK(tma_store(src));
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(desc),
         "r"(smem_u32(src)), "r"(c0), "r"(c1)
@@ -261,7 +287,10 @@ __device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* sr
 // cp.async.bulk.commit_group (PTX ISA "cp.async.bulk.commit_group", warp-level): close the group
 // of bulk copies lane 0 issued since the last commit.
 __device__ __forceinline__ void tma_store_commit() {
-  if (lane_id() == 0) asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+  if (lane_id() == 0) {
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+    WB_EMU_HOOK(bulk_commit());
+  }
   __syncwarp();
 }
 
@@ -270,7 +299,10 @@ __device__ __forceinline__ void tma_store_commit() {
 // buffers of the others may be overwritten.
 template <int N>
 __device__ __forceinline__ void tma_store_wait_read() {
-  if (lane_id() == 0) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+  if (lane_id() == 0) {
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+    WB_EMU_HOOK(bulk_wait_read(N));
+  }
   __syncwarp();
 }
 
@@ -278,6 +310,7 @@ __device__ __forceinline__ void tma_store_wait_read() {
 // shared-memory writes before later async-proxy (TMA, tcgen05) reads of them.
 __device__ __forceinline__ void fence_proxy_async_shared() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  WB_EMU_HOOK(proxy_fence());
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -10,8 +10,14 @@
 //     columns are "in flight" from then on, and it runs (reading its shared-memory operands then)
 //     when the issuing thread's tcgen05.commit fires, after a seeded delay, just before the
 //     commit's arrivals (multicast in a seeded order);
-//   - tcgen05.ld reads at once (a true register dependency is ordered, PTX ISA "Register
-//     dependencies, same thread"), but stays pending until tcgen05.wait::ld.
+//   - tcgen05.ld is asynchronous: its registers hold a NaN poison until tcgen05.wait::ld fills
+//     them (the workbook's convention: the wait comes before any use of the registers);
+//   - a TMA store (cp.async.bulk.tensor shared -> global) reads its source until a
+//     cp.async.bulk.wait_group.read covers its bulk group, and reads only what a
+//     fence.proxy.async made visible to the async proxy (the hooks of common.cuh's TMA-store,
+//     bulk-group and proxy-fence wrappers);
+//   - every mbarrier wait runs a watchdog that, when the wait outlasts a limit, writes a record
+//     the host prints if it gives up on the kernel: who waits on which barrier, and what it lacks.
 // The sanitizer enforces the PTX ISA's tcgen05 memory-consistency rules (PTX ISA "Memory
 // Consistency Model for 5th generation of TensorCore operations": "Pipelined tcgen05
 // Instructions", "Specialized Inter-thread Synchronization", "Canonical synchronization
@@ -22,7 +28,8 @@
 // their readers handed them over and it observed that; an MMA reads only shared memory a TMA load
 // wrote and its warp saw complete; a TMA does not overwrite operands of an MMA still in flight; a
 // CTA frees its tensor memory (and exits) only after waiting for every tcgen05.commit another CTA
-// aimed at it. To do so common.cuh's mbarrier, barrier and TMA wrappers call the hooks at the end
+// aimed at it; all tcgen05 operations of a CTA use one cta_group; a TMA store's staging writes are
+// proxy-fenced, and its buffer is not rewritten (nor the CTA ended) before wait_group.read. To do so common.cuh's mbarrier, barrier and TMA wrappers call the hooks at the end
 // of this file, which keep per-warp and per-CTA state in the global buffer the host sizes.
 //
 // Every violation, and every encoding the workbook does not use, traps after writing what went
@@ -58,7 +65,12 @@
 #define WB_EMU_ERR_TMA_OVER_OPERAND 24      // TMA load into an operand of an MMA still in flight
 #define WB_EMU_ERR_SDESC_BASE_OFFSET 25     // operand start needs a non-zero descriptor base offset
 #define WB_EMU_ERR_EXIT_WITH_ARRIVALS 26    // tensor memory freed before awaited commits from peers
-#define WB_EMU_ERR_TABLE_FULL 27            // more barriers / TMA destinations / warps than modelled
+#define WB_EMU_ERR_TABLE_FULL 27            // more barriers / TMA destinations / warps / stores than modelled
+// The async proxy, bulk groups and cta_group.
+#define WB_EMU_ERR_CTA_GROUP_MISMATCH 28    // alloc/relinquish/MMA/commit/dealloc of different cta_groups
+#define WB_EMU_ERR_NO_PROXY_FENCE 29        // TMA store of generic-proxy writes not fenced for the async proxy
+#define WB_EMU_ERR_STORE_SOURCE_BUSY 30     // a buffer rewritten while an earlier bulk store still reads it
+#define WB_EMU_ERR_EXIT_WITH_BULK_READS 31  // tensor memory freed (the CTA ends) while bulk stores read smem
 
 namespace bw {
 namespace emu {
@@ -71,9 +83,17 @@ constexpr u32 MAX_PENDING = 32;          // queued MMAs per warp
 constexpr u32 MAX_WARPS = 16;            // warps per CTA the sanitizer tracks
 constexpr u32 MAX_BARRIERS = 32;         // mbarriers per CTA
 constexpr u32 MAX_TMA = 32;              // distinct TMA destinations per CTA
+constexpr u32 MAX_BULK = 8;              // TMA stores per warp not yet covered by a wait_group.read
+constexpr u32 LD_SLOTS = 4;              // tcgen05.ld per warp whose registers still hold poison
+constexpr u32 HANG_RECORDS = 64;         // waiting warps a hang report can name
+constexpr u32 LD_POISON = 0xFFFFFFF0u;   // a NaN in f32 (and in both halves as f16/bf16)
 
 // What the wrappers report in `detail0` of a fault, where an op or a hand-off is named.
 enum Op : u32 { OP_ALLOC = 1, OP_RELINQUISH, OP_DEALLOC, OP_COMMIT, OP_LD, OP_MMA, OP_WAIT_LD };
+// What a warp has done, for naming its role in a hang report (WarpState::roles).
+enum Role : u32 { ROLE_TMA_LOAD = 1, ROLE_MMA = 2, ROLE_TMEM_LD = 4, ROLE_TMA_STORE = 8 };
+// The kinds of arrival a barrier shadow remembers as its last (BarShadow::last_kind).
+enum ArriveKind : u32 { ARRIVE_PLAIN = 1, ARRIVE_EXPECT_TX, ARRIVE_COMMIT };
 enum Handoff : u32 { HANDOFF_ARRIVE = 1, HANDOFF_CTA_BARRIER, HANDOFF_CLUSTER_BARRIER, HANDOFF_DEALLOC };
 
 struct PendingMma {
@@ -98,6 +118,15 @@ struct BarShadow {
   u32 rec_phase[2];         // per parity: the phase of the last commit arrival (+2)...
   u32 rec_seq[2];           // ...the committing warp's MMA count at that commit...
   u32 rec_warp[2];          // ...and that warp
+  // For hang reports: where the kernel names it, and the last arrival on it.
+  u32 name_lo, name_hi;     // generic address of the kernel's expression for it (a string)...
+  u32 ordinal;              // ...and how many barriers that expression named before it (an index)
+  u32 tx_phase;             // the phase (+2) of the arrive.expect_tx calls summed in tx_bytes
+  u32 tx_bytes;
+  u32 last_kind;            // ArriveKind; 0: no arrival yet
+  u32 last_rank;            // the arriving CTA (cluster rank)...
+  u32 last_warp;            // ...and warp
+  u32 last_phase;           // the phase (+2) it arrived in
 };
 
 // The last TMA load into one shared-memory destination of this CTA.
@@ -137,6 +166,18 @@ struct WarpState {
   u32 mma_seq;      // MMAs this warp issued
   u32 num_pending;  // MMAs in `queue` (issued, their commit not yet fired)
   u32 events;       // commits and TMA loads so far: the schedule perturbation's counter
+  u32 roles;        // Role bits: what this warp has done
+  u32 next_tx;      // bytes the next arrival announces (expect_tx hook -> arrive hook)
+  u32 hang_slot1;   // the hang record this warp's current wait holds (+1; 0: none)
+  // The async proxy (lane 0 issues the warp's TMA stores and owns its bulk groups).
+  u32 proxy_fenced; // fence.proxy.async since the warp last made shared memory writable again
+  u32 bulk_groups;  // cp.async.bulk.commit_group count
+  u32 bulk_src1[MAX_BULK];   // stores whose source is still read: smem_key + 1 (0: free)...
+  u32 bulk_group[MAX_BULK];  // ...and the bulk group each belongs to (bulk_groups at issue)
+  // tcgen05.ld results not yet waited for: the registers hold LD_POISON | slot until
+  // tcgen05.wait::ld fills them from these columns.
+  u32 ld_seq;
+  u32 ld_col[LD_SLOTS];
   u32 obs_phase[MAX_BARRIERS];  // per barrier of this CTA: latest phase this warp waited for (+2)
   u32 seen[MAX_WARPS];          // per MMA-issuing warp: its MMAs this warp saw complete
   PendingMma queue[MAX_PENDING];
@@ -147,7 +188,7 @@ struct CtaState {
   u32 alloc_mask;  // bit g set: columns [32g, 32g + 32) are allocated (first: the host reads it)
   u32 relinquished;
   u32 num_bars;
-  u32 pad;
+  u32 cta_group;   // the first tcgen05 op's cta_group (1 or 2) | its Op << 8; 0: none yet
   BarShadow bars[MAX_BARRIERS];
   TmaEntry tma[MAX_TMA];
   Granule gran[GRANULES];
@@ -164,6 +205,31 @@ struct Fault {
   u64 detail1;
 };
 
+// A warp whose mbarrier wait has not succeeded for the watchdog's limit (wb_emu_params[1] ns):
+// written to host-mapped memory, refreshed while it waits and cleared when the wait succeeds,
+// so that a host that gives up on the kernel can say who waits on what. Mirrored by
+// common::emulation::HangRecord.
+struct HangRecord {
+  u32 active;       // 1 while the warp still waits
+  u32 cta;
+  u32 warp;
+  u32 roles;        // Role bits of the warp
+  u32 bar;          // the barrier's shared-memory offset (smem_key)
+  u32 parity;       // the parity the warp waits for
+  u32 count;        // arrivals per phase (0: the emulator never saw it initialised)
+  u32 arrivals;     // arrivals the emulator counted, all phases
+  u32 now_parity;   // the parity of the barrier's current (incomplete) phase, from the barrier
+  u32 tx_phase;     // BarShadow's tx_phase, tx_bytes, last_*
+  u32 tx_bytes;
+  u32 last_kind;
+  u32 last_rank;
+  u32 last_warp;
+  u32 last_phase;
+  u32 ordinal;
+  u64 waited_ns;    // how long it has waited so far
+  char name[48];    // the kernel's expression for the barrier, truncated; empty if unknown
+};
+
 }  // namespace emu
 }  // namespace bw
 
@@ -173,7 +239,10 @@ __device__ float* wb_emu_tmem;
 __device__ bw::emu::CtaState* wb_emu_state;
 __device__ u32 wb_emu_num_ctas;
 __device__ bw::emu::Fault* wb_emu_fault;
-__device__ u64* wb_emu_params;  // [0]: the seed of the schedule perturbation (--emu-seed)
+// [0]: the seed of the schedule perturbation (--emu-seed); [1]: the watchdog's limit in ns (0: 1 s);
+// [2]: hang records handed out so far.
+__device__ u64* wb_emu_params;
+__device__ bw::emu::HangRecord* wb_emu_hang;  // HANG_RECORDS records, host-mapped
 __device__ u32 wb_emu_cta_state_bytes = sizeof(bw::emu::CtaState);
 }
 
@@ -279,6 +348,15 @@ __device__ __forceinline__ void require_allocated(const CtaState* st, u32 col, u
     fail(WB_EMU_ERR_TMEM_UNALLOCATED, col, ncols);
 }
 
+// PTX ISA "tcgen05" (Issue Granularity): "All tcgen05 instructions within a kernel must specify
+// the same value for the .cta_group qualifier"; ptxas refuses a kernel that mixes them for
+// sm_100a. The CTA's first tcgen05 operation sets it; any other must match.
+__device__ __forceinline__ void require_cta_group(CtaState* st, u32 group, u32 op) {
+  const u32 mine = group | (op << 8);
+  const u32 first = atomicCAS(&st->cta_group, 0u, mine);
+  if (first != 0 && (first & 0xFF) != group) fail(WB_EMU_ERR_CTA_GROUP_MISMATCH, mine, first);
+}
+
 // ---- the schedule perturbation ----------------------------------------------------------------
 
 // splitmix64 of (seed, CTA, warp, event): the same seed gives the same schedule decisions.
@@ -323,6 +401,22 @@ __device__ __forceinline__ u32 count_arrival(CtaState* st, int idx) {
   BarShadow& b = st->bars[idx];
   const u32 a = atomicAdd(&b.arrivals, 1u);
   return a / max(vld(&b.count), 1u) + 2;
+}
+
+// For hang reports: the last arrival on barrier `b` (of kind `kind`, by warp `warp` of this CTA,
+// in phase `phase` + 2) and the transaction bytes announced in that phase.
+__device__ __forceinline__ void record_arrival(BarShadow& b, u32 kind, u32 warp, u32 phase, u32 tx) {
+  if (tx != 0) {
+    if (vld(&b.tx_phase) != phase) {
+      vst(&b.tx_phase, phase);
+      vst(&b.tx_bytes, 0);
+    }
+    atomicAdd(&b.tx_bytes, tx);
+  }
+  vst(&b.last_kind, kind);
+  vst(&b.last_rank, cta_rank());
+  vst(&b.last_warp, warp);
+  vst(&b.last_phase, phase);
 }
 
 // ---- decoded descriptors ----------------------------------------------------------------------
@@ -576,11 +670,14 @@ __device__ __forceinline__ void retire(const PendingMma& op) {
 
 // ---- tensor memory ------------------------------------------------------------------------
 
-// Emulates tcgen05.alloc.cta_group::1 (PTX ISA "tcgen05.alloc").
-__device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) {
-  emu::require_full_warp(emu::OP_ALLOC);
-  emu::CtaState* st = emu::state();
+namespace emu {
+
+// Emulates tcgen05.alloc.cta_group::N (PTX ISA "tcgen05.alloc").
+__device__ __forceinline__ void alloc(u32* dst, u32 ncols, u32 cta_group) {
+  require_full_warp(OP_ALLOC);
+  CtaState* st = state();
   if (bw::lane_id() == 0) {
+    require_cta_group(st, cta_group, OP_ALLOC);
     if (ncols < 32 || ncols > 512 || (ncols & (ncols - 1)) != 0)
       emu::fail(WB_EMU_ERR_ALLOC_NCOLS, ncols, 0);
     if (st->relinquished) emu::fail(WB_EMU_ERR_ALLOC_AFTER_RELINQUISH, ncols, 0);
@@ -600,24 +697,36 @@ __device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) {
   __syncwarp();
 }
 
-// Emulates tcgen05.relinquish_alloc_permit.
-__device__ __forceinline__ void tmem_relinquish_alloc_permit() {
-  emu::require_full_warp(emu::OP_RELINQUISH);
-  if (bw::lane_id() == 0) emu::state()->relinquished = 1;
+// Emulates tcgen05.relinquish_alloc_permit.cta_group::N.
+__device__ __forceinline__ void relinquish(u32 cta_group) {
+  require_full_warp(OP_RELINQUISH);
+  if (bw::lane_id() == 0) {
+    CtaState* st = state();
+    require_cta_group(st, cta_group, OP_RELINQUISH);
+    st->relinquished = 1;
+  }
   __syncwarp();
 }
 
-// Emulates tcgen05.dealloc. Besides the allocation rules: no MMA of this CTA may still be queued,
-// this warp's tcgen05.ld must be complete, and since freeing tensor memory is the last thing a CTA
-// does, every tcgen05.commit another CTA multicast to this one must have been waited for: an
-// arrival that lands after the CTA exited writes into shared memory that is no longer its own
-// (CUTLASS's producer "load_tail" exists for this).
-__device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) {
-  emu::require_full_warp(emu::OP_DEALLOC);
-  emu::CtaState* st = emu::state();
-  emu::WarpState* ws = emu::warp_state(st);
+// Emulates tcgen05.dealloc.cta_group::N. Besides the allocation rules: no MMA of this CTA may
+// still be queued, this warp's tcgen05.ld must be complete, and since freeing tensor memory is the
+// last thing a CTA does, every tcgen05.commit another CTA multicast to this one must have been
+// waited for: an arrival that lands after the CTA exited writes into shared memory that is no
+// longer its own (CUTLASS's producer "load_tail" exists for this); likewise no TMA store may still
+// be reading this CTA's shared memory (PTX ISA "cp.async.bulk.wait_group": only .read completion
+// makes the source reusable, and an exited CTA's shared memory is reused).
+__device__ __forceinline__ void dealloc(u32 taddr, u32 ncols, u32 cta_group) {
+  require_full_warp(OP_DEALLOC);
+  CtaState* st = state();
+  WarpState* ws = warp_state(st);
   __syncwarp();
   if (bw::lane_id() == 0) {
+    require_cta_group(st, cta_group, OP_DEALLOC);
+    for (u32 w = 0; w < MAX_WARPS; ++w)
+      for (u32 i = 0; i < MAX_BULK; ++i) {
+        const u32 src1 = vld(&st->warps[w].bulk_src1[i]);
+        if (src1 != 0) fail(WB_EMU_ERR_EXIT_WITH_BULK_READS, src1 - 1, w);
+      }
     const u32 col = tmem_col(taddr);
     if (tmem_lane(taddr) != 0 || col + ncols > emu::COLS ||
         (st->alloc_mask & emu::granule_mask(col, ncols)) != emu::granule_mask(col, ncols))
@@ -640,11 +749,17 @@ __device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) {
   __syncwarp();
 }
 
-// Emulates the cta_group::2 forms: each CTA of the pair runs them, so each allocates (frees)
-// the same columns in its own tensor memory, exactly as the paired hardware instruction does.
-__device__ __forceinline__ void tmem_alloc_2cta(u32* dst, u32 ncols) { tmem_alloc(dst, ncols); }
-__device__ __forceinline__ void tmem_relinquish_alloc_permit_2cta() { tmem_relinquish_alloc_permit(); }
-__device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) { tmem_dealloc(taddr, ncols); }
+}  // namespace emu
+
+__device__ __forceinline__ void tmem_alloc(u32* dst, u32 ncols) { emu::alloc(dst, ncols, 1); }
+__device__ __forceinline__ void tmem_relinquish_alloc_permit() { emu::relinquish(1); }
+__device__ __forceinline__ void tmem_dealloc(u32 taddr, u32 ncols) { emu::dealloc(taddr, ncols, 1); }
+
+// The cta_group::2 forms: each CTA of the pair runs them, so each allocates (frees) the same
+// columns in its own tensor memory, exactly as the paired hardware instruction does.
+__device__ __forceinline__ void tmem_alloc_2cta(u32* dst, u32 ncols) { emu::alloc(dst, ncols, 2); }
+__device__ __forceinline__ void tmem_relinquish_alloc_permit_2cta() { emu::relinquish(2); }
+__device__ __forceinline__ void tmem_dealloc_2cta(u32 taddr, u32 ncols) { emu::dealloc(taddr, ncols, 2); }
 
 // Emulates cp.async.bulk.tensor.2d...cta_group::2 with sm_90 TMA, which completes bytes only on a
 // barrier of the destination's CTA. Signalling its own CTA, a CTA copies as a 1-CTA load does.
@@ -725,6 +840,10 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
   const Sdesc b = decode_sdesc(b_desc);
   const u32 col = tmem_col(d_tmem);
   for (u32 c = 0; c < cta_group; ++c) require_allocated(state_of(mma_cta(cta_group, c)), col, id.n);
+  if (lane == me) {
+    for (u32 c = 0; c < cta_group; ++c) require_cta_group(state_of(mma_cta(cta_group, c)), cta_group, OP_MMA);
+    vst(&ws->roles, vld(&ws->roles) | ROLE_MMA);
+  }
 
   // Operands: every 8-row group of A and B, in each CTA of the MMA, from a TMA load whose
   // barrier this warp waited on. The peer's loads of a cta_group::2 MMA are recorded by the peer
@@ -799,6 +918,7 @@ __device__ __forceinline__ void commit_arrive(u64* bar, u32 rank, u32 warp, u32 
   if (idx >= 0) {
     BarShadow& b = t->bars[idx];
     const u32 phase = count_arrival(t, idx);
+    record_arrival(b, ARRIVE_COMMIT, warp, phase, 0);
     vst(&b.rec_seq[phase & 1], seq);
     vst(&b.rec_warp[phase & 1], warp);
     __threadfence();
@@ -829,6 +949,7 @@ __device__ __forceinline__ void commit(u64* bar, u32 cta_group, u32 cta_mask) {
   const u64 schedule = perturbation(w, event);
   __syncwarp();
   if (lane == 0) {
+    require_cta_group(st, cta_group, OP_COMMIT);
     vst(&ws->events, event + 1);
     spin(schedule & 0xFFF);  // the tensor core finishes these MMAs some time after the commit
   }
@@ -893,10 +1014,14 @@ __device__ __forceinline__ void mma_commit_2cta_multicast(u64* bar, unsigned sho
 // only columns no MMA is writing (PTX ISA: tcgen05.mma -> tcgen05.ld is not a pipelined pair) and
 // whose last MMA's commit this warp waited for, after a tcgen05.fence::after_thread_sync ("Non-
 // pipelined instructions, different thread": commit; mbarrier wait; fence::after_thread_sync; ld).
+// The load is asynchronous (PTX ISA "tcgen05.wait": tcgen05.wait::ld waits for it): until
+// tmem_wait_ld, the registers hold a NaN poison (LD_POISON | slot) rather than the data, so a
+// kernel that uses them first computes garbage that verification catches; the wait fills them.
 __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
   emu::require_full_warp(emu::OP_LD);
   emu::CtaState* st = emu::state();
   emu::WarpState* ws = emu::warp_state(st);
+  const u32 slot = emu::vld(&ws->ld_seq) % emu::LD_SLOTS;
   __syncwarp();
   const u32 quarter = bw::warp_id() % 4;
   const u32 col = tmem_col(taddr);
@@ -921,15 +1046,16 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
     }
   }
   __syncwarp();
-  const float* cells = emu::tmem_cells() + 32 * quarter + bw::lane_id();
-  for (int j = 0; j < 32; ++j) r[j] = __float_as_uint(__ldcg(cells + static_cast<size_t>(col + j) * emu::LANES));
-  __syncwarp();
+  for (int j = 0; j < 32; ++j) r[j] = emu::LD_POISON | slot;
   if (bw::lane_id() == 0) {
     for (u32 g = g0; g < g1; ++g) {
       emu::Reader& R = st->gran[g].reader[quarter];
       emu::vst(&R.warp, bw::warp_id());
       emu::vst(&R.state, emu::READER_READ);
     }
+    emu::vst(&ws->ld_col[slot], col);
+    emu::vst(&ws->ld_seq, emu::vld(&ws->ld_seq) + 1);
+    emu::vst(&ws->roles, emu::vld(&ws->roles) | emu::ROLE_TMEM_LD);
     emu::vst(&ws->pending_ld, 1);
     emu::vst(&ws->ld_unfenced, 1);
     __threadfence();
@@ -937,13 +1063,31 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
   __syncwarp();
 }
 
-// Emulates tcgen05.wait::ld: this warp's loads are complete (the registers already hold them).
+// Emulates tcgen05.wait::ld: this warp's loads are complete. Registers that still hold a load's
+// poison get its data now: the columns read at the load, which no MMA may have overwritten since
+// (the sanitizer's release-before-overwrite rule). Registers the kernel already overwrote keep
+// what it wrote. It also reopens the epilogue's staging writes: a TMA store of what follows
+// needs a fresh fence.proxy.async (see proxy_fence).
 __device__ __forceinline__ void tmem_wait_ld(u32 (&r)[32]) {
-  (void)r;
   emu::require_full_warp(emu::OP_WAIT_LD);
   emu::WarpState* ws = emu::warp_state(emu::state());
   __syncwarp();
-  if (bw::lane_id() == 0) emu::vst(&ws->pending_ld, 0);
+  static_assert(emu::LD_SLOTS == 4, "the selects below name each slot");
+  const u32 c0 = emu::vld(&ws->ld_col[0]), c1 = emu::vld(&ws->ld_col[1]);
+  const u32 c2 = emu::vld(&ws->ld_col[2]), c3 = emu::vld(&ws->ld_col[3]);
+  const float* cells = emu::tmem_cells() + 32 * (bw::warp_id() % 4) + bw::lane_id();
+  for (int j = 0; j < 32; ++j) {
+    if ((r[j] & ~(emu::LD_SLOTS - 1)) == emu::LD_POISON) {
+      const u32 s = r[j] & (emu::LD_SLOTS - 1);  // selects, not an indexed array: no local memory
+      const u32 col = s == 0 ? c0 : s == 1 ? c1 : s == 2 ? c2 : c3;
+      r[j] = __float_as_uint(__ldcg(cells + static_cast<size_t>(col + j) * emu::LANES));
+    }
+  }
+  __syncwarp();
+  if (bw::lane_id() == 0) {
+    emu::vst(&ws->pending_ld, 0);
+    emu::vst(&ws->proxy_fenced, 0);
+  }
   __syncwarp();
 }
 
@@ -968,7 +1112,7 @@ __device__ __forceinline__ void tcgen05_fence_after_thread_sync() {
 namespace wb {
 namespace emu_hook {
 
-__device__ void barrier_init(u64* bar, u32 count) {
+__device__ void barrier_init(u64* bar, u32 count, const char* name) {
   using namespace bw::emu;
   CtaState* st = state();
   const u32 addr = smem_u32(bar);
@@ -978,9 +1122,20 @@ __device__ void barrier_init(u64* bar, u32 count) {
     if (idx >= static_cast<int>(MAX_BARRIERS)) fail(WB_EMU_ERR_TABLE_FULL, 1, addr);
   }
   BarShadow& b = st->bars[idx];
+  // One expression in a loop (`&smem.load_full[s]`) names several barriers: number them.
+  const u64 name_addr = reinterpret_cast<u64>(name);
+  u32 ordinal = 0;
+  for (int i = 0; i < idx; ++i)
+    ordinal += name != nullptr && vld(&st->bars[i].name_lo) == static_cast<u32>(name_addr) &&
+               vld(&st->bars[i].name_hi) == static_cast<u32>(name_addr >> 32);
+  vst(&b.name_lo, static_cast<u32>(name_addr));
+  vst(&b.name_hi, static_cast<u32>(name_addr >> 32));
+  vst(&b.ordinal, ordinal);
   vst(&b.count, count);
   vst(&b.arrivals, 0);
   vst(&b.remote_commit_phase, 0);
+  vst(&b.tx_phase, 0);
+  vst(&b.last_kind, 0);
   for (u32 p = 0; p < 2; ++p) vst(&b.rec_phase[p], 0);
   __threadfence();
   vst(&b.addr1, smem_key(addr) + 1);
@@ -998,6 +1153,12 @@ __device__ void wait_done(u64* bar, u32 parity) {
   CtaState* st = state();
   WarpState* ws = warp_state(st);
   const u32 addr = smem_key(smem_u32(bar));
+  const u32 hang1 = vld(&ws->hang_slot1);
+  if (hang1 != 0) {  // the watchdog reported this wait: it is over
+    vst(&wb_emu_hang[hang1 - 1].active, 0);
+    vst(&ws->hang_slot1, 0);
+    __threadfence_system();
+  }
   vst(&ws->need_fence, 1);
   vst(&ws->sync_kind, MBARRIER);
   vst(&ws->sync_bar, addr);
@@ -1031,9 +1192,12 @@ __device__ void arrive(u64* bar, u32 rank) {
   const u32 target = rank == THIS_CTA ? cta_rank() : rank;
   CtaState* t = state_of(target);
   const int idx = bar_index(t, addr);
+  const u32 tx = vld(&ws->next_tx);
+  vst(&ws->next_tx, 0);
   if (idx >= 0) {
     const u32 phase = count_arrival(t, idx);
     const u32 w = bw::warp_id();
+    record_arrival(t->bars[idx], tx != 0 ? ARRIVE_EXPECT_TX : ARRIVE_PLAIN, w, phase, tx);
     for (u32 g = 0; g < GRANULES; ++g) {
       Reader& r = st->gran[g].reader[w % 4];
       if (vld(&r.state) == READER_READ && vld(&r.warp) == w) {
@@ -1072,6 +1236,7 @@ __device__ void thread_sync_after(u32 kind) {
 __device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32 cta_mask) {
   using namespace bw::emu;
   WarpState* ws = warp_state(state());
+  vst(&ws->roles, vld(&ws->roles) | ROLE_TMA_LOAD);
   const u32 event = vld(&ws->events);
   vst(&ws->events, event + 1);
   spin(perturbation(bw::warp_id(), event) & 0x3FF);  // the copy engine starts a little later
@@ -1083,6 +1248,157 @@ __device__ void tma_load(const void* dst, u32 bytes, u64* bar, u32 bar_rank, u32
     require_no_pending_reader(r, d);
     record_tma(r, d, bytes, smem_key(smem_u32(bar)), bar_rank == THIS_CTA ? r : bar_rank);
   }
+}
+
+
+// Before an arrive.expect_tx: the arrival (next hook) announces `bytes` for its phase.
+__device__ void expect_tx(u64* bar, u32 bytes) {
+  using namespace bw::emu;
+  (void)bar;
+  vst(&warp_state(state())->next_tx, max(bytes, 1u));
+}
+
+// ---- the async proxy and bulk groups (PTX ISA "Proxies", "cp.async.bulk.wait_group") ---------
+//
+// Shared memory written by ordinary stores (the generic proxy) is visible to a TMA store (the
+// async proxy) only after a fence.proxy.async.shared::cta between the writes and the store (PTX ISA
+// "Memory Consistency Model: Proxies" and the note under "cp.async.bulk.tensor"). The emulator
+// cannot see ordinary stores, so it tracks the events after which a warp writes a staging buffer:
+// its cp.async.bulk.wait_group.read (the buffer becomes writable again) and its tcgen05.wait::ld
+// (the data to write has arrived). A TMA store needs a fence by its issuing thread (lane 0) after
+// the latest of them. And a TMA store reads its source asynchronously until a wait_group.read
+// covers its bulk group: a store from a buffer an earlier store of the CTA still reads means the
+// buffer was rewritten under that store (checked at the second store; all lanes of a warp write
+// its staging buffer, so the earliest point the emulator sees).
+
+__device__ void proxy_fence() {
+  using namespace bw::emu;
+  if (bw::lane_id() == 0) vst(&warp_state(state())->proxy_fenced, 1);
+}
+
+__device__ void tma_store(const void* src) {
+  using namespace bw::emu;
+  CtaState* st = state();
+  WarpState* ws = warp_state(st);
+  const u32 w = bw::warp_id();
+  const u32 key = smem_key(smem_u32(src));
+  vst(&ws->roles, vld(&ws->roles) | ROLE_TMA_STORE);
+  if (!vld(&ws->proxy_fenced)) fail(WB_EMU_ERR_NO_PROXY_FENCE, key, 0);
+  for (u32 v = 0; v < MAX_WARPS; ++v)
+    for (u32 i = 0; i < MAX_BULK; ++i)
+      if (vld(&st->warps[v].bulk_src1[i]) == key + 1)
+        fail(WB_EMU_ERR_STORE_SOURCE_BUSY, key,
+             (static_cast<u64>(v) << 32) | vld(&st->warps[v].bulk_group[i]));
+  const u32 group = vld(&ws->bulk_groups);
+  for (u32 i = 0; i < MAX_BULK; ++i) {
+    if (vld(&ws->bulk_src1[i]) == 0) {
+      vst(&ws->bulk_group[i], group);
+      vst(&ws->bulk_src1[i], key + 1);
+      __threadfence();
+      return;
+    }
+  }
+  fail(WB_EMU_ERR_TABLE_FULL, 4, w);
+}
+
+__device__ void bulk_commit() {
+  using namespace bw::emu;
+  WarpState* ws = warp_state(state());
+  vst(&ws->bulk_groups, vld(&ws->bulk_groups) + 1);
+}
+
+// cp.async.bulk.wait_group.read N: all but the newest N committed groups have read their
+// sources; stores not yet committed are in no group the wait covers.
+__device__ void bulk_wait_read(u32 pending) {
+  using namespace bw::emu;
+  WarpState* ws = warp_state(state());
+  const u32 groups = vld(&ws->bulk_groups);
+  for (u32 i = 0; i < MAX_BULK; ++i)
+    if (vld(&ws->bulk_src1[i]) != 0 && vld(&ws->bulk_group[i]) + pending < groups)
+      vst(&ws->bulk_src1[i], 0);
+  vst(&ws->proxy_fenced, 0);
+  __threadfence();
+}
+
+// ---- the watchdog ------------------------------------------------------------------------------
+
+__device__ __forceinline__ u64 globaltimer() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+  return t;
+}
+
+// mbarrier.test_wait.parity (non-blocking): whether the phase with `parity` before the current one
+// completed, so the current phase has the other parity.
+__device__ __forceinline__ u32 current_parity(u64* bar) {
+  u32 done = 0;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(done)
+      : "r"(smem_u32(bar))
+      : "memory");
+  return done ? 1u : 0u;
+}
+
+// Called in every spin of an unsuccessful mbarrier wait. Every 1024 spins the lowest active lane
+// looks at the clock; once the wait has lasted the watchdog's limit it writes (and from then on
+// refreshes) a hang record: the barrier, its expression in the kernel, the parity awaited, the
+// barrier's current phase, the arrivals the emulator counted, the transaction bytes announced, and
+// the last arrival. wait_done clears it when the wait succeeds.
+__device__ void waiting(u64* bar, u32 parity, Watch& watch) {
+  using namespace bw::emu;
+  if ((++watch.spins & 1023) != 1 || !lowest_active_lane()) return;
+  const u64 now = globaltimer();
+  if (watch.start == 0) {
+    watch.start = now;
+    return;
+  }
+  const u64 limit = wb_emu_params[1] != 0 ? wb_emu_params[1] : 1000000000ull;
+  if (now - watch.start < limit) return;
+  CtaState* st = state();
+  WarpState* ws = warp_state(st);
+  u32 slot1 = vld(&ws->hang_slot1);
+  if (slot1 == 0) {
+    const u64 slot = atomicAdd(reinterpret_cast<unsigned long long*>(&wb_emu_params[2]), 1ull);
+    if (slot >= HANG_RECORDS) return;  // the host reports how many did not fit
+    slot1 = static_cast<u32>(slot) + 1;
+    vst(&ws->hang_slot1, slot1);
+  }
+  HangRecord* h = &wb_emu_hang[slot1 - 1];
+  const u32 key = smem_key(smem_u32(bar));
+  const int idx = bar_index(st, key);
+  h->cta = cta_linear();
+  h->warp = bw::warp_id();
+  h->roles = vld(&ws->roles);
+  h->bar = key;
+  h->parity = parity & 1;
+  h->now_parity = current_parity(bar);
+  h->waited_ns = now - watch.start;
+  h->count = 0;
+  h->name[0] = 0;
+  if (idx >= 0) {
+    const BarShadow& b = st->bars[idx];
+    h->count = vld(&b.count);
+    h->arrivals = vld(&b.arrivals);
+    h->tx_phase = vld(&b.tx_phase);
+    h->tx_bytes = vld(&b.tx_bytes);
+    h->last_kind = vld(&b.last_kind);
+    h->last_rank = vld(&b.last_rank);
+    h->last_warp = vld(&b.last_warp);
+    h->last_phase = vld(&b.last_phase);
+    h->ordinal = vld(&b.ordinal);
+    const char* name = reinterpret_cast<const char*>(
+        (static_cast<u64>(vld(&b.name_hi)) << 32) | vld(&b.name_lo));
+    u32 n = 0;
+    if (name != nullptr)
+      for (; n + 1 < sizeof(h->name) && name[n] != 0; ++n) h->name[n] = name[n];
+    h->name[n] = 0;
+  }
+  __threadfence_system();
+  h->active = 1;
+  __threadfence_system();
 }
 
 }  // namespace emu_hook

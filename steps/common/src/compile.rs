@@ -355,25 +355,33 @@ pub fn compile(
 }
 
 /// The PTX of `source` for `target` (the virtual architecture: `compute_100a`, `compute_90a`),
-/// without running ptxas: what `common::ptx_check` reads. Errors as `compile` reports them.
+/// with line information, without running ptxas: what `common::ptx_check` reads. Errors as `compile` reports them.
 pub fn compile_ptx(
     source: &KernelSource,
     target: Target,
     defines: &[(String, String)],
 ) -> Result<String> {
     let virtual_arch = target.arch().replace("sm_", "compute_");
-    with_nvrtc(source, target, &virtual_arch, defines, &[], |prog, _| {
-        let mut size = 0usize;
-        // SAFETY: `prog` compiled; the buffer has the size NVRTC reported.
-        unsafe {
-            check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "PTX size")?;
-            let mut buf = vec![0u8; size.max(1)];
-            check(nvrtc::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()), "PTX")?;
-            Ok(CStr::from_bytes_until_nul(&buf)
-                .map(|c| c.to_string_lossy().into_owned())
-                .unwrap_or_default())
-        }
-    })
+    // -lineinfo: `.loc` directives map each PTX instruction back to its source line.
+    with_nvrtc(
+        source,
+        target,
+        &virtual_arch,
+        defines,
+        &["-lineinfo"],
+        |prog, _| {
+            let mut size = 0usize;
+            // SAFETY: `prog` compiled; the buffer has the size NVRTC reported.
+            unsafe {
+                check(nvrtc::nvrtcGetPTXSize(prog, &mut size), "PTX size")?;
+                let mut buf = vec![0u8; size.max(1)];
+                check(nvrtc::nvrtcGetPTX(prog, buf.as_mut_ptr().cast()), "PTX")?;
+                Ok(CStr::from_bytes_until_nul(&buf)
+                    .map(|c| c.to_string_lossy().into_owned())
+                    .unwrap_or_default())
+            }
+        },
+    )
 }
 
 fn program_log(prog: nvrtc::nvrtcProgram) -> String {

@@ -11,10 +11,13 @@ use std::sync::Arc;
 /// 128 lanes x 512 columns of 32-bit cells per CTA.
 pub const TMEM_CELLS_PER_CTA: usize = 128 * 512;
 /// sizeof(bw::emu::CtaState): the per-CTA bookkeeping of the emulation and its sanitizer (tables
-/// of mbarriers, TMA destinations, tensor-memory granules and per-warp state with its MMA queue).
-/// `install` checks it against the kernel's `wb_emu_cta_state_bytes`, and a test against the
-/// header at compile time.
-pub const CTA_STATE_BYTES: usize = 27664;
+/// of mbarriers, TMA destinations, tensor-memory granules and per-warp state with its MMA queue,
+/// its bulk stores and its pending tcgen05.ld). `install` checks it against the kernel's
+/// `wb_emu_cta_state_bytes`, and a test against the header at compile time.
+pub const CTA_STATE_BYTES: usize = 30480;
+
+/// `bw::emu::HANG_RECORDS`: how many waiting warps a hang report can name.
+pub const HANG_RECORDS: usize = 64;
 
 /// Mirror of `bw::emu::Fault`.
 #[repr(C)]
@@ -26,6 +29,189 @@ pub struct Fault {
     pub lane: u32,
     pub detail0: u64,
     pub detail1: u64,
+}
+
+/// Mirror of `bw::emu::HangRecord`: a warp whose mbarrier wait outlasted the device watchdog.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct HangRecord {
+    pub active: u32,
+    pub cta: u32,
+    pub warp: u32,
+    pub roles: u32,
+    pub bar: u32,
+    pub parity: u32,
+    pub count: u32,
+    pub arrivals: u32,
+    pub now_parity: u32,
+    pub tx_phase: u32,
+    pub tx_bytes: u32,
+    pub last_kind: u32,
+    pub last_rank: u32,
+    pub last_warp: u32,
+    pub last_phase: u32,
+    pub ordinal: u32,
+    pub waited_ns: u64,
+    pub name: [u8; 48],
+}
+
+impl Default for HangRecord {
+    fn default() -> Self {
+        // SAFETY: plain integers and bytes: all-zero is a valid (inactive) record.
+        unsafe { std::mem::zeroed() }
+    }
+}
+
+/// "warp 4 (epilogue)": what a warp did, from `bw::emu::Role` bits.
+fn role_words(roles: u32) -> String {
+    let mut r = Vec::new();
+    if roles & 1 != 0 {
+        r.push("producer: issued TMA loads");
+    }
+    if roles & 2 != 0 {
+        r.push("mma: issued tcgen05.mma");
+    }
+    if roles & (4 | 8) != 0 {
+        r.push("epilogue: tcgen05.ld / TMA stores");
+    }
+    if r.is_empty() {
+        "no TMA or tcgen05 work issued yet".to_string()
+    } else {
+        r.join(", ")
+    }
+}
+
+/// The kernel's expression for a barrier (`&smem.load_full[s]`) as a name for barrier number
+/// `ordinal` of that expression: `smem.load_full[2]`.
+pub fn barrier_name(expr: &str, ordinal: u32) -> String {
+    let e = expr.trim().trim_start_matches('&').trim();
+    match (e.find('['), e.rfind(']')) {
+        (Some(open), Some(close)) if close > open => {
+            format!("{}[{ordinal}]{}", &e[..open], &e[close + 1..])
+        }
+        _ => e.to_string(),
+    }
+}
+
+impl HangRecord {
+    /// Who waits on what, in words.
+    pub fn describe(&self) -> String {
+        let expr = String::from_utf8_lossy(
+            &self.name[..self
+                .name
+                .iter()
+                .position(|&b| b == 0)
+                .unwrap_or(self.name.len())],
+        )
+        .into_owned();
+        let bar = if expr.is_empty() {
+            format!("the barrier at shared-memory offset {:#x}", self.bar)
+        } else {
+            format!(
+                "{} (shared-memory offset {:#x})",
+                barrier_name(&expr, self.ordinal),
+                self.bar
+            )
+        };
+        let state = if let Some(phase) = self.arrivals.checked_div(self.count) {
+            let got = self.arrivals % self.count;
+            let tx = |p: u32| {
+                if self.tx_phase == p + 2 {
+                    format!("; arrive.expect_tx announced {} bytes in it", self.tx_bytes)
+                } else {
+                    String::new()
+                }
+            };
+            if phase % 2 == self.now_parity % 2 {
+                format!(
+                    "it is in phase {phase}, with {got} of its {} arrivals; {} missing{}",
+                    self.count,
+                    self.count - got,
+                    tx(phase)
+                )
+            } else if phase > 0 {
+                format!(
+                    "it is still in phase {}: all {} arrivals came, so transaction bytes are missing (TMA loads that complete on it have not delivered what arrive.expect_tx announced){}",
+                    phase - 1,
+                    self.count,
+                    tx(phase - 1)
+                )
+            } else {
+                format!(
+                    "the emulator counted {} arrivals of {} per phase, but the barrier's phase parity is {}",
+                    self.arrivals, self.count, self.now_parity
+                )
+            }
+        } else {
+            "the emulator never saw it initialised (wb::mbarrier_init)".to_string()
+        };
+        let last = match self.last_kind {
+            0 => "no arrival on it yet".to_string(),
+            k => format!(
+                "last arrival: {} by warp {} of cluster rank {} in phase {}",
+                match k {
+                    1 => "mbarrier.arrive",
+                    2 => "mbarrier.arrive.expect_tx",
+                    _ => "tcgen05.commit",
+                },
+                self.last_warp,
+                self.last_rank,
+                self.last_phase.saturating_sub(2)
+            ),
+        };
+        format!(
+            "CTA {}, warp {} ({}) waits on {bar} for its phase of parity {}: {state}; {last} (waited {:.1} s)",
+            self.cta,
+            self.warp,
+            role_words(self.roles),
+            self.parity,
+            self.waited_ns as f64 * 1e-9
+        )
+    }
+}
+
+/// Hang records in words, one line per kind of wait: a grid of CTAs stuck alike would otherwise
+/// print the same line for every warp. Waits on the same barrier offset with the same parity by
+/// warps of the same role count as one kind; the first of each is shown, with how many more there
+/// are, distinct barriers first and at most 8 lines (then how many records were left out).
+pub fn summarize_hang(records: &[HangRecord]) -> Vec<String> {
+    let mut kinds: Vec<(HangRecord, usize)> = Vec::new();
+    for r in records {
+        match kinds
+            .iter_mut()
+            .find(|(k, _)| (k.bar, k.parity, k.roles) == (r.bar, r.parity, r.roles))
+        {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((*r, 0)),
+        }
+    }
+    // One line per barrier first, then the other kinds.
+    let mut order: Vec<usize> = Vec::new();
+    for (i, (k, _)) in kinds.iter().enumerate() {
+        if !order.iter().any(|&j| kinds[j].0.bar == k.bar) {
+            order.push(i);
+        }
+    }
+    let rest: Vec<usize> = (0..kinds.len()).filter(|i| !order.contains(i)).collect();
+    order.extend(rest);
+    let mut lines: Vec<String> = order
+        .iter()
+        .take(8)
+        .map(|&i| {
+            let (k, more) = &kinds[i];
+            match more {
+                0 => k.describe(),
+                n => format!("{} (and {n} more warp(s) waiting alike)", k.describe()),
+            }
+        })
+        .collect();
+    if order.len() > 8 {
+        lines.push(format!(
+            "{} more kind(s) of wait not shown",
+            order.len() - 8
+        ));
+    }
+    lines
 }
 
 fn op_name(what: u64) -> &'static str {
@@ -133,7 +319,14 @@ impl Fault {
             24 => format!("rule no-refill-in-flight: a TMA load into shared-memory offset {:#x} of CTA rank {} overwrites an operand (from {:#x}) of an MMA that warp {} issued and whose tcgen05.commit has not arrived: the producer must wait on the slot's load_empty phase (the commit) before refilling it", d0 & 0xFFFF_FFFF, d0 >> 32, d1 & 0xFFFF_FFFF, d1 >> 32),
             25 => format!("shared-memory descriptor {d0:#018x} starts at {d1:#x}, whose bits 7-9 are not 0: with the 128-byte swizzle that start needs a non-zero base offset (PTX ISA \"Shared Memory Descriptor\"); operand tiles must be 1024-byte aligned"),
             26 => format!("rule wait-for-peer-commits: tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared-memory offset {d0:#x} in phase {}, and this CTA waited only for {}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)", d1 >> 32, phase_words(d1 & 0xFFFF_FFFF)),
-            27 => format!("the emulator's tables are full ({}): it models at most 32 mbarriers, 32 TMA destinations and 16 warps per CTA", match d0 { 1 => format!("mbarrier at {d1:#x}"), 2 => format!("TMA destination {d1:#x}"), _ => format!("warp {d1}") }),
+            27 => format!("the emulator's tables are full ({}): it models at most 32 mbarriers, 32 TMA destinations and 16 warps per CTA, and 8 TMA stores per warp not yet covered by cp.async.bulk.wait_group.read", match d0 { 1 => format!("mbarrier at {d1:#x}"), 2 => format!("TMA destination {d1:#x}"), 4 => format!("TMA stores of warp {d1}"), _ => format!("warp {d1}") }),
+            28 => format!(
+                "rule one-cta-group: {} uses cta_group::{}, but this CTA's first tcgen05 instruction, {}, used cta_group::{}: all tcgen05 instructions of a kernel (alloc, relinquish_alloc_permit, mma, commit, dealloc) must use the same .cta_group (PTX ISA \"tcgen05\", Issue Granularity; ptxas refuses such a kernel for sm_100a)",
+                op_name(d0 >> 8), d0 & 0xFF, op_name(d1 >> 8), d1 & 0xFF
+            ),
+            29 => format!("rule proxy-fence-before-store: a TMA store (cp.async.bulk.tensor shared::cta -> global) reads shared-memory offset {d0:#x}, but its issuing thread executed no fence.proxy.async.shared::cta since the warp's last tcgen05.wait::ld or cp.async.bulk.wait_group.read: the ordinary (generic-proxy) writes of the staging tile are not ordered before the TMA engine's (async-proxy) reads, which may see stale data (PTX ISA \"Proxies\"); write the tile, then fence.proxy.async.shared::cta, then __syncwarp, then the store"),
+            30 => format!("rule wait-read-before-reuse: a TMA store from shared-memory offset {d0:#x} while an earlier TMA store of warp {} from the same buffer (bulk group #{}) is not covered by a cp.async.bulk.wait_group.read: the buffer was rewritten while the TMA engine may still have been reading it (PTX ISA \"cp.async.bulk.wait_group\"); before writing a staging buffer again, wait with .read until its store's group is complete, or stage in more buffers", d1 >> 32, d1 & 0xFFFF_FFFF),
+            31 => format!("rule wait-read-before-exit: tcgen05.dealloc (the CTA is about to exit) while a TMA store of warp {d1} from shared-memory offset {d0:#x} is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0 (wb::tma_store_wait_read<0>)"),
             c => format!("unknown emulation fault code {c}"),
         };
         format!(
@@ -147,11 +340,38 @@ impl Fault {
 pub struct EmuBuffers {
     tmem: CudaSlice<f32>,
     state: CudaSlice<u8>,
-    /// `wb_emu_params`: [0] the seed of the schedule perturbation.
+    /// `wb_emu_params`: [0] the seed of the schedule perturbation, [1] the watchdog's limit in
+    /// ns, [2] hang records handed out.
     params: CudaSlice<u64>,
     fault_host: *mut Fault,
     fault_dev: sys::CUdeviceptr,
+    /// `wb_emu_hang`: HANG_RECORDS records in pinned, device-mapped host memory.
+    hang_host: *mut HangRecord,
+    hang_dev: sys::CUdeviceptr,
+    watchdog_ns: u64,
     pub num_ctas: usize,
+}
+
+/// Pinned, device-mapped host memory for `n` values of `T`: (host pointer, device pointer).
+fn mapped<T>(n: usize) -> Result<(*mut T, sys::CUdeviceptr)> {
+    let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+    let mut dev: sys::CUdeviceptr = 0;
+    // SAFETY: out-parameters of the driver; the caller frees `host` with cuMemFreeHost.
+    unsafe {
+        check(
+            sys::cuMemHostAlloc(
+                &mut host,
+                n * std::mem::size_of::<T>(),
+                0x02, /* DEVICEMAP */
+            ),
+            "cuMemHostAlloc",
+        )?;
+        check(
+            sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
+            "cuMemHostGetDevicePointer",
+        )?;
+    }
+    Ok((host.cast(), dev))
 }
 
 impl EmuBuffers {
@@ -164,30 +384,25 @@ impl EmuBuffers {
         let state = s
             .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
             .map_err(|e| anyhow!("{e:?}"))?;
-        let params = s.alloc_zeros::<u64>(1).map_err(|e| anyhow!("{e:?}"))?;
-        let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
-        let mut dev: sys::CUdeviceptr = 0;
-        // SAFETY: pinned, device-mapped host memory of the struct's size; freed in Drop.
-        unsafe {
-            check(
-                sys::cuMemHostAlloc(
-                    &mut host,
-                    std::mem::size_of::<Fault>(),
-                    0x02, /* DEVICEMAP */
-                ),
-                "cuMemHostAlloc",
-            )?;
-            check(
-                sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
-                "cuMemHostGetDevicePointer",
-            )?;
-        }
+        let params = s.alloc_zeros::<u64>(3).map_err(|e| anyhow!("{e:?}"))?;
+        let (fault_host, fault_dev) = mapped::<Fault>(1)?;
+        let (hang_host, hang_dev) = match mapped::<HangRecord>(HANG_RECORDS) {
+            Ok(h) => h,
+            Err(e) => {
+                // SAFETY: allocated just above, not yet owned by an EmuBuffers.
+                unsafe { sys::cuMemFreeHost(fault_host.cast()) };
+                return Err(e);
+            }
+        };
         Ok(EmuBuffers {
             tmem,
             state,
             params,
-            fault_host: host.cast(),
-            fault_dev: dev,
+            fault_host,
+            fault_dev,
+            hang_host,
+            hang_dev,
+            watchdog_ns: 0,
             num_ctas,
         })
     }
@@ -208,7 +423,7 @@ impl EmuBuffers {
                 "tcgen05_emu.cuh's per-CTA state is {device_bytes} bytes but the host allocates {CTA_STATE_BYTES}: update common::emulation::CTA_STATE_BYTES"
             );
         }
-        let values: [(&str, Vec<u8>); 5] = [
+        let values: [(&str, Vec<u8>); 6] = [
             ("wb_emu_tmem", tmem_ptr.to_le_bytes().to_vec()),
             ("wb_emu_state", state_ptr.to_le_bytes().to_vec()),
             (
@@ -217,6 +432,7 @@ impl EmuBuffers {
             ),
             ("wb_emu_fault", self.fault_dev.to_le_bytes().to_vec()),
             ("wb_emu_params", params_ptr.to_le_bytes().to_vec()),
+            ("wb_emu_hang", self.hang_dev.to_le_bytes().to_vec()),
         ];
         for (name, bytes) in values {
             let mut view = module.get_global(name, s).map_err(|e| {
@@ -234,7 +450,7 @@ impl EmuBuffers {
     /// (`runner step --emu-seed`); the same seed gives the same schedule.
     pub fn reset(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
         let s = &gpu.stream;
-        s.memcpy_htod(&[seed], &mut self.params)
+        s.memcpy_htod(&[seed, self.watchdog_ns, 0], &mut self.params)
             .map_err(|e| anyhow!("{e:?}"))?;
         {
             let (p, _g) = self.tmem.device_ptr(s);
@@ -254,9 +470,35 @@ impl EmuBuffers {
         s.memset_zeros(&mut self.state)
             .map_err(|e| anyhow!("{e:?}"))?;
         s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
-        // SAFETY: pinned host memory of one Fault, not in use by a running kernel now.
-        unsafe { self.fault_host.write_volatile(Fault::default()) };
+        // SAFETY: pinned host memory of one Fault and HANG_RECORDS records, not in use by a
+        // running kernel now.
+        unsafe {
+            self.fault_host.write_volatile(Fault::default());
+            for i in 0..HANG_RECORDS {
+                self.hang_host.add(i).write_volatile(HangRecord::default());
+            }
+        }
         Ok(())
+    }
+
+    /// How long an emulated mbarrier wait may last before the device watchdog writes a hang
+    /// record (it keeps waiting; the host decides when it is a hang): a fifth of the host's
+    /// limit, between 0.2 and 2 s, so the record exists well before the host gives up.
+    pub fn set_watchdog(&mut self, host_timeout: std::time::Duration) {
+        let ns = (host_timeout.as_nanos() / 5).clamp(200_000_000, 2_000_000_000);
+        self.watchdog_ns = ns as u64;
+    }
+
+    /// The warps whose waits the device watchdog reported and that still wait, in words (see
+    /// [`summarize_hang`]). Readable while the kernel still runs (host memory).
+    pub fn hang_report(&self) -> Vec<String> {
+        let records: Vec<HangRecord> = (0..HANG_RECORDS)
+            // SAFETY: pinned host memory of HANG_RECORDS records; a record the device is
+            // rewriting may be read half-old, which only blurs a diagnosis.
+            .map(|i| unsafe { self.hang_host.add(i).read_volatile() })
+            .filter(|r| r.active == 1)
+            .collect();
+        summarize_hang(&records)
     }
 
     /// The fault the kernel recorded before trapping, if any. Readable even after the context
@@ -287,6 +529,7 @@ impl Drop for EmuBuffers {
         // SAFETY: allocated by cuMemHostAlloc in `new`, freed once.
         unsafe {
             sys::cuMemFreeHost(self.fault_host.cast());
+            sys::cuMemFreeHost(self.hang_host.cast());
         }
     }
 }
@@ -298,6 +541,82 @@ mod tests {
     #[test]
     fn fault_layout_matches_the_device_struct() {
         assert_eq!(std::mem::size_of::<Fault>(), 32);
+        // sizeof(bw::emu::HangRecord), as NVRTC computes it.
+        assert_eq!(std::mem::size_of::<HangRecord>(), 120);
+    }
+
+    fn record(name: &str) -> HangRecord {
+        let mut r = HangRecord {
+            active: 1,
+            cta: 1,
+            warp: 1,
+            roles: 2,
+            bar: 0x28410,
+            parity: 0,
+            count: 9,
+            arrivals: 8,
+            now_parity: 0,
+            last_kind: 1,
+            last_rank: 1,
+            last_warp: 3,
+            last_phase: 2,
+            waited_ns: 2_500_000_000,
+            ..Default::default()
+        };
+        r.name[..name.len()].copy_from_slice(name.as_bytes());
+        r
+    }
+
+    #[test]
+    fn a_hang_record_names_warp_role_barrier_and_what_it_lacks() {
+        let s = record("&smem.acc_empty").describe();
+        assert!(
+            s.starts_with("CTA 1, warp 1 (mma: issued tcgen05.mma) waits on smem.acc_empty (shared-memory offset 0x28410) for its phase of parity 0"),
+            "{s}"
+        );
+        assert!(
+            s.contains("it is in phase 0, with 8 of its 9 arrivals; 1 missing"),
+            "{s}"
+        );
+        assert!(
+            s.contains("last arrival: mbarrier.arrive by warp 3 of cluster rank 1 in phase 0"),
+            "{s}"
+        );
+        // All arrivals of phase 0 came, but the barrier is still in it: bytes are missing.
+        let mut tx = record("&smem.load_full[s]");
+        (tx.count, tx.arrivals, tx.ordinal, tx.roles) = (1, 1, 2, 2);
+        (tx.tx_phase, tx.tx_bytes, tx.last_kind, tx.bar) = (2, 66560, 2, 0x28000);
+        let s = tx.describe();
+        assert!(s.contains("smem.load_full[2] (shared-memory offset"), "{s}");
+        assert!(
+            s.contains(
+                "it is still in phase 0: all 1 arrivals came, so transaction bytes are missing"
+            ),
+            "{s}"
+        );
+        assert!(s.contains("arrive.expect_tx announced 66560 bytes"), "{s}");
+        let unnamed = HangRecord {
+            count: 0,
+            ..record("")
+        };
+        assert!(unnamed
+            .describe()
+            .contains("the barrier at shared-memory offset 0x28410"));
+        assert_eq!(barrier_name("&bars[i + 1]", 3), "bars[3]");
+        // Alike waits collapse; distinct barriers come first.
+        let acc = record("&smem.acc_empty");
+        let other_cta = HangRecord { cta: 7, ..acc };
+        let lines = summarize_hang(&[acc, other_cta, tx]);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].ends_with("(and 1 more warp(s) waiting alike)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].contains("transaction bytes are missing"),
+            "{lines:?}"
+        );
+        assert_eq!(barrier_name("&smem.acc_full", 0), "smem.acc_full");
     }
 
     #[test]
@@ -338,6 +657,11 @@ mod tests {
             (25, 0x4000_4040_0001_0048, 0x480, "starts at 0x480, whose bits 7-9 are not 0"),
             (26, 0x1f8, (7 << 32) | 7, "arrived on the barrier at shared-memory offset 0x1f8 in phase 7, and this CTA waited only for phase 5"),
             (27, 1, 0x300, "mbarrier at 0x300"),
+            (27, 4, 5, "TMA stores of warp 5"),
+            (28, 2 | (6 << 8), 1 | (1 << 8), "rule one-cta-group: tcgen05.mma uses cta_group::2, but this CTA's first tcgen05 instruction, tcgen05.alloc, used cta_group::1"),
+            (29, 0x28000, 0, "rule proxy-fence-before-store: a TMA store (cp.async.bulk.tensor shared::cta -> global) reads shared-memory offset 0x28000"),
+            (30, 0x28000, (2 << 32) | 7, "earlier TMA store of warp 2 from the same buffer (bulk group #7) is not covered by a cp.async.bulk.wait_group.read"),
+            (31, 0x29000, 3, "while a TMA store of warp 3 from shared-memory offset 0x29000"),
         ];
         for &(code, detail0, detail1, needle) in cases {
             let f = Fault {

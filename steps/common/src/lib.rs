@@ -18,6 +18,7 @@ pub mod problem;
 pub mod ptx_check;
 pub mod run;
 pub mod sass;
+pub mod static_check;
 pub mod step;
 pub mod timing;
 pub mod toolkit;

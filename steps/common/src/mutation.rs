@@ -31,6 +31,21 @@ pub struct Mutation {
     /// The steps whose Blackwell kernels it edits (some bugs exist only in persistent kernels).
     pub steps: &'static [u32],
     pub expect: Expect,
+    /// Further line edits, applied in order after the first (a bug that moves a line).
+    pub also: &'static [Edit],
+    /// What the runner's error output must contain when the emulation catches the bug (with the
+    /// static checks off, `--no-static-check`): the emulator rule or hang report that names it.
+    /// Empty: any catch counts (a wrong result, say).
+    pub caught_by: &'static str,
+}
+
+/// One more line edit of a [`Mutation`]: every line containing all of `anchor` gets `from`
+/// replaced by `to` (an empty `from` comments the line out).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Edit {
+    pub anchor: &'static [&'static str],
+    pub from: &'static str,
+    pub to: &'static str,
 }
 
 pub const MUTATIONS: &[Mutation] = &[
@@ -43,6 +58,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "16 * 128",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "skip-acc-wait",
@@ -52,6 +69,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "skip-acc-commit",
@@ -63,6 +82,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "no-fence-after-wait",
@@ -72,6 +93,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "wrong-parity",
@@ -87,6 +110,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: " / STAGES)) & 1",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "no-wait-ld",
@@ -96,6 +121,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "early-acc-release",
@@ -105,6 +132,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "4",
         steps: &[4, 5, 6],
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "skip-load-full-wait",
@@ -114,6 +143,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: ALL_STEPS,
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "tma-wrong-cta-barrier",
@@ -123,6 +154,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "rank",
         steps: &[3, 4, 5, 6],
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "wrong-acc-parity",
@@ -132,6 +165,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "& 1 ^ 1);",
         steps: &[4, 5, 6],
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "no-producer-tail",
@@ -141,6 +176,8 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "",
         steps: &[3, 4, 5, 6],
         expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
     },
     Mutation {
         name: "no-first-round-guard",
@@ -151,6 +188,78 @@ pub const MUTATIONS: &[Mutation] = &[
         to: "if (true || ",
         steps: ALL_STEPS,
         expect: Expect::Harmless,
+        also: &[],
+        caught_by: "",
+    },
+    Mutation {
+        name: "no-proxy-fence",
+        description: "the epilogue issues its TMA store with no fence.proxy.async.shared::cta after writing the staging tile: the TMA engine (async proxy) may read the tile before the ordinary (generic-proxy) writes reach it",
+        anchor: &["wb::fence_proxy_async_shared();"],
+        from: "",
+        to: "",
+        steps: &[2, 3, 4, 5, 6],
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "rule proxy-fence-before-store",
+    },
+    Mutation {
+        name: "single-staging-buffer",
+        description: "the epilogue stages every sub-tile in buffer 0, but still waits with wait_group.read 1: the next sub-tile overwrites the buffer the previous TMA store may still be reading",
+        anchor: &["T* stage = smem.epilogue[", "[sub % 2]"],
+        from: "[sub % 2]",
+        to: "[0]",
+        steps: &[2, 3, 4, 5, 6],
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "rule wait-read-before-reuse",
+    },
+    Mutation {
+        name: "wait-ld-after-use",
+        description: "tcgen05.wait::ld comes after the epilogue converts the loaded registers: the tcgen05.ld is asynchronous, so they are read before they hold the accumulator",
+        anchor: &["bw::tmem_wait_ld(acc);", "usable from here on"],
+        from: "",
+        to: "",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+        also: &[Edit {
+            anchor: &["out[", "= static_cast<T>(__uint_as_float(acc["],
+            from: "]));",
+            to: "])); bw::tmem_wait_ld(acc);  // waited for only after the use",
+        }],
+        caught_by: "",
+    },
+    Mutation {
+        name: "alloc-cta-group-1",
+        description: "tensor memory is allocated, relinquished and freed with cta_group::1 in a kernel whose MMAs and commits are cta_group::2 (ptxas refuses it for sm_100a)",
+        anchor: &["bw::tmem_", "_2cta("],
+        from: "_2cta(",
+        to: "(",
+        steps: &[3, 4, 5, 6],
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "rule one-cta-group",
+    },
+    Mutation {
+        name: "acc-empty-extra-arrival",
+        description: "acc_empty counts one arrival more than the epilogue warps of both CTAs make: the MMA warp waits forever before the cluster's second tile (a deadlock the hang report names)",
+        anchor: &["mbarrier_init(&smem.acc_empty", "CLUSTER * 4"],
+        from: "CLUSTER * 4",
+        to: "CLUSTER * 4 + 1",
+        steps: &[4, 5, 6],
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "of its 9 arrivals; 1 missing",
+    },
+    Mutation {
+        name: "expect-tx-too-many",
+        description: "the producer announces 1024 transaction bytes more than its TMA loads deliver: load_full never completes its first phase (a deadlock the hang report names)",
+        anchor: &["mbarrier_arrive_expect_tx(&smem.load_full[slot], "],
+        from: "(&smem.load_full[slot], ",
+        to: "(&smem.load_full[slot], 1024 + ",
+        steps: ALL_STEPS,
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "transaction bytes are missing",
     },
 ];
 
@@ -173,8 +282,23 @@ impl Mutation {
         self.steps.contains(&step)
     }
 
-    /// The kernel with the bug seeded; an error if the anchor is not in it.
+    /// The kernel with the bug seeded; an error if an anchor is not in it.
     pub fn apply(&self, kernel: &str) -> Result<String> {
+        let first = Edit {
+            anchor: self.anchor,
+            from: self.from,
+            to: self.to,
+        };
+        let mut text = kernel.to_string();
+        for edit in std::iter::once(&first).chain(self.also) {
+            text = edit.apply(self.name, &text)?;
+        }
+        Ok(text)
+    }
+}
+
+impl Edit {
+    fn apply(&self, name: &str, kernel: &str) -> Result<String> {
         let mut hits = 0;
         let out: Vec<String> = kernel
             .lines()
@@ -184,7 +308,7 @@ impl Mutation {
                 }
                 hits += 1;
                 if self.from.is_empty() {
-                    format!("// [mutation {}] {}", self.name, l.trim_start())
+                    format!("// [mutation {name}] {}", l.trim_start())
                 } else {
                     l.replace(self.from, self.to)
                 }
@@ -192,8 +316,7 @@ impl Mutation {
             .collect();
         if hits == 0 {
             bail!(
-                "mutation {} does not apply: no line contains all of {:?}",
-                self.name,
+                "mutation {name} does not apply: no line contains all of {:?}",
                 self.anchor
             );
         }
@@ -259,5 +382,35 @@ mod tests {
             producer.lines().skip(1).collect::<Vec<_>>()
         );
         assert!(find("nope").is_err());
+    }
+
+    #[test]
+    fn a_mutation_with_further_edits_moves_a_line() {
+        let k = "      bw::tmem_wait_ld(acc);  // acc is usable from here on\n        for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));\n";
+        let m = find("wait-ld-after-use").unwrap().apply(k).unwrap();
+        let lines: Vec<&str> = m.lines().collect();
+        assert!(lines[0].starts_with("// [mutation wait-ld-after-use] bw::tmem_wait_ld(acc);"));
+        assert!(
+            lines[1].ends_with(
+                "acc[j + e])); bw::tmem_wait_ld(acc);  // waited for only after the use"
+            ),
+            "{m}"
+        );
+        // Each edit must apply.
+        assert!(find("wait-ld-after-use")
+            .unwrap()
+            .apply(k.lines().next().unwrap())
+            .is_err());
+        let cg = find("alloc-cta-group-1")
+            .unwrap()
+            .apply("    bw::tmem_alloc_2cta(&smem.tmem_base, TMEM_COLS);\n    bw::tmem_relinquish_alloc_permit_2cta();\n    bw::mma_f16_2cta(tmem_acc, a, b, idesc, true);\n    bw::tmem_dealloc_2cta(tmem_acc, TMEM_COLS);\n")
+            .unwrap();
+        assert!(cg.contains("bw::tmem_alloc(&smem.tmem_base"));
+        assert!(cg.contains("bw::tmem_relinquish_alloc_permit();"));
+        assert!(cg.contains("bw::tmem_dealloc(tmem_acc"));
+        assert!(
+            cg.contains("bw::mma_f16_2cta("),
+            "the MMAs stay cta_group::2"
+        );
     }
 }

@@ -11,12 +11,23 @@
 //!   "Register dependencies, same thread", and what `bw::tmem_wait_ld(acc)` guarantees: it checks
 //!   that the compiler kept the wait tied to the registers);
 //! - `one-cta-group`: all tcgen05 instructions of a kernel use the same `.cta_group` ("All tcgen05
-//!   instructions within a kernel must specify the same value for the .cta_group qualifier").
+//!   instructions within a kernel must specify the same value for the .cta_group qualifier");
+//! - `proxy-fence-before-store` and `barrier-before-store`: on every path from an ordinary
+//!   shared-memory store (`st.shared`, `stmatrix`) to a TMA store (`cp.async.bulk.tensor` global
+//!   <- shared), a `fence.proxy.async` comes first (PTX ISA "Memory Consistency Model: Proxies":
+//!   generic-proxy writes are not visible to the async proxy otherwise), and after it a thread
+//!   barrier (`bar.sync`, `bar.warp.sync`, ...), since the storing thread issues what other
+//!   threads wrote. This holds for the Hopper twins' PTX too;
+//! - `wgmma-wait-before-use` (the twins): no accumulator register of a `wgmma.mma_async` is read
+//!   (other than by a later wgmma accumulating into it) until a `wgmma.wait_group N` has completed
+//!   its group, i.e. at most N groups were committed after it (PTX ISA "wgmma.wait_group":
+//!   "Accessing the accumulator register ... before the wgmma.wait_group ... is undefined
+//!   behavior"). A `mov` of such a register only copies the obligation to its destination.
 //!
-//! Both path rules are forward "may" data-flow analyses over the control-flow graph of each
+//! The path rules are forward "may" data-flow analyses over the control-flow graph of each
 //! `.entry`, so loops and branches count: a violation on any path is reported.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// One violation: the rule, the 1-based PTX line and its text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,6 +202,31 @@ fn is_sync(op: &str) -> bool {
         || op.starts_with("barrier.cluster.wait")
 }
 
+/// A barrier after which the writes of the threads it joins are visible to the thread that passes.
+fn is_thread_barrier(op: &str) -> bool {
+    op.starts_with("bar.sync")
+        || op.starts_with("bar.cta.sync")
+        || op.starts_with("barrier.sync")
+        || op.starts_with("barrier.cta.sync")
+        || op.starts_with("bar.warp.sync")
+        || op.starts_with("barrier.cluster.wait")
+}
+
+/// An ordinary (generic-proxy) write that may go to shared memory: `st.shared`, `stmatrix`, or a
+/// generic `st` (the compiler often cannot prove a staging pointer shared).
+fn is_shared_store(op: &str) -> bool {
+    let other_space = [".global", ".local", ".param", ".const", ".async", ".bulk"]
+        .iter()
+        .any(|q| op.contains(q));
+    (op.starts_with("st.") && (op.contains(".shared") || !other_space))
+        || op.starts_with("stmatrix")
+}
+
+/// A TMA store: shared memory read by the async proxy.
+fn is_tma_store(op: &str) -> bool {
+    op.starts_with("cp.async.bulk.tensor") && op.contains(".global.shared")
+}
+
 fn is_mma_or_ld(op: &str) -> bool {
     op.starts_with("tcgen05.mma") || op.starts_with("tcgen05.ld")
 }
@@ -213,6 +249,19 @@ fn writes_first_operand(ins: &Instr) -> bool {
         || op.starts_with("fence")
         || op.starts_with("bar")
         || op.starts_with("prefetch"))
+}
+
+/// `mov %d, %s` of a register a wgmma still owns: the age of `%s`, which `%d` inherits.
+fn wgmma_copy(ins: &Instr, pending: &BTreeMap<String, u8>) -> Option<u8> {
+    if !ins.opcode.starts_with("mov.") || ins.operands.len() != 2 {
+        return None;
+    }
+    let src = ins.operands[1].trim();
+    let dst = ins.operands[0].trim();
+    if registers(src).len() != 1 || registers(dst).len() != 1 || src.contains('{') {
+        return None;
+    }
+    pending.get(src).copied()
 }
 
 fn check_body(body: &Body, out: &mut Vec<Finding>) {
@@ -291,20 +340,145 @@ fn check_body(body: &Body, out: &mut Vec<Finding>) {
         }
     }
 
-    // one-cta-group.
-    let groups: BTreeSet<&str> = body
+    // proxy-fence-before-store / barrier-before-store: 2 = shared memory written since the last
+    // proxy fence, 1 = fenced but no barrier since, 0 = clean (the worst state on some path).
+    let staged = fixpoint::<u8>(
+        body,
+        |acc, new| {
+            let changed = *new > *acc;
+            *acc = (*acc).max(*new);
+            changed
+        },
+        |ins, &st| {
+            let op = ins.opcode.as_str();
+            if is_shared_store(op) {
+                2
+            } else if op.starts_with("fence.proxy.async") && st == 2 {
+                1
+            } else if is_thread_barrier(op) && st == 1 {
+                0
+            } else {
+                st
+            }
+        },
+    );
+    for (i, ins) in body.instrs.iter().enumerate() {
+        if is_tma_store(&ins.opcode) && staged[i] > 0 {
+            out.push(Finding {
+                rule: if staged[i] == 2 {
+                    "proxy-fence-before-store"
+                } else {
+                    "barrier-before-store"
+                },
+                line: ins.line,
+                text: ins.text.clone(),
+            });
+        }
+    }
+
+    // wgmma-wait-before-use: per register written by a wgmma and not yet waited for, the fewest
+    // commit_groups issued after it on some path (0: its group is not committed yet).
+    let wgmma = fixpoint::<BTreeMap<String, u8>>(
+        body,
+        |acc, new| {
+            let mut changed = false;
+            for (r, &age) in new {
+                match acc.get_mut(r) {
+                    Some(a) if *a <= age => {}
+                    Some(a) => {
+                        *a = age;
+                        changed = true;
+                    }
+                    None => {
+                        acc.insert(r.clone(), age);
+                        changed = true;
+                    }
+                }
+            }
+            changed
+        },
+        |ins, p| {
+            let op = ins.opcode.as_str();
+            let mut p = p.clone();
+            if op.starts_with("wgmma.mma_async") {
+                if let Some(d) = ins.operands.first() {
+                    for r in registers(d) {
+                        p.insert(r, 0);
+                    }
+                }
+            } else if op.starts_with("wgmma.commit_group") {
+                for age in p.values_mut() {
+                    *age = (*age + 1).min(8);
+                }
+            } else if op.starts_with("wgmma.wait_group") {
+                let n: u8 = ins
+                    .operands
+                    .first()
+                    .and_then(|o| o.trim().parse().ok())
+                    .unwrap_or(0);
+                p.retain(|_, age| *age <= n);
+            } else if let Some(age) = wgmma_copy(ins, &p) {
+                if let Some(d) = ins.operands.first() {
+                    p.insert(d.clone(), age);
+                }
+            } else if writes_first_operand(ins) {
+                if let Some(d) = ins.operands.first() {
+                    for r in registers(d) {
+                        p.remove(&r);
+                    }
+                }
+            }
+            p
+        },
+    );
+    for (i, ins) in body.instrs.iter().enumerate() {
+        let op = ins.opcode.as_str();
+        if op.starts_with("wgmma.") || wgmma_copy(ins, &wgmma[i]).is_some() {
+            continue;
+        }
+        let skip_first = writes_first_operand(ins);
+        let read = ins
+            .operands
+            .iter()
+            .enumerate()
+            .filter(|(k, _)| !(skip_first && *k == 0))
+            .flat_map(|(_, o)| registers(o))
+            .any(|r| wgmma[i].contains_key(&r));
+        if read {
+            out.push(Finding {
+                rule: "wgmma-wait-before-use",
+                line: ins.line,
+                text: ins.text.clone(),
+            });
+        }
+    }
+
+    // one-cta-group: reported at the first instruction whose cta_group differs from the first's.
+    let grouped: Vec<(&Instr, &str)> = body
         .instrs
         .iter()
         .filter(|i| i.opcode.starts_with("tcgen05."))
-        .filter_map(|i| i.opcode.split('.').find(|q| q.starts_with("cta_group::")))
+        .filter_map(|i| {
+            i.opcode
+                .split('.')
+                .find(|q| q.starts_with("cta_group::"))
+                .map(|g| (i, g))
+        })
         .collect();
-    if groups.len() > 1 {
+    let groups: BTreeSet<&str> = grouped.iter().map(|(_, g)| *g).collect();
+    if let (true, Some((first, g0))) = (groups.len() > 1, grouped.first()) {
+        let odd = grouped
+            .iter()
+            .find(|(_, g)| g != g0)
+            .map_or(*first, |(i, _)| *i);
         out.push(Finding {
             rule: "one-cta-group",
-            line: body.instrs.first().map_or(0, |i| i.line),
+            line: odd.line,
             text: format!(
-                "tcgen05 instructions use {}",
-                groups.into_iter().collect::<Vec<_>>().join(" and ")
+                "{} (tcgen05 instructions use {}; the first, {}, uses {g0})",
+                odd.text,
+                groups.into_iter().collect::<Vec<_>>().join(" and "),
+                first.opcode
             ),
         });
     }
@@ -407,6 +581,74 @@ $L__BB0_1:
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].rule, "one-cta-group");
         assert!(f[0].text.contains("cta_group::1 and cta_group::2"));
+    }
+
+    const STAGED: &str = "\
+.visible .entry k()
+{
+\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};
+\tfence.proxy.async.shared::cta;
+\tbar.warp.sync -1;
+\tcp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r6, %r7}], [%r1];
+\tret;
+}
+";
+
+    #[test]
+    fn a_tma_store_needs_a_proxy_fence_then_a_barrier_after_the_staging_writes() {
+        assert_eq!(check(STAGED), vec![]);
+        let no_fence = STAGED.replace("\tfence.proxy.async.shared::cta;\n", "");
+        assert_eq!(check(&no_fence)[0].rule, "proxy-fence-before-store");
+        // A generic store may be one to shared memory; a global one is not.
+        let generic = STAGED.replace("st.shared.v4.u32", "st.v4.u32");
+        assert_eq!(
+            check(&generic.replace("\tfence.proxy.async.shared::cta;\n", ""))[0].rule,
+            "proxy-fence-before-store"
+        );
+        let global = STAGED.replace("st.shared.v4.u32", "st.global.v4.u32");
+        assert_eq!(
+            check(&global.replace("\tfence.proxy.async.shared::cta;\n", "")),
+            vec![]
+        );
+        let no_barrier = STAGED.replace("\tbar.warp.sync -1;\n", "");
+        assert_eq!(check(&no_barrier)[0].rule, "barrier-before-store");
+        // A fence before the writes fences nothing.
+        let early = STAGED.replace(
+            "\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};\n\tfence.proxy.async.shared::cta;\n",
+            "\tfence.proxy.async.shared::cta;\n\tst.shared.v4.u32 [%r1], {%r2, %r3, %r4, %r5};\n",
+        );
+        assert_eq!(check(&early)[0].rule, "proxy-fence-before-store");
+    }
+
+    const WGMMA: &str = "\
+.visible .entry k()
+{
+$L__BB0_1:
+\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%f1, %f2}, %rd1, %rd2, %p1, 1, 1, 1, 1;
+\twgmma.commit_group.sync.aligned;
+\twgmma.wait_group.sync.aligned 1;
+\t@%p2 bra $L__BB0_1;
+\twgmma.wait_group.sync.aligned 0;
+\tmov.f32 %f9, %f1;
+\tcvt.rn.bf16.f32 %rs1, %f9;
+\tret;
+}
+";
+
+    #[test]
+    fn a_wgmma_accumulator_is_read_only_after_its_group_is_waited_for() {
+        assert_eq!(check(WGMMA), vec![]);
+        // One group deeper than the use allows: the last group may still be writing.
+        let deep = WGMMA.replace("wait_group.sync.aligned 0;", "wait_group.sync.aligned 1;");
+        let f = check(&deep);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!(f[0].rule, "wgmma-wait-before-use");
+        assert_eq!(f[0].text, "cvt.rn.bf16.f32 %rs1, %f9");
+        // Chaining wgmma on the same accumulator without a wait is the normal pipeline.
+        assert_eq!(
+            check(&WGMMA.replace("\twgmma.wait_group.sync.aligned 1;\n", "")),
+            vec![]
+        );
     }
 
     #[test]

@@ -60,6 +60,11 @@ pub struct RunOptions {
     /// clusters: the kernel is built with the trace calls on, and the verified launch records
     /// (after `warmup` unrecorded launches when native). A traced kernel is not timed.
     pub trace_clusters: Option<u32>,
+    /// Refuse a build that fails the static checks (`common::static_check`: for a Blackwell
+    /// kernel the sm_100a PTX rules and the native sm_100a compile, for a twin its PTX's TMA-store
+    /// rules) before running it. Off only to see what the emulation (or the GPU) makes of such a
+    /// bug (`--no-static-check`).
+    pub static_check: bool,
 }
 
 impl Default for RunOptions {
@@ -79,6 +84,7 @@ impl Default for RunOptions {
             clusters: None,
             emu_seed: 0,
             trace_clusters: None,
+            static_check: true,
         }
     }
 }
@@ -445,6 +451,7 @@ pub fn launch_and_wait(
 ) -> Result<()> {
     let emu = match emu {
         Some(e) => {
+            e.set_watchdog(timeout);
             e.reset(gpu, emu_seed)?;
             Some(e)
         }
@@ -454,7 +461,8 @@ pub fn launch_and_wait(
     unsafe { kernel.launch(gpu, plan, args)? };
     let step = kernel.spec.info().number;
     let recorded = || emu.as_ref().and_then(|e| e.fault()).map(|f| f.describe());
-    if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded) {
+    let waiting = || emu.as_ref().map(|e| e.hang_report()).unwrap_or_default();
+    if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded, &waiting) {
         if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
             bail!("{}", f.describe());
         }
@@ -562,6 +570,18 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
         .into_iter()
         .collect();
+    if opts.static_check {
+        let mut defines = spec.defines(opts.dtype);
+        defines.extend_from_slice(&trace_define);
+        if spec.arch == Arch::Hopper {
+            crate::static_check::check_twin(&source, &defines)?;
+        } else if target == Target::Sm100a {
+            // The native build below is the sm_100a compile; the PTX rules remain.
+            crate::static_check::check_ptx(&source, &defines)?;
+        } else {
+            crate::static_check::check_blackwell(&source, &defines)?;
+        }
+    }
     let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &trace_define)?;
     let plan = kernel.plan(gpu, shape, opts.clusters)?;
 

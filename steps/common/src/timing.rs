@@ -65,7 +65,7 @@ impl Stats {
 /// the kernel (the grader's worker sat there until its 240 s limit killed it). The driver frees
 /// the context, and stops the kernel, when the process is gone.
 pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
-    sync_diagnosed(gpu, timeout, what, &|| None)
+    sync_diagnosed(gpu, timeout, what, &|| None, &Vec::new)
 }
 
 /// [`sync_with_timeout`], asking `diagnose` before calling a timeout a hang: under the tcgen05
@@ -75,11 +75,14 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
 /// exit code 2, as for any error), not as a hang. The process still ends at once, as for a hang:
 /// returning instead let the caller free buffers and unload the module under the still-running
 /// kernel, which blocked (on the H200 two such runs waited until an outer 150 s limit).
+/// A hang with no recorded fault is then explained by `waiting` (the emulation's watchdog
+/// records: which warp waits on which barrier, and what that barrier still lacks), one line each.
 pub fn sync_diagnosed(
     gpu: &Gpu,
     timeout: Duration,
     what: &str,
     diagnose: &dyn Fn() -> Option<String>,
+    waiting: &dyn Fn() -> Vec<String>,
 ) -> Result<()> {
     let event = gpu
         .stream
@@ -97,10 +100,21 @@ pub fn sync_diagnosed(
                         eprintln!("error: {d}");
                         exit_now(2);
                     }
-                    eprintln!(
-                        "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
-                        timeout.as_secs_f64()
-                    );
+                    let waits = waiting();
+                    if waits.is_empty() {
+                        eprintln!(
+                            "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
+                            timeout.as_secs_f64()
+                        );
+                    } else {
+                        eprintln!(
+                            "error: {what} did not finish within {:.0} s: it hangs; the emulation's watchdog saw these mbarrier waits never succeed (raise the limit with --timeout if the problem is just large):",
+                            timeout.as_secs_f64()
+                        );
+                        for w in &waits {
+                            eprintln!("  waiting: {w}");
+                        }
+                    }
                     exit_now(124);
                 }
                 std::thread::sleep(Duration::from_micros(200));
