@@ -21,7 +21,7 @@ fn ptx(step: &'static dyn common::Step, text: &str) -> String {
 fn every_traced_build_passes_the_ptx_check() {
     // `runner step --trace` checks the traced build: its record stores must not look like
     // staging writes to the store rules.
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         for arch in [Arch::Blackwell, Arch::Hopper] {
             let spec = KernelSpec::new(step, arch);
             let mut defines = spec.defines(Dtype::F16);
@@ -108,7 +108,7 @@ fn static_findings_point_at_the_source_line_of_the_bug() {
         ("alloc-cta-group-1", "one-cta-group", "mma_f16_2cta("),
     ] {
         let m = find(mutation).expect("known mutation");
-        for step in runner::steps::all() {
+        for step in ladder::all() {
             if !m.applies_to(step.info().number) {
                 continue;
             }
@@ -141,7 +141,7 @@ fn static_findings_point_at_the_source_line_of_the_bug() {
 fn every_hopper_twin_fences_and_syncs_its_staging_before_the_tma_store() {
     // The store rules and the wgmma rule of ptx_check hold for the twins' PTX (the tcgen05 rules
     // are vacuous there), as `runner step` checks on every twin build.
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         let spec = KernelSpec::new(step, Arch::Hopper);
         let src = KernelSource {
             path: step.info().kernel_path(Arch::Hopper),
@@ -168,7 +168,7 @@ fn a_twin_without_the_barrier_before_its_tma_store_is_found() {
     // The issue's missed twin bug: the warpgroup's staging writes are fenced, but the thread that
     // issues the TMA store does not wait for the other threads' writes.
     for n in [2u32, 3, 4] {
-        let step = runner::steps::get(n).expect("step");
+        let step = ladder::get(n).expect("step");
         let stock = step.info().hopper.text;
         let lines: Vec<&str> = stock.lines().collect();
         let fence = lines
@@ -203,7 +203,7 @@ fn a_twin_without_the_barrier_before_its_tma_store_is_found() {
 #[test]
 fn a_twin_that_waits_one_wgmma_group_too_few_is_found() {
     // The issue's other missed twin bug: wgmma.wait_group 1 where the accumulator's use needs 0.
-    for step in runner::steps::all() {
+    for step in ladder::all() {
         let n = step.info().number;
         let stock = step.info().hopper.text;
         if !stock.contains("hp::wgmma_wait_group<0>();") {
