@@ -2,9 +2,31 @@
 
 use common::compile::{compile, CompileError, KernelSource, Target};
 use common::mutation::MUTATIONS;
-use common::sass::disassemble;
-use common::step::{Arch, KernelSpec};
+use common::sass::{disassemble, Sass};
+use common::step::{Arch, KernelSpec, OutputArg};
 use common::Dtype;
+
+/// Every store to shared memory must be a shared-memory store (`STS`), never a generic `ST`
+/// whose state space the hardware looks up at run time: kernels that stage C in shared memory
+/// for TMA stores (`output` a tensor map) must show `STS`, and no kernel may store through a
+/// generic address at all (C itself goes out by TMA or by `STG`). A `SharedStorage&` computed
+/// through `size_t` is what turns the staging stores generic.
+fn assert_stores_are_typed(sass: &Sass, output: OutputArg, what: &str) {
+    assert_eq!(
+        sass.count("ST"),
+        0,
+        "{what}: generic stores (ST) in the SASS, the staging stores lost their shared state \
+         space; histogram {:?}",
+        sass.histogram
+    );
+    if matches!(output, OutputArg::TensorMap { .. }) {
+        assert!(
+            sass.count("STS") > 0,
+            "{what} stages C in shared memory but has no STS; histogram {:?}",
+            sass.histogram
+        );
+    }
+}
 
 #[test]
 fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
@@ -30,6 +52,11 @@ fn every_step_compiles_for_sm100a_with_its_instructions_and_no_spills() {
                 0,
                 "step {} ({dtype}) uses local memory (LDL/STL)",
                 info.number
+            );
+            assert_stores_are_typed(
+                &sass,
+                spec.shape().output,
+                &format!("step {} ({dtype})", info.number),
             );
             assert_eq!(
                 c.resources.spill_store_bytes + c.resources.spill_load_bytes,
@@ -147,6 +174,11 @@ fn every_hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
                 sass.local_memory_ops(),
                 0,
                 "step {n} twin ({dtype}) uses local memory (LDL/STL)"
+            );
+            assert_stores_are_typed(
+                &sass,
+                spec.shape().output,
+                &format!("step {n} twin ({dtype})"),
             );
             assert_eq!(
                 c.resources.spill_store_bytes + c.resources.spill_load_bytes,
