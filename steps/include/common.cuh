@@ -318,6 +318,7 @@ enum TracePhase : u32 {
   TRACE_MMA_WAIT,        // consumer: waits for its previous wgmma group (wgmma.wait_group)
   TRACE_ACC_EMPTY_WAIT,  // MMA warp: waits for the epilogue to release the accumulator
   TRACE_TURN_WAIT,       // ping-pong consumer: waits for the other consumer's MMAs to be issued
+  TRACE_OUT_EMPTY_WAIT,  // Hopper consumer: waits for the store warp to have read `out`
   TRACE_ACC_WAIT,        // epilogue: waits for the accumulator to be final
   TRACE_EPILOGUE,        // epilogue: accumulator -> registers -> (shared ->) global
   TRACE_TAIL,            // producer tail: waits for the last commits aimed at this CTA

@@ -244,19 +244,43 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
 
 #[test]
 fn the_hopper_exercise_kernels_compile() {
-    // Kernels chapter 6 asks readers to run with `runner step 4 --arch sm_90a --kernel ...`.
-    let step = runner::steps::get(4).expect("step 4");
-    let spec = KernelSpec::new(step, Arch::Hopper);
-    let path = "exercises/hopper/step4_snake_sm90.cu";
-    let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
-        .expect("the exercise kernel is in the repository");
-    let src = KernelSource {
-        path: path.into(),
-        text,
-    };
-    for dtype in [Dtype::F16, Dtype::Bf16] {
-        let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
-            .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
-        assert_eq!(c.resources.spill_store_bytes, 0);
+    // Kernels the chapters ask readers to run with `runner step N --arch sm_90a --kernel ...`
+    // (and the bench times as contenders), with the parameters they name.
+    let cases: [(u32, &str, &[&str]); 2] = [
+        (4, "exercises/hopper/step4_snake_sm90.cu", &[]),
+        (5, "exercises/hopper/step5_pingpong_sm90.cu", &["tile_m=64"]),
+    ];
+    for (n, path, params) in cases {
+        let step = runner::steps::get(n).expect("step");
+        let mut spec = KernelSpec::new(step, Arch::Hopper);
+        let overrides: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+        spec.params.apply(&overrides).expect("known parameters");
+        let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+            .expect("the exercise kernel is in the repository");
+        let src = KernelSource {
+            path: path.into(),
+            text,
+        };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
+                .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
+            assert_eq!(
+                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                0,
+                "{path} ({dtype}) spills"
+            );
+            assert!(
+                !c.log
+                    .contains("wgmma.mma_async instructions are serialized"),
+                "{path} ({dtype}): {}",
+                c.log
+            );
+            let sass = disassemble(&c.cubin).expect("nvdisasm");
+            assert!(
+                sass.count("HGMMA") > 0 && sass.count("UTMASTG") > 0,
+                "{path}"
+            );
+            assert_stores_are_typed(&sass, spec.shape().output, &format!("{path} ({dtype})"));
+        }
     }
 }

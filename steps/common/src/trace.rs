@@ -40,6 +40,7 @@ pub enum Phase {
     MmaWait,
     AccEmptyWait,
     TurnWait,
+    OutEmptyWait,
     AccWait,
     Epilogue,
     Tail,
@@ -48,7 +49,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::Setup,
         Phase::Idle,
         Phase::SlotWait,
@@ -58,6 +59,7 @@ impl Phase {
         Phase::MmaWait,
         Phase::AccEmptyWait,
         Phase::TurnWait,
+        Phase::OutEmptyWait,
         Phase::AccWait,
         Phase::Epilogue,
         Phase::Tail,
@@ -83,6 +85,7 @@ impl Phase {
             Phase::MmaWait => "TRACE_MMA_WAIT",
             Phase::AccEmptyWait => "TRACE_ACC_EMPTY_WAIT",
             Phase::TurnWait => "TRACE_TURN_WAIT",
+            Phase::OutEmptyWait => "TRACE_OUT_EMPTY_WAIT",
             Phase::AccWait => "TRACE_ACC_WAIT",
             Phase::Epilogue => "TRACE_EPILOGUE",
             Phase::Tail => "TRACE_TAIL",
@@ -102,6 +105,7 @@ impl Phase {
             Phase::MmaWait => "wait for MMAs",
             Phase::AccEmptyWait => "wait for a free accumulator",
             Phase::TurnWait => "wait for the other consumer",
+            Phase::OutEmptyWait => "wait for a free output tile",
             Phase::AccWait => "wait for the accumulator",
             Phase::Epilogue => "epilogue",
             Phase::Tail => "producer tail",
@@ -118,6 +122,7 @@ impl Phase {
                 | Phase::MmaWait
                 | Phase::AccEmptyWait
                 | Phase::TurnWait
+                | Phase::OutEmptyWait
                 | Phase::AccWait
                 | Phase::Tail
         )
