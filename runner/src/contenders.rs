@@ -22,15 +22,27 @@ pub struct Contender {
     pub description: &'static str,
 }
 
-pub const CONTENDERS: &[Contender] = &[Contender {
-    name: "5-pingpong",
-    step: 5,
-    arch: Arch::Hopper,
-    path: "exercises/hopper/step5_pingpong_sm90.cu",
-    text: include_str!("../../exercises/hopper/step5_pingpong_sm90.cu"),
-    params: &["tile_m=64"],
-    description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
-}];
+pub const CONTENDERS: &[Contender] = &[
+    Contender {
+        name: "5-pingpong",
+        step: 5,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step5_pingpong_sm90.cu",
+        text: include_str!("../../exercises/hopper/step5_pingpong_sm90.cu"),
+        params: &["tile_m=64"],
+        description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
+    },
+    Contender {
+        name: "6-l2hints",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_l2hints_sm90.cu",
+        text: include_str!("../../exercises/hopper/step6_l2hints_sm90.cu"),
+        params: &[],
+        description:
+            "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
+    },
+];
 
 pub fn find(name: &str) -> Result<&'static Contender> {
     match CONTENDERS.iter().find(|c| c.name == name) {
@@ -79,6 +91,16 @@ mod tests {
         assert!(find("nope")
             .unwrap_err()
             .to_string()
-            .contains("contenders: 5-pingpong"));
+            .contains("contenders: 5-pingpong, 6-l2hints"));
+        let hints = find("6-l2hints").expect("known").spec().expect("plans");
+        let stock = KernelSpec::new(crate::steps::get(6).expect("step 6"), Arch::Hopper);
+        assert_eq!(hints.params, stock.params, "step 6's own parameters");
+        for c in CONTENDERS {
+            assert!(
+                c.source().text.contains("#include \"hopper.cuh\""),
+                "{}",
+                c.name
+            );
+        }
     }
 }

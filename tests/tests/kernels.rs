@@ -246,9 +246,10 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
 fn the_hopper_exercise_kernels_compile() {
     // Kernels the chapters ask readers to run with `runner step N --arch sm_90a --kernel ...`
     // (and the bench times as contenders), with the parameters they name.
-    let cases: [(u32, &str, &[&str]); 2] = [
+    let cases: [(u32, &str, &[&str]); 3] = [
         (4, "exercises/hopper/step4_snake_sm90.cu", &[]),
         (5, "exercises/hopper/step5_pingpong_sm90.cu", &["tile_m=64"]),
+        (6, "exercises/hopper/step6_l2hints_sm90.cu", &[]),
     ];
     for (n, path, params) in cases {
         let step = runner::steps::get(n).expect("step");
