@@ -658,7 +658,7 @@ mod tests {
         // The device writes uint4 {t.lo, t.hi, c.lo, c.hi}, {arg, smid, cta, warp | phase << 16
         // | kind << 24}: check one word as the device composes it.
         let last = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
-        assert_eq!(last, 11 | (10 << 16) | (1 << 24));
+        assert_eq!(last, 11 | (11 << 16) | (1 << 24));
         assert_eq!(Record::decode(&b), r);
     }
 
@@ -668,10 +668,10 @@ mod tests {
             assert_eq!(p.id() as usize, i);
             assert_eq!(Phase::from_id(i as u8), Some(*p));
         }
-        assert_eq!(Phase::from_id(14), None);
+        assert_eq!(Phase::from_id(15), None);
         let mut labels: Vec<&str> = Phase::ALL.iter().map(|p| p.label()).collect();
         labels.dedup();
-        assert_eq!(labels.len(), 14);
+        assert_eq!(labels.len(), 15);
         assert!(Phase::SlotWait.is_wait() && !Phase::Load.is_wait());
     }
 
