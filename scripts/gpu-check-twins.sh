@@ -7,7 +7,8 @@
 #    shapes plus odd ones: K not a power of two, M and N odd multiples of the tile) x f16/bf16
 #    x seeds, plus other input distributions, and the persistent twins with a capped grid so
 #    each cluster loops over many tiles; each must verify (poisoned output, cuBLAS and fp64);
-# 2. `runner bench` (all steps, both dtypes, the default shapes; BENCH_ARGS adds e.g. --sweep).
+# 2. `runner bench` (all steps and the contenders 5-pingpong and 6-l2hints, both dtypes, the
+#    default shapes; BENCH_ARGS adds e.g. --sweep).
 # Writes $OUT/twins.json and the bench's JSON and SVG into $OUT; prints a summary table last.
 # Exit 0 only if every twin verified and the bench ran.
 set -u
@@ -71,7 +72,7 @@ while read -r step tm tn tk persistent; do
   fi
 done <"$CASES/tiles.txt"
 
-timeout 900 "$RUNNER" bench --out "$OUT" $BENCH_ARGS >"$OUT/bench.txt" 2>>"$LOG"
+timeout 900 "$RUNNER" bench --contenders 5-pingpong,6-l2hints --out "$OUT" $BENCH_ARGS >"$OUT/bench.txt" 2>>"$LOG"
 BENCH_RC=$?
 
 python3 - "$OUT" "$COMMIT" "$CASES" "$BENCH_RC" <<'PY'

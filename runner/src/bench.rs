@@ -25,12 +25,15 @@ use common::timing::{time_rounds, Clocks, Launch, Protocol, Stats, Timed};
 use common::verify::verify;
 use common::Step;
 use indicatif::{ProgressBar, ProgressStyle};
+use runner::contenders::Contender;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub struct BenchOptions {
     pub steps: Vec<&'static dyn Step>,
+    /// Named variants timed beside the steps (`runner::contenders`).
+    pub contenders: Vec<&'static Contender>,
     pub shapes: Vec<Shape>,
     pub dtypes: Vec<Dtype>,
     pub iters: usize,
@@ -61,8 +64,9 @@ pub const SWEEP_SIZES: [usize; 6] = [1024, 2048, 3072, 4096, 6144, 8192];
 pub struct BenchCase {
     pub shape: Shape,
     pub dtype: Dtype,
-    /// "cublas" or "step N".
+    /// "cublas", "step N" or a contender's name (e.g. "5-pingpong").
     pub kernel: String,
+    /// The step, for the ladder's own kernels only (not cuBLAS, not contenders).
     pub step: Option<u32>,
     pub params: Option<Params>,
     /// Why the kernel was not timed (a shape it does not accept, a failed verification).
@@ -175,6 +179,9 @@ pub fn native_arch(info: &gpu::GpuInfo) -> Result<Arch> {
 }
 
 pub struct Entry {
+    /// The case's `kernel`: "step N" or a contender's name.
+    pub name: String,
+    pub step: Option<u32>,
     spec: KernelSpec,
     kernel: LoadedKernel,
 }
@@ -191,7 +198,8 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let (nvml, device) = open_nvml(&gpu);
     let clocks_before = clocks();
     let mut cases = Vec::new();
-    let total = (opts.dtypes.len() * opts.shapes.len() * (opts.steps.len() + 1)) as u64;
+    let kernels = opts.steps.len() + opts.contenders.len();
+    let total = (opts.dtypes.len() * opts.shapes.len() * (kernels + 1)) as u64;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} {msg} [{elapsed_precise}]")
@@ -205,7 +213,32 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
             let kernel =
                 LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
                     .with_context(|| format!("step {}", step.info().number))?;
-            entries.push(Entry { spec, kernel });
+            let n = step.info().number;
+            entries.push(Entry {
+                name: format!("step {n}"),
+                step: Some(n),
+                spec,
+                kernel,
+            });
+        }
+        for c in &opts.contenders {
+            if c.arch != arch {
+                bail!(
+                    "contender {} is a {}, which this GPU does not run natively",
+                    c.name,
+                    c.arch.name()
+                );
+            }
+            let spec = c.spec()?;
+            bar.set_message(format!("compiling {} ({dtype})", c.name));
+            let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &c.source(), dtype)
+                .with_context(|| format!("contender {}", c.name))?;
+            entries.push(Entry {
+                name: c.name.to_string(),
+                step: None,
+                spec,
+                kernel,
+            });
         }
         for &shape in &opts.shapes {
             bar.set_message(format!("{shape} {dtype}"));
@@ -310,12 +343,12 @@ pub fn ready_kernels<'e>(
     let mut timed = Vec::new();
     let mut cases = Vec::new();
     for e in entries {
-        let n = e.spec.info().number;
+        let name = &e.name;
         let mut case = BenchCase {
             shape,
             dtype,
-            kernel: format!("step {n}"),
-            step: Some(n),
+            kernel: name.clone(),
+            step: e.step,
             params: Some(e.spec.params.clone()),
             skipped: None,
             verified: false,
@@ -339,7 +372,7 @@ pub fn ready_kernels<'e>(
         let args = common::run::LaunchArgs::new(&plan, dtype, shape, pa, pb, dptr(&c, gpu))?;
         poison(gpu, &c)?;
         launch_and_wait(gpu, &e.kernel, &plan, &args, None, 0, timeout)
-            .with_context(|| format!("step {n} at {shape} {dtype}"))?;
+            .with_context(|| format!("{name} at {shape} {dtype}"))?;
         let v = check(&c)?;
         case.rel_error_norm = Some(v.rel_error_norm);
         if !v.passed {
@@ -388,7 +421,13 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
         let spec = KernelSpec::new(s, arch);
         let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
             .with_context(|| format!("step {}", s.info().number))?;
-        entries.push(Entry { spec, kernel });
+        let n = s.info().number;
+        entries.push(Entry {
+            name: format!("step {n}"),
+            step: Some(n),
+            spec,
+            kernel,
+        });
     }
     let ctx = Ctx {
         gpu: &gpu,
@@ -474,11 +513,11 @@ fn bench_shape(
     for (t, m) in timed.iter().zip(&measured[1..]) {
         let st = &m.stats;
         let v = check(&t.c)?;
-        let n = t.entry.spec.info().number;
+        let name = &t.entry.name;
         let case = cases
             .iter_mut()
-            .find(|c| c.step == Some(n))
-            .ok_or_else(|| anyhow!("internal: no case for step {n}"))?;
+            .find(|c| &c.kernel == name)
+            .ok_or_else(|| anyhow!("internal: no case for {name}"))?;
         let tflops = st.tflops(flops);
         case.verified = v.passed;
         case.rel_error_norm = Some(v.rel_error_norm);
@@ -540,7 +579,7 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
         (None, None) => {}
     }
     println!(
-        "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",
+        "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",
         "shape",
         "dtype",
         "kernel",
@@ -560,7 +599,7 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
             .filter(|k| !k.clock_event_reasons.is_empty())
             .map(|k| format!("clock held by {}", k.clock_event_reasons.join("+")));
         println!(
-            "{:<16} {:<5} {:<8} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  {}",
+            "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  {}",
             c.shape.to_string(),
             c.dtype.to_string(),
             c.kernel,

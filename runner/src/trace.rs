@@ -160,6 +160,7 @@ pub fn colour(p: Phase) -> RGBColor {
         Phase::MmaWait => RGBColor(107, 174, 214),
         Phase::AccEmptyWait => RGBColor(218, 218, 235),
         Phase::TurnWait => RGBColor(158, 154, 200),
+        Phase::OutEmptyWait => RGBColor(188, 189, 220),
         Phase::AccWait => RGBColor(199, 233, 192),
         Phase::Epilogue => RGBColor(35, 139, 69),
         Phase::Tail => RGBColor(204, 153, 102),

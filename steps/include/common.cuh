@@ -67,6 +67,18 @@ __device__ __forceinline__ u32 smem_u32(const void* p) {
   return static_cast<u32>(__cvta_generic_to_shared(p));
 }
 
+// The kernel's SharedStorage in dynamic shared memory, its start rounded up to 1024 bytes (the
+// 128-byte swizzle needs 1024-byte aligned tiles). The rounding is pointer arithmetic on the
+// __shared__ array itself, not a round trip through size_t: the compiler then still knows that
+// the result points to shared memory, so stores through it compile to STS, not to generic ST
+// that must look up the address's state space at run time (CUDA C++ Programming Guide,
+// "Address Space Predicate Functions" and "Shared Memory").
+template <typename Storage>
+__device__ __forceinline__ Storage& shared_storage(unsigned char* smem_raw) {
+  const u32 pad = (1024u - (smem_u32(smem_raw) & 1023u)) & 1023u;
+  return *reinterpret_cast<Storage*>(smem_raw + pad);
+}
+
 __device__ __forceinline__ u32 warp_id() { return threadIdx.x / 32; }
 
 // %dynamic_smem_size (PTX ISA "Special Registers"): the dynamic shared memory of this launch.
@@ -339,6 +351,7 @@ enum TracePhase : u32 {
   TRACE_MMA_WAIT,        // consumer: waits for its previous wgmma group (wgmma.wait_group)
   TRACE_ACC_EMPTY_WAIT,  // MMA warp: waits for the epilogue to release the accumulator
   TRACE_TURN_WAIT,       // ping-pong consumer: waits for the other consumer's MMAs to be issued
+  TRACE_OUT_EMPTY_WAIT,  // Hopper consumer: waits for the store warp to have read `out`
   TRACE_ACC_WAIT,        // epilogue: waits for the accumulator to be final
   TRACE_EPILOGUE,        // epilogue: accumulator -> registers -> (shared ->) global
   TRACE_TAIL,            // producer tail: waits for the last commits aimed at this CTA

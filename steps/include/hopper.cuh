@@ -217,4 +217,62 @@ __device__ __forceinline__ u32 pack_pair<__nv_bfloat16>(float lo, float hi) {
   return *reinterpret_cast<const u32*>(&v);
 }
 
+// ---------------------------------------------------------------------------------------------
+// L2 eviction hints (used by exercises/hopper/step6_l2hints_sm90.cu, not by the ladder)
+// ---------------------------------------------------------------------------------------------
+
+// createpolicy.fractional (PTX ISA "createpolicy"): a 64-bit L2 cache policy for the
+// .L2::cache_hint forms of the bulk tensor copies below; fraction 1.0 covers every line they touch.
+// evict_last: keep these lines over others (an operand later tiles read again);
+// evict_first: drop these lines first (C, written once and never read).
+__device__ __forceinline__ u64 createpolicy_evict_last() {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ u64 createpolicy_evict_first() {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// cp.async.bulk.tensor.2d ... .L2::cache_hint (PTX ISA "cp.async.bulk.tensor", warp-level): the
+// copies of wb::tma_load_2d, wb::tma_load_2d_multicast and wb::tma_store_2d, their L2 lines
+// tagged with `policy`. Native only: the tcgen05 emulation never sees them (no hook).
+__device__ __forceinline__ void tma_load_2d_hint(void* dst, const TmaDesc* desc, u64* bar, int c0,
+                                                 int c1, u64 policy) {
+  if (wb::elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
+        " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(wb::smem_u32(dst)),
+        "l"(desc), "r"(wb::smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy)
+        : "memory");
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const TmaDesc* desc, u64* bar,
+                                                           unsigned short cta_mask, int c0, int c1,
+                                                           u64 policy) {
+  if (wb::elect_one()) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+        ".multicast::cluster.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(
+            wb::smem_u32(dst)),
+        "l"(desc), "r"(wb::smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask), "l"(policy)
+        : "memory");
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void tma_store_2d_hint(const TmaDesc* desc, const void* src, int c0,
+                                                  int c1, u64 policy) {
+  if (wb::lane_id() == 0) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint"
+        " [%0, {%2, %3}], [%1], %4;" ::"l"(desc),
+        "r"(wb::smem_u32(src)), "r"(c0), "r"(c1), "l"(policy)
+        : "memory");
+  }
+  __syncwarp();
+}
+
 }  // namespace hp

@@ -2,9 +2,31 @@
 
 use common::compile::{compile, CompileError, KernelSource, Target};
 use common::mutation::MUTATIONS;
-use common::sass::disassemble;
-use common::step::{Arch, KernelSpec, Step};
+use common::sass::{disassemble, Sass};
+use common::step::{Arch, KernelSpec, OutputArg, Step};
 use common::Dtype;
+
+/// Every store to shared memory must be a shared-memory store (`STS`), never a generic `ST`
+/// whose state space the hardware looks up at run time: kernels that stage C in shared memory
+/// for TMA stores (`output` a tensor map) must show `STS`, and no kernel may store through a
+/// generic address at all (C itself goes out by TMA or by `STG`). A `SharedStorage&` computed
+/// through `size_t` is what turns the staging stores generic.
+fn assert_stores_are_typed(sass: &Sass, output: OutputArg, what: &str) {
+    assert_eq!(
+        sass.count("ST"),
+        0,
+        "{what}: generic stores (ST) in the SASS, the staging stores lost their shared state \
+         space; histogram {:?}",
+        sass.histogram
+    );
+    if matches!(output, OutputArg::TensorMap { .. }) {
+        assert!(
+            sass.count("STS") > 0,
+            "{what} stages C in shared memory but has no STS; histogram {:?}",
+            sass.histogram
+        );
+    }
+}
 
 /// One module per step, so the steps compile in parallel and every failing step is reported,
 /// not only the first.
@@ -83,6 +105,11 @@ fn compiles_for_sm100a(step: &'static dyn Step) {
             info.number
         );
         assert!(c.resources.registers > 0 && c.resources.registers <= 255);
+        assert_stores_are_typed(
+            &sass,
+            spec.shape().output,
+            &format!("step {} ({dtype})", info.number),
+        );
     }
 }
 
@@ -180,6 +207,11 @@ fn hopper_twin_compiles_for_sm90a(step: &'static dyn Step) {
             0,
             "step {n} twin ({dtype}) uses local memory (LDL/STL)"
         );
+        assert_stores_are_typed(
+            &sass,
+            spec.shape().output,
+            &format!("step {n} twin ({dtype})"),
+        );
         assert_eq!(
             c.resources.spill_store_bytes + c.resources.spill_load_bytes,
             0,
@@ -240,19 +272,44 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
 
 #[test]
 fn the_hopper_exercise_kernels_compile() {
-    // Kernels chapter 6 asks readers to run with `runner step 4 --arch sm_90a --kernel ...`.
-    let step = ladder::get(4).expect("step 4");
-    let spec = KernelSpec::new(step, Arch::Hopper);
-    let path = "exercises/hopper/step4_snake_sm90.cu";
-    let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
-        .expect("the exercise kernel is in the repository");
-    let src = KernelSource {
-        path: path.into(),
-        text,
-    };
-    for dtype in [Dtype::F16, Dtype::Bf16] {
-        let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
-            .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
-        assert_eq!(c.resources.spill_store_bytes, 0);
+    // Kernels the chapters ask readers to run with `runner step N --arch sm_90a --kernel ...`
+    // (and the bench times as contenders), with the parameters they name.
+    let cases: [(u32, &str, &[&str]); 3] = [
+        (4, "exercises/hopper/step4_snake_sm90.cu", &[]),
+        (5, "exercises/hopper/step5_pingpong_sm90.cu", &["tile_m=64"]),
+        (6, "exercises/hopper/step6_l2hints_sm90.cu", &[]),
+    ];
+    for (n, path, params) in cases {
+        let step = ladder::get(n).expect("step");
+        let mut spec = KernelSpec::new(step, Arch::Hopper);
+        let overrides: Vec<String> = params.iter().map(|p| p.to_string()).collect();
+        spec.params.apply(&overrides).expect("known parameters");
+        let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+            .expect("the exercise kernel is in the repository");
+        let src = KernelSource {
+            path: path.into(),
+            text,
+        };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
+                .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
+            assert_eq!(
+                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                0,
+                "{path} ({dtype}) spills"
+            );
+            assert!(
+                !c.log
+                    .contains("wgmma.mma_async instructions are serialized"),
+                "{path} ({dtype}): {}",
+                c.log
+            );
+            let sass = disassemble(&c.cubin).expect("nvdisasm");
+            assert!(
+                sass.count("HGMMA") > 0 && sass.count("UTMASTG") > 0,
+                "{path}"
+            );
+            assert_stores_are_typed(&sass, spec.shape().output, &format!("{path} ({dtype})"));
+        }
     }
 }

@@ -168,7 +168,8 @@ fn every_kernel_marks_the_phases_its_structure_has() {
                         expected.push(Teardown);
                     }
                     if n >= 5 {
-                        expected.push(TurnWait);
+                        // The consumers wait for the store warp to have read `out`.
+                        expected.push(OutEmptyWait);
                     }
                 }
             }

@@ -40,6 +40,7 @@ pub enum Phase {
     MmaWait,
     AccEmptyWait,
     TurnWait,
+    OutEmptyWait,
     AccWait,
     Epilogue,
     Tail,
@@ -48,7 +49,7 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 14] = [
+    pub const ALL: [Phase; 15] = [
         Phase::Setup,
         Phase::Idle,
         Phase::SlotWait,
@@ -58,6 +59,7 @@ impl Phase {
         Phase::MmaWait,
         Phase::AccEmptyWait,
         Phase::TurnWait,
+        Phase::OutEmptyWait,
         Phase::AccWait,
         Phase::Epilogue,
         Phase::Tail,
@@ -83,6 +85,7 @@ impl Phase {
             Phase::MmaWait => "TRACE_MMA_WAIT",
             Phase::AccEmptyWait => "TRACE_ACC_EMPTY_WAIT",
             Phase::TurnWait => "TRACE_TURN_WAIT",
+            Phase::OutEmptyWait => "TRACE_OUT_EMPTY_WAIT",
             Phase::AccWait => "TRACE_ACC_WAIT",
             Phase::Epilogue => "TRACE_EPILOGUE",
             Phase::Tail => "TRACE_TAIL",
@@ -102,6 +105,7 @@ impl Phase {
             Phase::MmaWait => "wait for MMAs",
             Phase::AccEmptyWait => "wait for a free accumulator",
             Phase::TurnWait => "wait for the other consumer",
+            Phase::OutEmptyWait => "wait for a free output tile",
             Phase::AccWait => "wait for the accumulator",
             Phase::Epilogue => "epilogue",
             Phase::Tail => "producer tail",
@@ -118,6 +122,7 @@ impl Phase {
                 | Phase::MmaWait
                 | Phase::AccEmptyWait
                 | Phase::TurnWait
+                | Phase::OutEmptyWait
                 | Phase::AccWait
                 | Phase::Tail
         )
@@ -653,7 +658,7 @@ mod tests {
         // The device writes uint4 {t.lo, t.hi, c.lo, c.hi}, {arg, smid, cta, warp | phase << 16
         // | kind << 24}: check one word as the device composes it.
         let last = u32::from_le_bytes([b[28], b[29], b[30], b[31]]);
-        assert_eq!(last, 11 | (10 << 16) | (1 << 24));
+        assert_eq!(last, 11 | (11 << 16) | (1 << 24));
         assert_eq!(Record::decode(&b), r);
     }
 
@@ -663,10 +668,10 @@ mod tests {
             assert_eq!(p.id() as usize, i);
             assert_eq!(Phase::from_id(i as u8), Some(*p));
         }
-        assert_eq!(Phase::from_id(14), None);
+        assert_eq!(Phase::from_id(15), None);
         let mut labels: Vec<&str> = Phase::ALL.iter().map(|p| p.label()).collect();
         labels.dedup();
-        assert_eq!(labels.len(), 14);
+        assert_eq!(labels.len(), 15);
         assert!(Phase::SlotWait.is_wait() && !Phase::Load.is_wait());
     }
 

@@ -46,8 +46,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                 T* __restrict__ C, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  SharedStorage& smem = *reinterpret_cast<SharedStorage*>(
-      (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
+  SharedStorage& smem = wb::shared_storage<SharedStorage>(smem_raw);
 
   // The host sizes shared memory from its own formula; stop rather than overrun it.
   if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();

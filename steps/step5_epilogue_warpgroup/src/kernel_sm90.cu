@@ -1,27 +1,28 @@
-// Step 5, Hopper twin: ping-pong consumers.
+// Step 5, Hopper twin: a dedicated store warp.
 //
 // C = A * B^T with A (M x K) and B (N x K) row-major (K-major), C (M x N) row-major.
 // Only as many 2-CTA clusters as fit on the GPU are launched; each loops over (2 * TILE_M) x
 // TILE_N tiles of C, with set-up done once, and its producer loads the next tile's k-blocks
-// while a consumer stores this one. Per tile, each CTA owns TILE_M rows, and
+// while the consumers store this one. Per tile, each CTA owns TILE_M rows, and
 // both need the same TILE_N rows of B. Hopper has no MMA spanning two CTAs, but TMA can
 // multicast: each CTA loads half of B's rows once and the copy lands in both CTAs' shared
 // memory, so each SM pulls half as many B bytes from L2. Per CTA, three warpgroups:
 //   - warpgroup 0 is the producer: warp 0 issues TMA loads into a STAGES-deep shared-memory ring
-//     (its own A, its half of B for both CTAs), the other three warps idle; it gives most of its
-//     registers back (setmaxnreg.dec); a slot is refilled only once the consumers of both CTAs
-//     are done with it, since the refill lands in both;
-//   - warpgroups 1 and 2 are consumers that take turns (ping-pong): consumer 0 owns the cluster's
-//     even tiles, consumer 1 the odd ones, each a whole TILE_M x TILE_N tile. A warpgroup's
-//     registers hold at most 64 x 256 (or 128 x 128) f32 values, 128 a thread with the producer's
-//     registers from setmaxnreg.inc: half of step 4's 128 x 256 tile per warpgroup. The
-//     ring hands out k-blocks in tile order, and a consumer starts a tile's wgmma only once the
-//     other has issued all of its previous tile's (math_turn), so while one consumer
-//     multiplies, the other runs its epilogue. Hopper has no tensor memory to hand a finished
-//     accumulator to a dedicated epilogue warpgroup, so the warpgroups swap roles instead;
-//   - once its last wgmma completes, a consumer walks its tile in 64-row, EPILOGUE_TILE_N-column
-//     sub-tiles: registers -> a double-buffered, swizzled shared-memory staging tile -> TMA store,
-//     so writing sub-tile j + 1 overlaps storing sub-tile j.
+//     (its own A, its half of B for both CTAs), warp 1 is the store warp (below), the other two
+//     warps idle; it gives most of its registers back (setmaxnreg.dec); a slot is refilled only
+//     once the consumers of both CTAs are done with it, since the refill lands in both;
+//   - warpgroups 1 and 2 are consumers: each multiplies its 64-row half of the tile with wgmma
+//     and takes the producer's registers (setmaxnreg.inc), which is what lets the tile grow to
+//     128 x 256: each consumer holds a 64 x 256 f32 accumulator, 128 registers a thread;
+//   - once its last wgmma completes, each consumer writes its 64 x 256 rows of C into `out`, a
+//     swizzled shared-memory tile, hands them to the store warp (out_full) and goes back to its
+//     wgmma at once; the store warp issues the TMA stores and frees `out` (out_empty) as soon as
+//     they have read it. Hopper has no tensor memory to hand an accumulator to an epilogue
+//     warpgroup, so what leaves the consumers' critical path is the stores: the tensor cores
+//     idle while a consumer writes `out`, not while C travels to global memory. `out` holds one
+//     consumer's rows (32 KB, step 4's staging size), so the ring keeps its STAGES stages; the
+//     two consumers fill it in turn, consumer 0 first, each waiting for the other's rows to
+//     have been read.
 // The host sets TILE_M, TILE_N, TILE_K, STAGES, EPILOGUE_TILE_N (from
 // step5_epilogue_warpgroup::HOPPER) and the element type.
 #include "hopper.cuh"
@@ -29,8 +30,8 @@
 typedef WB_DTYPE T;  // __half or __nv_bfloat16
 constexpr bool IS_BF16 = WB_IS_BF16;
 
-constexpr int TILE_M = WB_TILE_M;    // 64: rows of C per CTA and consumer tile
-constexpr int TILE_N = WB_TILE_N;    // 256: columns of C per tile = N of every wgmma
+constexpr int TILE_M = WB_TILE_M;    // 128: rows of C per CTA, 64 per consumer warpgroup
+constexpr int TILE_N = WB_TILE_N;    // 256: columns of C per CTA = N of every wgmma
 constexpr int TILE_K = WB_TILE_K;    // 64: one 128-byte swizzle row of 16-bit elements
 constexpr int STAGES = WB_STAGES;    // depth of the TMA -> wgmma ring
 constexpr int EPILOGUE_TILE_N = WB_EPILOGUE_TILE_N;  // columns per staged TMA store
@@ -40,7 +41,7 @@ constexpr int MMA_K = 16;            // K of one wgmma with 16-bit inputs
 constexpr int CLUSTER = 2;                   // CTAs per cluster, sharing B
 constexpr int CONSUMERS = 2;                 // consumer warpgroups, after the producer's
 constexpr int NUM_THREADS = 128 * (1 + CONSUMERS);
-constexpr int WG_M = TILE_M;                 // rows of the tile each consumer owns: all
+constexpr int WG_M = TILE_M / CONSUMERS;     // rows of the tile each consumer owns
 constexpr int M_BLOCKS = WG_M / MMA_M;       // wgmma per K step and consumer
 constexpr u32 PRODUCER_REGS = 40;            // setmaxnreg: the producer keeps few registers...
 constexpr u32 CONSUMER_REGS = 232;           // ...so the consumers can hold their accumulators
@@ -52,21 +53,24 @@ constexpr u32 SWIZZLE_GROUP_BYTES = 8 * 128;  // 8 rows of 128 B: the SBO of eve
 static_assert(TILE_K * sizeof(T) == 128, "one k-block must be exactly one 128-byte swizzle row");
 static_assert(WG_M % MMA_M == 0, "each consumer's rows are made of 64-row wgmma blocks");
 static_assert(TILE_N == 128 || TILE_N == 256, "N of one wgmma: 128 or 256 here");
+static_assert(M_BLOCKS == 1, "one 64-row block per consumer: out holds one consumer's rows");
 static_assert(M_BLOCKS * TILE_N / 2 <= 128, "the accumulator must fit in a thread's registers");
 static_assert(PRODUCER_REGS * 128 + CONSUMERS * CONSUMER_REGS * 128 <= 65536,
               "the warpgroups' registers must fit in the SM's register file");
 static_assert(STAGES >= 2, "the producer must be able to run ahead of the consumers");
 static_assert(EPILOGUE_TILE_N * sizeof(T) == 128, "a staging row is one 128-byte swizzle row");
 static_assert(TILE_N % EPILOGUE_TILE_N == 0, "the sub-tiles must cover the tile");
+constexpr int SUBTILES = TILE_N / EPILOGUE_TILE_N;  // TMA store boxes in one consumer's rows
 
 // ANCHOR: storage
 struct SharedStorage {
   alignas(1024) T a[STAGES][TILE_M * TILE_K];  // 128B swizzle needs 1024-byte aligned tiles
   alignas(1024) T b[STAGES][TILE_N * TILE_K];
-  alignas(1024) T epilogue[CONSUMERS][2][MMA_M * EPILOGUE_TILE_N];  // per consumer: two 64-row tiles
+  alignas(1024) T out[SUBTILES][MMA_M * EPILOGUE_TILE_N];  // one consumer's 64 rows of C
   alignas(8) u64 load_full[STAGES];   // TMA -> wgmma: slot holds k-block data (both B halves)
-  alignas(8) u64 load_empty[STAGES];  // wgmma -> TMA: the owning consumer's warps in both CTAs
-  alignas(8) u64 math_turn[CONSUMERS];  // consumer -> the other: my tile's wgmma are all issued
+  alignas(8) u64 load_empty[STAGES];  // wgmma -> TMA: every consumer warp of both CTAs is done
+  alignas(8) u64 out_full[CONSUMERS];   // consumer c -> store warp: `out` holds c's rows
+  alignas(8) u64 out_empty[CONSUMERS];  // store warp -> the other consumer: c's rows were read
 };
 // ANCHOR_END: storage
 
@@ -82,8 +86,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                 const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
-  SharedStorage& smem = *reinterpret_cast<SharedStorage*>(
-      (reinterpret_cast<size_t>(smem_raw) + 1023) & ~static_cast<size_t>(1023));
+  SharedStorage& smem = wb::shared_storage<SharedStorage>(smem_raw);
 
   // The host sizes shared memory from its own formula; stop rather than overrun it.
   if (threadIdx.x == 0 && wb::dynamic_smem_bytes() < sizeof(SharedStorage) + 1023) __trap();
@@ -107,9 +110,12 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     wb::tma_prefetch_desc(&tmap_c);
     for (int s = 0; s < STAGES; ++s) {
       wb::mbarrier_init(&smem.load_full[s], 1);   // the producer's arrive_expect_tx
-      wb::mbarrier_init(&smem.load_empty[s], CLUSTER * 4);  // the tile's consumer warps, both CTAs
+      wb::mbarrier_init(&smem.load_empty[s], CLUSTER * CONSUMERS * 4);  // consumer warps, both CTAs
     }
-    for (int c = 0; c < CONSUMERS; ++c) wb::mbarrier_init(&smem.math_turn[c], 4);  // the other's warps
+    for (int c = 0; c < CONSUMERS; ++c) {
+      wb::mbarrier_init(&smem.out_full[c], 4);   // one arrival per warp of consumer c
+      wb::mbarrier_init(&smem.out_empty[c], 1);  // the store warp, once c's rows were read
+    }
     wb::fence_mbarrier_init();
   }
   wb::cluster_sync();  // the peer's multicasts and arrivals reach initialised barriers
@@ -145,36 +151,49 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                                   tile_n * TILE_N + rank * B_SHARE_ROWS);
       }
       }  // the persistent loop
+    } else if (warp == 1) {
+      // store warp: ship each consumer's rows of each tile with TMA stores, in the order the
+      // consumers fill `out` (tile by tile, consumer 0 first), and free `out` once the stores
+      // have read it; their writes to global memory finish on their own.
+      for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
+        trace.start_tile(tile);
+        int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
+        tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
+        const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of C
+        for (int c = 0; c < CONSUMERS; ++c) {
+          trace.enter(wb::TRACE_ACC_WAIT);
+          wb::mbarrier_wait(&smem.out_full[c], local & 1);
+          trace.enter(wb::TRACE_EPILOGUE);
+          for (int s = 0; s < SUBTILES; ++s)
+            wb::tma_store_2d(&tmap_c, smem.out[s], tile_n * TILE_N + s * EPILOGUE_TILE_N,
+                             row0 + c * WG_M);
+          wb::tma_store_commit();
+          wb::tma_store_wait_read<0>();  // the stores have read `out`: the other consumer may refill it
+          if (lane == 0) wb::mbarrier_arrive(&smem.out_empty[c]);
+        }
+      }
     }
   } else {
     hp::setmaxnreg_inc<CONSUMER_REGS>();
-    // consumer: multiply each k-block of this warpgroup's tiles as soon as it lands.
+    // consumer: multiply each k-block as soon as it lands, on this warpgroup's rows of A.
     const int consumer = warpgroup - 1;
     const u32 wg_warp = warp % 4;  // this warp's place in its warpgroup
     // This thread's share of its WG_M x TILE_N accumulator. Not zeroed: the tile's first wgmma
     // overwrites it (scale-d = 0), and ordinary instructions writing accumulator registers
     // would make ptxas serialize the wgmma pipeline.
     float acc[M_BLOCKS][TILE_N / 2];
-    // The persistent loop, in step with the producer's, every other tile: consumer 0 takes the
-    // cluster's tiles 0, 2, 4, ..., consumer 1 tiles 1, 3, 5, ...
-    for (int tile = blockIdx.x / CLUSTER + consumer * num_clusters, local = consumer; tile < num_tiles;
-         tile += CONSUMERS * num_clusters, local += CONSUMERS) {
+    // The persistent loop, in step with the producer's.
+    for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
     trace.start_tile(tile);
     int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
     tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
-    const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
-    // Our turn once the other consumer has issued every wgmma of the previous tile. Besides
-    // alternating the math, this keeps each load_full wait at most one phase ahead of its
-    // barrier: a parity wait further ahead would return on an older phase.
-    trace.enter(wb::TRACE_TURN_WAIT);
-    if (local > 0) wb::mbarrier_wait(&smem.math_turn[consumer], ((local - 1) / CONSUMERS) & 1);
     for (int kb = 0; kb < num_k_blocks; ++kb) {
       const int it = local * num_k_blocks + kb;
       const int slot = it % STAGES;
       trace.enter(wb::TRACE_DATA_WAIT, kb);
       wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
       trace.enter(wb::TRACE_MMA, kb);
-      const u32 a_addr = wb::smem_u32(smem.a[slot]);
+      const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
       hp::wgmma_fence();  // the accumulators were last written by wgmma before this
       for (int k = 0; k < TILE_K / MMA_K; ++k) {
@@ -197,8 +216,6 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         for (int r = 0; r < CLUSTER; ++r)
           wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(it - 1) % STAGES], r);
     }
-    // This tile's wgmma are all issued: the other consumer's turn.
-    if (lane == 0) wb::mbarrier_arrive(&smem.math_turn[(consumer + 1) % CONSUMERS]);
     trace.enter(wb::TRACE_ACC_WAIT);
     hp::wgmma_wait_group<0>();
     for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
@@ -208,19 +225,20 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // ANCHOR_END: mainloop
 
     // ANCHOR: epilogue
-    // ---- epilogue: registers -> shared -> TMA store, sub-tile by sub-tile --------------------
+    // ---- epilogue: registers -> `out`; the store warp stores it while we start the next tile ----
+    // `out` was last filled by the other consumer: of this tile (consumer 1) or of the previous
+    // one (consumer 0). Wait until the stores of those rows have read it.
+    trace.enter(wb::TRACE_OUT_EMPTY_WAIT);
+    const int other = (consumer + 1) % CONSUMERS;
+    const int other_local = consumer == 0 ? local - 1 : local;
+    if (other_local >= 0) wb::mbarrier_wait(&smem.out_empty[other], other_local & 1);
     trace.enter(wb::TRACE_EPILOGUE);
     // wgmma's fragment of a 64-row block: warp w (of the warpgroup) holds rows 16w..16w+15;
     // lane l holds row 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3),
     // at columns 8i + 2(l%4) and the next one. Each pair is written as one 32-bit word.
-    const u32 barrier = 1 + consumer;  // this warpgroup's named barrier (0 is the CTA's)
-    int sub = 0;                       // sub-tiles so far: picks the staging buffer
     for (int mb = 0; mb < M_BLOCKS; ++mb) {
-      for (int col0 = 0; col0 < TILE_N; col0 += EPILOGUE_TILE_N, ++sub) {
-        T* stage = smem.epilogue[consumer][sub % 2];
-        // The store issued from this buffer two sub-tiles ago must have finished reading it.
-        if (wg_warp == 0) wb::tma_store_wait_read<1>();
-        hp::named_barrier_sync(barrier, 128);
+      for (int col0 = 0; col0 < TILE_N; col0 += EPILOGUE_TILE_N) {
+        T* stage = smem.out[col0 / EPILOGUE_TILE_N];  // the TMA store box of these columns
         // Row r of the staging tile in the 128-byte swizzle the tensor map of C declares: 16-byte
         // chunk q of row r sits at chunk q ^ (r % 8), so the 8 rows a warp writes at once spread
         // over all 32 banks.
@@ -234,18 +252,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
                 hp::pack_pair<T>(acc[mb][4 * i + 2 * half], acc[mb][4 * i + 2 * half + 1]);
           }
         }
-        wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
-        hp::named_barrier_sync(barrier, 128);
-        if (wg_warp == 0) {
-          wb::tma_store_2d(&tmap_c, stage, tile_n * TILE_N + col0,
-                           row0 + mb * MMA_M);
-          wb::tma_store_commit();
-        }
       }
     }
+    wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+    __syncwarp();                    // the warp's writes and fences come before its arrival
+    if (lane == 0) wb::mbarrier_arrive(&smem.out_full[consumer]);  // this warp's 16 rows are in `out`
     // ANCHOR_END: epilogue
     }  // the persistent loop
-    if (wg_warp == 0) wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads
   }
 
   // ---- teardown: neither CTA may exit while its peer can still multicast into it or arrive

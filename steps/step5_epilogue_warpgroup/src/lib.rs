@@ -1,7 +1,11 @@
 //! Step 5: dedicated epilogue warpgroup. A second warpgroup only runs the epilogue, and the
 //! accumulator is double-buffered in tensor memory, so tile i's epilogue overlaps tile i+1's MMAs.
-//! The Hopper twin has no tensor memory to hand over: its two consumer warpgroups take turns on
-//! different tiles (ping-pong), so one's epilogue overlaps the other's MMAs.
+//! The Hopper twin has no tensor memory to hand over: its accumulators live in the consumer
+//! warpgroups' registers. What it moves off their critical path is the stores: each consumer
+//! writes its rows of C into a shared `out` tile and returns to its wgmma, and a dedicated store
+//! warp issues the TMA stores. (Ping-pong, where the two consumers take turns on different tiles,
+//! halves the tile each consumer multiplies and loses on Hopper: it is a bench contender and an
+//! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.cu`.)
 
 use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
 
@@ -17,7 +21,7 @@ pub const BLACKWELL: &[(&str, u32)] = &[
 
 /// Tuning parameters of the Hopper twin.
 pub const HOPPER: &[(&str, u32)] = &[
-    ("tile_m", 64),
+    ("tile_m", 128),
     ("tile_n", 256),
     ("tile_k", 64),
     ("stages", 4),
@@ -30,7 +34,7 @@ pub static INFO: StepInfo = StepInfo {
     crate_dir: "steps/step5_epilogue_warpgroup",
     title: "Epilogue warpgroup",
     idea: "a second warpgroup drains one tensor-memory accumulator while the MMAs fill the other",
-    hopper_idea: "two consumer warpgroups take turns on different tiles (ping-pong): one's epilogue overlaps the other's wgmma",
+    hopper_idea: "the consumers hand their rows of C to a dedicated store warp through shared memory and go back to their wgmma: the TMA stores overlap the next tile's math",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
@@ -57,7 +61,8 @@ impl Step for Step5 {
         match arch {
             // Two warpgroups: producer/MMA and epilogue.
             Arch::Blackwell => KernelShape::blackwell(p, 2, 256, true),
-            // Each consumer warpgroup owns a whole 64 x 256 tile, alternately.
+            // As step 4's twin: the store warp is one of the producer warpgroup's, and `out`
+            // (one consumer's 64 rows) is the size of step 4's staging buffers.
             Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
         }
     }

@@ -18,7 +18,7 @@ pub const BLACKWELL: &[(&str, u32)] = &[
 
 /// Tuning parameters of the Hopper twin.
 pub const HOPPER: &[(&str, u32)] = &[
-    ("tile_m", 64),
+    ("tile_m", 128),
     ("tile_n", 256),
     ("tile_k", 64),
     ("stages", 4),
@@ -34,7 +34,7 @@ pub static INFO: StepInfo = StepInfo {
     title: "Grid tiling",
     idea: "visit tiles in a snake over narrow bands, so concurrent tiles reuse operands from L2",
     hopper_idea:
-        "the ping-pong consumers visit tiles in the same snake order as the Blackwell step",
+        "the consumers and the store warp visit tiles in the same snake order as the Blackwell step",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
