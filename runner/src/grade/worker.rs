@@ -7,6 +7,7 @@
 //! module loaded. From then on every launch is preceded by NaN-poisoning C and followed by the
 //! guard, input and output checks of [`super::integrity`].
 
+use super::confine::Needs;
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
     CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
@@ -32,16 +33,52 @@ use std::time::Duration;
 /// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
 const CPU_SAMPLES: usize = 64;
 
-pub fn main(job_path: &Path) -> Result<()> {
-    let job = Job::read(job_path)?;
-    let dir = job_path
-        .parent()
-        .ok_or_else(|| anyhow!("the job file has no folder"))?;
-    match job.phase {
-        Phase::Probe => probe(dir),
-        Phase::Compile => compile_phase(&job, dir),
-        Phase::Run => run_phase(&job, dir),
+/// The worker: `phase` in the current folder (its scratch folder), confined unless `confined`
+/// is false (the instructor's `--allow-unconfined` on a kernel without Landlock).
+///
+/// Order matters: first what the grader's own code needs from outside (NVRTC loaded; the GPU
+/// opened, described and cuBLAS started), then the confinement, and only then the job, with the
+/// submission's text, read from stdin.
+pub fn main(phase: Phase, confined: bool) -> Result<()> {
+    let dir = std::env::current_dir().context("the grading child has no working folder")?;
+    let confine = |needs| -> Result<()> {
+        if confined {
+            super::confine::confine(&dir, needs).context("cannot confine the grading child")?;
+        }
+        Ok(())
+    };
+    match phase {
+        Phase::Compile => {
+            common::compile::nvrtc_version()?;
+            confine(Needs::Compiler)?;
+            let job = read_job(phase)?;
+            compile_phase(&job, &dir)
+        }
+        Phase::Probe | Phase::Run => {
+            let gpu = open_gpu()?;
+            let env = env_info(&gpu);
+            let blas = Blas::new(&gpu)?;
+            common::compile::nvrtc_version()?;
+            confine(Needs::Gpu)?;
+            let job = read_job(phase)?;
+            if phase == Phase::Probe {
+                probe(&dir, &gpu, &blas, env)
+            } else {
+                run_phase(&job, &dir, &gpu, &blas, env)
+            }
+        }
     }
+}
+
+fn read_job(phase: Phase) -> Result<Job> {
+    let job = Job::read_from(std::io::stdin().lock())?;
+    if job.phase != phase {
+        bail!(
+            "the job is for the {:?} phase, the worker was started for {phase:?}",
+            job.phase
+        );
+    }
+    Ok(job)
 }
 
 fn open_gpu() -> Result<Box<Gpu>> {
@@ -126,14 +163,13 @@ pub fn env_info(gpu: &Gpu) -> EnvInfo {
 }
 
 /// Whether cuBLAS computes a small product correctly on this GPU.
-fn health(gpu: &Gpu) -> Result<String> {
+fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
     let shape = Shape {
         m: 256,
         n: 256,
         k: 256,
     };
     let p = Problem::generate(shape, Dtype::F16, Dist::Gaussian, 1);
-    let blas = Blas::new(gpu)?;
     let s = &gpu.stream;
     let a = s.clone_htod(&p.a).map_err(|e| anyhow!("{e:?}"))?;
     let b = s.clone_htod(&p.b).map_err(|e| anyhow!("{e:?}"))?;
@@ -159,10 +195,8 @@ fn health(gpu: &Gpu) -> Result<String> {
     }
 }
 
-fn probe(dir: &Path) -> Result<()> {
-    let gpu = open_gpu()?;
-    let mut env = env_info(&gpu);
-    match health(&gpu) {
+fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
+    match health(gpu, blas) {
         Ok(d) => {
             env.healthy = true;
             env.health_detail = d;
@@ -753,7 +787,7 @@ fn performance(
     })
 }
 
-fn run_phase(job: &Job, dir: &Path) -> Result<()> {
+fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
     let results_path = dir.join("results.jsonl");
     let mut results = std::fs::File::create(&results_path)
         .with_context(|| format!("cannot create {}", results_path.display()))?;
@@ -764,17 +798,15 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
         results.flush()?;
         Ok(())
     };
-    let gpu = open_gpu()?;
-    emit(&RunLine::Env(Box::new(env_info(&gpu))))?;
+    emit(&RunLine::Env(Box::new(env)))?;
     let spec = job.spec()?;
     let target = job.target()?;
-    let blas = Blas::new(&gpu)?;
 
     // Inputs and references first: no code of the submission is loaded yet.
     let mut prepared = Vec::new();
     for t in &job.tests {
         prepared
-            .push(prepare(&gpu, &blas, t).with_context(|| format!("preparing test {:?}", t.name))?);
+            .push(prepare(gpu, blas, t).with_context(|| format!("preparing test {:?}", t.name))?);
     }
 
     // Now the submission's module, once per dtype.
@@ -790,12 +822,12 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
             nvrtc_version: String::new(),
             log: String::new(),
         };
-        let loaded = LoadedKernel::from_compiled(&gpu, &spec, compiled, &job.source_name)?;
+        let loaded = LoadedKernel::from_compiled(gpu, &spec, compiled, &job.source_name)?;
         kernels.push((dtype, loaded));
     }
 
     let mut run = Run {
-        gpu: &gpu,
+        gpu,
         launch_timeout: Duration::from_secs(job.launch_seconds),
         passed_launches: 0,
         previous: None,
@@ -819,7 +851,7 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
                 .1;
             let outcome = match p.test.kind {
                 Kind::Correctness => correctness(&mut run, kernel, p),
-                Kind::Performance => performance(&mut run, kernel, &blas, p),
+                Kind::Performance => performance(&mut run, kernel, blas, p),
             };
             outcome.unwrap_or_else(|Fault(why)| {
                 lost = Some(format!(
