@@ -116,7 +116,7 @@ pub fn truncate_log(text: &str, limit: usize) -> String {
         tail_start += 1;
     }
     format!(
-        "{}\n[... {} bytes cut ...]\n{}",
+        "{}\n[... {} bytes cut: logs are capped at {limit} bytes ...]\n{}",
         &text[..head_end],
         tail_start - head_end,
         &text[tail_start..]
@@ -301,12 +301,31 @@ mod tests {
             "log",
         ))
         .unwrap();
-        assert!(o.stdout.len() < 120, "{}", o.stdout.len());
+        assert!(o.stdout.len() < 140, "{}", o.stdout.len());
+        assert!(o.stdout.contains("capped at 64 bytes"), "{}", o.stdout);
         assert!(o.stdout.starts_with("line0") && o.stdout.contains("bytes cut"));
         assert!(o.stdout.trim_end().ends_with("line199"));
         assert_eq!(truncate_log("short", 64), "short");
         let s = "é".repeat(100);
         assert!(truncate_log(&s, 11).contains("bytes cut"));
+    }
+
+    #[test]
+    fn the_job_arrives_on_stdin_and_files_stop_at_their_size_limit() {
+        let mut spec = sh(
+            "cat; head -c 100000 /dev/zero > big; wc -c < big",
+            5000,
+            "stdin",
+        );
+        spec.stdin = b"the job\n".to_vec();
+        spec.rlimits.file_bytes = 4096;
+        spec.log_bytes = 1024;
+        let o = run(&spec).unwrap();
+        // Not killed by SIGXFSZ: the write failed, the shell went on.
+        assert_eq!(o.exit, Exit::Code(0), "{o:?}");
+        let mut lines = o.stdout.lines();
+        assert_eq!(lines.next(), Some("the job"));
+        assert_eq!(lines.next().map(str::trim), Some("4096"));
     }
 
     #[test]

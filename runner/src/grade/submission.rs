@@ -702,6 +702,7 @@ pub fn apply_results(
         } else {
             t.status = Status::Error;
             t.detail = "not run: an earlier test did not finish".into();
+            t.flags = Vec::new();
         }
         score(t, spec);
     }
@@ -875,6 +876,37 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
     }
 
     #[test]
+    fn the_test_named_is_one_of_the_run_that_was_cut_short() {
+        // The hidden run finished; the visible run hung in "speed", after "public" passed.
+        let rubric = rubric();
+        let mut r = sample("alice", None);
+        apply_results(
+            &mut r,
+            &rubric,
+            &[passed("public", None), passed("hidden", None)],
+            &outcome(Exit::TimedOut),
+            20,
+            Some(false),
+        );
+        assert_eq!(r.tests[1].status, Status::Passed);
+        assert_eq!(r.tests[2].status, Status::Timeout);
+        // The visible run crashed before any result: its first test, not the hidden one, is
+        // named; the hidden test, never run, is "not run".
+        let mut r = sample("alice", None);
+        apply_results(
+            &mut r,
+            &rubric,
+            &[],
+            &outcome(Exit::Signal(9)),
+            20,
+            Some(false),
+        );
+        assert_eq!(r.tests[0].flags[0].name, "worker-crash");
+        assert!(r.tests[1].flags.is_empty());
+        assert!(r.tests[1].detail.contains("not run"));
+    }
+
+    #[test]
     fn a_fault_reported_at_the_launch_limit_is_a_kernel_fault() {
         let rubric = rubric();
         let mut r = sample("alice", None);
@@ -894,6 +926,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             &[passed("public", None)],
             &outcome(Exit::Code(2)),
             20,
+            None,
         );
         assert_eq!(r.tests[1].flags[0].name, "worker-crash");
     }
