@@ -362,6 +362,14 @@ impl Grader {
             not_run(&mut r, "the submission was refused");
             return r;
         }
+        if self.rubric.arch == common::step::Arch::Blackwell {
+            if let Err(v) = policy::check_arch_neutral(&source) {
+                r.compile.status = CompileStatus::Rejected;
+                r.compile.message = format!("refused before compiling: kernel.cu {v}");
+                not_run(&mut r, "the submission was refused");
+                return r;
+            }
+        }
         let chosen = if self.compile_only {
             // No GPU: the native build of the rubric's architecture.
             Ok(match self.rubric.arch {
@@ -388,7 +396,14 @@ impl Grader {
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
         match compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric) {
-            Ok(c) if c.status == CompileStatus::Ok => r.compile = c,
+            Ok(mut c) if c.status == CompileStatus::Ok => {
+                if target == common::Target::Sm90aEmulated {
+                    c.message.push_str(
+                        "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
+                    );
+                }
+                r.compile = c;
+            }
             Ok(c) => {
                 let why = format!(
                     "the kernel did not compile ({})",

@@ -220,6 +220,24 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     };
     let mut report = Vec::new();
     for dtype in job.dtypes()? {
+        if target == common::Target::Sm90aEmulated {
+            // Graded under the emulation, the kernel must also build natively for sm_100a
+            // (where it will run), from the same text: the policy refuses every name that could
+            // tell the two builds apart.
+            let native = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
+                Ok(_) => None,
+                Err(e) => Some(truncate_log(&format!("{e:#}"), job.log_bytes)),
+            };
+            report.push(CompiledDtype {
+                dtype: format!("{dtype} (native sm_100a)"),
+                ok: native.is_none(),
+                log: native.unwrap_or_default(),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+                nvrtc_version: String::new(),
+            });
+        }
         let entry = match compile(&source, target, &spec.defines(dtype)) {
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
