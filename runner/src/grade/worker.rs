@@ -395,6 +395,9 @@ fn check_launch(
     }
     let out: Vec<u16> = dtoh(gpu, p.c.data(), m * n)?;
     let v = verify(&set.problem, &out, &set.reference, CPU_SAMPLES);
+    if p.dist == Dist::ExactInt {
+        flags.extend(exactness_flag(p.dtype, n, &out, &set.reference));
+    }
     if !v.passed {
         flags.extend(classify(&Evidence {
             out: &out,
@@ -409,6 +412,31 @@ fn check_launch(
         flags,
         summary: v.summary(),
     })
+}
+
+/// With [`Dist::ExactInt`] inputs every output is an integer exact in fp32 and in `dtype`: any
+/// difference from the reference means an intermediate was rounded below fp32 (the tolerance of
+/// `verify` would let a few units pass).
+fn exactness_flag(dtype: Dtype, cols: usize, out: &[u16], reference: &[f32]) -> Option<Flag> {
+    let wrong = out
+        .iter()
+        .zip(reference)
+        .filter(|(&o, &r)| dtype.to_f32(o) != r)
+        .count();
+    let (i, (&o, &r)) = out
+        .iter()
+        .zip(reference)
+        .enumerate()
+        .find(|(_, (&o, &r))| dtype.to_f32(o) != r)?;
+    Some(Flag::new(
+        "inexact-accumulation",
+        format!(
+            "{wrong} outputs differ from their exact values (first C[{}][{}] = {} where the exact result is {r}): these integer inputs have partial sums beyond f16's exact range, so an intermediate was rounded below fp32",
+            i / cols,
+            i % cols,
+            dtype.to_f32(o)
+        ),
+    ))
 }
 
 /// Redraw `count` random rows of A and of B of `set` (on the host and the GPU) and bring the
@@ -889,4 +917,21 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
         emit(&RunLine::Test(result))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_integer_inputs_flag_any_rounding() {
+        let reference = [2048.0f32, -3.0, 17.0, 0.0];
+        let exact: Vec<u16> = reference.iter().map(|&x| Dtype::F16.from_f32(x)).collect();
+        assert!(exactness_flag(Dtype::F16, 2, &exact, &reference).is_none());
+        let mut off = exact.clone();
+        off[2] = Dtype::F16.from_f32(16.0);
+        let f = exactness_flag(Dtype::F16, 2, &off, &reference).unwrap();
+        assert_eq!(f.name, "inexact-accumulation");
+        assert!(f.detail.starts_with("1 outputs differ") && f.detail.contains("C[1][0] = 16"));
+    }
 }
