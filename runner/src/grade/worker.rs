@@ -285,6 +285,8 @@ struct InputSet {
 
 /// A test with everything it needs before the submission's module is loaded.
 struct Prepared {
+    /// Its place among the run's tests.
+    index: usize,
     test: JobTest,
     shape: Shape,
     dtype: Dtype,
@@ -322,7 +324,7 @@ fn to_f32(dtype: Dtype, v: &[u16]) -> Vec<f32> {
     v.iter().map(|&x| dtype.to_f32(x)).collect()
 }
 
-fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
+fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepared> {
     let (shape, dtype, dist) = (test.shape(), test.dtype()?, test.dist()?);
     let mut sets = Vec::new();
     for &seed in &test.seeds.sets {
@@ -355,6 +357,7 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
     let c = Guarded::new(gpu, shape.m * shape.n * 2, shape.m * shape.n * 4)?;
     htod(gpu, c.tail(), &decoy)?;
     Ok(Prepared {
+        index,
         test: test.clone(),
         shape,
         dtype,
@@ -515,6 +518,98 @@ struct Run<'a> {
     passed_launches: usize,
     /// The expected output of the last launch, with its shape and dtype.
     previous: Option<(Shape, Dtype, Vec<f32>)>,
+    /// Every grader allocation a launch must leave as it was.
+    seals: Vec<Seal>,
+    /// The names of the run's tests, by index.
+    names: Vec<String>,
+}
+
+/// A grader allocation and the digest of all its bytes (guard zones included).
+struct Seal {
+    what: String,
+    test: usize,
+    ptr: u64,
+    bytes: usize,
+    digest: u64,
+}
+
+/// Allocations up to this size are checked after every launch; larger ones (the inputs of
+/// performance-sized tests) after every test.
+const SEAL_EVERY_LAUNCH_BYTES: usize = 16 << 20;
+
+fn digest(gpu: &Gpu, ptr: u64, bytes: usize) -> Result<u64> {
+    use std::hash::{Hash, Hasher};
+    let v: Vec<u8> = dtoh(gpu, ptr, bytes)?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.hash(&mut h);
+    Ok(h.finish())
+}
+
+/// Seal every allocation of every test the run holds: each input set's A and B (with their
+/// guards) and the decoy reference past C's upper guard. C's own data is the kernel's to write;
+/// its guards are checked after every launch.
+fn seal_all(gpu: &Gpu, prepared: &[Prepared]) -> Result<Vec<Seal>> {
+    let mut seals = Vec::new();
+    for p in prepared {
+        let mut add = |what: String, ptr: u64, bytes: usize| -> Result<()> {
+            seals.push(Seal {
+                what,
+                test: p.index,
+                ptr,
+                bytes,
+                digest: digest(gpu, ptr, bytes)?,
+            });
+            Ok(())
+        };
+        for (si, set) in p.sets.iter().enumerate() {
+            for (name, g) in [("A", &set.a), ("B", &set.b)] {
+                let (ptr, bytes) = g.whole();
+                add(format!("{name} of input set {}", si + 1), ptr, bytes)?;
+            }
+        }
+        add(
+            "the decoy reference".into(),
+            p.c.tail(),
+            p.shape.m * p.shape.n * 4,
+        )?;
+    }
+    Ok(seals)
+}
+
+impl Run<'_> {
+    /// Compare the seals (all of them, or only those up to [`SEAL_EVERY_LAUNCH_BYTES`]), except
+    /// the allocations of test `skip` (a performance test redraws its own inputs).
+    /// Seal test `test`'s allocations anew (a performance test redraws rows of its inputs).
+    fn reseal(&mut self, test: usize) -> Result<()> {
+        let gpu = self.gpu;
+        for s in self.seals.iter_mut().filter(|s| s.test == test) {
+            s.digest = digest(gpu, s.ptr, s.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// A seal found broken is renewed, so the launch that broke it alone is blamed.
+    fn check_seals(&mut self, all: bool, skip: Option<usize>) -> Result<Option<Flag>> {
+        let gpu = self.gpu;
+        for s in self.seals.iter_mut() {
+            if Some(s.test) == skip || (!all && s.bytes > SEAL_EVERY_LAUNCH_BYTES) {
+                continue;
+            }
+            let now = digest(gpu, s.ptr, s.bytes)?;
+            if now != s.digest {
+                s.digest = now;
+                let test = self.names.get(s.test).map_or("?", String::as_str);
+                return Ok(Some(Flag::new(
+                    "grader-memory-modified",
+                    format!(
+                        "the kernel wrote into a buffer of the grader's that it was never given: {} of test {test:?}",
+                        s.what
+                    ),
+                )));
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl Run<'_> {
@@ -577,8 +672,12 @@ fn correctness(run: &mut Run, kernel: &LoadedKernel, p: &Prepared) -> Result<Tes
         )
         .map_err(fault)?;
         launches += 1;
-        let checked =
+        let mut checked =
             check_launch(gpu, p, set, run.previous_for(p.shape, p.dtype)).map_err(fault)?;
+        let last = si + 1 == p.sets.len();
+        if let Some(f) = run.check_seals(last, None).map_err(fault)? {
+            checked.flags.push(f);
+        }
         if !checked.flags.is_empty() {
             let flags = run.failure_flags(checked.flags);
             return Ok(TestResult {
@@ -801,6 +900,17 @@ fn performance(
         (Err(e), None) => return Err(fault(e)),
         (Ok(s), None) => s,
     };
+    // Every other test's buffers, after all of this test's launches.
+    if let Some(f) = run.check_seals(true, Some(p.index)).map_err(fault)? {
+        return Ok(TestResult {
+            name,
+            status: Status::Failed,
+            launches,
+            flags: vec![f],
+            detail: format!("after {launches} launches, a buffer of the grader's had changed"),
+            timing: None,
+        });
+    }
     let (k, c) = (&stats[0], &stats[1]);
     let flops = shape.flops();
     let tflops = k.tflops(flops);
@@ -850,10 +960,12 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
 
     // Inputs and references first: no code of the submission is loaded yet.
     let mut prepared = Vec::new();
-    for t in &job.tests {
-        prepared
-            .push(prepare(gpu, blas, t).with_context(|| format!("preparing test {:?}", t.name))?);
+    for (i, t) in job.tests.iter().enumerate() {
+        prepared.push(
+            prepare(gpu, blas, t, i).with_context(|| format!("preparing test {:?}", t.name))?,
+        );
     }
+    let seals = seal_all(gpu, &prepared)?;
 
     // Now the submission's module, once per dtype.
     let mut kernels: Vec<(Dtype, LoadedKernel)> = Vec::new();
@@ -877,6 +989,8 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
         launch_timeout: Duration::from_secs(job.launch_seconds),
         passed_launches: 0,
         previous: None,
+        seals,
+        names: job.tests.iter().map(|t| t.name.clone()).collect(),
     };
     let mut lost: Option<String> = None;
     for p in prepared.iter_mut() {
@@ -897,7 +1011,10 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
                 .1;
             let outcome = match p.test.kind {
                 Kind::Correctness => correctness(&mut run, kernel, p),
-                Kind::Performance => performance(&mut run, kernel, blas, p),
+                Kind::Performance => performance(&mut run, kernel, blas, p).and_then(|r| {
+                    run.reseal(p.index).map_err(|e| Fault(format!("{e:#}")))?;
+                    Ok(r)
+                }),
             };
             outcome.unwrap_or_else(|Fault(why)| {
                 lost = Some(format!(
