@@ -724,7 +724,9 @@ pub fn apply_results(
 }
 
 /// Points for one test: all or nothing for correctness; the band of its speed for
-/// performance; skipped tests count neither way. Speed flags do not change the score.
+/// performance; skipped tests count neither way. A speed above `suspicious_above` is flagged
+/// and keeps its score; a speed above the GPU's peak is physically impossible, so the test
+/// fails (pending the instructor's review of the kernel).
 pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
     t.max_score = if t.status == Status::Skipped {
         0.0
@@ -743,13 +745,14 @@ pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
                     ),
                 ));
             }
-            if let Some(peak) = timing.peak_tflops {
-                if timing.tflops > peak {
-                    t.flags.push(Flag::new(
-                        "faster-than-peak",
-                        format!("{:.0} TFLOP/s is above this GPU's peak of {peak:.0} TFLOP/s: the timing cannot be right", timing.tflops),
-                    ));
-                }
+            if let Some(peak) = timing.peak_tflops.filter(|&p| timing.tflops > p) {
+                t.flags.push(Flag::new(
+                    "faster-than-peak",
+                    format!("{:.0} TFLOP/s is above this GPU's peak of {peak:.0} TFLOP/s: the timing cannot be right, so the test fails pending review", timing.tflops),
+                ));
+                t.status = Status::Failed;
+                t.detail = format!("failed pending review: {}", t.detail);
+                return;
             }
             spec.points * spec.band_fraction(timing.ratio)
         }
@@ -980,7 +983,10 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
         ];
         apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20, None);
         r.tally();
-        assert_eq!(r.score, 30.0);
+        // Above the peak: failed pending review.
+        assert_eq!(r.score, 20.0);
+        assert_eq!(r.tests[2].status, Status::Failed);
+        assert!(r.tests[2].detail.starts_with("failed pending review"));
         assert_eq!(
             r.flags,
             vec![
@@ -988,6 +994,16 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
                 "faster-than-peak".to_string()
             ]
         );
+        // Suspiciously fast but physically possible: flagged, the score stands.
+        let results = [
+            passed("public", None),
+            passed("hidden", None),
+            passed("speed", Some(timing(1.5, 900.0))),
+        ];
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20, None);
+        r.tally();
+        assert_eq!(r.score, 30.0);
+        assert_eq!(r.flags, vec!["suspiciously-fast".to_string()]);
     }
 
     #[test]
