@@ -752,6 +752,7 @@ pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
                 ));
                 t.status = Status::Failed;
                 t.detail = format!("failed pending review: {}", t.detail);
+                t.score = 0.0;
                 return;
             }
             spec.points * spec.band_fraction(timing.ratio)
