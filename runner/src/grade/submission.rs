@@ -121,7 +121,7 @@ impl Confinement {
             Confinement::Landlock(abi) => format!(
                 "compile and run children confined by Landlock (ABI {abi}): they read only the toolkit, system libraries and GPU driver files, and write only their own scratch folder"
             ),
-            Confinement::Unconfined => "UNCONFINED: this kernel has no Landlock and the grader ran with --allow-unconfined; a submission could read any file the grader can (hidden tests were graded anyway at the instructor's request)".into(),
+            Confinement::Unconfined => "UNCONFINED: this kernel has no Landlock, so the grading children ran unconfined and a submission could read any file the grader can (hidden tests are graded so only on the instructor's --allow-unconfined)".into(),
         }
     }
 }
