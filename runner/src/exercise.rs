@@ -523,6 +523,9 @@ fn run_kernel(
         env,
         limit: Duration::from_secs(600),
         log_bytes: 1 << 20,
+        stdin: Vec::new(),
+        // A GPU child: no address-space limit (the CUDA driver reserves terabytes of it).
+        rlimits: sandbox::Rlimits::for_limit(Duration::from_secs(600), None),
     })?;
     let _ = std::fs::remove_dir_all(&dir);
     let err_line = || {

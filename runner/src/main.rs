@@ -337,8 +337,12 @@ enum Command {
     /// The grader's child process (internal).
     #[command(name = "grade-worker", hide = true)]
     GradeWorker {
-        #[arg(value_name = "JOB")]
-        job: std::path::PathBuf,
+        /// The phase: `probe`, `compile` or `run`; the job comes over stdin.
+        #[arg(long, value_parser = ["probe", "compile", "run"])]
+        phase: String,
+        /// Run without the Landlock confinement (only on the instructor's --allow-unconfined).
+        #[arg(long)]
+        unconfined: bool,
     },
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
@@ -688,8 +692,8 @@ fn dispatch(cmd: Command) -> Result<ExitCode> {
         Command::Workshop {
             cmd: WorkshopCmd::Check,
         } => workshop::check(),
-        Command::GradeWorker { job } => {
-            grade::worker::main(&job)?;
+        Command::GradeWorker { phase, unconfined } => {
+            grade::worker::main(grade::job::Phase::parse(&phase)?, !unconfined)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Selftest {

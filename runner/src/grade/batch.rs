@@ -5,12 +5,37 @@ use super::job::EnvInfo;
 use super::report::{self, GradeReport};
 use super::rubric::Rubric;
 use super::seeds::Secret;
-use super::submission::{Grader, Submission};
+use super::submission::{Confinement, Grader, Submission};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
+
+/// How a grading session may run: the instructor's choices beyond the rubric.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    pub keep_scratch: bool,
+    /// Grade even where the kernel has no Landlock (every report says so).
+    pub allow_unconfined: bool,
+    /// Check and compile only: no GPU, no secret, no test runs.
+    pub compile_only: bool,
+    /// Testing only: no include screen (the confinement must hold without it).
+    pub skip_screen: bool,
+}
+
+/// How this kernel lets the children be confined, given the instructor's choice: an error when
+/// it cannot confine them and hidden tests would be graded without `--allow-unconfined`.
+pub fn confinement(rubric: &Rubric, opts: Options) -> Result<Confinement> {
+    match super::confine::kernel_abi() {
+        Some(abi) => Ok(Confinement::Landlock(abi)),
+        None if opts.allow_unconfined => Ok(Confinement::Unconfined),
+        None if rubric.has_hidden_tests() && !opts.compile_only => bail!(
+            "this kernel has no Landlock, so the grading children cannot be confined and a submission could read the secret or other students' files: hidden tests are refused (pass --allow-unconfined to grade anyway; every report will say so)"
+        ),
+        None => Ok(Confinement::Unconfined),
+    }
+}
 
 /// Everything a grading session needs: the rubric, the secret (or replayed seeds), the runner
 /// binary to start children from, a scratch folder, the toolkit's location for the children.
@@ -20,21 +45,40 @@ pub fn grader_for(
     secret_file: Option<&Path>,
     replay: Option<super::submission::Replay>,
     submissions: &[PathBuf],
-    keep_scratch: bool,
+    opts: Options,
 ) -> Result<Grader> {
-    let secret = Secret::load(secret_file, submissions)?;
-    if rubric.has_hidden_tests() && secret.is_none() && replay.is_none() {
+    let secret = if opts.compile_only {
+        None
+    } else {
+        Secret::load(secret_file, submissions)?
+    };
+    if rubric.has_hidden_tests() && secret.is_none() && replay.is_none() && !opts.compile_only {
         bail!(
-            "the rubric has hidden tests: give the instructor's secret with --secret-file FILE or {}",
+            "the rubric has hidden tests: give the instructor's secret with --secret-file FILE or {} (or grade the visible tests alone with --public-only)",
             super::seeds::SECRET_ENV
         );
     }
+    let confinement = confinement(&rubric, opts)?;
     // Find (or install) the toolkit here, once, and point every child at it.
     let tk = common::toolkit::find_or_install()?;
     let root = tk
         .include_dir
         .parent()
         .ok_or_else(|| anyhow!("the toolkit's include folder has no parent"))?;
+    if let Some(file) = secret_file.filter(|_| secret.is_some()) {
+        let mut toolkit = vec![tk.include_dir.clone()];
+        toolkit.extend(tk.nvrtc_lib.parent().map(Path::to_path_buf));
+        let readable = super::confine::read_only(super::confine::Needs::Gpu, &toolkit);
+        if let Ok(canon) = file.canonicalize() {
+            if let Some(r) = readable.iter().find(|r| canon.starts_with(r)) {
+                bail!(
+                    "the secret file {} lies in {}, which the grading children may read: keep it elsewhere",
+                    file.display(),
+                    r.display()
+                );
+            }
+        }
+    }
     let exe = std::env::current_exe().context("cannot find the runner binary")?;
     let scratch = std::env::temp_dir().join(format!("workbook-grade-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
@@ -46,11 +90,14 @@ pub fn grader_for(
         replay,
         exe,
         scratch,
-        keep_scratch,
+        keep_scratch: opts.keep_scratch,
         child_env: vec![
             ("WORKBOOK_CUDA".into(), root.display().to_string()),
             ("WORKBOOK_NO_INSTALL".into(), "1".into()),
         ],
+        confinement,
+        compile_only: opts.compile_only,
+        skip_screen: opts.skip_screen,
     })
 }
 
@@ -135,7 +182,11 @@ pub fn grade_all(
 ) -> Result<Vec<GradeReport>> {
     let gpus = default_gpus(gpus);
     let mut envs = Vec::new();
-    for &d in &gpus {
+    if grader.compile_only {
+        // A pre-screen: no GPU is opened; one worker compiles the submissions in turn.
+        envs.push((0, EnvInfo::default()));
+    }
+    for &d in gpus.iter().filter(|_| !grader.compile_only) {
         let env = grader.probe(d)?;
         if !env.healthy {
             bail!(

@@ -106,6 +106,10 @@ impl Guarded {
         }
         Ok(flag)
     }
+    /// The whole allocation: guards, data and tail.
+    pub fn whole(&self) -> (sys::CUdeviceptr, usize) {
+        (self.base, self.buf.len())
+    }
     /// Overwrite the whole allocation before it is freed: freed device memory stays mapped in
     /// the context's pool, where a later kernel could read it.
     pub fn scrub(&self, gpu: &Gpu) -> Result<()> {

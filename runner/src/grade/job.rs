@@ -1,13 +1,14 @@
-//! What the grader hands a child process and what the child hands back, as JSON files in the
-//! child's scratch folder. A job carries the submission's text and derived seeds: never a path
-//! into the submission folder, never the instructor's secret.
+//! What the grader hands a child process (a job, as JSON over the child's stdin) and what the
+//! child hands back (JSON files in its scratch folder). A job carries the submission's text and
+//! the derived seeds of the tests of its phase only: never a path into the submission folder,
+//! never the instructor's secret, never a test another child runs (the compile child gets no
+//! test at all, only the dtypes to compile for).
 
 use super::rubric::{Kind, Rubric};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::KernelSpec;
 use common::{Dist, Dtype, Shape, Target};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -18,6 +19,24 @@ pub enum Phase {
     Compile,
     /// Run every test on the GPU.
     Run,
+}
+
+impl Phase {
+    pub fn parse(s: &str) -> Result<Phase> {
+        Ok(match s {
+            "probe" => Phase::Probe,
+            "compile" => Phase::Compile,
+            "run" => Phase::Run,
+            other => bail!("unknown phase {other:?}"),
+        })
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Probe => "probe",
+            Phase::Compile => "compile",
+            Phase::Run => "run",
+        }
+    }
 }
 
 /// The seeds of one test, derived by the grader.
@@ -72,6 +91,9 @@ pub struct Job {
     /// The name compiler messages use (a bare file name: no folder NVRTC could search).
     pub source_name: String,
     pub source: String,
+    /// The dtypes to compile for (the compile child) or to load (a run child).
+    pub dtypes: Vec<String>,
+    /// The tests this child runs (none for the compile child).
     pub tests: Vec<JobTest>,
     pub launch_seconds: u64,
     pub log_bytes: usize,
@@ -87,20 +109,36 @@ impl Job {
             target: None,
             source_name: String::new(),
             source: String::new(),
+            dtypes: Vec::new(),
             tests: Vec::new(),
             launch_seconds: 30,
             log_bytes: 16 * 1024,
         }
     }
 
-    pub fn for_rubric(rubric: &Rubric, phase: Phase, source: &str, tests: Vec<JobTest>) -> Job {
+    /// A job of `phase` for `tests`; the dtypes are those of `tests`, or, for a compile job
+    /// (which is given no test), of `dtypes_of`.
+    pub fn for_rubric(
+        rubric: &Rubric,
+        phase: Phase,
+        source: &str,
+        tests: Vec<JobTest>,
+        dtypes_of: &[JobTest],
+    ) -> Job {
+        let mut dtypes: Vec<String> = Vec::new();
+        for t in tests.iter().chain(dtypes_of) {
+            if !dtypes.contains(&t.dtype) {
+                dtypes.push(t.dtype.clone());
+            }
+        }
         Job {
+            dtypes,
             phase,
             step: rubric.step,
             arch: rubric.arch.sm().to_string(),
             params: rubric.params.clone(),
             target: None,
-            source_name: "kernel.cu".into(),
+            source_name: super::submission::SOURCE_NAME.into(),
             source: source.to_string(),
             tests,
             launch_seconds: rubric.limits.launch_seconds,
@@ -123,26 +161,20 @@ impl Job {
         target_from_name(self.target.as_deref().unwrap_or(""))
     }
 
-    /// The dtypes the tests use, each compiled once.
+    /// The dtypes to compile or load, each once.
     pub fn dtypes(&self) -> Result<Vec<Dtype>> {
-        let mut v: Vec<Dtype> = Vec::new();
-        for t in &self.tests {
-            let d = t.dtype()?;
-            if !v.contains(&d) {
-                v.push(d);
-            }
-        }
-        Ok(v)
+        self.dtypes.iter().map(|d| d.parse()).collect()
     }
 
-    pub fn write(&self, path: &Path) -> Result<()> {
-        std::fs::write(path, serde_json::to_vec_pretty(self)?)
-            .with_context(|| format!("cannot write {}", path.display()))
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        Ok(serde_json::to_vec(self)?)
     }
-    pub fn read(path: &Path) -> Result<Job> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_slice(&bytes).with_context(|| format!("{} is not a job", path.display()))
+    /// The job from a reader (the child's stdin).
+    pub fn read_from(mut r: impl std::io::Read) -> Result<Job> {
+        let mut bytes = Vec::new();
+        r.read_to_end(&mut bytes)
+            .context("cannot read the job from stdin")?;
+        serde_json::from_slice(&bytes).context("stdin holds no job")
     }
 }
 

@@ -3,13 +3,17 @@
 //!
 //! - [`rubric`]: the rubric file; [`policy`]: what a submission's text may contain;
 //!   [`seeds`]: hidden seeds from the instructor's secret.
-//! - [`sandbox`]: child processes (own process group, cleared environment, wall-clock kill);
+//! - [`sandbox`]: child processes (own process group, cleared environment, job over stdin,
+//!   rlimits, wall-clock kill); [`confine`]: the children's Landlock confinement;
+//!   [`diagnostics`]: what of a compiler log a student may see;
 //!   [`job`]: what passes between grader and child; [`worker`]: the child (`grade-worker`).
 //! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
 
 pub mod batch;
+pub mod confine;
+pub mod diagnostics;
 pub mod integrity;
 pub mod job;
 pub mod policy;
@@ -67,9 +71,73 @@ pub struct GradeArgs {
     /// Grade the stock kernels, seeded bugs and the cheat suite, and check each outcome.
     #[arg(long, conflicts_with_all = ["submission", "batch", "rubric"])]
     pub selftest: bool,
-    /// Keep the child processes' scratch folders (jobs, logs, cubins).
+    /// Keep the child processes' scratch folders (logs, cubins, results).
     #[arg(long)]
     pub keep_scratch: bool,
+    /// Grade even on a kernel without Landlock, where the children cannot be confined (every
+    /// report says so). Without it, such a kernel grades no hidden test.
+    #[arg(long)]
+    pub allow_unconfined: bool,
+    /// Check the submission (one .cu file, the screen) and compile it, in the confined child,
+    /// and stop: a pre-screen that needs no GPU and no secret.
+    #[arg(long, conflicts_with_all = ["replay", "selftest"])]
+    pub compile_only: bool,
+    /// Grade the rubric's visible tests alone: no secret needed (a student grading their own
+    /// kernel, the workshop's "grade your twin").
+    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
+    pub public_only: bool,
+    /// Gradescope's submission_metadata.json, for the student's identity (default: next to the
+    /// submission folder, or /autograder/submission_metadata.json).
+    #[arg(long, value_name = "JSON")]
+    pub metadata: Option<PathBuf>,
+    /// Testing only: skip the include screen, to show the confinement holds on its own.
+    #[arg(long, hide = true)]
+    pub skip_screen: bool,
+}
+
+/// The student of a Gradescope submission: the ids of its submitters (a group has several),
+/// from `submission_metadata.json`. Two students never share a name, so never hidden seeds.
+pub fn gradescope_student(metadata: &std::path::Path) -> Result<String> {
+    let text = std::fs::read_to_string(metadata)
+        .with_context(|| format!("cannot read {}", metadata.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not JSON", metadata.display()))?;
+    let mut ids: Vec<String> = v["users"]
+        .as_array()
+        .map(|users| {
+            users
+                .iter()
+                .filter_map(|u| match &u["id"] {
+                    serde_json::Value::Number(n) => Some(n.to_string()),
+                    serde_json::Value::String(s) if !s.trim().is_empty() => {
+                        Some(s.trim().to_string())
+                    }
+                    _ => u["email"].as_str().map(str::to_string),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort();
+    ids.dedup();
+    if ids.is_empty() {
+        bail!(
+            "{} names no submitter (users[].id): give --student NAME",
+            metadata.display()
+        );
+    }
+    Ok(format!("gradescope-{}", ids.join("+")))
+}
+
+/// Where Gradescope's metadata of `submission` is, if anywhere.
+fn find_metadata(submission: &std::path::Path) -> Option<PathBuf> {
+    let beside = submission
+        .canonicalize()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("submission_metadata.json")));
+    beside
+        .into_iter()
+        .chain([PathBuf::from("/autograder/submission_metadata.json")])
+        .find(|p| p.is_file())
 }
 
 #[derive(clap::Subcommand)]
@@ -116,6 +184,25 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .rubric
         .clone()
         .context("--rubric TOML is required (see rubrics/ for examples)")?;
+    let opts = batch::Options {
+        keep_scratch: args.keep_scratch,
+        allow_unconfined: args.allow_unconfined,
+        compile_only: args.compile_only,
+        skip_screen: args.skip_screen,
+    };
+    let load_rubric = || -> Result<rubric::Rubric> {
+        let mut r = rubric::Rubric::load(&rubric_path)?;
+        if args.public_only {
+            r.tests.retain(|t| !t.hidden());
+            if r.tests.is_empty() {
+                bail!(
+                    "{} has no visible test: --public-only would grade nothing",
+                    rubric_path.display()
+                );
+            }
+        }
+        Ok(r)
+    };
     let shard = args.shard.as_deref().map(parse_shard).transpose()?;
     if let Some(dir) = &args.batch {
         let out = args
@@ -126,12 +213,12 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             bail!("--student and --replay grade one submission, not a --batch");
         }
         let grader = batch::grader_for(
-            rubric::Rubric::load(&rubric_path)?,
+            load_rubric()?,
             &rubric_path,
             args.secret_file.as_deref(),
             None,
             std::slice::from_ref(dir),
-            args.keep_scratch,
+            opts,
         )?;
         let subs = batch::class(dir, shard)?;
         let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)?;
@@ -163,19 +250,38 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         }
         None => (None, None),
     };
+    // Hidden seeds follow the student's name: under Gradescope every submission folder is
+    // called "submission", so the name comes from Gradescope's metadata, or --student.
+    let metadata = args.metadata.clone().or_else(|| {
+        (args.gradescope && args.student.is_none() && replay_student.is_none())
+            .then(|| find_metadata(&path))
+            .flatten()
+    });
+    let from_metadata = metadata.as_deref().map(gradescope_student).transpose()?;
+    if args.gradescope
+        && args.student.is_none()
+        && replay_student.is_none()
+        && from_metadata.is_none()
+    {
+        bail!(
+            "--gradescope needs the student's identity: give --student NAME or --metadata submission_metadata.json (none was found beside {} or in /autograder)",
+            path.display()
+        );
+    }
     let student = args
         .student
         .clone()
         .or(replay_student)
+        .or(from_metadata)
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let grader = batch::grader_for(
-        rubric::Rubric::load(&rubric_path)?,
+        load_rubric()?,
         &rubric_path,
         args.secret_file.as_deref(),
         replay,
         std::slice::from_ref(&path),
-        args.keep_scratch,
+        opts,
     )?;
     let sub = submission::Submission { student, path };
     let reports = batch::grade_all(

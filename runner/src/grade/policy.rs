@@ -472,8 +472,69 @@ fn directive(
     }
 }
 
+/// Names a Blackwell submission may not mention: with them a kernel can tell the emulation
+/// (the `sm_90a` build with `WB_EMULATE_TCGEN05`, where an H100/H200 grades it) from the native
+/// `sm_100a` build, and be the stock kernel under one and something else under the other.
+fn arch_conditional(name: &str) -> Option<&'static str> {
+    if name.starts_with("__CUDA_ARCH") {
+        Some("names the architecture being compiled for (__CUDA_ARCH__, __CUDA_ARCH_FEAT_*, __CUDA_ARCH_SPECIFIC__, ...)")
+    } else if name.starts_with("WB_EMU") || name.to_ascii_lowercase().contains("emu") {
+        Some("names the tcgen05 emulation")
+    } else {
+        None
+    }
+}
+
+/// For Blackwell rubrics: refuse a submission that can tell which build it is compiled into.
+/// Runs after [`check`] (which refuses the token pasting that could assemble such a name).
+pub fn check_arch_neutral(text: &str) -> Result<(), Violation> {
+    let mut lx = Lexer {
+        s: splice(text),
+        i: 0,
+        at_line_start: true,
+    };
+    while let Some((tok, line, _)) = lx.next()? {
+        if let Tok::Ident(name) = tok {
+            if let Some(why) = arch_conditional(&name) {
+                return lx.err(
+                    line,
+                    format!(
+                        "{name} is not allowed in a Blackwell submission: it {why}, so the kernel graded under emulation could differ from the one that runs natively"
+                    ),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn blackwell_submissions_cannot_tell_the_emulation_from_the_native_build() {
+        for bad in [
+            "#ifdef WB_EMULATE_TCGEN05\nint x;\n#endif\n",
+            "#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 1000\n#endif\n",
+            "#ifdef __CUDA_ARCH_FEAT_SM100_ALL\n#endif\n",
+            "#if __CUDA_ARCH_SPECIFIC__\n#endif\n",
+            "int e = WB_EMU_ERR_QUEUE_FULL;\n",
+            "namespace x = wb::emu_hook;\n",
+        ] {
+            let v = super::check_arch_neutral(bad).unwrap_err();
+            assert!(
+                v.message.contains("not allowed in a Blackwell"),
+                "{bad}: {v}"
+            );
+        }
+        // Comments and strings do not count; the stock kernels pass.
+        super::check_arch_neutral("// WB_EMULATE_TCGEN05\nconst char* s = \"__CUDA_ARCH__\";\n")
+            .unwrap();
+        for step in 0..=6 {
+            let text = runner::steps::get(step).unwrap().info().blackwell.text;
+            super::check_arch_neutral(text).unwrap();
+        }
+    }
+
     use super::*;
 
     fn refused(src: &str) -> Violation {

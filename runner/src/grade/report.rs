@@ -78,6 +78,10 @@ pub struct GradeReport {
     pub grader_commit: String,
     pub gpu: Option<EnvInfo>,
     pub target: Option<String>,
+    /// How the grading children were confined (every report says so, and so does Gradescope's
+    /// output).
+    #[serde(default)]
+    pub confinement: String,
     pub compile: CompileReport,
     pub tests: Vec<TestReport>,
     /// Every flag name raised, once.
@@ -192,7 +196,9 @@ impl GradeReport {
             self.student,
             self.score,
             self.max_score,
-            if self.skipped_points > 0.0 {
+            if self.skipped_points > 0.0 && self.gpu.is_none() {
+                " (compiled only: no test ran)".to_string()
+            } else if self.skipped_points > 0.0 {
                 format!(
                     " ({:.1} points skipped here: they need native hardware)",
                     self.skipped_points
@@ -206,6 +212,9 @@ impl GradeReport {
                 "  GPU       {} (device {}, driver {})\n",
                 g.name, g.device, g.driver_version
             ));
+        }
+        if !self.confinement.is_empty() {
+            s.push_str(&format!("  children  {}\n", self.confinement));
         }
         s.push_str(&format!(
             "  compile   {}: {}\n",
@@ -282,6 +291,9 @@ pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
             "\n\n{:.1} points of performance tests were skipped: they need native hardware.",
             r.skipped_points
         ));
+    }
+    if !r.confinement.is_empty() {
+        output.push_str(&format!("\n\nGrading: {}", r.confinement));
     }
     serde_json::json!({
         "score": r.score,
@@ -480,6 +492,7 @@ pub mod tests {
             },
             grader_version: "0.1.0".into(),
             grader_commit: "abc1234".into(),
+            confinement: String::new(),
             gpu: Some(EnvInfo {
                 name: "NVIDIA H100".into(),
                 device: 1,

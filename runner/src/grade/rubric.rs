@@ -20,7 +20,7 @@
 //! kind = "correctness"         # or "performance"
 //! shape = [512, 512, 256]      # M, N, K
 //! dtype = "f16"                # or "bf16"
-//! dist = "gaussian"            # uniform, small-int, all-ones, wide-range
+//! dist = "gaussian"            # uniform, small-int, all-ones, wide-range, exact-int
 //! points = 10
 //! visibility = "visible"       # visible tests use `seed`; hidden, after_due_date and
 //!                              # after_published tests derive theirs from the instructor's secret

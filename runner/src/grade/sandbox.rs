@@ -1,6 +1,9 @@
 //! Running a submission's work in a child process: its own process group (so a kill reaches
-//! everything it started), a cleared environment (no secret can leak through it), a wall-clock
-//! limit, no core dumps, and logs cut to a size a report can hold.
+//! everything it started), a cleared environment (no secret can leak through it), its job over
+//! a pipe (never a file in its folder), resource limits (CPU time, file size, processes, no core
+//! dumps, and address space where the CUDA driver allows one), a wall-clock limit, and logs cut
+//! to a size a report can hold. The file-system confinement is the child's own first act
+//! ([`super::confine`]).
 
 use anyhow::{Context, Result};
 use std::ffi::OsString;
@@ -36,6 +39,37 @@ pub struct ChildSpec {
     pub env: Vec<(String, String)>,
     pub limit: Duration,
     pub log_bytes: usize,
+    /// Written to the child's stdin, which is then closed: the job.
+    pub stdin: Vec<u8>,
+    pub rlimits: Rlimits,
+}
+
+/// Resource limits set between `fork` and `exec` (plain `setrlimit` calls, async-signal-safe).
+#[derive(Debug, Clone, Copy)]
+pub struct Rlimits {
+    /// CPU seconds of all its threads together (`RLIMIT_CPU`).
+    pub cpu_seconds: u64,
+    /// The largest file it may write (`RLIMIT_FSIZE`): a printf flood fills its log to this
+    /// size and no further (`SIGXFSZ` is ignored, so the write fails instead of the process).
+    pub file_bytes: u64,
+    /// Processes and threads of the user (`RLIMIT_NPROC`; not enforced for root).
+    pub processes: u64,
+    /// Address space (`RLIMIT_AS`), for a child that does not start the CUDA driver: the driver
+    /// reserves terabytes of virtual addresses for unified memory, so a GPU child has none.
+    pub address_space: Option<u64>,
+}
+
+impl Rlimits {
+    /// Limits for a child with wall-clock limit `limit`: CPU time for every core over it.
+    pub fn for_limit(limit: Duration, address_space: Option<u64>) -> Rlimits {
+        let cores = std::thread::available_parallelism().map_or(16, |n| n.get() as u64);
+        Rlimits {
+            cpu_seconds: limit.as_secs().max(1) * cores + 10,
+            file_bytes: 256 << 20,
+            processes: 4096,
+            address_space,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,7 +116,7 @@ pub fn truncate_log(text: &str, limit: usize) -> String {
         tail_start += 1;
     }
     format!(
-        "{}\n[... {} bytes cut ...]\n{}",
+        "{}\n[... {} bytes cut: logs are capped at {limit} bytes ...]\n{}",
         &text[..head_end],
         tail_start - head_end,
         &text[tail_start..]
@@ -118,7 +152,7 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
     cmd.args(&spec.args)
         .current_dir(&spec.cwd)
         .env_clear()
-        .stdin(Stdio::null())
+        .stdin(Stdio::piped())
         .stdout(stdout)
         .stderr(stderr)
         .process_group(0);
@@ -131,14 +165,21 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    // SAFETY: only async-signal-safe calls (setrlimit, prctl) between fork and exec.
+    let limits = spec.rlimits;
+    // SAFETY: only async-signal-safe calls (setrlimit, signal, prctl) between fork and exec;
+    // `rlimit::setrlimit` is a plain `setrlimit` call.
     unsafe {
-        cmd.pre_exec(|| {
-            let zero = libc::rlimit {
-                rlim_cur: 0,
-                rlim_max: 0,
-            };
-            libc::setrlimit(libc::RLIMIT_CORE, &zero);
+        cmd.pre_exec(move || {
+            use rlimit::Resource;
+            rlimit::setrlimit(Resource::CORE, 0, 0)?;
+            rlimit::setrlimit(Resource::CPU, limits.cpu_seconds, limits.cpu_seconds)?;
+            rlimit::setrlimit(Resource::FSIZE, limits.file_bytes, limits.file_bytes)?;
+            rlimit::setrlimit(Resource::NPROC, limits.processes, limits.processes)?;
+            if let Some(bytes) = limits.address_space {
+                rlimit::setrlimit(Resource::AS, bytes, bytes)?;
+            }
+            // A file at its size limit fails the write; it does not kill the process.
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
             // Die with the grader rather than run on unsupervised.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
             Ok(())
@@ -149,6 +190,15 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
         .spawn()
         .with_context(|| format!("cannot start {}", spec.program.display()))?;
     let pgid = child.id() as i32;
+    // The job goes over the pipe from a thread of its own: a child that never reads its stdin
+    // must not stall the grader's clock. When the child ends, the write ends too (EPIPE).
+    let feeder = child.stdin.take().map(|mut pipe| {
+        let bytes = spec.stdin.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let _ = pipe.write_all(&bytes);
+        })
+    });
     let exit = loop {
         match child.try_wait() {
             Ok(Some(status)) => {
@@ -173,6 +223,9 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
     };
     // Anything the child left behind in its group goes too.
     kill_group(pgid);
+    if let Some(f) = feeder {
+        let _ = f.join();
+    }
     Ok(Outcome {
         exit,
         elapsed: start.elapsed(),
@@ -193,6 +246,8 @@ mod tests {
             env: vec![("WORKBOOK_DEVICE".into(), "3".into())],
             limit: Duration::from_millis(limit_ms),
             log_bytes: 64,
+            stdin: Vec::new(),
+            rlimits: Rlimits::for_limit(Duration::from_millis(limit_ms), Some(1 << 30)),
         }
     }
 
@@ -246,12 +301,31 @@ mod tests {
             "log",
         ))
         .unwrap();
-        assert!(o.stdout.len() < 120, "{}", o.stdout.len());
+        assert!(o.stdout.len() < 140, "{}", o.stdout.len());
+        assert!(o.stdout.contains("capped at 64 bytes"), "{}", o.stdout);
         assert!(o.stdout.starts_with("line0") && o.stdout.contains("bytes cut"));
         assert!(o.stdout.trim_end().ends_with("line199"));
         assert_eq!(truncate_log("short", 64), "short");
         let s = "é".repeat(100);
         assert!(truncate_log(&s, 11).contains("bytes cut"));
+    }
+
+    #[test]
+    fn the_job_arrives_on_stdin_and_files_stop_at_their_size_limit() {
+        let mut spec = sh(
+            "cat; head -c 100000 /dev/zero > big; wc -c < big",
+            5000,
+            "stdin",
+        );
+        spec.stdin = b"the job\n".to_vec();
+        spec.rlimits.file_bytes = 4096;
+        spec.log_bytes = 1024;
+        let o = run(&spec).unwrap();
+        // Not killed by SIGXFSZ: the write failed, the shell went on.
+        assert_eq!(o.exit, Exit::Code(0), "{o:?}");
+        let mut lines = o.stdout.lines();
+        assert_eq!(lines.next(), Some("the job"));
+        assert_eq!(lines.next().map(str::trim), Some("4096"));
     }
 
     #[test]

@@ -225,7 +225,10 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
         Some(&secret_file),
         None,
         std::slice::from_ref(&class_dir),
-        keep_scratch,
+        super::batch::Options {
+            keep_scratch,
+            ..Default::default()
+        },
     )?;
     let subs = super::batch::class(&class_dir, None)?;
     eprintln!(
@@ -320,7 +323,10 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             Some(&secret_file),
             None,
             &paths,
-            keep_scratch,
+            super::batch::Options {
+                keep_scratch,
+                ..Default::default()
+            },
         )?;
         let (subs, new_cases): (Vec<Submission>, Vec<Case>) = subs.into_iter().unzip();
         let rs = grade_all(

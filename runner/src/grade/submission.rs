@@ -8,12 +8,19 @@ use super::job::{
 use super::policy;
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
 use super::rubric::{Kind, Rubric};
-use super::sandbox::{self, ChildSpec, Exit, Outcome};
+use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use super::seeds::{public_seed, sha256_hex, Secret};
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
+
+/// The compile child's address-space limit: NVRTC needs well under 2 GiB for any stock kernel;
+/// a submission built to exhaust the compiler's memory stops here.
+pub const COMPILE_ADDRESS_SPACE: u64 = 8 << 30;
+
+/// The name the compiler gives the submission's file in its messages.
+pub const SOURCE_NAME: &str = "kernel.cu";
 
 /// One student's submission: a kernel file, or a folder holding exactly one.
 #[derive(Debug, Clone)]
@@ -90,6 +97,33 @@ pub struct Grader {
     pub keep_scratch: bool,
     /// Extra variables for the children (the toolkit's location).
     pub child_env: Vec<(String, String)>,
+    /// Whether the children confine themselves (Landlock), as every report states.
+    pub confinement: Confinement,
+    /// Check and compile only (a pre-screen without a GPU): no test runs.
+    pub compile_only: bool,
+    /// Testing only: no include screen.
+    pub skip_screen: bool,
+}
+
+/// How the grading children are confined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Confinement {
+    /// Landlock, at this ABI version of the kernel.
+    Landlock(i32),
+    /// Not confined: the kernel has no Landlock and the instructor passed `--allow-unconfined`.
+    Unconfined,
+}
+
+impl Confinement {
+    /// The line every report carries.
+    pub fn describe(&self) -> String {
+        match self {
+            Confinement::Landlock(abi) => format!(
+                "compile and run children confined by Landlock (ABI {abi}): they read only the toolkit, system libraries and GPU driver files, and write only their own scratch folder"
+            ),
+            Confinement::Unconfined => "UNCONFINED: this kernel has no Landlock, so the grading children ran unconfined and a submission could read any file the grader can (hidden tests are graded so only on the instructor's --allow-unconfined)".into(),
+        }
+    }
 }
 
 impl Grader {
@@ -145,17 +179,28 @@ impl Grader {
 
     fn child(&self, dir: &Path, job: &Job, device: usize, limit: Duration) -> Result<Outcome> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let job_path = dir.join("job.json");
-        job.write(&job_path)?;
         let mut env = self.child_env.clone();
         env.push(("WORKBOOK_DEVICE".into(), device.to_string()));
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "grade-worker".into(),
+            "--phase".into(),
+            job.phase.name().into(),
+        ];
+        if self.confinement == Confinement::Unconfined {
+            args.push("--unconfined".into());
+        }
+        // The compiler starts no CUDA driver, so its address space can be capped; a GPU child's
+        // cannot (the driver reserves terabytes of virtual addresses).
+        let address_space = (job.phase == Phase::Compile).then_some(COMPILE_ADDRESS_SPACE);
         sandbox::run(&ChildSpec {
             program: self.exe.clone(),
-            args: vec!["grade-worker".into(), job_path.into_os_string()],
+            args,
             cwd: dir.to_path_buf(),
             env,
             limit,
             log_bytes: self.rubric.limits.log_bytes,
+            stdin: job.to_bytes()?,
+            rlimits: sandbox::Rlimits::for_limit(limit, address_space),
         })
     }
 
@@ -216,8 +261,9 @@ impl Grader {
             },
             grader_version: env!("CARGO_PKG_VERSION").to_string(),
             grader_commit: env!("WB_BUILD_COMMIT").to_string(),
-            gpu: Some(env.clone()),
+            gpu: (!self.compile_only).then(|| env.clone()),
             target: None,
+            confinement: self.confinement.describe(),
             compile: CompileReport {
                 status: CompileStatus::Error,
                 message: String::new(),
@@ -265,7 +311,22 @@ impl Grader {
     }
 
     fn grade_in(&self, sub: &Submission, device: usize, env: &EnvInfo, dir: &Path) -> GradeReport {
-        let seeds = match self.seeds(&sub.student) {
+        // A compile needs no seed: a pre-screen derives none (and needs no secret).
+        let seeds = if self.compile_only {
+            Ok(self
+                .rubric
+                .tests
+                .iter()
+                .map(|t| TestSeeds {
+                    sets: vec![0; t.sets],
+                    refresh: 0,
+                    decoy: 0,
+                })
+                .collect())
+        } else {
+            self.seeds(&sub.student)
+        };
+        let seeds = match seeds {
             Ok(s) => s,
             Err(e) => {
                 let mut r = self.empty_report(sub, env, &[]);
@@ -292,13 +353,33 @@ impl Grader {
                 return r;
             }
         };
-        if let Err(v) = policy::check(&source) {
+        if let Err(v) = policy::check(&source)
+            .map_err(|v| v.to_string())
+            .or_else(|v| if self.skip_screen { Ok(()) } else { Err(v) })
+        {
             r.compile.status = CompileStatus::Rejected;
             r.compile.message = format!("refused before compiling: kernel.cu {v}");
             not_run(&mut r, "the submission was refused");
             return r;
         }
-        let target = match choose_target(&env.gpu_info(), self.rubric.arch, EmulateMode::Auto) {
+        if self.rubric.arch == common::step::Arch::Blackwell {
+            if let Err(v) = policy::check_arch_neutral(&source) {
+                r.compile.status = CompileStatus::Rejected;
+                r.compile.message = format!("refused before compiling: kernel.cu {v}");
+                not_run(&mut r, "the submission was refused");
+                return r;
+            }
+        }
+        let chosen = if self.compile_only {
+            // No GPU: the native build of the rubric's architecture.
+            Ok(match self.rubric.arch {
+                common::step::Arch::Hopper => common::Target::Sm90a,
+                common::step::Arch::Blackwell => common::Target::Sm100a,
+            })
+        } else {
+            choose_target(&env.gpu_info(), self.rubric.arch, EmulateMode::Auto)
+        };
+        let target = match chosen {
             Ok(t) => t,
             Err(e) => {
                 r.compile.message = e;
@@ -309,13 +390,20 @@ impl Grader {
         r.target = Some(target_name(target).to_string());
         let tests = self.job_tests(&seeds);
 
-        // Compile, in a child of its own.
-        let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, tests.clone());
+        // Compile, in a child of its own: it learns the dtypes, not the tests.
+        let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, Vec::new(), &tests);
         job.target = Some(target_name(target).into());
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
-        match compile_outcome(outcome, &dir.join("compile/compile.json")) {
-            Ok(c) if c.status == CompileStatus::Ok => r.compile = c,
+        match compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric) {
+            Ok(mut c) if c.status == CompileStatus::Ok => {
+                if target == common::Target::Sm90aEmulated {
+                    c.message.push_str(
+                        "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
+                    );
+                }
+                r.compile = c;
+            }
             Ok(c) => {
                 let why = format!(
                     "the kernel did not compile ({})",
@@ -334,27 +422,88 @@ impl Grader {
                 return r;
             }
         }
-
-        // Run, in another child, with the compiled kernels.
-        let run_dir = dir.join("run");
-        if let Err(e) = copy_cubins(&dir.join("compile"), &run_dir) {
-            r.compile.message = format!("{e:#}");
+        if self.compile_only {
+            not_run(&mut r, "compiled only (a pre-screen: no GPU was used)");
+            for t in &mut r.tests {
+                t.status = Status::Skipped;
+            }
             return r;
         }
-        job.phase = Phase::Run;
-        let limit = Duration::from_secs(self.rubric.limits.run_seconds);
-        let outcome = match self.child(&run_dir, &job, device, limit) {
-            Ok(o) => o,
-            Err(e) => {
-                not_run(
-                    &mut r,
-                    &format!("the grader could not start the run: {e:#}"),
-                );
+
+        // Run, in one child per visibility class, visible tests first: a hidden test's inputs
+        // are never in a process (or a loaded module) whose output a student sees.
+        let mut results: Vec<RunLine> = Vec::new();
+        let mut logs = Vec::new();
+        let mut last_outcome: Option<Outcome> = None;
+        // The visibility class of the run that was cut short, if one was.
+        let mut cut_class: Option<bool> = None;
+        for (class, hidden) in [("visible", false), ("hidden", true)] {
+            let class_tests: Vec<JobTest> = self
+                .rubric
+                .tests
+                .iter()
+                .zip(&tests)
+                .filter(|(spec, _)| spec.hidden() == hidden)
+                .map(|(_, t)| t.clone())
+                .collect();
+            if class_tests.is_empty() {
+                continue;
+            }
+            let run_dir = dir.join(format!("run-{class}"));
+            if let Err(e) = copy_cubins(&dir.join("compile"), &run_dir) {
+                r.compile.message = format!("{e:#}");
                 return r;
             }
-        };
-        r.worker_log = format!("{}{}", outcome.stdout, outcome.stderr);
-        let lines = read_results(&run_dir.join("results.jsonl"));
+            let mut run_job = Job::for_rubric(&self.rubric, Phase::Run, &source, class_tests, &[]);
+            run_job.target = job.target.clone();
+            let limit = Duration::from_secs(self.rubric.limits.run_seconds);
+            let outcome = match self.child(&run_dir, &run_job, device, limit) {
+                Ok(o) => o,
+                Err(e) => {
+                    not_run(
+                        &mut r,
+                        &format!("the grader could not start the run: {e:#}"),
+                    );
+                    return r;
+                }
+            };
+            logs.push(format!(
+                "[{class} tests: the run {}]\n{}{}",
+                outcome.describe(),
+                outcome.stdout,
+                outcome.stderr
+            ));
+            let lines = read_results(&run_dir.join("results.jsonl"));
+            // Tests a run never finished are named by its outcome.
+            let done: Vec<&str> = lines
+                .iter()
+                .filter_map(|l| match l {
+                    RunLine::Test(t) => Some(t.name.as_str()),
+                    RunLine::Env(_) => None,
+                })
+                .collect();
+            let unfinished = self
+                .rubric
+                .tests
+                .iter()
+                .any(|t| t.hidden() == hidden && !done.contains(&t.name.as_str()));
+            results.extend(lines);
+            if unfinished || last_outcome.is_none() {
+                last_outcome = Some(outcome);
+            }
+            if unfinished {
+                cut_class = Some(hidden);
+                break;
+            }
+        }
+        r.worker_log = truncate_log(&logs.join("\n"), self.rubric.limits.log_bytes);
+        let outcome = last_outcome.unwrap_or(Outcome {
+            exit: Exit::Code(0),
+            elapsed: Duration::ZERO,
+            stdout: String::new(),
+            stderr: String::new(),
+        });
+        let lines = results;
         if let Some(mut env) = lines.iter().find_map(|l| match l {
             RunLine::Env(e) => Some(e.as_ref().clone()),
             RunLine::Test(_) => None,
@@ -380,6 +529,7 @@ impl Grader {
             &results,
             &outcome,
             self.rubric.limits.launch_seconds,
+            cut_class,
         );
         r
     }
@@ -417,8 +567,25 @@ fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
     Ok((text, sha))
 }
 
-fn compile_outcome(outcome: Result<Outcome>, report: &Path) -> Result<CompileReport> {
+/// The names whose compiler messages a student may see: the submission's and the headers'.
+fn own_files() -> Vec<&'static str> {
+    let mut v = vec![SOURCE_NAME];
+    v.extend(policy::allowed_headers());
+    v
+}
+
+/// A compiler log as a student may see it: only messages about [`own_files`], capped.
+fn student_log(log: &str, cap: usize) -> String {
+    truncate_log(&super::diagnostics::student_log(log, &own_files()), cap)
+}
+
+fn compile_outcome(
+    outcome: Result<Outcome>,
+    report: &Path,
+    rubric: &Rubric,
+) -> Result<CompileReport> {
     let outcome = outcome?;
+    let cap = rubric.limits.log_bytes;
     if outcome.exit == Exit::TimedOut {
         return Ok(CompileReport {
             status: CompileStatus::Timeout,
@@ -438,7 +605,7 @@ fn compile_outcome(outcome: Result<Outcome>, report: &Path) -> Result<CompileRep
             return Ok(CompileReport {
                 status: CompileStatus::Error,
                 message: format!("the compiler process {}", outcome.describe()),
-                log: outcome.stderr,
+                log: student_log(&outcome.stderr, cap),
                 registers: 0,
                 spill_bytes: 0,
                 compile_ms: 0.0,
@@ -450,7 +617,7 @@ fn compile_outcome(outcome: Result<Outcome>, report: &Path) -> Result<CompileRep
         CompileReport {
             status: CompileStatus::Failed,
             message: format!("the kernel does not compile for {}", f.dtype),
-            log: f.log.clone(),
+            log: student_log(&f.log, cap),
             registers: 0,
             spill_bytes: 0,
             compile_ms: 0.0,
@@ -464,7 +631,9 @@ fn compile_outcome(outcome: Result<Outcome>, report: &Path) -> Result<CompileRep
                 dtypes.join(" and "),
                 entries.first().map_or("", |e| e.nvrtc_version.as_str())
             ),
-            log: entries.first().map_or(String::new(), |e| e.log.clone()),
+            log: entries
+                .first()
+                .map_or(String::new(), |e| student_log(&e.log, cap)),
             registers: entries.iter().map(|e| e.registers).max().unwrap_or(0),
             spill_bytes: entries.iter().map(|e| e.spill_bytes).max().unwrap_or(0),
             compile_ms: entries.iter().map(|e| e.compile_ms).sum(),
@@ -491,24 +660,27 @@ fn read_results(path: &Path) -> Vec<RunLine> {
         .collect()
 }
 
-/// Fill the report's tests from what the run child wrote, naming what happened to the tests it
-/// never finished (a hang, the run's time limit, a crash), and score them.
+/// Fill the report's tests from what the run children wrote, naming what happened to the tests
+/// the run of `cut_class` (hidden or not; `None`: any) never finished (a hang, the run's time
+/// limit, a crash), and score them.
 pub fn apply_results(
     r: &mut GradeReport,
     rubric: &Rubric,
     results: &[TestResult],
     outcome: &Outcome,
     launch_seconds: u64,
+    cut_class: Option<bool>,
 ) {
     let mut cut_short = false;
     for (t, spec) in r.tests.iter_mut().zip(&rubric.tests) {
+        let in_cut_run = cut_class.is_none_or(|h| h == spec.hidden());
         if let Some(res) = results.iter().find(|x| x.name == t.name) {
             t.status = res.status;
             t.detail = res.detail.clone();
             t.flags = res.flags.clone();
             t.launches = res.launches;
             t.timing = res.timing.clone();
-        } else if !cut_short {
+        } else if !cut_short && in_cut_run {
             cut_short = true;
             let (status, flag, why) = match outcome.exit {
                 Exit::TimedOut => (
@@ -545,13 +717,16 @@ pub fn apply_results(
         } else {
             t.status = Status::Error;
             t.detail = "not run: an earlier test did not finish".into();
+            t.flags = Vec::new();
         }
         score(t, spec);
     }
 }
 
 /// Points for one test: all or nothing for correctness; the band of its speed for
-/// performance; skipped tests count neither way. Speed flags do not change the score.
+/// performance; skipped tests count neither way. A speed above `suspicious_above` is flagged
+/// and keeps its score; a speed above the GPU's peak is physically impossible, so the test
+/// fails (pending the instructor's review of the kernel).
 pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
     t.max_score = if t.status == Status::Skipped {
         0.0
@@ -570,13 +745,15 @@ pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
                     ),
                 ));
             }
-            if let Some(peak) = timing.peak_tflops {
-                if timing.tflops > peak {
-                    t.flags.push(Flag::new(
-                        "faster-than-peak",
-                        format!("{:.0} TFLOP/s is above this GPU's peak of {peak:.0} TFLOP/s: the timing cannot be right", timing.tflops),
-                    ));
-                }
+            if let Some(peak) = timing.peak_tflops.filter(|&p| timing.tflops > p) {
+                t.flags.push(Flag::new(
+                    "faster-than-peak",
+                    format!("{:.0} TFLOP/s is above this GPU's peak of {peak:.0} TFLOP/s: the timing cannot be right, so the test fails pending review", timing.tflops),
+                ));
+                t.status = Status::Failed;
+                t.detail = format!("failed pending review: {}", t.detail);
+                t.score = 0.0;
+                return;
             }
             spec.points * spec.band_fraction(timing.ratio)
         }
@@ -639,6 +816,9 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             scratch: std::env::temp_dir(),
             keep_scratch: false,
             child_env: Vec::new(),
+            confinement: Confinement::Landlock(7),
+            compile_only: false,
+            skip_screen: false,
         }
     }
 
@@ -702,6 +882,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
                 &[passed("public", None)],
                 &outcome(exit.clone()),
                 20,
+                None,
             );
             r.tally();
             assert_eq!(r.tests[0].status, Status::Passed);
@@ -714,12 +895,43 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
     }
 
     #[test]
+    fn the_test_named_is_one_of_the_run_that_was_cut_short() {
+        // The hidden run finished; the visible run hung in "speed", after "public" passed.
+        let rubric = rubric();
+        let mut r = sample("alice", None);
+        apply_results(
+            &mut r,
+            &rubric,
+            &[passed("public", None), passed("hidden", None)],
+            &outcome(Exit::TimedOut),
+            20,
+            Some(false),
+        );
+        assert_eq!(r.tests[1].status, Status::Passed);
+        assert_eq!(r.tests[2].status, Status::Timeout);
+        // The visible run crashed before any result: its first test, not the hidden one, is
+        // named; the hidden test, never run, is "not run".
+        let mut r = sample("alice", None);
+        apply_results(
+            &mut r,
+            &rubric,
+            &[],
+            &outcome(Exit::Signal(9)),
+            20,
+            Some(false),
+        );
+        assert_eq!(r.tests[0].flags[0].name, "worker-crash");
+        assert!(r.tests[1].flags.is_empty());
+        assert!(r.tests[1].detail.contains("not run"));
+    }
+
+    #[test]
     fn a_fault_reported_at_the_launch_limit_is_a_kernel_fault() {
         let rubric = rubric();
         let mut r = sample("alice", None);
         let mut o = outcome(Exit::Code(2));
         o.stderr = "error: tcgen05 emulation fault in CTA 1, warp 0, lane 0: rule wait-for-peer-commits: x\n".into();
-        apply_results(&mut r, &rubric, &[passed("public", None)], &o, 20);
+        apply_results(&mut r, &rubric, &[passed("public", None)], &o, 20, None);
         assert_eq!(r.tests[1].status, Status::Failed);
         assert_eq!(r.tests[1].flags[0].name, "kernel-fault");
         assert!(r.tests[1]
@@ -733,6 +945,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             &[passed("public", None)],
             &outcome(Exit::Code(2)),
             20,
+            None,
         );
         assert_eq!(r.tests[1].flags[0].name, "worker-crash");
     }
@@ -760,7 +973,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             passed("hidden", None),
             passed("speed", Some(timing(0.5, 400.0))),
         ];
-        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20);
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20, None);
         r.tally();
         assert_eq!((r.score, r.max_score), (25.0, 30.0));
         assert!(r.flags.is_empty(), "{:?}", r.flags);
@@ -769,9 +982,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             passed("hidden", None),
             passed("speed", Some(timing(1.5, 1200.0))),
         ];
-        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20);
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20, None);
         r.tally();
-        assert_eq!(r.score, 30.0);
+        // Above the peak: failed pending review.
+        assert_eq!(r.score, 20.0);
+        assert_eq!(r.tests[2].status, Status::Failed);
+        assert!(r.tests[2].detail.starts_with("failed pending review"));
         assert_eq!(
             r.flags,
             vec![
@@ -779,6 +995,16 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
                 "faster-than-peak".to_string()
             ]
         );
+        // Suspiciously fast but physically possible: flagged, the score stands.
+        let results = [
+            passed("public", None),
+            passed("hidden", None),
+            passed("speed", Some(timing(1.5, 900.0))),
+        ];
+        apply_results(&mut r, &rubric, &results, &outcome(Exit::Code(0)), 20, None);
+        r.tally();
+        assert_eq!(r.score, 30.0);
+        assert_eq!(r.flags, vec!["suspiciously-fast".to_string()]);
     }
 
     #[test]

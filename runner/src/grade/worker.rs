@@ -7,6 +7,7 @@
 //! module loaded. From then on every launch is preceded by NaN-poisoning C and followed by the
 //! guard, input and output checks of [`super::integrity`].
 
+use super::confine::Needs;
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
     CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
@@ -32,16 +33,52 @@ use std::time::Duration;
 /// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
 const CPU_SAMPLES: usize = 64;
 
-pub fn main(job_path: &Path) -> Result<()> {
-    let job = Job::read(job_path)?;
-    let dir = job_path
-        .parent()
-        .ok_or_else(|| anyhow!("the job file has no folder"))?;
-    match job.phase {
-        Phase::Probe => probe(dir),
-        Phase::Compile => compile_phase(&job, dir),
-        Phase::Run => run_phase(&job, dir),
+/// The worker: `phase` in the current folder (its scratch folder), confined unless `confined`
+/// is false (the instructor's `--allow-unconfined` on a kernel without Landlock).
+///
+/// Order matters: first what the grader's own code needs from outside (NVRTC loaded; the GPU
+/// opened, described and cuBLAS started), then the confinement, and only then the job, with the
+/// submission's text, read from stdin.
+pub fn main(phase: Phase, confined: bool) -> Result<()> {
+    let dir = std::env::current_dir().context("the grading child has no working folder")?;
+    let confine = |needs| -> Result<()> {
+        if confined {
+            super::confine::confine(&dir, needs).context("cannot confine the grading child")?;
+        }
+        Ok(())
+    };
+    match phase {
+        Phase::Compile => {
+            common::compile::nvrtc_version()?;
+            confine(Needs::Compiler)?;
+            let job = read_job(phase)?;
+            compile_phase(&job, &dir)
+        }
+        Phase::Probe | Phase::Run => {
+            let gpu = open_gpu()?;
+            let env = env_info(&gpu);
+            let blas = Blas::new(&gpu)?;
+            common::compile::nvrtc_version()?;
+            confine(Needs::Gpu)?;
+            let job = read_job(phase)?;
+            if phase == Phase::Probe {
+                probe(&dir, &gpu, &blas, env)
+            } else {
+                run_phase(&job, &dir, &gpu, &blas, env)
+            }
+        }
     }
+}
+
+fn read_job(phase: Phase) -> Result<Job> {
+    let job = Job::read_from(std::io::stdin().lock())?;
+    if job.phase != phase {
+        bail!(
+            "the job is for the {:?} phase, the worker was started for {phase:?}",
+            job.phase
+        );
+    }
+    Ok(job)
 }
 
 fn open_gpu() -> Result<Box<Gpu>> {
@@ -126,14 +163,13 @@ pub fn env_info(gpu: &Gpu) -> EnvInfo {
 }
 
 /// Whether cuBLAS computes a small product correctly on this GPU.
-fn health(gpu: &Gpu) -> Result<String> {
+fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
     let shape = Shape {
         m: 256,
         n: 256,
         k: 256,
     };
     let p = Problem::generate(shape, Dtype::F16, Dist::Gaussian, 1);
-    let blas = Blas::new(gpu)?;
     let s = &gpu.stream;
     let a = s.clone_htod(&p.a).map_err(|e| anyhow!("{e:?}"))?;
     let b = s.clone_htod(&p.b).map_err(|e| anyhow!("{e:?}"))?;
@@ -159,10 +195,8 @@ fn health(gpu: &Gpu) -> Result<String> {
     }
 }
 
-fn probe(dir: &Path) -> Result<()> {
-    let gpu = open_gpu()?;
-    let mut env = env_info(&gpu);
-    match health(&gpu) {
+fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
+    match health(gpu, blas) {
         Ok(d) => {
             env.healthy = true;
             env.health_detail = d;
@@ -186,6 +220,24 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     };
     let mut report = Vec::new();
     for dtype in job.dtypes()? {
+        if target == common::Target::Sm90aEmulated {
+            // Graded under the emulation, the kernel must also build natively for sm_100a
+            // (where it will run), from the same text: the policy refuses every name that could
+            // tell the two builds apart.
+            let native = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
+                Ok(_) => None,
+                Err(e) => Some(truncate_log(&format!("{e:#}"), job.log_bytes)),
+            };
+            report.push(CompiledDtype {
+                dtype: format!("{dtype} (native sm_100a)"),
+                ok: native.is_none(),
+                log: native.unwrap_or_default(),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+                nvrtc_version: String::new(),
+            });
+        }
         let entry = match compile(&source, target, &spec.defines(dtype)) {
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
@@ -233,6 +285,8 @@ struct InputSet {
 
 /// A test with everything it needs before the submission's module is loaded.
 struct Prepared {
+    /// Its place among the run's tests.
+    index: usize,
     test: JobTest,
     shape: Shape,
     dtype: Dtype,
@@ -270,7 +324,7 @@ fn to_f32(dtype: Dtype, v: &[u16]) -> Vec<f32> {
     v.iter().map(|&x| dtype.to_f32(x)).collect()
 }
 
-fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
+fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepared> {
     let (shape, dtype, dist) = (test.shape(), test.dtype()?, test.dist()?);
     let mut sets = Vec::new();
     for &seed in &test.seeds.sets {
@@ -303,6 +357,7 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest) -> Result<Prepared> {
     let c = Guarded::new(gpu, shape.m * shape.n * 2, shape.m * shape.n * 4)?;
     htod(gpu, c.tail(), &decoy)?;
     Ok(Prepared {
+        index,
         test: test.clone(),
         shape,
         dtype,
@@ -343,6 +398,9 @@ fn check_launch(
     }
     let out: Vec<u16> = dtoh(gpu, p.c.data(), m * n)?;
     let v = verify(&set.problem, &out, &set.reference, CPU_SAMPLES);
+    if p.dist == Dist::ExactInt {
+        flags.extend(exactness_flag(p.dtype, n, &out, &set.reference));
+    }
     if !v.passed {
         flags.extend(classify(&Evidence {
             out: &out,
@@ -357,6 +415,31 @@ fn check_launch(
         flags,
         summary: v.summary(),
     })
+}
+
+/// With [`Dist::ExactInt`] inputs every output is an integer exact in fp32 and in `dtype`: any
+/// difference from the reference means an intermediate was rounded below fp32 (the tolerance of
+/// `verify` would let a few units pass).
+fn exactness_flag(dtype: Dtype, cols: usize, out: &[u16], reference: &[f32]) -> Option<Flag> {
+    let wrong = out
+        .iter()
+        .zip(reference)
+        .filter(|(&o, &r)| dtype.to_f32(o) != r)
+        .count();
+    let (i, (&o, &r)) = out
+        .iter()
+        .zip(reference)
+        .enumerate()
+        .find(|(_, (&o, &r))| dtype.to_f32(o) != r)?;
+    Some(Flag::new(
+        "inexact-accumulation",
+        format!(
+            "{wrong} outputs differ from their exact values (first C[{}][{}] = {} where the exact result is {r}): these integer inputs have partial sums beyond f16's exact range, so an intermediate was rounded below fp32",
+            i / cols,
+            i % cols,
+            dtype.to_f32(o)
+        ),
+    ))
 }
 
 /// Redraw `count` random rows of A and of B of `set` (on the host and the GPU) and bring the
@@ -435,6 +518,98 @@ struct Run<'a> {
     passed_launches: usize,
     /// The expected output of the last launch, with its shape and dtype.
     previous: Option<(Shape, Dtype, Vec<f32>)>,
+    /// Every grader allocation a launch must leave as it was.
+    seals: Vec<Seal>,
+    /// The names of the run's tests, by index.
+    names: Vec<String>,
+}
+
+/// A grader allocation and the digest of all its bytes (guard zones included).
+struct Seal {
+    what: String,
+    test: usize,
+    ptr: u64,
+    bytes: usize,
+    digest: u64,
+}
+
+/// Allocations up to this size are checked after every launch; larger ones (the inputs of
+/// performance-sized tests) after every test.
+const SEAL_EVERY_LAUNCH_BYTES: usize = 16 << 20;
+
+fn digest(gpu: &Gpu, ptr: u64, bytes: usize) -> Result<u64> {
+    use std::hash::{Hash, Hasher};
+    let v: Vec<u8> = dtoh(gpu, ptr, bytes)?;
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    v.hash(&mut h);
+    Ok(h.finish())
+}
+
+/// Seal every allocation of every test the run holds: each input set's A and B (with their
+/// guards) and the decoy reference past C's upper guard. C's own data is the kernel's to write;
+/// its guards are checked after every launch.
+fn seal_all(gpu: &Gpu, prepared: &[Prepared]) -> Result<Vec<Seal>> {
+    let mut seals = Vec::new();
+    for p in prepared {
+        let mut add = |what: String, ptr: u64, bytes: usize| -> Result<()> {
+            seals.push(Seal {
+                what,
+                test: p.index,
+                ptr,
+                bytes,
+                digest: digest(gpu, ptr, bytes)?,
+            });
+            Ok(())
+        };
+        for (si, set) in p.sets.iter().enumerate() {
+            for (name, g) in [("A", &set.a), ("B", &set.b)] {
+                let (ptr, bytes) = g.whole();
+                add(format!("{name} of input set {}", si + 1), ptr, bytes)?;
+            }
+        }
+        add(
+            "the decoy reference".into(),
+            p.c.tail(),
+            p.shape.m * p.shape.n * 4,
+        )?;
+    }
+    Ok(seals)
+}
+
+impl Run<'_> {
+    /// Compare the seals (all of them, or only those up to [`SEAL_EVERY_LAUNCH_BYTES`]), except
+    /// the allocations of test `skip` (a performance test redraws its own inputs).
+    /// Seal test `test`'s allocations anew (a performance test redraws rows of its inputs).
+    fn reseal(&mut self, test: usize) -> Result<()> {
+        let gpu = self.gpu;
+        for s in self.seals.iter_mut().filter(|s| s.test == test) {
+            s.digest = digest(gpu, s.ptr, s.bytes)?;
+        }
+        Ok(())
+    }
+
+    /// A seal found broken is renewed, so the launch that broke it alone is blamed.
+    fn check_seals(&mut self, all: bool, skip: Option<usize>) -> Result<Option<Flag>> {
+        let gpu = self.gpu;
+        for s in self.seals.iter_mut() {
+            if Some(s.test) == skip || (!all && s.bytes > SEAL_EVERY_LAUNCH_BYTES) {
+                continue;
+            }
+            let now = digest(gpu, s.ptr, s.bytes)?;
+            if now != s.digest {
+                s.digest = now;
+                let test = self.names.get(s.test).map_or("?", String::as_str);
+                return Ok(Some(Flag::new(
+                    "grader-memory-modified",
+                    format!(
+                        "the kernel wrote into a buffer of the grader's that it was never given: {} of test {test:?}",
+                        s.what
+                    ),
+                )));
+            }
+        }
+        Ok(None)
+    }
 }
 
 impl Run<'_> {
@@ -497,8 +672,12 @@ fn correctness(run: &mut Run, kernel: &LoadedKernel, p: &Prepared) -> Result<Tes
         )
         .map_err(fault)?;
         launches += 1;
-        let checked =
+        let mut checked =
             check_launch(gpu, p, set, run.previous_for(p.shape, p.dtype)).map_err(fault)?;
+        let last = si + 1 == p.sets.len();
+        if let Some(f) = run.check_seals(last, None).map_err(fault)? {
+            checked.flags.push(f);
+        }
         if !checked.flags.is_empty() {
             let flags = run.failure_flags(checked.flags);
             return Ok(TestResult {
@@ -731,6 +910,17 @@ fn performance(
         (Err(e), None) => return Err(fault(e)),
         (Ok(s), None) => s,
     };
+    // Every other test's buffers, after all of this test's launches.
+    if let Some(f) = run.check_seals(true, Some(p.index)).map_err(fault)? {
+        return Ok(TestResult {
+            name,
+            status: Status::Failed,
+            launches,
+            flags: vec![f],
+            detail: format!("after {launches} launches, a buffer of the grader's had changed"),
+            timing: None,
+        });
+    }
     let (k, c) = (&stats[0].stats, &stats[1].stats);
     let flops = shape.flops();
     let tflops = k.tflops(flops);
@@ -763,7 +953,7 @@ fn performance(
     })
 }
 
-fn run_phase(job: &Job, dir: &Path) -> Result<()> {
+fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
     let results_path = dir.join("results.jsonl");
     let mut results = std::fs::File::create(&results_path)
         .with_context(|| format!("cannot create {}", results_path.display()))?;
@@ -774,18 +964,18 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
         results.flush()?;
         Ok(())
     };
-    let gpu = open_gpu()?;
-    emit(&RunLine::Env(Box::new(env_info(&gpu))))?;
+    emit(&RunLine::Env(Box::new(env)))?;
     let spec = job.spec()?;
     let target = job.target()?;
-    let blas = Blas::new(&gpu)?;
 
     // Inputs and references first: no code of the submission is loaded yet.
     let mut prepared = Vec::new();
-    for t in &job.tests {
-        prepared
-            .push(prepare(&gpu, &blas, t).with_context(|| format!("preparing test {:?}", t.name))?);
+    for (i, t) in job.tests.iter().enumerate() {
+        prepared.push(
+            prepare(gpu, blas, t, i).with_context(|| format!("preparing test {:?}", t.name))?,
+        );
     }
+    let seals = seal_all(gpu, &prepared)?;
 
     // Now the submission's module, once per dtype.
     let mut kernels: Vec<(Dtype, LoadedKernel)> = Vec::new();
@@ -800,15 +990,17 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
             nvrtc_version: String::new(),
             log: String::new(),
         };
-        let loaded = LoadedKernel::from_compiled(&gpu, &spec, compiled, &job.source_name)?;
+        let loaded = LoadedKernel::from_compiled(gpu, &spec, compiled, &job.source_name)?;
         kernels.push((dtype, loaded));
     }
 
     let mut run = Run {
-        gpu: &gpu,
+        gpu,
         launch_timeout: Duration::from_secs(job.launch_seconds),
         passed_launches: 0,
         previous: None,
+        seals,
+        names: job.tests.iter().map(|t| t.name.clone()).collect(),
     };
     let mut lost: Option<String> = None;
     for p in prepared.iter_mut() {
@@ -829,7 +1021,10 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
                 .1;
             let outcome = match p.test.kind {
                 Kind::Correctness => correctness(&mut run, kernel, p),
-                Kind::Performance => performance(&mut run, kernel, &blas, p),
+                Kind::Performance => performance(&mut run, kernel, blas, p).and_then(|r| {
+                    run.reseal(p.index).map_err(|e| Fault(format!("{e:#}")))?;
+                    Ok(r)
+                }),
             };
             outcome.unwrap_or_else(|Fault(why)| {
                 lost = Some(format!(
@@ -849,4 +1044,21 @@ fn run_phase(job: &Job, dir: &Path) -> Result<()> {
         emit(&RunLine::Test(result))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_integer_inputs_flag_any_rounding() {
+        let reference = [2048.0f32, -3.0, 17.0, 0.0];
+        let exact: Vec<u16> = reference.iter().map(|&x| Dtype::F16.from_f32(x)).collect();
+        assert!(exactness_flag(Dtype::F16, 2, &exact, &reference).is_none());
+        let mut off = exact.clone();
+        off[2] = Dtype::F16.from_f32(16.0);
+        let f = exactness_flag(Dtype::F16, 2, &off, &reference).unwrap();
+        assert_eq!(f.name, "inexact-accumulation");
+        assert!(f.detail.starts_with("1 outputs differ") && f.detail.contains("C[1][0] = 16"));
+    }
 }

@@ -86,15 +86,24 @@ pub enum Dist {
     /// "failed" against cuBLAS's f32 reference).
     #[serde(rename = "wide-range")]
     WideRange,
+    /// Integers whose partial sums leave f16's exact range while every result stays exact in
+    /// f16 and bf16: in each row the first half of k holds integers in [1, 16] (so the running
+    /// sum of a dot product climbs past 8192, where f16's spacing is 8), and the second half
+    /// cancels it (A's second half is minus its first, B's repeats its first) up to eight ±1
+    /// nudges in A, which leave |C| <= 128. Any reduced-precision intermediate shows as an
+    /// inexact result; with K >= 512 the partial sums pass 8192.
+    #[serde(rename = "exact-int")]
+    ExactInt,
 }
 
 impl Dist {
-    pub const ALL: [Dist; 5] = [
+    pub const ALL: [Dist; 6] = [
         Dist::Gaussian,
         Dist::Uniform,
         Dist::Int,
         Dist::AllOnes,
         Dist::WideRange,
+        Dist::ExactInt,
     ];
 }
 
@@ -107,8 +116,9 @@ impl FromStr for Dist {
             "int" | "small-int" | "integer" => Ok(Dist::Int),
             "all-ones" | "ones" => Ok(Dist::AllOnes),
             "wide-range" | "wide" => Ok(Dist::WideRange),
+            "exact-int" => Ok(Dist::ExactInt),
             _ => bail!(
-                "unknown distribution {s:?}: use gaussian, uniform, int, all-ones or wide-range"
+                "unknown distribution {s:?}: use gaussian, uniform, int, all-ones, wide-range or exact-int"
             ),
         }
     }
@@ -122,6 +132,7 @@ impl fmt::Display for Dist {
             Dist::Int => "int",
             Dist::AllOnes => "all-ones",
             Dist::WideRange => "wide-range",
+            Dist::ExactInt => "exact-int",
         })
     }
 }
@@ -179,20 +190,51 @@ fn draw(rng: &mut impl Rng, dist: Dist) -> f32 {
             let exponent = rng.random_range(-8i32..=2);
             sign * 2f32.powi(exponent) * (1.0 + rng.random::<f32>())
         }
+        // Drawn a row at a time (exact_int_row); never element by element.
+        Dist::ExactInt => 0.0,
     }
+}
+
+/// One row of A (`a_side`) or B for [`Dist::ExactInt`].
+fn exact_int_row(rng: &mut impl Rng, k: usize, a_side: bool) -> Vec<f32> {
+    let half = k / 2;
+    let mut row = vec![0f32; k];
+    for i in 0..half {
+        let v = rng.random_range(1i32..=16) as f32;
+        row[i] = v;
+        row[half + i] = if a_side { -v } else { v };
+    }
+    if a_side && half > 0 {
+        for _ in 0..8 {
+            let p = half + rng.random_range(0..half);
+            row[p] += if rng.random::<bool>() { 1.0 } else { -1.0 };
+        }
+    }
+    row
 }
 
 impl Problem {
     /// Draw A and B from `dist` with a seeded generator: the same seed gives the same inputs.
     pub fn generate(shape: Shape, dtype: Dtype, dist: Dist, seed: u64) -> Problem {
         let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-        let mut fill = |len: usize| -> Vec<u16> {
-            (0..len)
-                .map(|_| dtype.from_f32(draw(&mut rng, dist)))
-                .collect()
+        let (a, b) = if dist == Dist::ExactInt {
+            let mut rows = |count: usize, a_side: bool| -> Vec<u16> {
+                (0..count)
+                    .flat_map(|_| exact_int_row(&mut rng, shape.k, a_side))
+                    .map(|x| dtype.from_f32(x))
+                    .collect()
+            };
+            let a = rows(shape.m, true);
+            (a, rows(shape.n, false))
+        } else {
+            let mut fill = |len: usize| -> Vec<u16> {
+                (0..len)
+                    .map(|_| dtype.from_f32(draw(&mut rng, dist)))
+                    .collect()
+            };
+            let a = fill(shape.m * shape.k);
+            (a, fill(shape.n * shape.k))
         };
-        let a = fill(shape.m * shape.k);
-        let b = fill(shape.n * shape.k);
         Problem {
             shape,
             dtype,
@@ -218,6 +260,35 @@ impl Problem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exact_int_partial_sums_leave_f16_while_results_stay_exact() {
+        let s = Shape {
+            m: 16,
+            n: 16,
+            k: 512,
+        };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let p = Problem::generate(s, dtype, Dist::ExactInt, 3);
+            for i in 0..s.m {
+                for j in 0..s.n {
+                    let c = p.reference_entry(i, j);
+                    assert!(c.abs() <= 128.0 && c.fract() == 0.0, "{c}");
+                    assert_eq!(dtype.to_f32(dtype.from_f32(c as f32)) as f64, c);
+                    // The running sum at the middle of k is far past f16's exact integers.
+                    let mid: f64 = (0..s.k / 2)
+                        .map(|x| {
+                            dtype.to_f32(p.a[i * s.k + x]) as f64
+                                * dtype.to_f32(p.b[j * s.k + x]) as f64
+                        })
+                        .sum();
+                    assert!(mid > 8192.0, "{mid}");
+                }
+            }
+            // Not all zero: the nudges leave a result.
+            assert!((0..s.m).any(|i| p.reference_entry(i, 0) != 0.0));
+        }
+    }
 
     #[test]
     fn generation_is_seeded_and_nonzero() {

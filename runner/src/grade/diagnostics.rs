@@ -1,0 +1,120 @@
+//! What of a compiler's log may reach a student: the messages about the submission's own file
+//! and the workbook's headers, and nothing about any other file.
+//!
+//! The confinement ([`super::confine`]) keeps every other file out of the compiler's reach;
+//! this filter is the second wall. NVRTC writes a message as a header line naming a file and a
+//! line (`kernel.cu(12): error: ...`) followed by its context (the source line, a caret,
+//! "detected during ..."); a message about any other file (a toolkit header, or a file an
+//! `#include` trick reached) is dropped whole, context and all, and the log says how many were.
+//! ptxas's resource lines (`ptxas info : ...`) and NVRTC's closing count are kept.
+
+/// The file a message header line names, if `line` is one: `NAME(LINE): KIND: ...`.
+fn header_file(line: &str) -> Option<&str> {
+    let open = line.find("): ")?;
+    let head = &line[..open];
+    let paren = head.rfind('(')?;
+    let (file, num) = (&head[..paren], &head[paren + 1..]);
+    if file.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let kind = &line[open + 3..];
+    [
+        "error",
+        "warning",
+        "remark",
+        "note",
+        "catastrophic error",
+        "internal error",
+    ]
+    .iter()
+    .any(|k| kind.starts_with(k))
+    .then_some(file)
+}
+
+/// Lines outside any message that may pass: ptxas's report, NVRTC's closing count, blanks.
+fn free_line_allowed(line: &str, own: &[&str]) -> bool {
+    let t = line.trim();
+    t.is_empty()
+        || t == "Compilation terminated."
+        || own
+            .iter()
+            .any(|f| t.starts_with(&format!("{f} failed to compile for ")))
+        || t.starts_with("ptxas info")
+        || t.starts_with("ptxas warning")
+        || own
+            .iter()
+            .any(|f| t.ends_with(&format!("detected in the compilation of \"{f}\".")))
+}
+
+/// `log` with only the messages about `own` files (the submission's name, the workbook's
+/// headers); every other message, and every line outside a message that is not ptxas's report
+/// or NVRTC's count, is replaced by one note of how many lines were withheld.
+pub fn student_log(log: &str, own: &[&str]) -> String {
+    let mut out = String::new();
+    let mut withheld = 0usize;
+    // Whether the lines now being read belong to a message about an own file.
+    let mut keeping = false;
+    for line in log.lines() {
+        if let Some(file) = header_file(line) {
+            keeping = own.contains(&file);
+        } else if !line.starts_with([' ', '\t']) && !line.trim().is_empty() {
+            // Any unindented line that is not a header ends the message before it.
+            keeping = false;
+            if free_line_allowed(line, own) {
+                out.push_str(line);
+                out.push('\n');
+                continue;
+            }
+        } else if line.trim().is_empty() {
+            out.push('\n');
+            continue;
+        }
+        if keeping {
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            withheld += 1;
+        }
+    }
+    if withheld > 0 {
+        out.push_str(&format!(
+            "[{withheld} lines of the compiler's log withheld: they are about files other than the submission and the workbook's headers]\n"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const OWN: &[&str] = &["kernel.cu", "hopper.cuh"];
+
+    #[test]
+    fn messages_about_other_files_are_withheld_whole() {
+        let log = "kernel.cu(3): catastrophic error: cannot open source file \"/etc/passwd\"\n  #include \"/etc/passwd\"\n  ^\n\n/etc/passwd(1): error: expected a declaration\n  root:x:0:0:root:/root:/bin/bash\n  ^\n\n/proc/1/environ(1): warning: odd\n  SECRET=hunter2\n\n1 error detected in the compilation of \"kernel.cu\".\nroot:x:0:0:root:/root:/bin/bash\nptxas info    : Used 40 registers\n";
+        let s = student_log(log, OWN);
+        assert!(s.contains("kernel.cu(3): catastrophic error"), "{s}");
+        assert!(s.contains("#include \"/etc/passwd\""), "{s}");
+        assert!(!s.contains("root:x:0"), "{s}");
+        assert!(!s.contains("hunter2"), "{s}");
+        assert!(!s.contains("/proc/1/environ"), "{s}");
+        assert!(s.contains("1 error detected in the compilation of \"kernel.cu\"."));
+        assert!(s.contains("ptxas info    : Used 40 registers"));
+        assert!(s.contains("6 lines of the compiler's log withheld"), "{s}");
+    }
+
+    #[test]
+    fn own_messages_and_headers_pass_unchanged() {
+        let log = "kernel.cu(12): error: identifier \"x\" is undefined\n      x = 1;\n      ^\n    12 | x = 1;\n\nhopper.cuh(40): warning: something\n          detected during instantiation of \"f<T>\" at line 12 of kernel.cu\n";
+        assert_eq!(student_log(log, OWN), log);
+    }
+
+    #[test]
+    fn header_lines_are_recognised_strictly() {
+        assert_eq!(header_file("kernel.cu(12): error: x"), Some("kernel.cu"));
+        assert_eq!(header_file("/a (b)/c.h(1): warning: x"), Some("/a (b)/c.h"));
+        assert_eq!(header_file("kernel.cu(x): error: x"), None);
+        assert_eq!(header_file("f(1): says hello"), None);
+    }
+}
