@@ -3,6 +3,7 @@
 //! generate every number and table a chapter shows: `{{#results KIND}}` from
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
+//! `{{#phase-timeline STEP BUG TIMING}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -202,7 +203,10 @@ pub fn results_table(spec: &str) -> String {
             "emulation-summary" => {
                 out.push_str("| step | verified runs passed | seeded bugs caught | all as expected |\n|---|---|---|---|\n");
                 let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
+                // One row per step: `dedup` only drops consecutive repeats, and the cases are
+                // ordered by seed and shape, not by step.
                 let mut steps: Vec<u64> = cases.iter().filter_map(|c| c["step"].as_u64()).collect();
+                steps.sort_unstable();
                 steps.dedup();
                 for n in steps {
                     let mine: Vec<&&Value> = cases
@@ -229,7 +233,7 @@ pub fn results_table(spec: &str) -> String {
                 }
             }
             "emulation" => {
-                out.push_str("| step | shape | dtype | seed | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
+                out.push_str("| step | shape | dtype | seed | emulation seed | clusters | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|---|---|\n");
                 for c in v["cases"].as_array().into_iter().flatten() {
                     if step.is_some_and(|n| c["step"].as_u64() != Some(n)) {
                         continue;
@@ -238,11 +242,13 @@ pub fn results_table(spec: &str) -> String {
                         .as_bool()
                         .unwrap_or(c["expected"] == c["outcome"]);
                     out.push_str(&format!(
-                        "| {} | {} | {} | {} | {} | {} | {}{} | {} |\n",
+                        "| {} | {} | {} | {} | {} | {} | {} | {} | {}{} | {} |\n",
                         s(c, "step"),
                         s(c, "shape"),
                         s(c, "dtype"),
                         s(c, "seed"),
+                        s(c, "emu_seed"),
+                        s(c, "clusters"),
                         s(c, "mutation"),
                         s(c, "expected"),
                         s(c, "outcome"),
@@ -533,6 +539,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
         )
     })?;
     let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
+    let md = expand_marker(&md, "phase-timeline", crate::phase_tables::timeline)?;
     let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
@@ -775,6 +782,90 @@ mod tests {
         assert!(trace_figure_in(&dir, "4").is_err());
         assert!(trace_figure_in(&dir, "42 sm_90a").is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The rows of every markdown table in `md`, each as its cells, one `Vec` per table.
+    fn tables(md: &str) -> Vec<Vec<Vec<String>>> {
+        let mut out: Vec<Vec<Vec<String>>> = Vec::new();
+        let mut in_table = false;
+        for line in md.lines() {
+            let l = line.trim();
+            if !l.starts_with('|') {
+                in_table = false;
+                continue;
+            }
+            if !in_table {
+                out.push(Vec::new());
+                in_table = true;
+                continue; // the header
+            }
+            if l.starts_with("|---") {
+                continue;
+            }
+            let cells = l
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            if let Some(t) = out.last_mut() {
+                t.push(cells);
+            }
+        }
+        out
+    }
+
+    /// Fails if two rows of one table share the cells at `key`.
+    fn assert_unique_rows(what: &str, md: &str, key: &[usize]) {
+        for rows in tables(md) {
+            let mut seen = std::collections::HashSet::new();
+            for r in &rows {
+                let k: Vec<&str> = key
+                    .iter()
+                    .map(|&i| r.get(i).map_or("", |c| c.as_str()))
+                    .collect();
+                assert!(
+                    seen.insert(k.clone()),
+                    "{what}: row {k:?} appears twice:\n{md}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn generated_tables_have_one_row_per_key() {
+        // The helper itself must catch a repeat (the emulation summary once listed every step
+        // eleven times).
+        let repeated = "| step | n |\n|---|---|\n| 0 | 1 |\n| 1 | 1 |\n| 0 | 1 |\n";
+        assert!(std::panic::catch_unwind(|| assert_unique_rows("plant", repeated, &[0])).is_err());
+
+        let summary = results_table("emulation-summary");
+        assert_unique_rows("emulation summary", &summary, &[0]);
+        if !summary.contains("No `emulation-summary`") {
+            for rows in tables(&summary) {
+                assert_eq!(
+                    rows.len(),
+                    runner::steps::all().len(),
+                    "one row per step:\n{summary}"
+                );
+            }
+        }
+        assert_unique_rows("selftest", &results_table("selftest"), &[0, 1]);
+        for n in 0..runner::steps::all().len() {
+            assert_unique_rows(
+                "emulation",
+                &results_table(&format!("emulation {n}")),
+                &[0, 1, 2, 3, 4, 5, 6],
+            );
+            let one = crate::measured::bench(&format!("step {n}")).unwrap();
+            assert_unique_rows("bench step", &one, &[0, 1]);
+        }
+        assert_unique_rows("bench", &crate::measured::bench("").unwrap(), &[0, 1]);
+        assert_unique_rows("twins", &crate::measured::twins_summary("").unwrap(), &[0]);
+        assert_unique_rows(
+            "caught",
+            &crate::measured::emulation_caught("").unwrap(),
+            &[0, 2],
+        );
     }
 
     #[test]
