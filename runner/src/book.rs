@@ -3,7 +3,7 @@
 //! generate every number and table a chapter shows: `{{#results KIND}}` from
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
-//! `{{#phase-timeline STEP BUG TIMING}}`,
+//! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -540,6 +540,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     })?;
     let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
     let md = expand_marker(&md, "phase-timeline", crate::phase_tables::timeline)?;
+    let md = expand_marker(&md, "comparables", crate::comparables::markdown)?;
     let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
