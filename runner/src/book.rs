@@ -870,6 +870,31 @@ mod tests {
     }
 
     #[test]
+    fn each_chapter_opens_with_its_one_idea_in_three_lines() {
+        let mut chapters: Vec<String> = runner::steps::all()
+            .iter()
+            .map(|s| s.info().chapter.to_string())
+            .collect();
+        for c in ["barriers", "prerequisites", "no-gpu", "emulation"] {
+            chapters.push(format!("book/src/{c}.md"));
+        }
+        for c in chapters {
+            let md = read_repo_file(&c).unwrap();
+            let lines: Vec<&str> = md.lines().collect();
+            let start = lines
+                .iter()
+                .take(10)
+                .position(|l| l.starts_with("> **The one idea.**"))
+                .unwrap_or_else(|| panic!("{c} opens with its one idea"));
+            let len = lines[start..]
+                .iter()
+                .take_while(|l| l.starts_with('>'))
+                .count();
+            assert_eq!(len, 3, "{c}: the one-idea box has three lines");
+        }
+    }
+
+    #[test]
     fn normalises_relative_paths() {
         assert_eq!(
             normalise(Path::new("book/src/../../steps/a.cu")),
