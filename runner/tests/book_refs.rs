@@ -530,3 +530,60 @@ fn the_check_catches_stale_references() {
         stale(&tree, fine, true)
     );
 }
+
+/// Every relative link and image of the built HTML book points at a file of the build, and every
+/// `#anchor` at an id of its page.
+#[test]
+fn the_built_book_has_no_broken_links() {
+    let out = std::env::temp_dir().join(format!("wb-book-links-{}", std::process::id()));
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["book", "--out", out.to_str().expect("utf-8 temp dir")])
+        .output()
+        .expect("runner runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let pages: Vec<PathBuf> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "html"))
+        .collect();
+    let ids = |html: &str| -> HashSet<String> {
+        html.split("id=\"")
+            .skip(1)
+            .filter_map(|s| s.split('"').next())
+            .map(str::to_string)
+            .collect()
+    };
+    let mut broken = Vec::new();
+    for page in &pages {
+        let html = std::fs::read_to_string(page).unwrap();
+        for attr in ["href=\"", "src=\""] {
+            for link in html.split(attr).skip(1).filter_map(|s| s.split('"').next()) {
+                if link.contains("://")
+                    || link.starts_with("mailto:")
+                    || link.starts_with("javascript:")
+                {
+                    continue;
+                }
+                let link = link.replace("&amp;", "&");
+                let (path, frag) = link.split_once('#').unwrap_or((&link, ""));
+                let target = if path.is_empty() {
+                    page.clone()
+                } else {
+                    page.parent().unwrap().join(path)
+                };
+                if !target.exists() {
+                    broken.push(format!("{}: {link}", page.display()));
+                } else if !frag.is_empty()
+                    && target.extension().is_some_and(|e| e == "html")
+                    && !ids(&std::fs::read_to_string(&target).unwrap()).contains(frag)
+                {
+                    broken.push(format!("{}: {link} (no such anchor)", page.display()));
+                }
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(pages.len() > 10, "the book has its pages");
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
