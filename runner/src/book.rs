@@ -3,6 +3,7 @@
 //! generate every number and table a chapter shows: `{{#results KIND}}` from
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
+//! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
 use crate::results::{results_files, s};
@@ -178,7 +179,10 @@ pub fn results_table(spec: &str) -> String {
             "emulation-summary" => {
                 out.push_str("| step | verified runs passed | seeded bugs caught | all as expected |\n|---|---|---|---|\n");
                 let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
+                // One row per step: `dedup` only drops consecutive repeats, and the cases are
+                // ordered by seed and shape, not by step.
                 let mut steps: Vec<u64> = cases.iter().filter_map(|c| c["step"].as_u64()).collect();
+                steps.sort_unstable();
                 steps.dedup();
                 for n in steps {
                     let mine: Vec<&&Value> = cases
@@ -205,7 +209,7 @@ pub fn results_table(spec: &str) -> String {
                 }
             }
             "emulation" => {
-                out.push_str("| step | shape | dtype | seed | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
+                out.push_str("| step | shape | dtype | run | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
                 for c in v["cases"].as_array().into_iter().flatten() {
                     if step.is_some_and(|n| c["step"].as_u64() != Some(n)) {
                         continue;
@@ -213,12 +217,21 @@ pub fn results_table(spec: &str) -> String {
                     let ok = c["met_expectation"]
                         .as_bool()
                         .unwrap_or(c["expected"] == c["outcome"]);
+                    // The data seed, the emulation seed and the grid cap tell the runs apart.
+                    let run = format!(
+                        "seed {}, emu. {}{}",
+                        s(c, "seed"),
+                        s(c, "emu_seed"),
+                        c["clusters"]
+                            .as_u64()
+                            .map(|n| format!(", {n} clusters"))
+                            .unwrap_or_default()
+                    );
                     out.push_str(&format!(
-                        "| {} | {} | {} | {} | {} | {} | {}{} | {} |\n",
+                        "| {} | {} | {} | {run} | {} | {} | {}{} | {} |\n",
                         s(c, "step"),
                         s(c, "shape"),
                         s(c, "dtype"),
-                        s(c, "seed"),
                         s(c, "mutation"),
                         s(c, "expected"),
                         s(c, "outcome"),
@@ -509,6 +522,8 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
         )
     })?;
     let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
+    let md = expand_marker(&md, "phase-timeline", crate::phase_tables::timeline)?;
+    let md = expand_marker(&md, "comparables", crate::comparables::markdown)?;
     let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
@@ -751,6 +766,115 @@ mod tests {
         assert!(trace_figure_in(&dir, "4").is_err());
         assert!(trace_figure_in(&dir, "42 sm_90a").is_err());
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The rows of every markdown table in `md`, each as its cells, one `Vec` per table.
+    fn tables(md: &str) -> Vec<Vec<Vec<String>>> {
+        let mut out: Vec<Vec<Vec<String>>> = Vec::new();
+        let mut in_table = false;
+        for line in md.lines() {
+            let l = line.trim();
+            if !l.starts_with('|') {
+                in_table = false;
+                continue;
+            }
+            if !in_table {
+                out.push(Vec::new());
+                in_table = true;
+                continue; // the header
+            }
+            if l.starts_with("|---") {
+                continue;
+            }
+            let cells = l
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect();
+            if let Some(t) = out.last_mut() {
+                t.push(cells);
+            }
+        }
+        out
+    }
+
+    /// Fails if two rows of one table share the cells at `key`.
+    fn assert_unique_rows(what: &str, md: &str, key: &[usize]) {
+        for rows in tables(md) {
+            let mut seen = std::collections::HashSet::new();
+            for r in &rows {
+                let k: Vec<&str> = key
+                    .iter()
+                    .map(|&i| r.get(i).map_or("", |c| c.as_str()))
+                    .collect();
+                assert!(
+                    seen.insert(k.clone()),
+                    "{what}: row {k:?} appears twice:\n{md}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn generated_tables_have_one_row_per_key() {
+        // The helper itself must catch a repeat (the emulation summary once listed every step
+        // eleven times).
+        let repeated = "| step | n |\n|---|---|\n| 0 | 1 |\n| 1 | 1 |\n| 0 | 1 |\n";
+        assert!(std::panic::catch_unwind(|| assert_unique_rows("plant", repeated, &[0])).is_err());
+
+        let summary = results_table("emulation-summary");
+        assert_unique_rows("emulation summary", &summary, &[0]);
+        if !summary.contains("No `emulation-summary`") {
+            for rows in tables(&summary) {
+                assert_eq!(
+                    rows.len(),
+                    runner::steps::all().len(),
+                    "one row per step:\n{summary}"
+                );
+            }
+        }
+        assert_unique_rows("selftest", &results_table("selftest"), &[0, 1]);
+        for n in 0..runner::steps::all().len() {
+            assert_unique_rows(
+                "emulation",
+                &results_table(&format!("emulation {n}")),
+                &[0, 1, 2, 3, 4],
+            );
+            let one = crate::measured::bench(&format!("step {n}")).unwrap();
+            assert_unique_rows("bench step", &one, &[0, 1]);
+        }
+        assert_unique_rows("bench", &crate::measured::bench("").unwrap(), &[0, 1]);
+        assert_unique_rows("twins", &crate::measured::twins_summary("").unwrap(), &[0]);
+        assert_unique_rows(
+            "caught",
+            &crate::measured::emulation_caught("").unwrap(),
+            &[0, 2],
+        );
+    }
+
+    #[test]
+    fn each_chapter_opens_with_its_one_idea_in_three_lines() {
+        let mut chapters: Vec<String> = runner::steps::all()
+            .iter()
+            .map(|s| s.info().chapter.to_string())
+            .collect();
+        for c in ["barriers", "prerequisites", "no-gpu", "emulation"] {
+            chapters.push(format!("book/src/{c}.md"));
+        }
+        for c in chapters {
+            let md = read_repo_file(&c).unwrap();
+            let lines: Vec<&str> = md.lines().collect();
+            let start = lines
+                .iter()
+                .take(10)
+                .position(|l| l.starts_with("> **The one idea.**"))
+                .unwrap_or_else(|| panic!("{c} opens with its one idea"));
+            let len = lines[start..]
+                .iter()
+                .take_while(|l| l.starts_with('>'))
+                .count();
+            assert_eq!(len, 3, "{c}: the one-idea box has three lines");
+        }
     }
 
     #[test]

@@ -423,7 +423,7 @@ fn tmem_layout() -> Result<String> {
     svg.text(10.0, by + 52.0, 11, "start",
         "tcgen05.alloc writes the base address (lane 0, first column) to shared memory; a CTA allocates a power of two of columns, 32 to 512.");
     svg.text(10.0, by + 67.0, 11, "start",
-        "A warp may only reach its lane quarter: the reason the epilogue is one warpgroup (four warps) reading 32 lanes each.");
+        "A warp may only reach the lane quarter of its rank in its warpgroup: an epilogue needs at least one warpgroup (four warps).");
     Ok(svg.finish())
 }
 

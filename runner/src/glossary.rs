@@ -167,7 +167,7 @@ pub const TERMS: &[Term] = &[
     Term {
         term: "parity",
         aliases: &["phase"],
-        line: "the low bit of a barrier's phase number; try_wait.parity P returns once the phase with parity P has completed — and a fresh barrier's phase before phase 0 (parity 1) counts as completed",
+        line: "the low bit of a barrier's phase number; try_wait.parity P returns once the phase with parity P has completed; the ISA allows only the current phase or the one before it, and defines no phase before phase 0 (a parity-1 wait on a fresh barrier falls through on hardware)",
         step: Some(0),
     },
     Term {

@@ -3,6 +3,7 @@
 mod bench;
 mod book;
 mod budget;
+mod comparables;
 mod diagnose;
 mod diff;
 mod edits;

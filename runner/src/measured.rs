@@ -72,6 +72,85 @@ fn tflops(c: Option<&Value>) -> Option<f64> {
     c.and_then(|c| c["tflops"].as_f64())
 }
 
+/// How far a bench's cuBLAS may sit from the cuBLAS of a selftest on the same GPU model and day
+/// before the bench's tables say so: 5 % of the selftest's TFLOP/s. Repeated selftests on one
+/// H200 agree within about 2 % (350–357 µs at 4096×8192×4096, f16), so a larger gap is the
+/// harness or the machine's state, not noise, and every "% of cuBLAS" beside it inherits it.
+pub const CUBLAS_AGREEMENT: f64 = 0.05;
+
+/// A (shape, dtype) where a bench's cuBLAS and a same-day selftest's differ by more than
+/// [`CUBLAS_AGREEMENT`].
+#[derive(Debug, PartialEq)]
+pub struct CublasGap {
+    pub shape: String,
+    pub dtype: String,
+    pub bench_tflops: f64,
+    pub selftest_tflops: f64,
+    pub selftest_file: String,
+}
+
+/// Every disagreement between `bench`'s cuBLAS and the cuBLAS of the `selftests` taken on the
+/// same GPU model on the same date, for the shapes and dtypes both timed.
+pub fn cublas_gaps(bench: &Value, selftests: &[(String, Value)]) -> Vec<CublasGap> {
+    let gpu = bench["gpu"]["name"].as_str();
+    let mut gaps = Vec::new();
+    for (file, st) in selftests {
+        if st["kind"] != "selftest" || st["gpu"].as_str() != gpu || st["date"] != bench["date"] {
+            continue;
+        }
+        for c in st["cases"].as_array().into_iter().flatten() {
+            let (shape, dtype) = (s(c, "shape"), s(c, "dtype"));
+            let (Some(theirs), Some(ours)) = (
+                c["cublas_tflops"].as_f64(),
+                tflops(find(bench, &shape, &dtype, "cublas")),
+            ) else {
+                continue;
+            };
+            if (ours - theirs).abs() > CUBLAS_AGREEMENT * theirs {
+                gaps.push(CublasGap {
+                    shape,
+                    dtype,
+                    bench_tflops: ours,
+                    selftest_tflops: theirs,
+                    selftest_file: file.clone(),
+                });
+            }
+        }
+    }
+    gaps
+}
+
+/// The warning a bench table carries when its cuBLAS disagrees with a same-day selftest.
+fn cublas_caveat(bench: &Value) -> String {
+    let selftests: Vec<(String, Value)> = results_files()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "selftest")
+        .collect();
+    let gaps = cublas_gaps(bench, &selftests);
+    if gaps.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = gaps
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {}: {:.0} against {:.0} TFLOP/s ({:+.1} %, `assets/results/{}`)",
+                g.shape,
+                g.dtype,
+                g.bench_tflops,
+                g.selftest_tflops,
+                100.0 * (g.bench_tflops / g.selftest_tflops - 1.0),
+                g.selftest_file
+            )
+        })
+        .collect();
+    format!(
+        "\n**Caution (generated check):** this bench's cuBLAS differs by more than {:.0} % from the cuBLAS of a selftest on the same GPU model and day — {}. Its \"% of cuBLAS\" divides by the bench's own cuBLAS, so where that cuBLAS is slow the percentages overstate the twins.\n",
+        100.0 * CUBLAS_AGREEMENT,
+        each.join("; ")
+    )
+}
+
 /// `{{#bench}}`: every step and cuBLAS, per shape and dtype; `{{#bench step N}}`: step N
 /// against cuBLAS, the peak and step N - 1.
 pub fn bench(spec: &str) -> Result<String> {
@@ -130,6 +209,7 @@ pub fn bench(spec: &str) -> Result<String> {
             md.push_str(
                 "\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets.\n",
             );
+            md.push_str(&cublas_caveat(v));
         }
         Some(n) => {
             md.push_str(&format!(
@@ -156,6 +236,7 @@ pub fn bench(spec: &str) -> Result<String> {
                         .unwrap_or(f64::NAN),
                 ));
             }
+            md.push_str(&cublas_caveat(v));
         }
     }
     Ok(md)
@@ -323,6 +404,55 @@ mod tests {
             plot.contains("](assets/results/bench-") && plot.contains(".svg)"),
             "{plot}"
         );
+    }
+
+    #[test]
+    fn a_bench_cublas_far_from_the_same_days_selftest_is_flagged() {
+        let bench = serde_json::json!({"kind": "bench", "date": "2026-11-22",
+            "gpu": {"name": "NVIDIA H200"}, "cases": [
+            {"shape": {"m": 4096, "n": 8192, "k": 4096}, "dtype": "f16", "kernel": "cublas", "tflops": 682.0},
+            {"shape": {"m": 4096, "n": 8192, "k": 4096}, "dtype": "bf16", "kernel": "cublas", "tflops": 790.0}]});
+        let selftest = |date: &str, gpu: &str| {
+            serde_json::json!({"kind": "selftest", "date": date, "gpu": gpu, "cases": [
+                {"shape": "4096x8192x4096", "dtype": "f16", "cublas_tflops": 769.0},
+                {"shape": "4096x8192x4096", "dtype": "bf16", "cublas_tflops": 796.0}]})
+        };
+        let same = vec![("st.json".to_string(), selftest("2026-11-22", "NVIDIA H200"))];
+        let gaps = cublas_gaps(&bench, &same);
+        // f16 is 11 % slow and flagged; bf16 is within 1 % and not.
+        assert_eq!(gaps.len(), 1, "{gaps:?}");
+        assert_eq!(
+            (gaps[0].shape.as_str(), gaps[0].dtype.as_str()),
+            ("4096x8192x4096", "f16")
+        );
+        // Another day or another GPU is not the same machine state: no comparison.
+        let other_day = vec![("st.json".to_string(), selftest("2026-11-23", "NVIDIA H200"))];
+        assert!(cublas_gaps(&bench, &other_day).is_empty());
+        let other_gpu = vec![(
+            "st.json".to_string(),
+            selftest("2026-11-22", "NVIDIA H100 80GB HBM3"),
+        )];
+        assert!(cublas_gaps(&bench, &other_gpu).is_empty());
+    }
+
+    #[test]
+    fn the_committed_bench_says_whether_its_cublas_agrees_with_the_selftest() {
+        let Some((_, v)) = benches().pop() else {
+            return;
+        };
+        let selftests: Vec<(String, Value)> = results_files()
+            .into_iter()
+            .filter(|(_, v)| v["kind"] == "selftest")
+            .collect();
+        let flagged = !cublas_gaps(&v, &selftests).is_empty();
+        for spec in ["", "step 0", "step 4"] {
+            let md = bench(spec).unwrap();
+            assert_eq!(
+                md.contains("**Caution (generated check):**"),
+                flagged,
+                "{spec}: {md}"
+            );
+        }
     }
 
     #[test]

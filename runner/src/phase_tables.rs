@@ -232,6 +232,121 @@ fn per_tile_table() -> Result<String> {
     Ok(table(&columns, &rows))
 }
 
+/// `{{#phase-timeline STEP BUG TIMING [K]}}`: what the phase model does, event by event, for
+/// step STEP's ring with the wait lines of BUG (`none`, `no-first-round-guard`, `wrong-parity`,
+/// `load-full-off-by-one`) and TIMING (`slow-loads`, `slow-mmas`), over K k-blocks (default 8):
+/// the same run the chapter's figure draws, as text, ending with the model's verdict.
+pub fn timeline(spec: &str) -> Result<String> {
+    let words: Vec<&str> = spec.split_whitespace().collect();
+    let (step, bug, timing, k_blocks) = match words.as_slice() {
+        [s, b, t] => (*s, *b, *t, "8"),
+        [s, b, t, k] => (*s, *b, *t, *k),
+        _ => bail!("phase-timeline wants STEP BUG TIMING [K-BLOCKS]"),
+    };
+    let step: u32 = step
+        .parse()
+        .map_err(|_| anyhow::anyhow!("phase-timeline: {step:?} is not a step number"))?;
+    let k_blocks: u32 = k_blocks
+        .parse()
+        .ok()
+        .filter(|k| (1..=64).contains(k))
+        .ok_or_else(|| {
+            anyhow::anyhow!("phase-timeline: k-blocks must be 1 to 64, got {k_blocks:?}")
+        })?;
+    let (empty_wait, full_wait) = match bug {
+        "none" => (EmptyWait::Correct, FullWait::Correct),
+        "no-first-round-guard" => (EmptyWait::NoFirstRoundGuard, FullWait::Correct),
+        "wrong-parity" => (EmptyWait::WrongParity, FullWait::Correct),
+        "load-full-off-by-one" => (EmptyWait::Correct, FullWait::OffByOne),
+        other => bail!(
+            "phase-timeline: unknown bug {other:?} (none, no-first-round-guard, wrong-parity, load-full-off-by-one)"
+        ),
+    };
+    let timing = match timing {
+        "slow-loads" => Timing::LOAD_BOUND,
+        "slow-mmas" => Timing::MMA_BOUND,
+        other => bail!("phase-timeline: unknown timing {other:?} (slow-loads, slow-mmas)"),
+    };
+    let m = model(step)?;
+    let sim = simulate(&Ring {
+        stages: m.stages,
+        k_blocks,
+        tiles: 1,
+        roles: m.roles,
+        empty_wait,
+        full_wait,
+        counter: Counter::AcrossTiles,
+        timing,
+    });
+    let t = &sim.trace;
+    // (tick, order within a tick, text): completions before the waits they release.
+    let mut events: Vec<(u64, u8, String)> = Vec::new();
+    for l in &t.loads {
+        events.push((
+            l.issued,
+            2,
+            format!(
+                "TMA load of k-block {} into slot {} issued",
+                l.k_block, l.slot
+            ),
+        ));
+        if let Some(at) = l.landed {
+            events.push((
+                at,
+                0,
+                format!("k-block {} landed in slot {}", l.k_block, l.slot),
+            ));
+        }
+    }
+    for p in &t.phases {
+        events.push((
+            p.at,
+            0,
+            format!(
+                "{}[{}] completes phase {} (parity {})",
+                p.barrier,
+                p.slot,
+                p.completed - 1,
+                (p.completed - 1) & 1
+            ),
+        ));
+    }
+    for w in &t.waits {
+        let what = format!(
+            "{} waits on {}[{}], parity {}, for k-block {}",
+            w.actor, w.barrier, w.slot, w.parity, w.k_block
+        );
+        if w.to > w.from {
+            events.push((w.from, 1, format!("{what}: blocks")));
+            events.push((
+                w.to,
+                1,
+                format!("{what}: passes after {} ticks", w.to - w.from),
+            ));
+        } else {
+            events.push((w.from, 1, format!("{what}: passes at once")));
+        }
+    }
+    for mma in &t.mmas {
+        events.push((
+            mma.start,
+            2,
+            format!("MMAs of k-block {} start on slot {}", mma.k_block, mma.slot),
+        ));
+    }
+    events.sort_by_key(|e| (e.0, e.1));
+    let mut md = format!(
+        "```text\nphase model: step {step}, {} stages, {k_blocks} k-blocks, wait lines: {bug}, timing: {}\n",
+        m.stages,
+        if timing == Timing::LOAD_BOUND { "slow loads" } else { "slow MMAs" }
+    );
+    for (at, _, text) in &events {
+        md.push_str(&format!("{at:>5}  {text}\n"));
+    }
+    md.push_str(&format!("=> {}\n```\n", sim.outcome));
+    Ok(md)
+}
+
 pub fn outcomes(spec: &str) -> Result<String> {
     match spec.trim() {
         "ring" => ring_table(),
@@ -243,6 +358,32 @@ pub fn outcomes(spec: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_timeline_shows_the_models_run() {
+        let ok = timeline("1 none slow-mmas").unwrap();
+        assert!(ok.contains("=> completes at tick"), "{ok}");
+        assert!(
+            ok.contains("the producer waits on load_empty[0], parity 0, for k-block 4"),
+            "{ok}"
+        );
+        assert!(
+            ok.contains("load_empty[0] completes phase 0 (parity 0)"),
+            "{ok}"
+        );
+        let race = timeline("1 wrong-parity slow-mmas").unwrap();
+        assert!(race.contains("=> race:"), "{race}");
+        assert!(
+            race.contains("parity 1, for k-block 4: passes at once"),
+            "{race}"
+        );
+        let hang = timeline("0 wrong-parity slow-loads").unwrap();
+        assert!(hang.contains("=> hang:"), "{hang}");
+        assert!(timeline("1 none").is_err());
+        assert!(timeline("1 bogus slow-mmas").is_err());
+        assert!(timeline("1 none slow-mmas 0").is_err());
+        assert!(timeline("9 none slow-mmas").is_err());
+    }
 
     #[test]
     fn the_ladder_has_four_ring_roles() {

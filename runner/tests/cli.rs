@@ -438,7 +438,18 @@ fn selftest_without_a_gpu_is_a_clear_error() {
 fn assert_reflowed(out: &str, width: usize) {
     let mut checked = 0;
     for para in out.split("\n\n") {
-        let lines: Vec<&str> = para.lines().collect();
+        // A block quote is reflowed inside its "> " prefix: check its text at the width left.
+        let quoted = para.lines().all(|l| l.starts_with("> ") || l == ">");
+        let (lines, width): (Vec<&str>, usize) = if quoted {
+            let inner = para
+                .lines()
+                .filter(|l| *l != ">")
+                .map(|l| &l[2..])
+                .collect();
+            (inner, width - 2)
+        } else {
+            (para.lines().collect(), width)
+        };
         let prose = lines.len() > 1
             && lines.iter().all(|l| {
                 l.chars()

@@ -181,8 +181,9 @@ pub const MUTATIONS: &[Mutation] = &[
     },
     Mutation {
         name: "no-first-round-guard",
-        description: "the producer also waits on load_empty in the first round: harmless, since \
-                      parity 1 names the phase before phase 0, which counts as complete",
+        description: "the producer also waits on load_empty in the first round: harmless in \
+                      practice, since a parity-1 wait on a fresh barrier falls through on hardware \
+                      (the PTX ISA defines no phase before phase 0; the guard stays inside it)",
         anchor: &["mbarrier_wait(&smem.load_empty[slot]", ">= STAGES)"],
         from: "if (",
         to: "if (true || ",

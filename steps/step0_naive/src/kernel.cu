@@ -7,7 +7,8 @@
 //   - the accumulator lives in tensor memory, not in registers;
 //   - once the last MMA completes, all 4 warps copy the accumulator tensor memory -> registers
 //     -> global memory.
-// The host sets TILE_M, TILE_N, TILE_K, STAGES (from step0_naive::Config) and the element type.
+// The host sets TILE_M, TILE_N, TILE_K, STAGES (from step0_naive::BLACKWELL, as WB_<NAME>) and the
+// element type.
 #include "blackwell.cuh"
 
 typedef WB_DTYPE T;  // __half or __nv_bfloat16

@@ -9,7 +9,7 @@
 //     sub-tiles: tensor memory -> registers -> a double-buffered shared-memory staging tile ->
 //     TMA store, so reading sub-tile j + 1 overlaps storing sub-tile j.
 // The host sets TILE_M, TILE_N, TILE_K, STAGES, EPILOGUE_TILE_N (from
-// step2_tiled_epilogue::Config) and the element type.
+// step2_tiled_epilogue::BLACKWELL, as WB_<NAME>) and the element type.
 #include "blackwell.cuh"
 
 typedef WB_DTYPE T;  // __half or __nv_bfloat16

@@ -18,7 +18,7 @@
 //     sub-tiles: tensor memory -> registers -> a double-buffered shared-memory staging tile ->
 //     TMA store, so reading sub-tile j + 1 overlaps storing sub-tile j.
 // The host sets TILE_M, TILE_N, TILE_K, STAGES, EPILOGUE_TILE_N, GRID_TILE_WIDTH,
-// GRID_MINOR_DIM (from step6_grid_tiling::Config) and the element type.
+// GRID_MINOR_DIM (from step6_grid_tiling::BLACKWELL, as WB_<NAME>) and the element type.
 #include "blackwell.cuh"
 
 typedef WB_DTYPE T;  // __half or __nv_bfloat16

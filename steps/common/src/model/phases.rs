@@ -10,9 +10,10 @@
 //! succeeds when the current (incomplete) phase's parity differs from P. Two consequences the
 //! chapter relies on:
 //!
-//! - a freshly initialised barrier is in phase 0, so a wait with parity 1 (the "phase before phase
-//!   0") returns at once — CUTLASS starts its producers in phase 1 for exactly that reason
-//!   (`make_producer_start_state` in `cutlass/pipeline/sm90_pipeline.hpp`);
+//! - a freshly initialised barrier is in phase 0, and a wait with parity 1 returns at once. The
+//!   ISA defines no phase before phase 0, so this is hardware practice, not ISA semantics — but
+//!   CUTLASS relies on it, starting its producers in phase 1 (`make_producer_start_state` in
+//!   `cutlass/pipeline/sm90_pipeline.hpp`), and the model follows the hardware;
 //! - a wait whose parity names a phase two or more behind is outside what the ISA defines and
 //!   aliases onto a phase of the same parity: the model shows what that aliasing does.
 //!
@@ -971,7 +972,7 @@ mod tests {
         assert!(!b.try_wait_parity(0), "phase 0 is incomplete");
         assert!(
             b.try_wait_parity(1),
-            "the phase before phase 0 (parity 1) counts as complete"
+            "a parity-1 wait on a fresh barrier passes, as on hardware"
         );
         assert_eq!(b.arrive_expect_tx(128), Ok(false), "bytes still missing");
         assert!(!b.try_wait_parity(0));
@@ -1082,7 +1083,7 @@ mod tests {
     #[test]
     fn the_wrong_parity_races_or_hangs() {
         // Specialised: the producer reaches k-block 4 long before k-block 0 is multiplied, and
-        // the wrong parity names the phase before phase 0, which counts as complete: it refills
+        // the wrong parity names the phase "before phase 0", which passes on hardware: it refills
         // slot 0 at once.
         for timing in [Timing::LOAD_BOUND, Timing::MMA_BOUND] {
             let sim = simulate(&ring(SPECIALIZED, EmptyWait::WrongParity, timing));
