@@ -521,8 +521,9 @@ fn the_check_catches_stale_references() {
     let kernel = "// The host sets TILE_M (from step0_naive::Config) and the element type.\n";
     assert_eq!(stale(&tree, kernel, false).len(), 1);
     // And what exists resolves.
-    let fine = "`step0_naive::BLACKWELL`, `common::tiling::tile_coords`, `LoadedKernel::plan`, \
-                `common::phases`, `tile_coords`, `steps/step0_naive/src/kernel.cu`, \
+    let fine =
+        "`step0_naive::BLACKWELL`, `common::model::tiling::tile_coords`, `LoadedKernel::plan`, \
+                `common::model::phases`, `tile_coords`, `steps/step0_naive/src/kernel.cu`, \
                 `steps/stepN_*`, `assets/results/trace-stepN-ARCH.svg`, `load_full`.";
     assert!(
         stale(&tree, fine, true).is_empty(),
