@@ -1,0 +1,173 @@
+//! The command line: one module per subcommand, each with its `Args` (clap derive) and a `run()`.
+//! `main.rs` parses and calls [`dispatch`]; the work itself lives in the implementation modules
+//! (`step_cmd`, `bench`, `book`, `grade`, ...), which these modules call into.
+
+pub mod bench;
+pub mod book;
+pub mod budget;
+pub mod diff;
+pub mod exercise;
+pub mod explain;
+pub mod glossary;
+pub mod grade;
+pub mod grade_worker;
+pub mod inspect;
+pub mod list;
+pub mod mutations;
+pub mod selftest;
+pub mod step;
+pub mod workshop;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+use common::step::Arch;
+use common::{Dist, Dtype, Shape};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "runner",
+    version,
+    about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// List the steps of the ladder.
+    List(list::Args),
+    /// Compile a step, verify it against cuBLAS and the CPU, and time it. Without a usable GPU,
+    /// report its sm_100a compilation (resources, SASS) instead.
+    Step(Box<step::Args>),
+    /// Registers, shared memory and the SASS instruction histogram of a step.
+    Inspect(inspect::Args),
+    /// What step B changes relative to step A (kernels; --host adds the host code).
+    Diff(diff::Args),
+    /// Render a step's chapter in the terminal, with its code inlined.
+    Explain(explain::Args),
+    /// The budget box of a step: FLOP, bytes, time at peak, operand bandwidth, bytes in flight,
+    /// epilogue against main loop — arithmetic from its configuration and published GPU figures.
+    Budget(budget::Args),
+    /// The workbook's terms, one line each, with the chapter that explains them.
+    Glossary(glossary::Args),
+    /// Build the book (HTML) and optionally serve it on localhost.
+    Book(book::Args),
+    /// The seeded bugs `runner step N --mutate NAME` can plant, with the steps they apply to and
+    /// what the emulation check must see.
+    Mutations(mutations::Args),
+    /// Time every step's native kernel against cuBLAS (the Hopper twins on an H100/H200, the
+    /// Blackwell kernels on a B200), over shapes and dtypes; write a results JSON and an SVG plot.
+    Bench(bench::Args),
+    /// Grade student kernels against a rubric: isolated child processes, hidden tests, integrity
+    /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
+    Grade(Box<grade::Args>),
+    /// Run the check a book exercise names (e.g. `runner exercise 2.2`), on the committed
+    /// solution or on your kernel.
+    Exercise(exercise::Args),
+    /// Workshop tools: `runner workshop check` is a lab machine's pre-flight.
+    Workshop(workshop::Args),
+    /// The grader's child process (internal).
+    #[command(name = "grade-worker", hide = true)]
+    GradeWorker(grade_worker::Args),
+    /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
+    /// cuBLAS's speed.
+    Selftest(selftest::Args),
+}
+
+/// Run one parsed command.
+pub fn dispatch(cmd: Command) -> Result<ExitCode> {
+    match cmd {
+        Command::List(a) => list::run(a),
+        Command::Step(a) => step::run(*a),
+        Command::Inspect(a) => inspect::run(a),
+        Command::Diff(a) => diff::run(a),
+        Command::Explain(a) => explain::run(a),
+        Command::Budget(a) => budget::run(a),
+        Command::Glossary(a) => glossary::run(a),
+        Command::Book(a) => book::run(a),
+        Command::Mutations(a) => mutations::run(a),
+        Command::Bench(a) => bench::run(a),
+        Command::Grade(a) => grade::run(*a),
+        Command::Exercise(a) => exercise::run(a),
+        Command::Workshop(a) => workshop::run(a),
+        Command::GradeWorker(a) => grade_worker::run(a),
+        Command::Selftest(a) => selftest::run(a),
+    }
+}
+
+/// `--arch`: which of a step's two kernels.
+#[derive(Clone, Copy, ValueEnum)]
+pub enum ArchArg {
+    #[value(name = "sm_100a")]
+    Sm100a,
+    #[value(name = "sm_90a")]
+    Sm90a,
+}
+
+impl ArchArg {
+    pub fn arch(self) -> Arch {
+        match self {
+            ArchArg::Sm100a => Arch::Blackwell,
+            ArchArg::Sm90a => Arch::Hopper,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum, PartialEq, Eq)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+/// The problem a run multiplies: its shape, dtype, input distribution and seed.
+#[derive(clap::Args, Clone)]
+pub struct ProblemArgs {
+    /// Rows of A and C (default: 4096 natively, 512 under emulation).
+    #[arg(long)]
+    pub m: Option<usize>,
+    /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// The reduction dimension (default: 4096 natively, 512 under emulation).
+    #[arg(long)]
+    pub k: Option<usize>,
+    /// Input and output type: f16 or bf16.
+    #[arg(long, default_value = "f16")]
+    pub dtype: Dtype,
+    /// Input distribution: gaussian, uniform or int.
+    #[arg(long, default_value = "gaussian")]
+    pub dist: Dist,
+    /// Seed of the input generator.
+    #[arg(long, default_value_t = 2024)]
+    pub seed: u64,
+}
+
+impl ProblemArgs {
+    pub fn shape(&self, default: Shape) -> Option<Shape> {
+        if self.m.is_none() && self.n.is_none() && self.k.is_none() {
+            return None;
+        }
+        Some(Shape {
+            m: self.m.unwrap_or(default.m),
+            n: self.n.unwrap_or(default.n),
+            k: self.k.unwrap_or(default.k),
+        })
+    }
+}
+
+/// `4096x8192x4096` -> a Shape.
+pub fn parse_shape(s: &str) -> Result<Shape, String> {
+    let dims: Vec<usize> = s
+        .split(['x', 'X'])
+        .map(|d| d.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("{s:?} is not a shape MxNxK"))?;
+    match dims[..] {
+        [m, n, k] if m > 0 && n > 0 && k > 0 => Ok(Shape { m, n, k }),
+        _ => Err(format!("{s:?} is not a shape MxNxK of positive sizes")),
+    }
+}
