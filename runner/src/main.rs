@@ -24,6 +24,7 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    restore_sigpipe();
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error: {info}");
     }));
@@ -34,5 +35,16 @@ fn main() -> ExitCode {
             eprintln!("error: {e:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// A reader that stops early (`runner inspect 0 --sass | head`) ends the runner quietly, as it
+/// ends `cat` or `git log`: Rust ignores SIGPIPE, which turns every later `println!` into a
+/// panic. The grader writes to no child's pipe, and sockets (`book --serve`) send with
+/// MSG_NOSIGNAL, so only stdout and stderr are affected.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread exists; SIG_DFL is a valid action.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

@@ -640,3 +640,69 @@ fn bench_without_a_gpu_is_a_clear_error() {
         stderr(&o)
     );
 }
+
+#[test]
+fn a_reader_that_stops_early_ends_every_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    // The pipe's read end is closed before the runner starts, so its first write to stdout meets
+    // a closed pipe every time (no race with the reader).
+    let commands: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["step", "0"],
+        &["step", "0", "--json"],
+        &["inspect", "0"],
+        &["inspect", "0", "--json"],
+        &["inspect", "0", "--sass"],
+        &["diff", "0", "1"],
+        &["explain", "0"],
+        &["budget", "0"],
+        &["glossary"],
+        &["mutations"],
+        &["mutations", "--json"],
+        &["exercise", "--list"],
+        &["exercise", "0.2"],
+        &["workshop", "check"],
+        &["--help"],
+        &["step", "--help"],
+        &["--version"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(*args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        // Ended by SIGPIPE, as `cat` is; exit code 101 would be a panic.
+        assert!(
+            o.status.signal() == Some(13) || matches!(o.status.code(), Some(0..=2)),
+            "{args:?}: {:?} {err}",
+            o.status
+        );
+    }
+}
+
+#[test]
+fn book_out_refuses_a_folder_holding_files() {
+    let d = tmp("book-out");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("keep.txt"), "mine").unwrap();
+    std::fs::write(d.join("sub/data.csv"), "1,2").unwrap();
+    let o = runner(&["book", "--out", d.to_str().unwrap()]);
+    assert_one_line_error(&o, "not empty");
+    assert_eq!(std::fs::read_to_string(d.join("keep.txt")).unwrap(), "mine");
+    assert!(d.join("sub/data.csv").is_file());
+    // The book's own sources are never an output folder.
+    let book = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../book");
+    let o = runner(&["book", "--out", book.to_str().unwrap()]);
+    assert_one_line_error(&o, "workbook's own files");
+    assert!(book.join("src/SUMMARY.md").is_file());
+    std::fs::remove_dir_all(&d).unwrap();
+}
