@@ -706,3 +706,52 @@ fn book_out_refuses_a_folder_holding_files() {
     assert!(book.join("src/SUMMARY.md").is_file());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn the_checkout_it_runs_in_is_what_compiles_not_the_build_machines() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // A checkout whose step 0 kernel was edited: the edit is what compiles, without a rebuild.
+    let d = tmp("checkout");
+    std::fs::create_dir_all(d.join("book")).unwrap();
+    std::fs::create_dir_all(d.join("steps/step0_naive/src")).unwrap();
+    std::fs::copy(repo.join("book/book.toml"), d.join("book/book.toml")).unwrap();
+    let include = d.join("steps/include");
+    std::fs::create_dir_all(&include).unwrap();
+    for h in [
+        "common.cuh",
+        "blackwell.cuh",
+        "hopper.cuh",
+        "tcgen05_emu.cuh",
+    ] {
+        std::fs::copy(repo.join("steps/include").join(h), include.join(h)).unwrap();
+    }
+    std::fs::write(
+        d.join("steps/step0_naive/src/kernel.cu"),
+        "#error \"edited in the lab checkout\"\n",
+    )
+    .unwrap();
+    let o = runner_env(&["inspect", "0"], &[("WORKBOOK_ROOT", d.to_str().unwrap())]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("edited in the lab checkout"),
+        "{}",
+        stderr(&o)
+    );
+    // A runner copied outside any checkout says it uses its built-in sources, and works.
+    let elsewhere = tmp("no-checkout");
+    let bin = elsewhere.join("runner");
+    std::fs::copy(env!("CARGO_BIN_EXE_runner"), &bin).unwrap();
+    let o = Command::new(&bin)
+        .args(["inspect", "0"])
+        .current_dir(std::env::temp_dir())
+        .env_remove("WORKBOOK_ROOT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("built into this runner"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -24,10 +24,26 @@ use common::step::Arch;
 use common::{Dist, Dtype, Shape};
 use std::process::ExitCode;
 
+/// `runner --version`: the version and the commit the runner was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("WB_BUILD_COMMIT"),
+    ")"
+);
+
+/// The version and build commit, for the JSON reports.
+pub fn version_info() -> serde_json::Value {
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": env!("WB_BUILD_COMMIT"),
+    })
+}
+
 #[derive(Parser)]
 #[command(
     name = "runner",
-    version,
+    version = VERSION,
     about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step"
 )]
 pub struct Cli {
@@ -79,6 +95,11 @@ pub enum Command {
 
 /// Run one parsed command.
 pub fn dispatch(cmd: Command) -> Result<ExitCode> {
+    if !matches!(cmd, Command::GradeWorker(_)) {
+        if let Some(note) = common::project::embedded_note() {
+            eprintln!("{note}");
+        }
+    }
     match cmd {
         Command::List(a) => list::run(a),
         Command::Step(a) => step::run(*a),

@@ -11,12 +11,18 @@ pub struct Args {
 
 #[derive(clap::Subcommand)]
 enum Sub {
-    /// Check the GPU, the toolkit, a compile, cuBLAS, free disk space and the clocks.
-    Check,
+    /// Check the checkout, the toolkit, a compile, free disk space, the GPU, cuBLAS and the
+    /// clocks. Exit code 0: ready; 1: a check failed; 2: the checks could not run.
+    Check {
+        /// One JSON object {"runner", "checks": [{check, status, detail}], "ready"}, e.g. to
+        /// collect a lab's machines.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.cmd {
-        Sub::Check => crate::workshop::check(),
+        Sub::Check { json } => crate::workshop::check(json),
     }
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use std::ffi::{CStr, CString};
 use std::time::Instant;
 
-/// The shared device headers, embedded so the binary compiles kernels from anywhere.
+/// The shared device headers, embedded so the binary compiles kernels from anywhere; inside a
+/// checkout its `steps/include/` copies are used instead ([`crate::project`]).
 pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../include/common.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
@@ -184,7 +185,13 @@ fn with_nvrtc<R>(
     let name = to_c(&source.path)?;
     let headers: Vec<(CString, CString)> = HEADERS
         .iter()
-        .map(|(n, t)| Ok((to_c(n)?, to_c(t)?)))
+        .map(|(n, embedded)| {
+            // The checkout's header (edits count), or the embedded copy outside any checkout.
+            let rel = format!("steps/include/{n}");
+            let text = crate::project::read(&rel, embedded)
+                .map_err(|e| anyhow!("cannot read {rel} in the workbook checkout: {e}"))?;
+            Ok((to_c(n)?, to_c(&text)?))
+        })
         .collect::<Result<_>>()?;
     let header_names: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.0.as_ptr()).collect();
     let header_texts: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.1.as_ptr()).collect();

@@ -15,6 +15,7 @@ pub mod gpu;
 pub mod mutation;
 pub mod phases;
 pub mod problem;
+pub mod project;
 pub mod ptx_check;
 pub mod run;
 pub mod sass;
