@@ -256,11 +256,12 @@ pub fn pip_source_args(wheels: Option<&Path>) -> Result<Vec<std::ffi::OsString>>
 }
 
 /// The `pip download` line that fills an offline lab's wheel folder: Linux wheels of this
-/// machine's architecture whatever machine runs it (a Mac, an ARM laptop).
+/// machine's architecture whatever machine runs it (a Mac, an ARM laptop). The cuBLAS wheel is
+/// tagged manylinux_2_27, the others manylinux2014 or older: pip needs both tags named.
 pub fn pip_download_command(dest: &str) -> String {
+    let arch = std::env::consts::ARCH;
     format!(
-        "python3 -m pip download --no-deps --only-binary=:all: --platform manylinux2014_{} --dest {dest} {}",
-        std::env::consts::ARCH,
+        "python3 -m pip download --no-deps --only-binary=:all: --platform manylinux2014_{arch} --platform manylinux_2_27_{arch} --dest {dest} {}",
         PYPI_ALL.join(" ")
     )
 }
