@@ -516,6 +516,14 @@ fn run_kernel(
     if let Ok(d) = std::env::var("WORKBOOK_DEVICE") {
         env.push(("WORKBOOK_DEVICE".to_string(), d));
     }
+    // The child runs in a scratch folder: it compiles with this checkout's headers, not with
+    // whatever it would find (or not) from there.
+    if let Some(root) = common::project::root() {
+        env.push((
+            common::project::ROOT_ENV.to_string(),
+            root.display().to_string(),
+        ));
+    }
     let o = sandbox::run(&ChildSpec {
         program: std::env::current_exe()?,
         args: a,
@@ -525,12 +533,14 @@ fn run_kernel(
         log_bytes: 1 << 20,
     })?;
     let _ = std::fs::remove_dir_all(&dir);
+    // The child's whole error report (a compile error is NVRTC's full log), without its notes.
     let err_line = || {
-        o.stderr
+        let text: Vec<&str> = o
+            .stderr
             .lines()
-            .find(|l| l.starts_with("error"))
-            .unwrap_or(o.stderr.trim())
-            .to_string()
+            .filter(|l| !l.starts_with("note: "))
+            .collect();
+        text.join("\n        ").trim().to_string()
     };
     Ok(match o.exit {
         Exit::Code(0) => {
@@ -552,6 +562,9 @@ fn run_kernel(
         _ => Outcome::Error(err_line()),
     })
 }
+
+/// Exit code of a check that could only run in part (no GPU): neither a pass nor a failure.
+pub const PARTIAL: u8 = 3;
 
 /// Run the exercise's checks; `kernel` replaces the committed solution.
 pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<ExitCode> {
@@ -582,11 +595,28 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
         "exercise {id} (step {}, {}): {}",
         ex.step, info.title, ex.title
     );
+    if kernel.is_none() {
+        println!("  note  checking {from}; pass --kernel FILE to check your own kernel");
+    }
+    let stock = info.kernel(Arch::Blackwell).text;
+    // A participant's file is run where it is (so compiler messages name it); the committed
+    // solution goes through a temporary copy.
     let temp =
         std::env::temp_dir().join(format!("workbook-exercise-{}-{id}.cu", std::process::id()));
-    let stock = info.kernel(Arch::Blackwell).text;
-    std::fs::write(&temp, text.as_deref().unwrap_or(stock))?;
-    let kernel_path = temp.clone();
+    let kernel_path = match kernel {
+        Some(k) => {
+            std::path::absolute(k).with_context(|| format!("cannot read {}", k.display()))?
+        }
+        None => {
+            std::fs::write(&temp, text.as_deref().unwrap_or(stock))
+                .with_context(|| format!("cannot write {}", temp.display()))?;
+            temp.clone()
+        }
+    };
+    let runs_kernel = ex.checks.iter().any(|c| matches!(c, Check::Run { .. }));
+    if kernel.is_some() && !runs_kernel {
+        eprintln!("warning: exercise {id} runs no kernel (its checks are worked out on the host): --kernel is not used");
+    }
     let mut failed = false;
     let mut partial = false;
     for check in ex.checks {
@@ -619,8 +649,8 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     None => from.clone(),
                 };
                 println!(
-                    "  run   {} under the tcgen05 emulation ({from}){}",
-                    info.kernel_path(Arch::Blackwell),
+                    "  run   step {}'s Blackwell kernel from {from}, under the tcgen05 emulation{}",
+                    ex.step,
                     if params.is_empty() {
                         String::new()
                     } else {
@@ -655,25 +685,35 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     } else {
                         String::new()
                     };
-                    println!("  {}  {seed_note}{what}", if ok { "ok  " } else { "FAIL" });
+                    let mark = match (&outcome, ok) {
+                        (Outcome::NotRun(_), _) => "part",
+                        (_, true) => "ok  ",
+                        (_, false) => "FAIL",
+                    };
+                    println!("  {mark}  {seed_note}{what}");
                     failed |= !ok;
                 }
             }
         }
     }
-    let _ = std::fs::remove_file(&temp);
+    if kernel.is_none() {
+        let _ = std::fs::remove_file(&temp);
+    }
     println!(
         "{}",
         if failed {
             format!("exercise {id}: the check fails")
         } else if partial {
-            format!("exercise {id}: every check that can run here passes")
+            format!("exercise {id}: the check ran only in part (compiled, not run: no GPU here); what ran passes — run it on an H100/H200 for the full check")
         } else {
             format!("exercise {id}: the check passes")
         }
     );
+    // 3: not failed, but not fully checked either, so a script cannot take it for a pass.
     Ok(if failed {
         ExitCode::from(1)
+    } else if partial {
+        ExitCode::from(PARTIAL)
     } else {
         ExitCode::SUCCESS
     })

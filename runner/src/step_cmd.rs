@@ -184,12 +184,22 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                         spec.arch.name()
                     );
                 }
-                outputs.push(compile_report(
-                    spec,
-                    &opts,
-                    &reason.unwrap_or_default(),
-                    req.json,
-                )?)
+                let (report, missing) =
+                    compile_report(spec, &opts, &reason.unwrap_or_default(), req.json)?;
+                // A user's kernel that lacks the step's key instructions is not the step's
+                // kernel: a check on it must not pass.
+                if req.kernel_file.is_some() && !missing.is_empty() {
+                    failed = true;
+                    if !req.json {
+                        eprintln!(
+                            "error: {} lacks step {n}'s key instructions ({}): it is not a complete {}",
+                            opts.source.as_ref().map_or("the kernel", |s| s.path.as_str()),
+                            missing.join(", "),
+                            spec.arch.name()
+                        );
+                    }
+                }
+                outputs.push(report)
             }
         }
     }
@@ -279,13 +289,14 @@ fn print_trace_summary(r: &run::RunReport, rec: &Recording, json: &Path, svg: &P
     }
 }
 
-/// Where a kernel cannot run: its native build's registers, shared memory and SASS.
+/// Where a kernel cannot run: its native build's registers, shared memory and SASS; returns the
+/// report (JSON, or Null once printed) and the key instructions the build lacks.
 fn compile_report(
     spec: &KernelSpec,
     opts: &RunOptions,
     reason: &str,
     json: bool,
-) -> Result<serde_json::Value> {
+) -> Result<(serde_json::Value, Vec<String>)> {
     // Shapes are still checked, so a bad --m is reported here too.
     let shape = opts.shape.unwrap_or(Shape::DEFAULT);
     spec.check_shape(shape).map_err(|e| anyhow!(e))?;
@@ -302,20 +313,31 @@ fn compile_report(
     }
     let target = Target::native(spec.arch);
     let compiled = compile(&source, target, &spec.defines(opts.dtype))?;
+    // ptxas names each entry it compiles; without `gemm_kernel` there is nothing to launch.
+    if !compiled.log.contains("entry function 'gemm_kernel'") {
+        bail!(
+            "{} defines no kernel `extern \"C\" __global__ void gemm_kernel(...)`: there is nothing to run",
+            source.path
+        );
+    }
     let listing = sass::disassemble(&compiled.cubin)?;
+    let missing = report::missing_instructions(&listing, spec.sass_expect());
     let k = spec.shape();
     let plan = k.plan(shape, k.default_max_clusters(None));
     if json {
-        return Ok(serde_json::json!({
+        let v = serde_json::json!({
             "step": spec.info().number, "arch": spec.arch, "ran": false, "reason": reason,
+            "kernel_path": source.path,
             "target": target, "params": &spec.params, "compile": &compiled,
             "smem_bytes": plan.dims.smem_bytes, "grid": plan.dims.grid, "sass": &listing,
-        }));
+            "missing_instructions": missing,
+        });
+        return Ok((v, missing));
     }
-    report::print_header(spec);
+    report::print_header(spec, &source.path);
     println!("{:<10}{reason}: compiled for {} only", "GPU", target.arch());
     report::print_compile(&compiled, plan.dims.smem_bytes);
     report::print_sass(&listing, spec.sass_expect(), false);
     println!();
-    Ok(serde_json::Value::Null)
+    Ok((serde_json::Value::Null, missing))
 }

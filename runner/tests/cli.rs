@@ -755,3 +755,61 @@ fn the_checkout_it_runs_in_is_what_compiles_not_the_build_machines() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn exercise_checks_can_be_trusted() {
+    let d = tmp("exercise-trust");
+    let empty = d.join("empty.cu");
+    std::fs::write(&empty, "").unwrap();
+    let broken = d.join("broken.cu");
+    std::fs::write(&broken, "int main(){").unwrap();
+    // A kernel file without gemm_kernel is nothing to check: it fails, for step and exercise.
+    let o = runner(&["step", "0", "--kernel", empty.to_str().unwrap()]);
+    assert_one_line_error(&o, "defines no kernel");
+    let o = runner(&["exercise", "0.1", "--kernel", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("the check fails"), "{}", stdout(&o));
+    // A compile error shows the compiler's whole log, naming the participant's file.
+    let o = runner(&["exercise", "0.1", "--kernel", broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("{}(1): error", broken.display())),
+        "{out}"
+    );
+    assert!(out.contains("errors detected"), "{out}");
+    // Without --kernel it says it checks the solution; a check that could not run on a GPU
+    // exits 3, not 0.
+    let o = runner(&["exercise", "0.1"]);
+    assert!(
+        stdout(&o).contains("checking the solution"),
+        "{}",
+        stdout(&o)
+    );
+    if stdout(&o).contains("not run here") {
+        assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+        assert!(stdout(&o).contains("ran only in part"), "{}", stdout(&o));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn reports_name_the_file_that_was_compiled() {
+    let d = tmp("report-names");
+    let mine = d.join("mine.cu");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../steps/step0_naive/src/kernel.cu"),
+        &mine,
+    )
+    .unwrap();
+    let o = runner(&["step", "0", "--kernel", mine.to_str().unwrap()]);
+    if stdout(&o).contains("compiled for sm_100a only") {
+        let first = stdout(&o).lines().next().unwrap_or("").to_string();
+        assert!(first.contains("mine.cu"), "{first}");
+    }
+    // The emulation build has no tcgen05 SASS by design: no false alarm.
+    let o = runner(&["inspect", "3", "--emulate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("MISSING"), "{}", stdout(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}

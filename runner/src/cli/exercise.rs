@@ -5,11 +5,15 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 every check passed; 1 a check failed; 2 an error (e.g. no such exercise); 3 the check ran only in part (a kernel compiled but could not run here: no GPU)."
+)]
 pub struct Args {
     /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
     #[arg(value_name = "N.M", required_unless_present = "list")]
     id: Option<String>,
-    /// Check this kernel file instead of the solution in exercises/solutions.toml.
+    /// Check this kernel file (your edited copy) instead of the solution in
+    /// exercises/solutions.toml.
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
     /// Write the solution's kernel to FILE instead of checking.
