@@ -544,7 +544,8 @@ fn run_kernel(
     };
     Ok(match o.exit {
         Exit::Code(0) => {
-            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let v = &all["runs"][0];
             if v["ran"] == false {
                 Outcome::NotRun(v["reason"].as_str().unwrap_or("no GPU").to_string())
             } else {
@@ -552,7 +553,14 @@ fn run_kernel(
             }
         }
         Exit::Code(1) => {
-            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let v = &all["runs"][0];
+            if v["ran"] == false {
+                return Ok(Outcome::Error(format!(
+                    "the build lacks the step's key instructions: {}",
+                    v["missing_instructions"]
+                )));
+            }
             Outcome::Failed(format!(
                 "{} of {} elements wrong",
                 v["verification"]["bad_count"], v["verification"]["elements"]

@@ -204,11 +204,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         }
     }
     if req.json {
-        let v = if outputs.len() == 1 {
-            outputs.remove(0)
-        } else {
-            serde_json::json!({ "runs": outputs })
-        };
+        // Always {"runner", "runs": [...]}, one or two runs (crate::cli::json).
+        for v in &mut outputs {
+            crate::cli::json::normalise(v);
+        }
+        let v = crate::cli::json::runs(outputs);
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
     if req.trace.is_some() && traced == 0 {
@@ -327,7 +327,8 @@ fn compile_report(
     if json {
         let v = serde_json::json!({
             "step": spec.info().number, "arch": spec.arch, "ran": false, "reason": reason,
-            "kernel_path": source.path,
+            "kernel_path": source.path, "shape": shape, "dtype": opts.dtype,
+            "dist": opts.dist, "seed": opts.seed,
             "target": target, "params": &spec.params, "compile": &compiled,
             "smem_bytes": plan.dims.smem_bytes, "grid": plan.dims.grid, "sass": &listing,
             "missing_instructions": missing,

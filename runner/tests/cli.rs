@@ -84,12 +84,15 @@ fn step_0_reports_its_sm100a_build_or_runs() {
 
 #[test]
 fn step_json_is_machine_readable() {
-    // One kernel: one object.
+    // One kernel: one run, in the same {"runs": [...]} object.
     let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(all["runs"].as_array().map(Vec::len), Some(1), "{all}");
+    let v = &all["runs"][0];
     assert_eq!(v["step"], 0);
-    assert_eq!(v["arch"], "blackwell");
+    assert_eq!(v["arch"], "sm_100a");
+    assert_eq!(v["kernel"], "blackwell");
     if v["ran"] == false {
         assert!(v["sass"]["histogram"]["UTCHMMA"].as_u64().unwrap() > 0);
         assert!(v["compile"]["resources"]["registers"].as_u64().unwrap() > 0);
@@ -101,8 +104,8 @@ fn step_json_is_machine_readable() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     if let Some(runs) = v["runs"].as_array() {
         assert_eq!(runs.len(), 2);
-        assert_eq!(runs[0]["arch"], "hopper");
-        assert_eq!(runs[1]["arch"], "blackwell");
+        assert_eq!(runs[0]["arch"], "sm_90a");
+        assert_eq!(runs[1]["arch"], "sm_100a");
         if runs[0]["ran"] == false {
             assert!(
                 runs[0]["sass"]["histogram"]["HGMMA.64x256x16.F32"]
@@ -812,4 +815,104 @@ fn reports_name_the_file_that_was_compiled() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(!stdout(&o).contains("MISSING"), "{}", stdout(&o));
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The `--json` contract scripts rely on (cli/json.rs): checked field by field.
+fn assert_run_schema(run: &serde_json::Value) {
+    let ctx = run.to_string();
+    assert!(run["step"].is_u64(), "{ctx}");
+    assert!(
+        matches!(run["arch"].as_str(), Some("sm_100a" | "sm_90a")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["kernel"].as_str(), Some("blackwell" | "hopper")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["target"].as_str(), Some("sm_100a" | "sm_90a")),
+        "{ctx}"
+    );
+    assert!(run["emulated"].is_boolean(), "{ctx}");
+    assert!(run["kernel_path"].is_string(), "{ctx}");
+    let params = run["params"].as_object().expect("params is an object");
+    assert!(
+        !params.is_empty() && params.values().all(|v| v.is_u64()),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["dtype"].as_str(), Some("f16" | "bf16")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(
+            run["compile"]["target"].as_str(),
+            Some("sm_100a" | "sm_90a")
+        ),
+        "{ctx}"
+    );
+    assert!(run["compile"]["resources"]["registers"].is_u64(), "{ctx}");
+}
+
+#[test]
+fn json_output_follows_its_schema() {
+    let check_envelope = |v: &serde_json::Value| {
+        assert!(v["runner"]["version"].is_string(), "{v}");
+        assert!(v["runner"]["commit"].is_string(), "{v}");
+        assert!(v["runs"].is_array(), "{v}");
+    };
+    for args in [
+        &["step", "0", "--json"][..],
+        &["step", "3", "--arch", "sm_90a", "--json"],
+    ] {
+        let o = runner(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_envelope(&v);
+        for run in v["runs"].as_array().unwrap() {
+            assert_run_schema(run);
+            for k in ["m", "n", "k"] {
+                assert!(run["shape"][k].is_u64(), "{run}");
+            }
+            assert!(
+                run["ran"].is_boolean() || run["verification"].is_object(),
+                "{run}"
+            );
+        }
+    }
+    let o = runner(&["inspect", "1", "--arch", "sm_90a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_envelope(&v);
+    assert_run_schema(&v["runs"][0]);
+    assert_eq!(v["runs"][0]["arch"], "sm_90a");
+    let o = runner(&["inspect", "0", "--emulate", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["emulated"], true, "{v}");
+    assert_eq!(v["runs"][0]["target"], "sm_90a", "{v}");
+    // list: labelled tiles.
+    let o = runner(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for step in v.as_array().unwrap() {
+        for sm in ["sm_100a", "sm_90a"] {
+            let t = &step["tiles"][sm];
+            assert!(t["cluster_m"].is_u64() && t["tile_k"].is_u64(), "{t}");
+            assert!(t["persistent"].is_boolean(), "{t}");
+        }
+    }
+    // workshop check: one object, every check with a known status.
+    let o = runner(&["workshop", "check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["ready"].is_boolean(), "{v}");
+    assert!(v["runner"]["commit"].is_string(), "{v}");
+    for c in v["checks"].as_array().unwrap() {
+        assert!(c["check"].is_string() && c["detail"].is_string(), "{c}");
+        assert!(
+            matches!(c["status"].as_str(), Some("ok" | "warn" | "fail" | "skip")),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        o.status.code(),
+        Some(if v["ready"] == true { 0 } else { 1 })
+    );
 }

@@ -55,11 +55,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         spec.sass_expect()
     };
     if a.json {
-        let v = serde_json::json!({
-            "step": a.step, "arch": arch, "target": target, "params": &spec.params,
+        let mut v = serde_json::json!({
+            "step": a.step, "arch": arch, "kernel_path": source.path, "dtype": a.dtype,
+            "target": target, "params": &spec.params,
             "compile": &compiled, "smem_bytes": smem, "sass": &listing,
+            "missing_instructions": report::missing_instructions(&listing, expect),
         });
-        println!("{}", serde_json::to_string_pretty(&v)?);
+        super::json::normalise(&mut v);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::json::runs(vec![v]))?
+        );
     } else {
         report::print_header(&spec, &source.path);
         report::print_compile(&compiled, smem);

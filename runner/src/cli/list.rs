@@ -8,7 +8,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// One JSON array of {number, title, idea, crate}.
+    /// One JSON array of {number, title, idea, hopper_idea, crate, tiles: {sm_100a, sm_90a:
+    /// {cluster_m, cluster_n, tile_k, persistent}}}.
     #[arg(long)]
     json: bool,
 }
@@ -30,12 +31,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
                     let k = KernelSpec::new(s, a).shape();
                     (
                         a.sm().to_string(),
-                        serde_json::json!([
-                            k.cluster_tile.0,
-                            k.cluster_tile.1,
-                            k.tile_k,
-                            k.persistent
-                        ]),
+                        serde_json::json!({
+                            "cluster_m": k.cluster_tile.0,
+                            "cluster_n": k.cluster_tile.1,
+                            "tile_k": k.tile_k,
+                            "persistent": k.persistent,
+                        }),
                     )
                 })
                 .collect();

@@ -12,6 +12,7 @@ pub mod glossary;
 pub mod grade;
 pub mod grade_worker;
 pub mod inspect;
+pub mod json;
 pub mod list;
 pub mod mutations;
 pub mod selftest;
