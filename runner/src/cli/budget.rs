@@ -9,13 +9,16 @@ pub struct Args {
     /// Step number.
     #[arg(value_name = "STEP")]
     step: u32,
-    /// GPUs to compute for (b200, h100, h200); all of them by default.
-    #[arg(long = "gpu", value_name = "GPU")]
+    /// GPUs to compute for (b200, h100, h200; repeat or separate by commas); all by default.
+    #[arg(long = "gpu", value_name = "GPU", value_delimiter = ',')]
     gpus: Vec<String>,
+    /// Rows of A and C (default: 4096).
     #[arg(long)]
     m: Option<usize>,
+    /// Columns of C, rows of B (default: 8192).
     #[arg(long)]
     n: Option<usize>,
+    /// The reduction dimension (default: 4096).
     #[arg(long)]
     k: Option<usize>,
     /// Assumed load latency under load, in ns (not a published figure).
@@ -25,6 +28,6 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let md = crate::budget::command(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
-    terminal::print(&terminal::render(&md, &terminal::Style::for_stdout(true)))?;
+    terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -12,6 +12,6 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     let md = crate::glossary::markdown(a.term.as_deref())?;
-    terminal::print(&terminal::render(&md, &terminal::Style::for_stdout(true)))?;
+    terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)
 }
