@@ -18,14 +18,28 @@ pub struct Args {
     /// output (which holds a .runner-book marker): the build empties it first.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
-    /// Serve the built book on 127.0.0.1.
+    /// Serve the built book (on 127.0.0.1 unless --bind says otherwise).
     #[arg(long)]
     serve: bool,
+    /// With --serve: the port; 0 picks a free one (the address served is printed).
     #[arg(long, default_value_t = 3000)]
     port: u16,
+    /// With --serve: the address to listen on, e.g. 0.0.0.0 to serve a lab's network.
+    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if !a.serve {
+        for (given, flag) in [
+            (a.port != 3000, "--port"),
+            (a.bind != std::net::IpAddr::from([127, 0, 0, 1]), "--bind"),
+        ] {
+            if given {
+                eprintln!("warning: {flag} applies to --serve, which is not given: ignored");
+            }
+        }
+    }
     if let Some(out) = &a.out {
         check_out_dir(out, &project_root())?;
     }
@@ -37,7 +51,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     .with_context(|| format!("cannot write {}", dir.join(MARKER).display()))?;
     println!("book built: {}", dir.join("index.html").display());
     if a.serve {
-        crate::book::serve(&dir, a.port)?;
+        crate::book::serve(&dir, a.bind, a.port)?;
     }
     Ok(ExitCode::SUCCESS)
 }
