@@ -18,6 +18,8 @@ pub fn print_list(steps: &[&'static dyn Step]) {
 
 pub fn print_mutations(ms: &[common::mutation::Mutation]) {
     println!("Seeded bugs (runner step N --mutate NAME):");
+    // The name column as wide as the longest name, so no row shifts.
+    let width = ms.iter().map(|m| m.name.len()).max().unwrap_or(0);
     for m in ms {
         let steps: Vec<String> = m.steps.iter().map(|s| s.to_string()).collect();
         let expect = match m.expect {
@@ -25,7 +27,7 @@ pub fn print_mutations(ms: &[common::mutation::Mutation]) {
             common::mutation::Expect::Harmless => "harmless",
         };
         println!(
-            "  {:<20} steps {:<14} {:<9} {}",
+            "  {:<width$} steps {:<14} {:<9} {}",
             m.name,
             steps.join(","),
             expect,

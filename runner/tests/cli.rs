@@ -916,3 +916,92 @@ fn json_output_follows_its_schema() {
         Some(if v["ready"] == true { 0 } else { 1 })
     );
 }
+
+#[test]
+fn explain_reaches_every_chapter() {
+    for (topic, needle) in [
+        ("introduction", "#"),
+        ("emulation", "emulation"),
+        ("instructor", "offline lab"),
+        ("intro", "#"),
+    ] {
+        let o = runner(&["explain", topic, "--markdown"]);
+        assert!(o.status.success(), "{topic}: {}", stderr(&o));
+        assert!(stdout(&o).contains(needle), "{topic}");
+    }
+    assert_one_line_error(&runner(&["explain", "nothing"]), "there is no chapter");
+}
+
+#[test]
+fn explain_on_a_terminal_is_rendered_by_termimad_and_paged() {
+    // A pseudo-terminal from util-linux `script`; PAGER=cat stands in for less.
+    let exe = env!("CARGO_BIN_EXE_runner");
+    let o = Command::new("script")
+        .args(["-qec", &format!("'{exe}' explain 0"), "/dev/null"])
+        .env("PAGER", "cat")
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .output()
+        .expect("util-linux `script` runs (it gives the test a terminal)");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // termimad draws tables with box characters; the plain renderer does not; NO_COLOR holds.
+    assert!(out.contains('│'), "{out}");
+    assert!(!out.contains("\x1b[1m"), "{out}");
+    assert!(out.contains("Step 0"), "{out}");
+}
+
+#[test]
+fn book_serve_on_port_0_prints_the_real_port_and_its_404_page() {
+    use std::io::{BufRead, Read, Write};
+    let d = tmp("book-serve");
+    let out = d.join("site");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "book",
+            "--out",
+            out.to_str().unwrap(),
+            "--serve",
+            "--port",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let serving = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("serving"))
+        .unwrap_or_default();
+    let addr = serving
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_default()
+        .to_string();
+    let response = std::net::TcpStream::connect(&addr).map(|mut s| {
+        s.write_all(b"GET /no-such-page.html HTTP/1.0\r\n\r\n")
+            .unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!addr.ends_with(":0"), "{serving}");
+    let response = response.unwrap_or_else(|e| panic!("{serving}: {e}"));
+    assert!(
+        response.starts_with("HTTP/1.0 404") || response.starts_with("HTTP/1.1 404"),
+        "{response}"
+    );
+    assert!(response.contains("Page not found"), "{response}");
+    assert!(out.join(".runner-book").is_file());
+    assert!(std::fs::read_dir(&out).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("searchindex")));
+    std::fs::remove_dir_all(&d).unwrap();
+}

@@ -27,10 +27,12 @@ pub struct Args {
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
     /// Timed rounds (each kernel once per round, cuBLAS too); at least 20.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(20..))]
+    #[arg(long, default_value_t = 30, value_parser = super::at_least::<20>)]
     iters: u64,
+    /// Untimed warm-up rounds.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
+    /// Seed of the input generator.
     #[arg(long, default_value_t = 2024)]
     seed: u64,
     /// Seconds before a kernel is declared hung.

@@ -25,6 +25,9 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.list && a.id.is_some() {
+        eprintln!("warning: --list lists every exercise: the exercise given is ignored");
+    }
     if a.list {
         crate::exercise::list();
         return Ok(ExitCode::SUCCESS);

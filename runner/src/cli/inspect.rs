@@ -20,6 +20,7 @@ pub struct Args {
     /// The Blackwell kernel's sm_90a build for the tcgen05 emulation.
     #[arg(long)]
     emulate: bool,
+    /// The dtype the kernel is built for: f16 or bf16.
     #[arg(long, default_value = "f16")]
     dtype: Dtype,
     /// Override a tuning parameter, e.g. --param stages=5 (repeatable).
@@ -28,6 +29,7 @@ pub struct Args {
     /// Print the whole SASS listing.
     #[arg(long)]
     sass: bool,
+    /// Print one JSON object {"runner", "runs": [...]} instead of the report.
     #[arg(long)]
     json: bool,
 }

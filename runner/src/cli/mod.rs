@@ -41,11 +41,34 @@ pub fn version_info() -> serde_json::Value {
     })
 }
 
+/// The environment and the exit codes, at the end of `runner --help`.
+const AFTER_HELP: &str = "\
+Environment:
+  WORKBOOK_ROOT            the workbook checkout to use (default: the current folder or one above
+                           it, else the checkout the runner sits in; else its built-in copies)
+  WORKBOOK_DEVICE          the GPU to run on (default 0; `step --device N` sets it too)
+  WORKBOOK_CUDA            a CUDA toolkit root (12.8 or newer) to compile with
+  WORKBOOK_CUDA_CACHE      where the pinned NVRTC, headers, nvdisasm and cuBLAS wheels are installed
+                           (default: <checkout>/.cuda/pypi); share one folder across a lab
+  WORKBOOK_WHEELS          a folder of pre-fetched wheels to install from, with no network
+  WORKBOOK_NO_INSTALL      never install the toolkit: fail and print the pip command instead
+  WORKBOOK_PYTHON          the python whose pip installs the wheels (default: python3)
+  WORKBOOK_NO_SITE_PYTHON  ignore the nvidia packages of that python's site-packages
+  WORKBOOK_GRADE_SECRET    the instructor's secret for a rubric's hidden tests (`grade`)
+  WORKBOOK_WRITE_FIGURES   (tests) rewrite the figures in assets/ from the code
+  NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
+
+Exit status:
+  0  success       1  a check, verification or test failed       2  an error (bad input, no GPU
+  or toolkit where one is needed)       3  a check that could only run in part (`exercise`)
+  A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
+
 #[derive(Parser)]
 #[command(
     name = "runner",
     version = VERSION,
-    about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step"
+    about = "The Blackwell GEMM workbook: compile, verify, time, diff and explain each step",
+    after_help = AFTER_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -57,13 +80,14 @@ pub enum Command {
     /// List the steps of the ladder.
     List(list::Args),
     /// Compile a step, verify it against cuBLAS and the CPU, and time it. Without a usable GPU,
-    /// report its sm_100a compilation (resources, SASS) instead.
+    /// report its builds (resources, SASS) instead.
     Step(Box<step::Args>),
     /// Registers, shared memory and the SASS instruction histogram of a step.
     Inspect(inspect::Args),
     /// What step B changes relative to step A (kernels; --host adds the host code).
     Diff(diff::Args),
-    /// Render a step's chapter in the terminal, with its code inlined.
+    /// Read a chapter in the terminal: a step's, with its code inlined, or the introduction,
+    /// emulation or instructor chapter.
     Explain(explain::Args),
     /// The budget box of a step: FLOP, bytes, time at peak, operand bandwidth, bytes in flight,
     /// epilogue against main loop — arithmetic from its configuration and published GPU figures.
@@ -148,19 +172,19 @@ pub enum ColorArg {
 /// The problem a run multiplies: its shape, dtype, input distribution and seed.
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
-    /// Rows of A and C (default: 4096 natively, 512 under emulation).
-    #[arg(long)]
+    /// Rows of A and C (default: 4096 natively, 512 under emulation; `selftest`: 4096).
+    #[arg(long, allow_negative_numbers = true)]
     pub m: Option<usize>,
     /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub n: Option<usize>,
     /// The reduction dimension (default: 4096 natively, 512 under emulation).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     pub k: Option<usize>,
     /// Input and output type: f16 or bf16.
     #[arg(long, default_value = "f16")]
     pub dtype: Dtype,
-    /// Input distribution: gaussian, uniform or int.
+    /// Input distribution: gaussian, uniform, int, all-ones or wide-range.
     #[arg(long, default_value = "gaussian")]
     pub dist: Dist,
     /// Seed of the input generator.
@@ -191,5 +215,27 @@ pub fn parse_shape(s: &str) -> Result<Shape, String> {
     match dims[..] {
         [m, n, k] if m > 0 && n > 0 && k > 0 => Ok(Shape { m, n, k }),
         _ => Err(format!("{s:?} is not a shape MxNxK of positive sizes")),
+    }
+}
+
+/// A whole number of at least `min`, with an error that says so (clap's ranges print their upper
+/// end, 18446744073709551615).
+pub fn at_least<const MIN: u64>(s: &str) -> Result<u64, String> {
+    match s.parse::<u64>() {
+        Ok(v) if v >= MIN => Ok(v),
+        Ok(v) => Err(format!("{v} is too small: give at least {MIN}")),
+        Err(_) => Err(format!("{s:?} is not a whole number (at least {MIN})")),
+    }
+}
+
+/// A whole number of at least 1 that fits 32 bits.
+pub fn positive_u32(s: &str) -> Result<u32, String> {
+    match s.parse::<u32>() {
+        Ok(v) if v >= 1 => Ok(v),
+        Ok(_) => Err("give at least 1".to_string()),
+        Err(_) => Err(format!(
+            "{s:?} is not a whole number from 1 to {}",
+            u32::MAX
+        )),
     }
 }

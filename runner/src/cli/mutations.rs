@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// Print the seeded bugs as one JSON array.
     #[arg(long)]
     json: bool,
 }

@@ -11,8 +11,10 @@ use std::process::ExitCode;
 pub struct Args {
     #[command(flatten)]
     problem: ProblemArgs,
+    /// Timed cuBLAS runs.
     #[arg(long, default_value_t = 20)]
     iters: usize,
+    /// Print the result as one JSON object.
     #[arg(long)]
     json: bool,
 }

@@ -119,13 +119,16 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// Add the offending source line under each `file(line): error` line of an NVRTC log.
+/// Add the offending source line under each `file(line): error` line of an NVRTC log, unless
+/// NVRTC echoes that line itself on the next line (then it would show twice).
 pub fn annotate_log(log: &str, source: &KernelSource) -> String {
     let lines: Vec<&str> = source.text.lines().collect();
+    let log_lines: Vec<&str> = log.lines().collect();
     let mut out = String::new();
-    for l in log.lines() {
+    for (i, l) in log_lines.iter().enumerate() {
         out.push_str(l);
         out.push('\n');
+        let next = log_lines.get(i + 1).map(|n| n.trim());
         if let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) {
             if let Some((num, tail)) = rest.split_once(')') {
                 if tail.contains("error") {
@@ -133,6 +136,7 @@ pub fn annotate_log(log: &str, source: &KernelSource) -> String {
                         .parse::<usize>()
                         .ok()
                         .and_then(|n| lines.get(n.wrapping_sub(1)))
+                        .filter(|t| next != Some(t.trim()))
                     {
                         out.push_str(&format!("    {num} | {}\n", text.trim_end()));
                     }
@@ -358,5 +362,17 @@ mod tests {
         let out = annotate_log(log, &src);
         assert!(out.contains("k.cu(2): error"));
         assert!(out.contains("    2 | int b = nope;"), "{out}");
+    }
+
+    #[test]
+    fn a_line_nvrtc_echoes_is_not_added_again() {
+        let src = KernelSource {
+            path: "k.cu".into(),
+            text: "int a;\nint b = nope;\n".into(),
+        };
+        let log =
+            "k.cu(2): error: identifier \"nope\" is undefined\n    int b = nope;\n            ^\n";
+        let out = annotate_log(log, &src);
+        assert_eq!(out.matches("int b = nope;").count(), 1, "{out}");
     }
 }
