@@ -571,19 +571,34 @@ fn run_kernel(
     })
 }
 
+/// The check's lines: printed as they come, or kept for one JSON object at the end.
+struct Lines {
+    json: bool,
+    items: Vec<serde_json::Value>,
+}
+
+impl Lines {
+    /// One line: `mark` is ok, FAIL, part (could not run here), note or run.
+    fn emit(&mut self, mark: &str, text: String) {
+        if self.json {
+            self.items
+                .push(serde_json::json!({"status": mark.to_ascii_lowercase(), "detail": text}));
+        } else {
+            println!("  {mark:<4}  {text}");
+        }
+    }
+}
+
 /// Exit code of a check that could only run in part (no GPU): neither a pass nor a failure.
 pub const PARTIAL: u8 = 3;
 
 /// Run the exercise's checks; `kernel` replaces the committed solution.
-pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<ExitCode> {
+pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) -> Result<ExitCode> {
     let ex = find(id)?;
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => (
-            Some(
-                std::fs::read_to_string(k)
-                    .with_context(|| format!("cannot read {}", k.display()))?,
-            ),
+            Some(crate::step_cmd::read_kernel(k)?),
             k.display().to_string(),
         ),
         None => (
@@ -599,12 +614,21 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
         println!("wrote the solution of exercise {id} to {}", w.display());
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "exercise {id} (step {}, {}): {}",
-        ex.step, info.title, ex.title
-    );
+    let mut out = Lines {
+        json,
+        items: Vec::new(),
+    };
+    if !json {
+        println!(
+            "exercise {id} (step {}, {}): {}",
+            ex.step, info.title, ex.title
+        );
+    }
     if kernel.is_none() {
-        println!("  note  checking {from}; pass --kernel FILE to check your own kernel");
+        out.emit(
+            "note",
+            format!("checking {from}; pass --kernel FILE to check your own kernel"),
+        );
     }
     let stock = info.kernel(Arch::Blackwell).text;
     // A participant's file is run where it is (so compiler messages name it); the committed
@@ -630,9 +654,9 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
     for check in ex.checks {
         match check {
             Check::Host(f) => match f() {
-                Ok(lines) => lines.iter().for_each(|l| println!("  ok    {l}")),
+                Ok(lines) => lines.iter().for_each(|l| out.emit("ok", l.clone())),
                 Err(e) => {
-                    println!("  FAIL  {e:#}");
+                    out.emit("FAIL", format!("{e:#}"));
                     failed = true;
                 }
             },
@@ -647,7 +671,7 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     && *expect != Expect::Verifies
                     && !seeded
                 {
-                    println!("  note  the kernel is the stock one: make the exercise's edit first (or pass --kernel)");
+                    out.emit("note", "the kernel is the stock one: make the exercise's edit first (or pass --kernel)".to_string());
                 }
                 let from = match args.iter().position(|a| *a == "--mutate") {
                     Some(i) => format!(
@@ -656,14 +680,17 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     ),
                     None => from.clone(),
                 };
-                println!(
-                    "  run   step {}'s Blackwell kernel from {from}, under the tcgen05 emulation{}",
-                    ex.step,
-                    if params.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" with {}", params.join(" "))
-                    }
+                out.emit(
+                    "run",
+                    format!(
+                        "step {}'s Blackwell kernel from {from}, under the tcgen05 emulation{}",
+                        ex.step,
+                        if params.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" with {}", params.join(" "))
+                        }
+                    ),
                 );
                 for &seed in *seeds {
                     let outcome = run_kernel(ex.step, &kernel_path, params, args, seed)?;
@@ -695,10 +722,10 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     };
                     let mark = match (&outcome, ok) {
                         (Outcome::NotRun(_), _) => "part",
-                        (_, true) => "ok  ",
+                        (_, true) => "ok",
                         (_, false) => "FAIL",
                     };
-                    println!("  {mark}  {seed_note}{what}");
+                    out.emit(mark, format!("{seed_note}{what}"));
                     failed |= !ok;
                 }
             }
@@ -707,16 +734,26 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
     if kernel.is_none() {
         let _ = std::fs::remove_file(&temp);
     }
-    println!(
-        "{}",
-        if failed {
-            format!("exercise {id}: the check fails")
-        } else if partial {
-            format!("exercise {id}: the check ran only in part (compiled, not run: no GPU here); what ran passes — run it on an H100/H200 for the full check")
-        } else {
-            format!("exercise {id}: the check passes")
-        }
-    );
+    let verdict = if failed {
+        format!("exercise {id}: the check fails")
+    } else if partial {
+        format!("exercise {id}: the check ran only in part (compiled, not run: no GPU here); what ran passes — run it on an H100/H200 for the full check")
+    } else {
+        format!("exercise {id}: the check passes")
+    };
+    if json {
+        let v = serde_json::json!({
+            "runner": crate::cli::version_info(),
+            "exercise": id, "step": ex.step, "title": ex.title,
+            "kernel": kernel.map(|k| k.display().to_string()),
+            "checks": out.items,
+            "result": if failed { "fail" } else if partial { "partial" } else { "pass" },
+            "summary": verdict,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{verdict}");
+    }
     // 3: not failed, but not fully checked either, so a script cannot take it for a pass.
     Ok(if failed {
         ExitCode::from(1)

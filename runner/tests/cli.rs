@@ -1005,3 +1005,27 @@ fn book_serve_on_port_0_prints_the_real_port_and_its_404_page() {
         .starts_with("searchindex")));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn exercise_json_and_kernel_size_are_bounded_and_machine_readable() {
+    let o = runner(&["exercise", "3.1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["exercise"], "3.1");
+    assert_eq!(v["result"], "pass");
+    assert!(v["runner"]["commit"].is_string());
+    for c in v["checks"].as_array().unwrap() {
+        assert!(
+            matches!(
+                c["status"].as_str(),
+                Some("ok" | "fail" | "part" | "note" | "run")
+            ),
+            "{c}"
+        );
+    }
+    // A kernel file without end is refused, not read until memory runs out.
+    assert_one_line_error(
+        &runner(&["step", "0", "--kernel", "/dev/zero"]),
+        "not a kernel source",
+    );
+}

@@ -22,6 +22,10 @@ pub struct Args {
     /// List the exercises.
     #[arg(long)]
     list: bool,
+    /// Print one JSON object {"runner", "exercise", "checks": [{status, detail}], "result":
+    /// pass|fail|partial}, e.g. to collect a class's checks.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -33,5 +37,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
-    crate::exercise::run(&id, a.kernel.as_deref(), a.write.as_deref())
+    crate::exercise::run(&id, a.kernel.as_deref(), a.write.as_deref(), a.json)
 }
