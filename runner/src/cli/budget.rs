@@ -13,13 +13,13 @@ pub struct Args {
     #[arg(long = "gpu", value_name = "GPU", value_delimiter = ',')]
     gpus: Vec<String>,
     /// Rows of A and C (default: 4096).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::size)]
     m: Option<usize>,
     /// Columns of C, rows of B (default: 8192).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::size)]
     n: Option<usize>,
     /// The reduction dimension (default: 4096).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = super::size)]
     k: Option<usize>,
     /// Assumed load latency under load, in ns (not a published figure).
     #[arg(long, value_name = "NS")]

@@ -173,13 +173,13 @@ pub enum ColorArg {
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
     /// Rows of A and C (default: 4096 natively, 512 under emulation; `selftest`: 4096).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub m: Option<usize>,
     /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub n: Option<usize>,
     /// The reduction dimension (default: 4096 natively, 512 under emulation).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub k: Option<usize>,
     /// Input and output type: f16 or bf16.
     #[arg(long, default_value = "f16")]
@@ -237,5 +237,13 @@ pub fn positive_u32(s: &str) -> Result<u32, String> {
             "{s:?} is not a whole number from 1 to {}",
             u32::MAX
         )),
+    }
+}
+
+/// A matrix dimension: a positive whole number (clap's own message for `-5` is a misleading tip).
+pub fn size(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(v) if v > 0 => Ok(v),
+        _ => Err(format!("{s:?} is not a size: give a positive whole number")),
     }
 }
