@@ -665,16 +665,26 @@ fn a_reader_that_stops_early_ends_every_printing_command_quietly() {
         &["mutations", "--json"],
         &["exercise", "--list"],
         &["exercise", "0.2"],
+        &["exercise", "3.1", "--json"],
+        &["explain", "introduction"],
         &["workshop", "check"],
+        &["workshop", "check", "--json"],
         &["--help"],
         &["step", "--help"],
         &["--version"],
     ];
-    for args in commands {
+    // `grade merge` prints the class's summary table (from the committed H200 batch).
+    let merged = tmp("pipe-merge");
+    let batch = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/results/grade-h200-2026-11-22/batch")
+        .display()
+        .to_string();
+    let merge: &[&str] = &["grade", "merge", "--out", merged.to_str().unwrap(), &batch];
+    for args in commands.iter().copied().chain([merge]) {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let o = Command::new(env!("CARGO_BIN_EXE_runner"))
-            .args(*args)
+            .args(args)
             .stdout(writer)
             .output()
             .unwrap();
@@ -690,6 +700,7 @@ fn a_reader_that_stops_early_ends_every_printing_command_quietly() {
             o.status
         );
     }
+    std::fs::remove_dir_all(&merged).unwrap();
 }
 
 #[test]

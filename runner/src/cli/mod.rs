@@ -240,10 +240,9 @@ pub fn positive_u32(s: &str) -> Result<u32, String> {
     }
 }
 
-/// A matrix dimension: a positive whole number (clap's own message for `-5` is a misleading tip).
+/// A matrix dimension: a whole number (clap's own message for `-5` is a misleading tip; the
+/// kernel's shape check then names the multiple it needs, 0 included).
 pub fn size(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
-        Ok(v) if v > 0 => Ok(v),
-        _ => Err(format!("{s:?} is not a size: give a positive whole number")),
-    }
+    s.parse::<usize>()
+        .map_err(|_| format!("{s:?} is not a size: give a positive whole number"))
 }

@@ -119,28 +119,48 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// Add the offending source line under each `file(line): error` line of an NVRTC log, unless
-/// NVRTC echoes that line itself on the next line (then it would show twice).
+/// Add the offending source line, numbered, under each `file(line): error` line of an NVRTC log.
+/// Where NVRTC echoes the line itself (with a caret line under it), the numbered line replaces
+/// the echo and the caret is shifted to stay under its column, so no line shows twice.
 pub fn annotate_log(log: &str, source: &KernelSource) -> String {
     let lines: Vec<&str> = source.text.lines().collect();
     let log_lines: Vec<&str> = log.lines().collect();
     let mut out = String::new();
-    for (i, l) in log_lines.iter().enumerate() {
+    let mut i = 0;
+    while i < log_lines.len() {
+        let l = log_lines[i];
         out.push_str(l);
         out.push('\n');
-        let next = log_lines.get(i + 1).map(|n| n.trim());
-        if let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) {
-            if let Some((num, tail)) = rest.split_once(')') {
-                if tail.contains("error") {
-                    if let Some(text) = num
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|n| lines.get(n.wrapping_sub(1)))
-                        .filter(|t| next != Some(t.trim()))
-                    {
-                        out.push_str(&format!("    {num} | {}\n", text.trim_end()));
-                    }
-                }
+        i += 1;
+        let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) else {
+            continue;
+        };
+        let Some((num, tail)) = rest.split_once(')') else {
+            continue;
+        };
+        if !tail.contains("error") {
+            continue;
+        }
+        let Some(text) = num
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| lines.get(n.wrapping_sub(1)))
+            .map(|t| t.trim_end())
+        else {
+            continue;
+        };
+        let ours = format!("    {num} | ");
+        out.push_str(&format!("{ours}{text}\n"));
+        let echo = log_lines.get(i).map(|e| e.trim_end());
+        if let Some(echo) = echo.filter(|e| !text.trim().is_empty() && e.ends_with(text)) {
+            // Skip the echo; move its caret line by the difference of the two prefixes.
+            let shift = ours.len().saturating_sub(echo.len() - text.len());
+            i += 1;
+            if let Some(caret) = log_lines.get(i).filter(|c| {
+                !c.trim().is_empty() && c.trim().chars().all(|ch| ch == '^' || ch == '~')
+            }) {
+                out.push_str(&format!("{}{caret}\n", " ".repeat(shift)));
+                i += 1;
             }
         }
     }
@@ -371,8 +391,12 @@ mod tests {
             text: "int a;\nint b = nope;\n".into(),
         };
         let log =
-            "k.cu(2): error: identifier \"nope\" is undefined\n    int b = nope;\n            ^\n";
+            "k.cu(2): error: identifier \"nope\" is undefined\n  int b = nope;\n          ^\n";
         let out = annotate_log(log, &src);
         assert_eq!(out.matches("int b = nope;").count(), 1, "{out}");
+        // The caret stays under `nope`.
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l[1], "    2 | int b = nope;", "{out}");
+        assert_eq!(l[2].find('^'), l[1].find("nope"), "{out}");
     }
 }
