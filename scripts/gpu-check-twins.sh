@@ -30,8 +30,8 @@ BENCH_ARGS=${BENCH_ARGS:-}
 "$RUNNER" list --json | python3 -c '
 import json, sys
 for s in json.load(sys.stdin):
-    m, n, k, p = s["tiles"]["sm_90a"]
-    print(s["number"], m, n, k, int(p))' >"$CASES/tiles.txt"
+    t = s["tiles"]["sm_90a"]
+    print(s["number"], t["cluster_m"], t["cluster_n"], t["tile_k"], int(t["persistent"]))' >"$CASES/tiles.txt"
 
 : >"$OUT/twins.tsv"
 twin_case() { # name step shape dtype seed dist clusters
@@ -92,7 +92,7 @@ for line in open(os.path.join(out, "twins.tsv")):
     rc = int(rc)
     rel, passed, grid = None, None, None
     try:
-        rep = json.load(open(os.path.join(cases_dir, name + ".json")))
+        rep = json.load(open(os.path.join(cases_dir, name + ".json")))["runs"][0]
         rel = rep["verification"]["rel_error_norm"]
         passed = rep["verification"]["passed"]
         grid = rep["grid"]

@@ -126,7 +126,7 @@ for name, expected, step, shape, dtype, seed, mutation, rc, secs, emu_seed, clus
     rc = int(rc)
     rel = None
     try:
-        rep = json.load(open(os.path.join(cases_dir, name + ".json")))
+        rep = json.load(open(os.path.join(cases_dir, name + ".json")))["runs"][0]
         rel = rep["verification"]["rel_error_norm"]
         passed = rep["verification"]["passed"]
     except Exception:

@@ -39,6 +39,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         include_str!("../../book/src/instructor.md"),
     ),
     (
+        "book/src/further-reading.md",
+        include_str!("../../book/src/further-reading.md"),
+    ),
+    (
         "steps/include/common.cuh",
         include_str!("../../steps/include/common.cuh"),
     ),
@@ -544,6 +548,12 @@ pub fn chapter_markdown(step: &StepInfo) -> Result<String> {
     expand_markers(&expand_includes(&md, base)?, false)
 }
 
+/// A chapter that is not a step's (`book/src/introduction.md`, ...), expanded as the steps' are.
+pub fn other_chapter_markdown(rel: &str) -> Result<String> {
+    let md = read_repo_file(rel)?;
+    expand_markers(&expand_includes(&md, "book/src")?, false)
+}
+
 struct Results;
 
 impl Preprocessor for Results {
@@ -618,14 +628,21 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// Serve a built book on 127.0.0.1 until interrupted.
-pub fn serve(dir: &Path, port: u16) -> Result<()> {
-    let server = tiny_http::Server::http(("127.0.0.1", port))
-        .map_err(|e| anyhow!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+/// Serve a built book on `bind:port` until interrupted (port 0: a free port, announced).
+pub fn serve(dir: &Path, bind: std::net::IpAddr, port: u16) -> Result<()> {
+    let server = tiny_http::Server::http((bind, port)).map_err(|e| {
+        anyhow!("cannot listen on {bind}:{port}: {e} (choose another with --port, or --port 0 for a free one)")
+    })?;
+    let addr = server
+        .server_addr()
+        .to_ip()
+        .map_or_else(|| format!("{bind}:{port}"), |a| a.to_string());
     println!(
-        "serving {} on http://127.0.0.1:{port}/ (Ctrl-C to stop)",
+        "serving {} on http://{addr}/ (Ctrl-C to stop)",
         dir.display()
     );
+    // The book's own "not found" page, where the build wrote one.
+    let not_found = std::fs::read(dir.join("404.html")).ok();
     for req in server.incoming_requests() {
         let url = req
             .url()
@@ -655,9 +672,21 @@ pub fn serve(dir: &Path, port: u16) -> Result<()> {
                     .map_err(|_| anyhow!("bad header"))?;
                 req.respond(tiny_http::Response::from_data(bytes).with_header(header))
             }
-            Err(_) => {
-                req.respond(tiny_http::Response::from_string("not found").with_status_code(404))
-            }
+            Err(_) => match &not_found {
+                Some(page) => {
+                    let header =
+                        tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8")
+                            .map_err(|_| anyhow!("bad header"))?;
+                    req.respond(
+                        tiny_http::Response::from_data(page.clone())
+                            .with_header(header)
+                            .with_status_code(404),
+                    )
+                }
+                None => {
+                    req.respond(tiny_http::Response::from_string("not found").with_status_code(404))
+                }
+            },
         };
         resp.ok();
     }

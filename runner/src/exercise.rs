@@ -516,6 +516,14 @@ fn run_kernel(
     if let Ok(d) = std::env::var("WORKBOOK_DEVICE") {
         env.push(("WORKBOOK_DEVICE".to_string(), d));
     }
+    // The child runs in a scratch folder: it compiles with this checkout's headers, not with
+    // whatever it would find (or not) from there.
+    if let Some(root) = common::project::root() {
+        env.push((
+            common::project::ROOT_ENV.to_string(),
+            root.display().to_string(),
+        ));
+    }
     let o = sandbox::run(&ChildSpec {
         program: std::env::current_exe()?,
         args: a,
@@ -528,16 +536,19 @@ fn run_kernel(
         rlimits: sandbox::Rlimits::for_limit(Duration::from_secs(600), None),
     })?;
     let _ = std::fs::remove_dir_all(&dir);
+    // The child's whole error report (a compile error is NVRTC's full log), without its notes.
     let err_line = || {
-        o.stderr
+        let text: Vec<&str> = o
+            .stderr
             .lines()
-            .find(|l| l.starts_with("error"))
-            .unwrap_or(o.stderr.trim())
-            .to_string()
+            .filter(|l| !l.starts_with("note: "))
+            .collect();
+        text.join("\n        ").trim().to_string()
     };
     Ok(match o.exit {
         Exit::Code(0) => {
-            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let v = &all["runs"][0];
             if v["ran"] == false {
                 Outcome::NotRun(v["reason"].as_str().unwrap_or("no GPU").to_string())
             } else {
@@ -545,7 +556,14 @@ fn run_kernel(
             }
         }
         Exit::Code(1) => {
-            let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            let v = &all["runs"][0];
+            if v["ran"] == false {
+                return Ok(Outcome::Error(format!(
+                    "the build lacks the step's key instructions: {}",
+                    v["missing_instructions"]
+                )));
+            }
             Outcome::Failed(format!(
                 "{} of {} elements wrong",
                 v["verification"]["bad_count"], v["verification"]["elements"]
@@ -556,16 +574,34 @@ fn run_kernel(
     })
 }
 
+/// The check's lines: printed as they come, or kept for one JSON object at the end.
+struct Lines {
+    json: bool,
+    items: Vec<serde_json::Value>,
+}
+
+impl Lines {
+    /// One line: `mark` is ok, FAIL, part (could not run here), note or run.
+    fn emit(&mut self, mark: &str, text: String) {
+        if self.json {
+            self.items
+                .push(serde_json::json!({"status": mark.to_ascii_lowercase(), "detail": text}));
+        } else {
+            println!("  {mark:<4}  {text}");
+        }
+    }
+}
+
+/// Exit code of a check that could only run in part (no GPU): neither a pass nor a failure.
+pub const PARTIAL: u8 = 3;
+
 /// Run the exercise's checks; `kernel` replaces the committed solution.
-pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<ExitCode> {
+pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) -> Result<ExitCode> {
     let ex = find(id)?;
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => (
-            Some(
-                std::fs::read_to_string(k)
-                    .with_context(|| format!("cannot read {}", k.display()))?,
-            ),
+            Some(crate::step_cmd::read_kernel(k)?),
             k.display().to_string(),
         ),
         None => (
@@ -581,23 +617,49 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
         println!("wrote the solution of exercise {id} to {}", w.display());
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
-        "exercise {id} (step {}, {}): {}",
-        ex.step, info.title, ex.title
-    );
+    let mut out = Lines {
+        json,
+        items: Vec::new(),
+    };
+    if !json {
+        println!(
+            "exercise {id} (step {}, {}): {}",
+            ex.step, info.title, ex.title
+        );
+    }
+    if kernel.is_none() {
+        out.emit(
+            "note",
+            format!("checking {from}; pass --kernel FILE to check your own kernel"),
+        );
+    }
+    let stock = info.kernel(Arch::Blackwell).text;
+    // A participant's file is run where it is (so compiler messages name it); the committed
+    // solution goes through a temporary copy.
     let temp =
         std::env::temp_dir().join(format!("workbook-exercise-{}-{id}.cu", std::process::id()));
-    let stock = info.kernel(Arch::Blackwell).text;
-    std::fs::write(&temp, text.as_deref().unwrap_or(stock))?;
-    let kernel_path = temp.clone();
+    let kernel_path = match kernel {
+        Some(k) => {
+            std::path::absolute(k).with_context(|| format!("cannot read {}", k.display()))?
+        }
+        None => {
+            std::fs::write(&temp, text.as_deref().unwrap_or(stock))
+                .with_context(|| format!("cannot write {}", temp.display()))?;
+            temp.clone()
+        }
+    };
+    let runs_kernel = ex.checks.iter().any(|c| matches!(c, Check::Run { .. }));
+    if kernel.is_some() && !runs_kernel {
+        eprintln!("warning: exercise {id} runs no kernel (its checks are worked out on the host): --kernel is not used");
+    }
     let mut failed = false;
     let mut partial = false;
     for check in ex.checks {
         match check {
             Check::Host(f) => match f() {
-                Ok(lines) => lines.iter().for_each(|l| println!("  ok    {l}")),
+                Ok(lines) => lines.iter().for_each(|l| out.emit("ok", l.clone())),
                 Err(e) => {
-                    println!("  FAIL  {e:#}");
+                    out.emit("FAIL", format!("{e:#}"));
                     failed = true;
                 }
             },
@@ -612,7 +674,7 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     && *expect != Expect::Verifies
                     && !seeded
                 {
-                    println!("  note  the kernel is the stock one: make the exercise's edit first (or pass --kernel)");
+                    out.emit("note", "the kernel is the stock one: make the exercise's edit first (or pass --kernel)".to_string());
                 }
                 let from = match args.iter().position(|a| *a == "--mutate") {
                     Some(i) => format!(
@@ -621,14 +683,17 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     ),
                     None => from.clone(),
                 };
-                println!(
-                    "  run   {} under the tcgen05 emulation ({from}){}",
-                    info.kernel_path(Arch::Blackwell),
-                    if params.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" with {}", params.join(" "))
-                    }
+                out.emit(
+                    "run",
+                    format!(
+                        "step {}'s Blackwell kernel from {from}, under the tcgen05 emulation{}",
+                        ex.step,
+                        if params.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" with {}", params.join(" "))
+                        }
+                    ),
                 );
                 for &seed in *seeds {
                     let outcome = run_kernel(ex.step, &kernel_path, params, args, seed)?;
@@ -658,25 +723,45 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>) -> Result<Exit
                     } else {
                         String::new()
                     };
-                    println!("  {}  {seed_note}{what}", if ok { "ok  " } else { "FAIL" });
+                    let mark = match (&outcome, ok) {
+                        (Outcome::NotRun(_), _) => "part",
+                        (_, true) => "ok",
+                        (_, false) => "FAIL",
+                    };
+                    out.emit(mark, format!("{seed_note}{what}"));
                     failed |= !ok;
                 }
             }
         }
     }
-    let _ = std::fs::remove_file(&temp);
-    println!(
-        "{}",
-        if failed {
-            format!("exercise {id}: the check fails")
-        } else if partial {
-            format!("exercise {id}: every check that can run here passes")
-        } else {
-            format!("exercise {id}: the check passes")
-        }
-    );
+    if kernel.is_none() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    let verdict = if failed {
+        format!("exercise {id}: the check fails")
+    } else if partial {
+        format!("exercise {id}: the check ran only in part (compiled, not run: no GPU here); what ran passes — run it on an H100/H200 for the full check")
+    } else {
+        format!("exercise {id}: the check passes")
+    };
+    if json {
+        let v = serde_json::json!({
+            "runner": crate::cli::version_info(),
+            "exercise": id, "step": ex.step, "title": ex.title,
+            "kernel": kernel.map(|k| k.display().to_string()),
+            "checks": out.items,
+            "result": if failed { "fail" } else if partial { "partial" } else { "pass" },
+            "summary": verdict,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        println!("{verdict}");
+    }
+    // 3: not failed, but not fully checked either, so a script cannot take it for a pass.
     Ok(if failed {
         ExitCode::from(1)
+    } else if partial {
+        ExitCode::from(PARTIAL)
     } else {
         ExitCode::SUCCESS
     })

@@ -316,7 +316,7 @@ mod tests {
         // So the heatmap on an H100/H200 (twins) or a B200 (Blackwell kernels) is all measured
         // cells, no grey ones, unless a kernel fails verification.
         let mut rejected = Vec::new();
-        for step in crate::steps::all() {
+        for step in runner::steps::all() {
             for arch in [Arch::Hopper, Arch::Blackwell] {
                 let spec = common::step::KernelSpec::new(step, arch);
                 for s in HEATMAP_SHAPES {

@@ -19,6 +19,8 @@ pub fn print_list(steps: &[&'static dyn Step]) {
 
 pub fn print_mutations(ms: &[common::mutation::Mutation]) {
     println!("Seeded bugs (runner step N --mutate NAME):");
+    // The name column as wide as the longest name, so no row shifts.
+    let width = ms.iter().map(|m| m.name.len()).max().unwrap_or(0);
     for m in ms {
         let steps: Vec<String> = m.steps.iter().map(|s| s.to_string()).collect();
         let expect = match m.expect {
@@ -26,7 +28,7 @@ pub fn print_mutations(ms: &[common::mutation::Mutation]) {
             common::mutation::Expect::Harmless => "harmless",
         };
         println!(
-            "  {:<20} steps {:<14} {:<9} {}",
+            "  {:<width$} steps {:<14} {:<9} {}",
             m.name,
             steps.join(","),
             expect,
@@ -35,14 +37,15 @@ pub fn print_mutations(ms: &[common::mutation::Mutation]) {
     }
 }
 
-pub fn print_header(spec: &KernelSpec) {
+/// The report's first lines; `path` is the file that was compiled (the step's own, or the one
+/// `--kernel` gave).
+pub fn print_header(spec: &KernelSpec, path: &str) {
     let i = spec.info();
     println!(
-        "Step {} · {} · {} ({})",
+        "Step {} · {} · {} ({path})",
         i.number,
         i.title,
         spec.arch.name(),
-        spec.info().kernel_path(spec.arch)
     );
     let idea = match spec.arch {
         Arch::Blackwell => i.idea,
@@ -69,16 +72,24 @@ pub fn print_sass(s: &Sass, expect: &[&str], full_histogram: bool) {
         .iter()
         .map(|p| format!("{p} {}", s.count(p)))
         .collect();
+    let key = if expect.is_empty() {
+        "none expected of this build".to_string()
+    } else {
+        key.join(", ")
+    };
     println!(
-        "{:<W$}{} instructions; step's key instructions: {}; local memory (LDL/STL): {}",
+        "{:<W$}{} instructions; step's key instructions: {key}; local memory (LDL/STL): {}",
         "SASS",
         s.total(),
-        key.join(", "),
         s.local_memory_ops()
     );
-    let missing: Vec<&&str> = expect.iter().filter(|p| s.count(p) == 0).collect();
+    let missing = missing_instructions(s, expect);
     if !missing.is_empty() {
-        println!("{:<W$}MISSING expected instructions: {missing:?}", "");
+        println!(
+            "{:<W$}MISSING expected instructions: {}",
+            "",
+            missing.join(", ")
+        );
     }
     if full_histogram {
         let mut v: Vec<(&String, &usize)> = s.histogram.iter().collect();
@@ -90,8 +101,17 @@ pub fn print_sass(s: &Sass, expect: &[&str], full_histogram: bool) {
     }
 }
 
+/// The step's key instructions (`expect`, opcode prefixes) its build lacks.
+pub fn missing_instructions(s: &Sass, expect: &[&str]) -> Vec<String> {
+    expect
+        .iter()
+        .filter(|p| s.count(p) == 0)
+        .map(|p| p.to_string())
+        .collect()
+}
+
 pub fn print_run(spec: &KernelSpec, r: &RunReport) {
-    print_header(spec);
+    print_header(spec, &r.kernel_path);
     let g = &r.gpu;
     println!(
         "{:<W$}{} ({}, {} SMs, {} MHz max, driver {})",

@@ -1,4 +1,6 @@
-//! Markdown for the terminal (`runner explain`, `runner budget`, `runner glossary`): paragraphs
+//! Markdown for the terminal (`runner explain`, `runner budget`, `runner glossary`). On a
+//! terminal, [`show`] renders with termimad and pages long chapters; to pipes and files it prints
+//! the plain rendering below, whose paragraphs
 //! reflowed to the width (the source's line breaks are not the reader's), code kept verbatim,
 //! tables laid out in columns and folded when long, figures shown as their caption and path. ANSI
 //! styling only when stdout is a terminal and `NO_COLOR` is unset; otherwise plain text.
@@ -523,6 +525,97 @@ pub fn render(md: &str, style: &Style) -> String {
     out
 }
 
+/// Show markdown on stdout the way the reader takes it. On a terminal: rendered by termimad
+/// (tables, code blocks, wrapping; no colour with `NO_COLOR`), through `$PAGER` (else `less`,
+/// with `LESS=FRX` as git sets it) when longer than the screen. To a pipe or a file: the plain
+/// rendering of [`render`], reflowed to `COLUMNS` (else 80), for `grep` and `less` alike.
+pub fn show(md: &str, full: bool) -> std::io::Result<()> {
+    let style = Style::for_stdout(full);
+    if !std::io::stdout().is_terminal() {
+        return print(&render(md, &style));
+    }
+    let skin = if style.color {
+        termimad::MadSkin::default()
+    } else {
+        termimad::MadSkin::no_style()
+    };
+    let text = skin.text(&for_termimad(md), Some(style.width)).to_string();
+    page(&text)
+}
+
+/// What termimad's markdown does not take, rewritten: a figure becomes its caption and file, a
+/// link its text and address; code blocks are left alone.
+fn for_termimad(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut in_code = false;
+    for line in md.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        }
+        if in_code {
+            out.push_str(line);
+        } else {
+            out.push_str(&rewrite_links(line));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// `![caption](file)` -> `*Figure: caption* (file)`; `[text](url)` -> `text (url)`.
+fn rewrite_links(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        let Some(mid) = rest[open..].find("](").map(|m| open + m) else {
+            break;
+        };
+        let Some(close) = rest[mid..].find(')').map(|c| mid + c) else {
+            break;
+        };
+        let image = open > 0 && rest.as_bytes()[open - 1] == b'!';
+        let text = &rest[open + 1..mid];
+        let target = &rest[mid + 2..close];
+        out.push_str(&rest[..if image { open - 1 } else { open }]);
+        if image {
+            out.push_str(&format!("*Figure: {text}* ({target})"));
+        } else {
+            out.push_str(&format!("{text} ({target})"));
+        }
+        rest = &rest[close + 1..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Print `text`, through a pager when it is longer than the terminal; without a pager that
+/// starts, print it directly.
+fn page(text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    let rows = terminal_size::terminal_size().map_or(24, |(_, h)| usize::from(h.0));
+    if text.lines().count() < rows {
+        return print(text);
+    }
+    let pager = std::env::var("PAGER")
+        .ok()
+        .filter(|p| !p.trim().is_empty())
+        .unwrap_or_else(|| "less".to_string());
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", &pager]).stdin(std::process::Stdio::piped());
+    if std::env::var_os("LESS").is_none() {
+        // Quit if one screen, keep colours, leave the text on screen: git's default.
+        cmd.env("LESS", "FRX");
+    }
+    let Ok(mut child) = cmd.spawn() else {
+        return print(text);
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // The reader may quit the pager before the end: that is no error.
+        let _ = stdin.write_all(text.as_bytes());
+    }
+    child.wait().map(|_| ())
+}
+
 /// Print to stdout; a reader that stops reading (`| head`) ends the output quietly.
 pub fn print(text: &str) -> std::io::Result<()> {
     use std::io::Write;
@@ -650,5 +743,30 @@ mod tests {
         let w = fit(&[30, 60], 50);
         assert!(w.iter().sum::<usize>() <= 50, "{w:?}");
         assert!(w.iter().all(|&x| x >= 8));
+    }
+}
+
+#[cfg(test)]
+mod termimad_tests {
+    use super::*;
+
+    #[test]
+    fn figures_and_links_become_text_termimad_can_show() {
+        let md = "See ![The ring](assets/ring.svg) and [PTX](https://docs.nvidia.com/ptx).\n```\n[a](b)\n```\n";
+        let out = for_termimad(md);
+        assert!(
+            out.contains("*Figure: The ring* (assets/ring.svg)"),
+            "{out}"
+        );
+        assert!(out.contains("PTX (https://docs.nvidia.com/ptx)."), "{out}");
+        assert!(out.contains("\n[a](b)\n"), "code is left alone: {out}");
+        let skin = termimad::MadSkin::no_style();
+        let text = skin
+            .text("| a | b |\n|---|---|\n| 1 | 2 |\n", Some(40))
+            .to_string();
+        assert!(
+            text.contains('1') && text.contains('2') && !text.contains('\x1b'),
+            "{text}"
+        );
     }
 }

@@ -13,6 +13,19 @@ enum Mark {
     Ok,
     Warn,
     Fail,
+    /// Could not run here (no GPU): neither passed nor failed.
+    Skip,
+}
+
+impl Mark {
+    fn word(self) -> &'static str {
+        match self {
+            Mark::Ok => "ok",
+            Mark::Warn => "warn",
+            Mark::Fail => "FAIL",
+            Mark::Skip => "skip",
+        }
+    }
 }
 
 struct Item {
@@ -33,11 +46,37 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
 /// Disk space a lab machine should have free: the toolkit wheels, builds and grading scratch.
 pub const MIN_FREE_BYTES: u64 = 5 << 30;
 
+/// `path`, or its nearest folder that exists (a toolkit cache not created yet).
+fn existing(path: &Path) -> &Path {
+    path.ancestors().find(|p| p.exists()).unwrap_or(path)
+}
+
+/// Which checkout this runner uses, found from where it runs (never where it was built).
+fn project(items: &mut Vec<Item>) {
+    items.push(match common::project::root() {
+        Some(r) => Item {
+            mark: Mark::Ok,
+            what: "checkout",
+            detail: format!("kernels, headers and chapters from {}", r.display()),
+        },
+        None => Item {
+            mark: Mark::Warn,
+            what: "checkout",
+            detail: "none in this folder or above it: the runner uses its built-in kernels and chapters (run it inside the workbook's folder, or set WORKBOOK_ROOT)".into(),
+        },
+    });
+}
+
 fn disk(item: &mut Vec<Item>) {
-    for (what, dir) in [
-        ("disk (project)", common::toolkit::project_root()),
-        ("disk (temp)", std::env::temp_dir()),
-    ] {
+    let mut dirs = vec![(
+        "disk (toolkit)",
+        existing(&common::toolkit::pypi_dir()).to_path_buf(),
+    )];
+    if let Some(r) = common::project::root() {
+        dirs.push(("disk (project)", r.to_path_buf()));
+    }
+    dirs.push(("disk (temp)", std::env::temp_dir()));
+    for (what, dir) in dirs {
         let (mark, detail) = match free_bytes(&dir) {
             Some(b) if b >= MIN_FREE_BYTES => (
                 Mark::Ok,
@@ -131,6 +170,13 @@ fn gpu_checks(items: &mut Vec<Item>) {
                 what: "GPU",
                 detail: format!("{why}: the workshop's runs need an H100/H200 (or a B200)"),
             });
+            for what in ["cuBLAS", "clocks"] {
+                items.push(Item {
+                    mark: Mark::Skip,
+                    what,
+                    detail: "needs the GPU".into(),
+                });
+            }
             return;
         }
     };
@@ -208,28 +254,38 @@ fn gpu_checks(items: &mut Vec<Item>) {
     }
 }
 
-pub fn check() -> Result<ExitCode> {
+/// Run every check; with `json`, print one object `{"checks": [...], "ready": bool}`.
+pub fn check(json: bool) -> Result<ExitCode> {
     let mut items = Vec::new();
+    project(&mut items);
     toolkit(&mut items);
     disk(&mut items);
     gpu_checks(&mut items);
-    for i in &items {
-        let m = match i.mark {
-            Mark::Ok => "ok  ",
-            Mark::Warn => "warn",
-            Mark::Fail => "FAIL",
-        };
-        println!("{m}  {:<16} {}", i.what, i.detail);
-    }
     let fails = items.iter().filter(|i| i.mark == Mark::Fail).count();
-    println!(
-        "{}",
-        if fails == 0 {
-            "this machine is ready for the workshop (run `runner grade --selftest` too before grading)".to_string()
-        } else {
-            format!("{fails} check(s) failed: see the instructor chapter (`runner book`) for an offline lab")
+    if json {
+        let checks: Vec<_> = items
+            .iter()
+            .map(|i| serde_json::json!({"check": i.what, "status": i.mark.word().to_ascii_lowercase(), "detail": i.detail}))
+            .collect();
+        let v = serde_json::json!({
+            "runner": crate::cli::version_info(),
+            "checks": checks,
+            "ready": fails == 0,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        for i in &items {
+            println!("{:<4}  {:<16} {}", i.mark.word(), i.what, i.detail);
         }
-    );
+        println!(
+            "{}",
+            if fails == 0 {
+                "this machine is ready for the workshop (run `runner grade --selftest` too before grading)".to_string()
+            } else {
+                format!("{fails} check(s) failed: see the instructor chapter (`runner book`) for an offline lab")
+            }
+        );
+    }
     Ok(if fails == 0 {
         ExitCode::SUCCESS
     } else {

@@ -98,12 +98,15 @@ fn step_emulate_without_a_gpu_reports_the_emulation_build() {
 
 #[test]
 fn step_json_is_machine_readable() {
-    // One kernel: one object.
+    // One kernel: one run, in the same {"runs": [...]} object.
     let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    let all: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
+    assert_eq!(all["runs"].as_array().map(Vec::len), Some(1), "{all}");
+    let v = &all["runs"][0];
     assert_eq!(v["step"], 0);
-    assert_eq!(v["arch"], "blackwell");
+    assert_eq!(v["arch"], "sm_100a");
+    assert_eq!(v["kernel"], "blackwell");
     if v["ran"] == false {
         assert!(v["sass"]["histogram"]["UTCHMMA"].as_u64().unwrap() > 0);
         assert!(v["compile"]["resources"]["registers"].as_u64().unwrap() > 0);
@@ -115,8 +118,8 @@ fn step_json_is_machine_readable() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     if let Some(runs) = v["runs"].as_array() {
         assert_eq!(runs.len(), 2);
-        assert_eq!(runs[0]["arch"], "hopper");
-        assert_eq!(runs[1]["arch"], "blackwell");
+        assert_eq!(runs[0]["arch"], "sm_90a");
+        assert_eq!(runs[1]["arch"], "sm_100a");
         if runs[0]["ran"] == false {
             assert!(
                 runs[0]["sass"]["histogram"]["HGMMA.64x256x16.F32"]
@@ -731,5 +734,402 @@ fn bench_without_a_gpu_is_a_clear_error() {
         stderr(&o).contains("is not a shape MxNxK"),
         "{}",
         stderr(&o)
+    );
+}
+
+#[test]
+fn a_reader_that_stops_early_ends_every_printing_command_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    // The pipe's read end is closed before the runner starts, so its first write to stdout meets
+    // a closed pipe every time (no race with the reader).
+    let commands: &[&[&str]] = &[
+        &["list"],
+        &["list", "--json"],
+        &["step", "0"],
+        &["step", "0", "--json"],
+        &["inspect", "0"],
+        &["inspect", "0", "--json"],
+        &["inspect", "0", "--sass"],
+        &["diff", "0", "1"],
+        &["explain", "0"],
+        &["budget", "0"],
+        &["glossary"],
+        &["mutations"],
+        &["mutations", "--json"],
+        &["exercise", "--list"],
+        &["exercise", "0.2"],
+        &["exercise", "3.1", "--json"],
+        &["explain", "introduction"],
+        &["workshop", "check"],
+        &["workshop", "check", "--json"],
+        &["--help"],
+        &["step", "--help"],
+        &["--version"],
+    ];
+    // `grade merge` prints the class's summary table (from the committed H200 batch).
+    let merged = tmp("pipe-merge");
+    let batch = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../assets/results/grade-h200-2026-11-22/batch")
+        .display()
+        .to_string();
+    let merge: &[&str] = &["grade", "merge", "--out", merged.to_str().unwrap(), &batch];
+    for args in commands.iter().copied().chain([merge]) {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .args(args)
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = stderr(&o);
+        assert!(
+            !err.contains("panicked") && !err.contains("Broken pipe"),
+            "{args:?}: {err}"
+        );
+        // Ended by SIGPIPE, as `cat` is; exit code 101 would be a panic.
+        assert!(
+            o.status.signal() == Some(13) || matches!(o.status.code(), Some(0..=2)),
+            "{args:?}: {:?} {err}",
+            o.status
+        );
+    }
+    std::fs::remove_dir_all(&merged).unwrap();
+}
+
+#[test]
+fn book_out_refuses_a_folder_holding_files() {
+    let d = tmp("book-out");
+    std::fs::create_dir_all(d.join("sub")).unwrap();
+    std::fs::write(d.join("keep.txt"), "mine").unwrap();
+    std::fs::write(d.join("sub/data.csv"), "1,2").unwrap();
+    let o = runner(&["book", "--out", d.to_str().unwrap()]);
+    assert_one_line_error(&o, "not empty");
+    assert_eq!(std::fs::read_to_string(d.join("keep.txt")).unwrap(), "mine");
+    assert!(d.join("sub/data.csv").is_file());
+    // The book's own sources are never an output folder.
+    let book = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../book");
+    let o = runner(&["book", "--out", book.to_str().unwrap()]);
+    assert_one_line_error(&o, "workbook's own files");
+    assert!(book.join("src/SUMMARY.md").is_file());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn the_checkout_it_runs_in_is_what_compiles_not_the_build_machines() {
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    // A checkout whose step 0 kernel was edited: the edit is what compiles, without a rebuild.
+    let d = tmp("checkout");
+    std::fs::create_dir_all(d.join("book")).unwrap();
+    std::fs::create_dir_all(d.join("steps/step0_naive/src")).unwrap();
+    std::fs::copy(repo.join("book/book.toml"), d.join("book/book.toml")).unwrap();
+    let include = d.join("steps/include");
+    std::fs::create_dir_all(&include).unwrap();
+    for h in [
+        "common.cuh",
+        "blackwell.cuh",
+        "hopper.cuh",
+        "tcgen05_emu.cuh",
+    ] {
+        std::fs::copy(repo.join("steps/include").join(h), include.join(h)).unwrap();
+    }
+    std::fs::write(
+        d.join("steps/step0_naive/src/kernel.cu"),
+        "#error \"edited in the lab checkout\"\n",
+    )
+    .unwrap();
+    let o = runner_env(&["inspect", "0"], &[("WORKBOOK_ROOT", d.to_str().unwrap())]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("edited in the lab checkout"),
+        "{}",
+        stderr(&o)
+    );
+    // A runner copied outside any checkout says it uses its built-in sources, and works.
+    let elsewhere = tmp("no-checkout");
+    let bin = elsewhere.join("runner");
+    std::fs::copy(env!("CARGO_BIN_EXE_runner"), &bin).unwrap();
+    let o = Command::new(&bin)
+        .args(["inspect", "0"])
+        .current_dir(std::env::temp_dir())
+        .env_remove("WORKBOOK_ROOT")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("built into this runner"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn exercise_checks_can_be_trusted() {
+    let d = tmp("exercise-trust");
+    let empty = d.join("empty.cu");
+    std::fs::write(&empty, "").unwrap();
+    let broken = d.join("broken.cu");
+    std::fs::write(&broken, "int main(){").unwrap();
+    // A kernel file without gemm_kernel is nothing to check: it fails, for step and exercise.
+    let o = runner(&["step", "0", "--kernel", empty.to_str().unwrap()]);
+    assert_one_line_error(&o, "defines no kernel");
+    let o = runner(&["exercise", "0.1", "--kernel", empty.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stdout(&o).contains("the check fails"), "{}", stdout(&o));
+    // A compile error shows the compiler's whole log, naming the participant's file.
+    let o = runner(&["exercise", "0.1", "--kernel", broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains(&format!("{}(1): error", broken.display())),
+        "{out}"
+    );
+    assert!(out.contains("errors detected"), "{out}");
+    // Without --kernel it says it checks the solution; a check that could not run on a GPU
+    // exits 3, not 0.
+    let o = runner(&["exercise", "0.1"]);
+    assert!(
+        stdout(&o).contains("checking the solution"),
+        "{}",
+        stdout(&o)
+    );
+    if stdout(&o).contains("not run here") {
+        assert_eq!(o.status.code(), Some(3), "{}", stdout(&o));
+        assert!(stdout(&o).contains("ran only in part"), "{}", stdout(&o));
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn reports_name_the_file_that_was_compiled() {
+    let d = tmp("report-names");
+    let mine = d.join("mine.cu");
+    std::fs::copy(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../steps/step0_naive/src/kernel.cu"),
+        &mine,
+    )
+    .unwrap();
+    let o = runner(&["step", "0", "--kernel", mine.to_str().unwrap()]);
+    if stdout(&o).contains("compiled for sm_100a only") {
+        let first = stdout(&o).lines().next().unwrap_or("").to_string();
+        assert!(first.contains("mine.cu"), "{first}");
+    }
+    // The emulation build has no tcgen05 SASS by design: no false alarm.
+    let o = runner(&["inspect", "3", "--emulate"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stdout(&o).contains("MISSING"), "{}", stdout(&o));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// The `--json` contract scripts rely on (cli/json.rs): checked field by field.
+fn assert_run_schema(run: &serde_json::Value) {
+    let ctx = run.to_string();
+    assert!(run["step"].is_u64(), "{ctx}");
+    assert!(
+        matches!(run["arch"].as_str(), Some("sm_100a" | "sm_90a")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["kernel"].as_str(), Some("blackwell" | "hopper")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["target"].as_str(), Some("sm_100a" | "sm_90a")),
+        "{ctx}"
+    );
+    assert!(run["emulated"].is_boolean(), "{ctx}");
+    assert!(run["kernel_path"].is_string(), "{ctx}");
+    let params = run["params"].as_object().expect("params is an object");
+    assert!(
+        !params.is_empty() && params.values().all(|v| v.is_u64()),
+        "{ctx}"
+    );
+    assert!(
+        matches!(run["dtype"].as_str(), Some("f16" | "bf16")),
+        "{ctx}"
+    );
+    assert!(
+        matches!(
+            run["compile"]["target"].as_str(),
+            Some("sm_100a" | "sm_90a")
+        ),
+        "{ctx}"
+    );
+    assert!(run["compile"]["resources"]["registers"].is_u64(), "{ctx}");
+}
+
+#[test]
+fn json_output_follows_its_schema() {
+    let check_envelope = |v: &serde_json::Value| {
+        assert!(v["runner"]["version"].is_string(), "{v}");
+        assert!(v["runner"]["commit"].is_string(), "{v}");
+        assert!(v["runs"].is_array(), "{v}");
+    };
+    for args in [
+        &["step", "0", "--json"][..],
+        &["step", "3", "--arch", "sm_90a", "--json"],
+    ] {
+        let o = runner(args);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        check_envelope(&v);
+        for run in v["runs"].as_array().unwrap() {
+            assert_run_schema(run);
+            for k in ["m", "n", "k"] {
+                assert!(run["shape"][k].is_u64(), "{run}");
+            }
+            assert!(
+                run["ran"].is_boolean() || run["verification"].is_object(),
+                "{run}"
+            );
+        }
+    }
+    let o = runner(&["inspect", "1", "--arch", "sm_90a", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    check_envelope(&v);
+    assert_run_schema(&v["runs"][0]);
+    assert_eq!(v["runs"][0]["arch"], "sm_90a");
+    let o = runner(&["inspect", "0", "--emulate", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"][0]["emulated"], true, "{v}");
+    assert_eq!(v["runs"][0]["target"], "sm_90a", "{v}");
+    // list: labelled tiles.
+    let o = runner(&["list", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for step in v.as_array().unwrap() {
+        for sm in ["sm_100a", "sm_90a"] {
+            let t = &step["tiles"][sm];
+            assert!(t["cluster_m"].is_u64() && t["tile_k"].is_u64(), "{t}");
+            assert!(t["persistent"].is_boolean(), "{t}");
+        }
+    }
+    // workshop check: one object, every check with a known status.
+    let o = runner(&["workshop", "check", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["ready"].is_boolean(), "{v}");
+    assert!(v["runner"]["commit"].is_string(), "{v}");
+    for c in v["checks"].as_array().unwrap() {
+        assert!(c["check"].is_string() && c["detail"].is_string(), "{c}");
+        assert!(
+            matches!(c["status"].as_str(), Some("ok" | "warn" | "fail" | "skip")),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        o.status.code(),
+        Some(if v["ready"] == true { 0 } else { 1 })
+    );
+}
+
+#[test]
+fn explain_reaches_every_chapter() {
+    for (topic, needle) in [
+        ("introduction", "#"),
+        ("emulation", "emulation"),
+        ("instructor", "offline lab"),
+        ("intro", "#"),
+    ] {
+        let o = runner(&["explain", topic, "--markdown"]);
+        assert!(o.status.success(), "{topic}: {}", stderr(&o));
+        assert!(stdout(&o).contains(needle), "{topic}");
+    }
+    assert_one_line_error(&runner(&["explain", "nothing"]), "there is no chapter");
+}
+
+#[test]
+fn explain_on_a_terminal_is_rendered_by_termimad_and_paged() {
+    // A pseudo-terminal from util-linux `script`; PAGER=cat stands in for less.
+    let exe = env!("CARGO_BIN_EXE_runner");
+    let o = Command::new("script")
+        .args(["-qec", &format!("'{exe}' explain 0"), "/dev/null"])
+        .env("PAGER", "cat")
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .output()
+        .expect("util-linux `script` runs (it gives the test a terminal)");
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // termimad draws tables with box characters; the plain renderer does not; NO_COLOR holds.
+    assert!(out.contains('│'), "{out}");
+    assert!(!out.contains("\x1b[1m"), "{out}");
+    assert!(out.contains("Step 0"), "{out}");
+}
+
+#[test]
+fn book_serve_on_port_0_prints_the_real_port_and_its_404_page() {
+    use std::io::{BufRead, Read, Write};
+    let d = tmp("book-serve");
+    let out = d.join("site");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args([
+            "book",
+            "--out",
+            out.to_str().unwrap(),
+            "--serve",
+            "--port",
+            "0",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let serving = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("serving"))
+        .unwrap_or_default();
+    let addr = serving
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split('/').next())
+        .unwrap_or_default()
+        .to_string();
+    let response = std::net::TcpStream::connect(&addr).map(|mut s| {
+        s.write_all(b"GET /no-such-page.html HTTP/1.0\r\n\r\n")
+            .unwrap();
+        let mut r = String::new();
+        s.read_to_string(&mut r).unwrap();
+        r
+    });
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!addr.ends_with(":0"), "{serving}");
+    let response = response.unwrap_or_else(|e| panic!("{serving}: {e}"));
+    assert!(
+        response.starts_with("HTTP/1.0 404") || response.starts_with("HTTP/1.1 404"),
+        "{response}"
+    );
+    assert!(response.contains("Page not found"), "{response}");
+    assert!(out.join(".runner-book").is_file());
+    assert!(std::fs::read_dir(&out).unwrap().any(|e| e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .starts_with("searchindex")));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn exercise_json_and_kernel_size_are_bounded_and_machine_readable() {
+    let o = runner(&["exercise", "3.1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["exercise"], "3.1");
+    assert_eq!(v["result"], "pass");
+    assert!(v["runner"]["commit"].is_string());
+    for c in v["checks"].as_array().unwrap() {
+        assert!(
+            matches!(
+                c["status"].as_str(),
+                Some("ok" | "fail" | "part" | "note" | "run")
+            ),
+            "{c}"
+        );
+    }
+    // A kernel file without end is refused, not read until memory runs out.
+    assert_one_line_error(
+        &runner(&["step", "0", "--kernel", "/dev/zero"]),
+        "not a kernel source",
     );
 }

@@ -8,7 +8,8 @@ use serde::Serialize;
 use std::ffi::{CStr, CString};
 use std::time::Instant;
 
-/// The shared device headers, embedded so the binary compiles kernels from anywhere.
+/// The shared device headers, embedded so the binary compiles kernels from anywhere; inside a
+/// checkout its `steps/include/` copies are used instead ([`crate::project`]).
 pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../include/common.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
@@ -200,24 +201,48 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
     Ok((major, minor))
 }
 
-/// Add the offending source line under each `file(line): error` line of an NVRTC log.
+/// Add the offending source line, numbered, under each `file(line): error` line of an NVRTC log.
+/// Where NVRTC echoes the line itself (with a caret line under it), the numbered line replaces
+/// the echo and the caret is shifted to stay under its column, so no line shows twice.
 pub fn annotate_log(log: &str, source: &KernelSource) -> String {
     let lines: Vec<&str> = source.text.lines().collect();
+    let log_lines: Vec<&str> = log.lines().collect();
     let mut out = String::new();
-    for l in log.lines() {
+    let mut i = 0;
+    while i < log_lines.len() {
+        let l = log_lines[i];
         out.push_str(l);
         out.push('\n');
-        if let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) {
-            if let Some((num, tail)) = rest.split_once(')') {
-                if tail.contains("error") {
-                    if let Some(text) = num
-                        .parse::<usize>()
-                        .ok()
-                        .and_then(|n| lines.get(n.wrapping_sub(1)))
-                    {
-                        out.push_str(&format!("    {num} | {}\n", text.trim_end()));
-                    }
-                }
+        i += 1;
+        let Some(rest) = l.strip_prefix(&format!("{}(", source.path)) else {
+            continue;
+        };
+        let Some((num, tail)) = rest.split_once(')') else {
+            continue;
+        };
+        if !tail.contains("error") {
+            continue;
+        }
+        let Some(text) = num
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| lines.get(n.wrapping_sub(1)))
+            .map(|t| t.trim_end())
+        else {
+            continue;
+        };
+        let ours = format!("    {num} | ");
+        out.push_str(&format!("{ours}{text}\n"));
+        let echo = log_lines.get(i).map(|e| e.trim_end());
+        if let Some(echo) = echo.filter(|e| !text.trim().is_empty() && e.ends_with(text)) {
+            // Skip the echo; move its caret line by the difference of the two prefixes.
+            let shift = ours.len().saturating_sub(echo.len() - text.len());
+            i += 1;
+            if let Some(caret) = log_lines.get(i).filter(|c| {
+                !c.trim().is_empty() && c.trim().chars().all(|ch| ch == '^' || ch == '~')
+            }) {
+                out.push_str(&format!("{}{caret}\n", " ".repeat(shift)));
+                i += 1;
             }
         }
     }
@@ -268,7 +293,13 @@ fn with_nvrtc<R>(
     let name = to_c(&source.path)?;
     let headers: Vec<(CString, CString)> = HEADERS
         .iter()
-        .map(|(n, t)| Ok((to_c(n)?, to_c(t)?)))
+        .map(|(n, embedded)| {
+            // The checkout's header (edits count), or the embedded copy outside any checkout.
+            let rel = format!("steps/include/{n}");
+            let text = crate::project::read(&rel, embedded)
+                .map_err(|e| anyhow!("cannot read {rel} in the workbook checkout: {e}"))?;
+            Ok((to_c(n)?, to_c(&text)?))
+        })
         .collect::<Result<_>>()?;
     let header_names: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.0.as_ptr()).collect();
     let header_texts: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.1.as_ptr()).collect();
@@ -473,5 +504,21 @@ mod tests {
         let out = annotate_log(log, &src);
         assert!(out.contains("k.cu(2): error"));
         assert!(out.contains("    2 | int b = nope;"), "{out}");
+    }
+
+    #[test]
+    fn a_line_nvrtc_echoes_is_not_added_again() {
+        let src = KernelSource {
+            path: "k.cu".into(),
+            text: "int a;\nint b = nope;\n".into(),
+        };
+        let log =
+            "k.cu(2): error: identifier \"nope\" is undefined\n  int b = nope;\n          ^\n";
+        let out = annotate_log(log, &src);
+        assert_eq!(out.matches("int b = nope;").count(), 1, "{out}");
+        // The caret stays under `nope`.
+        let l: Vec<&str> = out.lines().collect();
+        assert_eq!(l[1], "    2 | int b = nope;", "{out}");
+        assert_eq!(l[2].find('^'), l[1].find("nope"), "{out}");
     }
 }

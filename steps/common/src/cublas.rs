@@ -3,14 +3,15 @@
 use crate::gpu::Gpu;
 use crate::problem::{Dtype, Shape};
 use crate::toolkit;
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use cudarc::cublas::sys as cb;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::CUdeviceptr;
 use std::path::PathBuf;
 
-/// Make cuBLAS loadable: cudarc opens it by name, so load it by path from the toolkit (or the
-/// python `nvidia` packages) when it is not on the loader's path.
+/// Make cuBLAS loadable: cudarc opens it by name, so load it by path from the toolkit, the python
+/// `nvidia` packages or the pinned wheel's folder when it is not on the loader's path. A GPU
+/// machine with a driver and none of these gets the pinned wheel installed, as NVRTC is.
 pub fn ensure_loadable() -> Result<()> {
     // SAFETY: probes whether the library can be opened.
     if unsafe { cb::is_culib_present() } {
@@ -28,12 +29,26 @@ pub fn ensure_loadable() -> Result<()> {
         dirs.push(site.join("nvidia/cu13/lib"));
         dirs.push(site.join("nvidia/cublas/lib"));
     }
-    toolkit::preload_named(&dirs, &["libcublasLt.so.", "libcublas.so."]);
+    dirs.extend(toolkit::cublas_lib_dirs());
+    const LIBS: [&str; 2] = ["libcublasLt.so.", "libcublas.so."];
+    toolkit::preload_named(&dirs, &LIBS);
     // SAFETY: as above.
     if unsafe { cb::is_culib_present() } {
+        return Ok(());
+    }
+    let installed = || toolkit::preload_named(&toolkit::cublas_lib_dirs(), &LIBS);
+    toolkit::install_cublas(installed).context(
+        "cuBLAS (libcublas.so) is not in the toolkit, /usr/local/cuda or python's nvidia packages",
+    )?;
+    // SAFETY: as above.
+    if installed() || unsafe { cb::is_culib_present() } {
         Ok(())
     } else {
-        bail!("cuBLAS (libcublas.so) not found in the toolkit, /usr/local/cuda or python's nvidia packages: install a CUDA toolkit (and set WORKBOOK_CUDA) or `pip install nvidia-cublas`")
+        bail!(
+            "installed {} into {}, but cannot load libcublas.so from it",
+            toolkit::PYPI_CUBLAS,
+            toolkit::cublas_dir().display()
+        )
     }
 }
 

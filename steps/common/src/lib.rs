@@ -15,6 +15,7 @@ pub mod model;
 pub mod mutation;
 pub mod nvml;
 pub mod problem;
+pub mod project;
 pub mod ptx_check;
 pub mod run;
 pub mod sass;

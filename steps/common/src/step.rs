@@ -56,11 +56,15 @@ impl StepInfo {
     pub fn host_path(&self) -> String {
         format!("{}/src/lib.rs", self.crate_dir)
     }
+    /// The kernel as it is now: the checkout's file (so an edit counts without a rebuild), or
+    /// the copy built into the runner when it runs outside any checkout. A checkout file that
+    /// cannot be read becomes an `#error` naming it, so its compile fails and says why.
     pub fn kernel_source(&self, arch: Arch) -> KernelSource {
-        KernelSource {
-            path: self.kernel_path(arch),
-            text: self.kernel(arch).text.to_string(),
-        }
+        let path = self.kernel_path(arch);
+        let text = crate::project::read(&path, self.kernel(arch).text).unwrap_or_else(|e| {
+            format!("#error \"cannot read {path} in the workbook checkout: {e}\"\n")
+        });
+        KernelSource { path, text }
     }
 }
 

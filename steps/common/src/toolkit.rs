@@ -15,6 +15,11 @@ use std::sync::{Mutex, OnceLock};
 pub const PYPI_NVRTC: &str = "nvidia-cuda-nvrtc==13.0.88";
 pub const PYPI_HEADERS: &str = "nvidia-cuda-runtime==13.0.96";
 pub const PYPI_NVDISASM: &str = "nvidia-cuda-nvdisasm==13.2.51";
+/// cuBLAS for verification and the speed reference, on a GPU machine with a driver and no
+/// toolkit: 13.0.x, as the driver's CUDA version (about 550 MB, installed only there).
+pub const PYPI_CUBLAS: &str = "nvidia-cublas==13.0.2.14";
+/// Every pinned wheel, for an offline lab's `pip download`.
+pub const PYPI_ALL: [&str; 4] = [PYPI_NVRTC, PYPI_HEADERS, PYPI_NVDISASM, PYPI_CUBLAS];
 
 /// A usable set of CUDA compile tools.
 #[derive(Debug, Clone)]
@@ -31,27 +36,66 @@ pub struct Toolkit {
     pub nvdisasm: Option<PathBuf>,
 }
 
-/// The workspace root (two levels above this crate), where `.cuda/` lives by default.
+/// The workbook checkout the runner works in ([`crate::project`]), or the current folder when
+/// there is none.
 pub fn project_root() -> PathBuf {
-    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .nth(2)
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| manifest.to_path_buf())
+    crate::project::root().map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Where the toolkit goes with no `WORKBOOK_CUDA_CACHE`: the checkout's `.cuda/pypi`, or, for a
+/// runner outside any checkout, `$XDG_CACHE_HOME` (or `~/.cache`) `/blackwell-workbook/pypi`.
+fn default_pypi_dir() -> PathBuf {
+    if let Some(root) = crate::project::root() {
+        return root.join(".cuda").join("pypi");
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    cache.join("blackwell-workbook").join("pypi")
 }
 
 /// Folder the PyPI packages are installed into: `WORKBOOK_CUDA_CACHE` or `<root>/.cuda/pypi`.
 pub fn pypi_dir() -> PathBuf {
     std::env::var_os("WORKBOOK_CUDA_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(|| project_root().join(".cuda").join("pypi"))
+        .unwrap_or_else(default_pypi_dir)
+}
+
+/// `<pypi_dir>-<what>`: a folder of its own for a package installed later, so that its install
+/// (`pip --target --upgrade` replaces the whole `nvidia/` folder) cannot remove another's files.
+fn sibling_dir(what: &str) -> PathBuf {
+    let mut name = pypi_dir().into_os_string();
+    name.push("-");
+    name.push(what);
+    PathBuf::from(name)
 }
 
 fn nvdisasm_dir() -> PathBuf {
-    let mut name = pypi_dir().into_os_string();
-    name.push("-nvdisasm");
-    PathBuf::from(name)
+    sibling_dir("nvdisasm")
+}
+
+/// Where the pinned cuBLAS wheel is installed when no cuBLAS is found.
+pub fn cublas_dir() -> PathBuf {
+    sibling_dir("cublas")
+}
+
+/// The library folders of the pinned cuBLAS wheel (CUDA 13 wheels use `nvidia/cu13/lib`).
+pub fn cublas_lib_dirs() -> Vec<PathBuf> {
+    [pypi_dir(), cublas_dir()]
+        .iter()
+        .map(|d| d.join("nvidia").join("cu13").join("lib"))
+        .collect()
+}
+
+/// Install the pinned cuBLAS wheel into [`cublas_dir`], once (under the install lock).
+pub fn install_cublas(already_there: impl Fn() -> bool) -> Result<()> {
+    with_install_lock(|| {
+        if already_there() {
+            return Ok(());
+        }
+        pip_install(&cublas_dir(), &[PYPI_CUBLAS])
+    })
 }
 
 fn first_glob(dir: &Path, prefix: &str) -> Option<PathBuf> {
@@ -204,11 +248,50 @@ pub fn pip_source_args(wheels: Option<&Path>) -> Result<Vec<std::ffi::OsString>>
             dir.as_os_str().to_owned(),
         ]),
         Some(dir) => bail!(
-            "{WHEELS_ENV}={} is not a folder: fill one with `{} -m pip download --no-deps --dest DIR {PYPI_NVRTC} {PYPI_HEADERS} {PYPI_NVDISASM}` on a machine with network",
+            "{WHEELS_ENV}={} is not a folder: fill one with `{}` on a machine with network",
             dir.display(),
-            python()
+            pip_download_command("DIR")
         ),
     }
+}
+
+/// The `pip download` line that fills an offline lab's wheel folder: Linux wheels of this
+/// machine's architecture whatever machine runs it (a Mac, an ARM laptop). The cuBLAS wheel is
+/// tagged manylinux_2_27, the others manylinux2014 or older: pip needs both tags named.
+pub fn pip_download_command(dest: &str) -> String {
+    let arch = std::env::consts::ARCH;
+    format!(
+        "python3 -m pip download --no-deps --only-binary=:all: --platform manylinux2014_{arch} --platform manylinux_2_27_{arch} --dest {dest} {}",
+        PYPI_ALL.join(" ")
+    )
+}
+
+/// In an offline wheel folder, the wheel of each `name==version` in `packages` for this
+/// machine's architecture; an error names the first one missing.
+pub fn check_wheels(dir: &Path, packages: &[&str]) -> Result<()> {
+    let files: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {WHEELS_ENV}={}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    for package in packages {
+        let (name, version) = package.split_once("==").unwrap_or((package, ""));
+        let prefix = format!("{}-{version}-", name.replace('-', "_"));
+        let ours = |f: &&String| f.starts_with(&prefix) && f.ends_with(".whl");
+        if !files
+            .iter()
+            .any(|f| ours(&f) && f.contains(std::env::consts::ARCH))
+        {
+            let other = files.iter().find(ours);
+            bail!(
+                "{WHEELS_ENV}={} has no {package} wheel for {}{}: add it with `{}`",
+                dir.display(),
+                std::env::consts::ARCH,
+                other.map_or(String::new(), |f| format!(" (only {f})")),
+                pip_download_command(&dir.display().to_string())
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Install `packages` into `target` with pip. `--target --upgrade` replaces whole top-level
@@ -225,6 +308,9 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
     }
     let wheels = std::env::var_os(WHEELS_ENV).map(PathBuf::from);
     let source = pip_source_args(wheels.as_deref())?;
+    if let Some(dir) = &wheels {
+        check_wheels(dir, packages)?;
+    }
     let pip_works = Command::new(python())
         .args(["-m", "pip", "--version"])
         .output()
@@ -242,14 +328,17 @@ fn pip_install(target: &Path, packages: &[&str]) -> Result<()> {
     );
     std::fs::create_dir_all(target)
         .with_context(|| format!("cannot create {}", target.display()))?;
+    // On a terminal pip shows its download progress (on stderr: the runner's stdout may be
+    // JSON); elsewhere it stays quiet.
+    let on_terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let status = Command::new(python())
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
+        .args(["-m", "pip", "install", "--disable-pip-version-check"])
+        .args(if on_terminal { None } else { Some("--quiet") })
+        .stdout(if on_terminal {
+            std::process::Stdio::from(std::io::stderr())
+        } else {
+            std::process::Stdio::null()
+        })
         // Quiet pip's warning about running as root (an option only pip >= 22.1 knows; the
         // variable is ignored by older ones).
         .env("PIP_ROOT_USER_ACTION", "ignore")
@@ -388,5 +477,36 @@ mod tests {
         assert_eq!(args[2], dir.as_os_str());
         let e = pip_source_args(Some(Path::new("/nonexistent/wheels"))).unwrap_err();
         assert!(e.to_string().contains("pip download --no-deps"), "{e}");
+    }
+
+    #[test]
+    fn a_wheel_folder_missing_a_wheel_names_it() {
+        let dir = std::env::temp_dir().join(format!("wheels-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let arch = std::env::consts::ARCH;
+        std::fs::write(
+            dir.join(format!(
+                "nvidia_cuda_nvrtc-13.0.88-py3-none-manylinux2010_{arch}.whl"
+            )),
+            "",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_riscv.whl"),
+            "",
+        )
+        .unwrap();
+        check_wheels(&dir, &[PYPI_NVRTC]).unwrap();
+        let e = check_wheels(&dir, &[PYPI_NVRTC, PYPI_HEADERS])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(PYPI_HEADERS) && e.contains("only nvidia_cuda_runtime"),
+            "{e}"
+        );
+        assert!(e.contains("--platform manylinux2014_"), "{e}");
+        let e = check_wheels(&dir, &[PYPI_CUBLAS]).unwrap_err().to_string();
+        assert!(e.contains(PYPI_CUBLAS), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1,0 +1,41 @@
+//! `runner exercise N.M`: the check a book exercise names (the checks are in `exercise`).
+
+use anyhow::{anyhow, Result};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 every check passed; 1 a check failed; 2 an error (e.g. no such exercise); 3 the check ran only in part (a kernel compiled but could not run here: no GPU)."
+)]
+pub struct Args {
+    /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
+    #[arg(value_name = "N.M", required_unless_present = "list")]
+    id: Option<String>,
+    /// Check this kernel file (your edited copy) instead of the solution in
+    /// exercises/solutions.toml.
+    #[arg(long, value_name = "FILE")]
+    kernel: Option<PathBuf>,
+    /// Write the solution's kernel to FILE instead of checking.
+    #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
+    write: Option<PathBuf>,
+    /// List the exercises.
+    #[arg(long)]
+    list: bool,
+    /// Print one JSON object {"runner", "exercise", "checks": [{status, detail}], "result":
+    /// pass|fail|partial}, e.g. to collect a class's checks.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    if a.list && a.id.is_some() {
+        eprintln!("warning: --list lists every exercise: the exercise given is ignored");
+    }
+    if a.list {
+        crate::exercise::list();
+        return Ok(ExitCode::SUCCESS);
+    }
+    let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
+    crate::exercise::run(&id, a.kernel.as_deref(), a.write.as_deref(), a.json)
+}

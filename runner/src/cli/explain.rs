@@ -1,0 +1,63 @@
+//! `runner explain TOPIC`: a chapter of the book in the terminal (a step's with its code inlined).
+
+use crate::{book, terminal};
+use anyhow::{bail, Result};
+use runner::steps;
+use std::process::ExitCode;
+
+/// The chapters that are not a step's, by the names `explain` takes.
+const CHAPTERS: &[(&str, &str)] = &[
+    ("introduction", "book/src/introduction.md"),
+    ("emulation", "book/src/emulation.md"),
+    ("instructor", "book/src/instructor.md"),
+    ("further-reading", "book/src/further-reading.md"),
+];
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// A step number (0-6), or a chapter: introduction, emulation, instructor, further-reading
+    /// (`runner glossary` prints the glossary).
+    #[arg(value_name = "STEP|CHAPTER")]
+    topic: String,
+    /// Print the markdown instead of rendering it.
+    #[arg(long)]
+    markdown: bool,
+    /// Show long tables whole instead of folding them (piped output).
+    #[arg(long)]
+    full: bool,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let md = match a.topic.parse::<u32>() {
+        Ok(n) => book::chapter_markdown(steps::get(n)?.info())?,
+        Err(_) => {
+            let topic = a.topic.to_ascii_lowercase();
+            let found = CHAPTERS
+                .iter()
+                .find(|(name, _)| *name == topic || (topic.len() >= 3 && name.starts_with(&topic)));
+            match found {
+                Some((_, path)) => book::other_chapter_markdown(path)?,
+                None => bail!(
+                    "there is no chapter {:?}: give a step number ({}) or one of {}",
+                    a.topic,
+                    steps::all()
+                        .iter()
+                        .map(|s| s.info().number.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    CHAPTERS
+                        .iter()
+                        .map(|(n, _)| *n)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }
+        }
+    };
+    if a.markdown {
+        terminal::print(&md)?;
+    } else {
+        terminal::show(&md, a.full)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,80 @@
+//! `runner inspect N`: a step's compilation, without running it.
+
+use super::ArchArg;
+use crate::report;
+use anyhow::{anyhow, bail, Result};
+use common::compile::{compile, Target};
+use common::step::{Arch, KernelSpec};
+use common::{sass, Dtype};
+use runner::steps;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Step number.
+    #[arg(value_name = "STEP")]
+    step: u32,
+    /// Which kernel: sm_100a (the Blackwell kernel) or sm_90a (its Hopper twin).
+    #[arg(long, value_enum, default_value = "sm_100a")]
+    arch: ArchArg,
+    /// The Blackwell kernel's sm_90a build for the tcgen05 emulation.
+    #[arg(long)]
+    emulate: bool,
+    /// The dtype the kernel is built for: f16 or bf16.
+    #[arg(long, default_value = "f16")]
+    dtype: Dtype,
+    /// Override a tuning parameter, e.g. --param stages=5 (repeatable).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Print the whole SASS listing.
+    #[arg(long)]
+    sass: bool,
+    /// Print one JSON object {"runner", "runs": [...]} instead of the report.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let arch = a.arch.arch();
+    if a.emulate && arch != Arch::Blackwell {
+        bail!("--emulate builds the Blackwell kernel for the emulation; the Hopper twin runs natively");
+    }
+    let mut spec = KernelSpec::new(steps::get(a.step)?, arch);
+    spec.params.apply(&a.params).map_err(|e| anyhow!(e))?;
+    let target = if a.emulate {
+        Target::Sm90aEmulated
+    } else {
+        Target::native(arch)
+    };
+    let source = spec.source();
+    let compiled = compile(&source, target, &spec.defines(a.dtype))?;
+    let listing = sass::disassemble(&compiled.cubin)?;
+    let smem = spec.shape().smem_bytes;
+    // The emulation build replaces tcgen05 by design: none of the native key instructions.
+    let expect = if a.emulate {
+        &[][..]
+    } else {
+        spec.sass_expect()
+    };
+    if a.json {
+        let mut v = serde_json::json!({
+            "step": a.step, "arch": arch, "kernel_path": source.path, "dtype": a.dtype,
+            "target": target, "params": &spec.params,
+            "compile": &compiled, "smem_bytes": smem, "sass": &listing,
+            "missing_instructions": report::missing_instructions(&listing, expect),
+        });
+        super::json::normalise(&mut v);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&super::json::runs(vec![v]))?
+        );
+    } else {
+        report::print_header(&spec, &source.path);
+        report::print_compile(&compiled, smem);
+        report::print_sass(&listing, expect, true);
+        if a.sass {
+            println!("\n{}", listing.listing);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

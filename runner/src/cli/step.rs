@@ -1,0 +1,193 @@
+//! `runner step N`: compile, verify and time a step (the work is in `step_cmd`).
+
+use super::{ArchArg, ProblemArgs};
+use crate::step_cmd;
+use anyhow::{bail, Result};
+use common::run::{EmulateMode, RunOptions};
+use common::step::{Arch, KernelSpec};
+use common::{Shape, Step};
+use runner::steps;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Step number.
+    #[arg(value_name = "STEP")]
+    step: u32,
+    /// Which kernel: sm_100a (the Blackwell kernel; emulated on an H100/H200) or sm_90a (its
+    /// Hopper twin, native and timed on an H100/H200). Default: every kernel this GPU runs.
+    #[arg(long, value_enum)]
+    arch: Option<ArchArg>,
+    #[command(flatten)]
+    problem: ProblemArgs,
+    /// Override a tuning parameter of the kernel, e.g. --param stages=5 (repeatable).
+    #[arg(long = "param", value_name = "NAME=VALUE")]
+    params: Vec<String>,
+    /// Timed runs (after warm-up); 0 skips timing.
+    #[arg(long, default_value_t = 20)]
+    iters: usize,
+    /// Untimed warm-up runs.
+    #[arg(long, default_value_t = 5)]
+    warmup: usize,
+    /// Do not flush L2 between timed runs.
+    #[arg(long)]
+    no_flush: bool,
+    /// Run the Blackwell kernel under the tcgen05 emulation (sm_90 GPUs; the default there).
+    #[arg(long, conflicts_with = "no_emulate")]
+    emulate: bool,
+    /// Run the Blackwell kernel natively or not at all: fail on a GPU without tcgen05.
+    #[arg(long)]
+    no_emulate: bool,
+    /// Seconds before a running kernel is declared hung.
+    #[arg(long, default_value_t = 30)]
+    timeout: u64,
+    /// Compile and run this kernel file instead of the step's own (a file that includes
+    /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise).
+    #[arg(long, value_name = "FILE")]
+    kernel: Option<PathBuf>,
+    /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught.
+    #[arg(long, value_name = "NAME")]
+    mutate: Option<String>,
+    /// Persistent steps: launch at most N clusters, so each loops over more tiles.
+    #[arg(long, value_name = "N", value_parser = super::positive_u32)]
+    clusters: Option<u32>,
+    /// Seed of the emulation's schedule perturbations (emulated runs only).
+    #[arg(long, default_value_t = 0, value_name = "SEED")]
+    emu_seed: u64,
+    /// Run a kernel even if its static checks fail (Blackwell: the sm_100a PTX rules and the
+    /// native sm_100a compile; twin: its PTX's TMA-store rules), to see what the emulation or
+    /// the GPU makes of such a bug.
+    #[arg(long)]
+    no_static_check: bool,
+    /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,
+    /// chrome://tracing) and .svg for each kernel run (FILE_STEM defaults to "trace"; a folder
+    /// gets trace-stepN-<arch>.* inside it). The kernel is built with its trace calls on; the
+    /// recorded launch is verified, not timed. Under emulation only the order of events counts.
+    #[arg(long, value_name = "FILE_STEM", num_args = 0..=1, default_missing_value = "trace")]
+    trace: Option<PathBuf>,
+    /// With --trace: the CTAs of this many clusters (the grid's first) record.
+    #[arg(long, value_name = "N", default_value_t = 2, requires = "trace",
+          value_parser = super::positive_u32)]
+    trace_clusters: u32,
+    /// Print one JSON object {"runner", "runs": [...]} instead of the text report.
+    #[arg(long)]
+    json: bool,
+    /// The GPU to run on (CUDA device number).
+    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE")]
+    device: Option<usize>,
+}
+
+/// CUDA's launch limits (gridDim.x < 2^31, gridDim.y <= 65535).
+const MAX_GRID_X: u64 = (1 << 31) - 1;
+const MAX_GRID_Y: u64 = 65535;
+/// The most memory of any GPU the workbook runs on (H200: 141 GB).
+const MAX_DEVICE_BYTES: u64 = 141_000_000_000;
+
+/// Refuse a shape no launch of `step` can cover, or whose buffers no GPU holds, before anything
+/// is compiled or allocated (a shape the kernel's tiles do not divide is reported later, by the
+/// kernel's own check).
+fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
+    let (m, n, k) = (s.m as u64, s.n as u64, s.k as u64);
+    if [m, n, k].iter().any(|&d| d > i32::MAX as u64) {
+        bail!("{m}x{n}x{k}: each of M, N and K must be below 2^31 (the kernels index with 32-bit integers)");
+    }
+    // A and B in 16 bits, C in 16 bits, the f32 reference product.
+    let bytes = 2 * (m * k + n * k + m * n) + 4 * m * n;
+    if bytes > MAX_DEVICE_BYTES {
+        bail!(
+            "{m}x{n}x{k} needs {:.0} GB of GPU memory (A, B, C and the f32 reference); the largest GPU the workbook runs on (H200) has 141 GB",
+            bytes as f64 / 1e9
+        );
+    }
+    for arch in Arch::ALL {
+        let ks = KernelSpec::new(step, arch).shape();
+        let tiles_m = m / u64::from(ks.cluster_tile.0);
+        let tiles_n = n / u64::from(ks.cluster_tile.1);
+        let (x, y) = if ks.persistent {
+            (u64::from(ks.cluster), 1)
+        } else {
+            (tiles_n * u64::from(ks.cluster), tiles_m)
+        };
+        if x > MAX_GRID_X || y > MAX_GRID_Y || tiles_m * tiles_n > u64::from(u32::MAX) {
+            bail!(
+                "{m}x{n}x{k} needs a grid of {x} x {y} CTAs for step {}'s {}; CUDA allows at most {MAX_GRID_X} x {MAX_GRID_Y}",
+                step.info().number,
+                arch.name()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Say which given flags this run will not use, rather than ignore them silently.
+fn warn_ignored(a: &Args, step: &'static dyn Step) {
+    let persistent = Arch::ALL
+        .iter()
+        .any(|&arch| KernelSpec::new(step, arch).shape().persistent);
+    if a.clusters.is_some() && !persistent {
+        eprintln!(
+            "warning: --clusters applies to the persistent steps (4-6); step {} launches one cluster per tile: ignored",
+            step.info().number
+        );
+    }
+    if a.emu_seed != 0 && matches!(a.arch, Some(ArchArg::Sm90a)) {
+        eprintln!("warning: --emu-seed applies to emulated runs of the Blackwell kernel; the Hopper twin runs natively: ignored");
+    }
+    let mut seen: Vec<&str> = Vec::new();
+    for p in &a.params {
+        let name = p.split('=').next().unwrap_or(p);
+        if seen.contains(&name) {
+            eprintln!("warning: --param {name} is given more than once: the last one counts");
+        }
+        seen.push(name);
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let step = steps::get(a.step)?;
+    if let Some(shape) = a.problem.shape(Shape::DEFAULT) {
+        check_bounds(step, shape)?;
+    }
+    if !a.json {
+        warn_ignored(&a, step);
+    }
+    if let Some(d) = a.device {
+        // Read by common::gpu::open; set before any thread starts.
+        std::env::set_var("WORKBOOK_DEVICE", d.to_string());
+    }
+    let opts = RunOptions {
+        shape: a.problem.shape(Shape::DEFAULT),
+        dtype: a.problem.dtype,
+        dist: a.problem.dist,
+        seed: a.problem.seed,
+        warmup: a.warmup,
+        iters: a.iters,
+        flush_l2: !a.no_flush,
+        emulate: if a.emulate {
+            EmulateMode::Always
+        } else if a.no_emulate {
+            EmulateMode::Never
+        } else {
+            EmulateMode::Auto
+        },
+        timeout: Duration::from_secs(a.timeout),
+        source: None,
+        cpu_samples: 256,
+        clusters: a.clusters,
+        emu_seed: a.emu_seed,
+        trace_clusters: a.trace.as_ref().map(|_| a.trace_clusters),
+        static_check: !a.no_static_check,
+    };
+    let request = step_cmd::Request {
+        step,
+        arch: a.arch.map(ArchArg::arch),
+        params: a.params,
+        kernel_file: a.kernel,
+        mutate: a.mutate,
+        json: a.json,
+        trace: a.trace,
+    };
+    step_cmd::run(&request, opts)
+}
