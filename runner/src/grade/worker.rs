@@ -40,6 +40,13 @@ const CPU_SAMPLES: usize = 64;
 /// opened, described and cuBLAS started), then the confinement, and only then the job, with the
 /// submission's text, read from stdin.
 pub fn main(phase: Phase, confined: bool) -> Result<()> {
+    // The workbook headers built into this runner, never files on disk (which the confined
+    // child may not read, and which are not what the instructor's grader was built with).
+    if !common::project::use_built_in() {
+        anyhow::bail!(
+            "internal: the grading child looked up a checkout before choosing its headers"
+        );
+    }
     let dir = std::env::current_dir().context("the grading child has no working folder")?;
     let confine = |needs| -> Result<()> {
         if confined {

@@ -35,10 +35,18 @@ fn find() -> Option<PathBuf> {
         })
 }
 
+static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
+
 /// The checkout, if there is one (looked up once per process).
 pub fn root() -> Option<&'static Path> {
-    static ROOT: OnceLock<Option<PathBuf>> = OnceLock::new();
     ROOT.get_or_init(find).as_deref()
+}
+
+/// From now on, use the copies built into the runner and no checkout: the grader's children
+/// compile with the headers the grader was built with, and under their confinement they could
+/// not read a checkout anyway. False if the checkout was already looked up.
+pub fn use_built_in() -> bool {
+    ROOT.set(None).is_ok()
 }
 
 /// A repository file, e.g. `steps/include/common.cuh`: the checkout's copy if there is one (an
