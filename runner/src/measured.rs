@@ -18,10 +18,19 @@ fn shape_of(c: &Value) -> String {
 
 /// The bench files, oldest first (their names end with the date).
 fn benches() -> Vec<(String, Value)> {
-    results_files()
-        .into_iter()
-        .filter(|(_, v)| v["kind"] == "bench")
-        .collect()
+    by_date(
+        results_files()
+            .into_iter()
+            .filter(|(_, v)| v["kind"] == "bench")
+            .collect(),
+    )
+}
+
+/// Latest last by the date each file records, not by its name (`bench-h200-…` sorts after
+/// `bench-h100-…` whatever their dates); files of one date keep their name order.
+fn by_date(mut files: Vec<(String, Value)>) -> Vec<(String, Value)> {
+    files.sort_by(|(_, a), (_, b)| s(a, "date").cmp(&s(b, "date")));
+    files
 }
 
 fn provenance(name: &str, v: &Value) -> String {
@@ -155,16 +164,52 @@ fn cublas_caveat(bench: &Value) -> String {
 /// against cuBLAS, the peak and step N - 1.
 pub fn bench(spec: &str) -> Result<String> {
     let words: Vec<&str> = spec.split_whitespace().collect();
-    let step: Option<u32> = match words.as_slice() {
-        [] => None,
-        ["step", n] => Some(n.parse()?),
-        _ => bail!("bench wants nothing or `step N`"),
+    // `kernel NAME`: a contender (`5-pingpong`), compared with the step its name starts with.
+    let (step, kernel): (Option<u32>, Option<(String, Option<u32>)>) = match words.as_slice() {
+        [] => (None, None),
+        ["step", n] => (Some(n.parse()?), None),
+        ["kernel", name] => {
+            let base = name.split('-').next().and_then(|d| d.parse::<u32>().ok());
+            (None, Some((name.to_string(), base)))
+        }
+        _ => bail!("bench wants nothing, `step N` or `kernel NAME`"),
     };
     let files = benches();
     let Some((name, v)) = files.last() else {
         return Ok("\n*No `runner bench` results recorded yet in `assets/results/`.*\n".into());
     };
     let mut md = provenance(name, v);
+    if let Some((kernel, base)) = kernel {
+        md.push_str(&format!(
+            "| shape | dtype | `{kernel}`: TFLOP/s | % of peak | % of cuBLAS |{}\n|---|---|---|---|---|{}\n",
+            base.map_or(String::new(), |b| format!(" vs step {b} |")),
+            if base.is_some() { "---|" } else { "" }
+        ));
+        let mut any = false;
+        for (shape, dtype) in cases_of(v) {
+            let c = find(v, &shape, &dtype, &kernel);
+            let Some(t) = tflops(c) else { continue };
+            any = true;
+            let vs = base.map_or(String::new(), |b| {
+                tflops(find(v, &shape, &dtype, &format!("step {b}")))
+                    .map_or(" - |".to_string(), |p| {
+                        format!(" {:+.1}% |", 100.0 * (t / p - 1.0))
+                    })
+            });
+            md.push_str(&format!(
+                "| {shape} | {dtype} | {t:.1} | {:.1}% | {:.1}% |{vs}\n",
+                c.and_then(|c| c["pct_of_peak"].as_f64())
+                    .unwrap_or(f64::NAN),
+                c.and_then(|c| c["pct_of_cublas"].as_f64())
+                    .unwrap_or(f64::NAN),
+            ));
+        }
+        if !any {
+            bail!("{name} holds no timed `{kernel}`");
+        }
+        md.push_str(&cublas_caveat(v));
+        return Ok(md);
+    }
     match step {
         None => {
             let steps: Vec<u64> = {
@@ -262,10 +307,12 @@ pub fn bench_plot(_spec: &str) -> Result<String> {
 /// `{{#twins-summary}}`: per step, how many of the twin check's cases verified, over which
 /// shapes, distributions and capped grids.
 pub fn twins_summary(_spec: &str) -> Result<String> {
-    let files: Vec<(String, Value)> = results_files()
-        .into_iter()
-        .filter(|(_, v)| v["kind"] == "twins")
-        .collect();
+    let files: Vec<(String, Value)> = by_date(
+        results_files()
+            .into_iter()
+            .filter(|(_, v)| v["kind"] == "twins")
+            .collect(),
+    );
     let Some((name, v)) = files.last() else {
         return Ok("\n*No twin check recorded yet in `assets/results/`.*\n".into());
     };

@@ -198,8 +198,12 @@ impl KernelShape {
     /// holding whole `tile_m`-row A and `tile_n`-row B tiles in each ring stage. Clusters lie
     /// along M and share B: each CTA loads `tile_n / cluster` of B's rows and multicasts them,
     /// so a cluster covers `cluster * tile_m` x `tile_n`. `epilogue_tile_n` = 0: C stored from
-    /// registers; otherwise each of `consumers` warpgroups stages 64-row sub-tiles that wide in
-    /// two buffers and stores them with TMA.
+    /// registers; otherwise C leaves through shared memory in 64-row sub-tiles that wide, stored
+    /// with TMA: in steps 2 to 4 each of `consumers` warpgroups stages them in two buffers of its
+    /// own; in steps 5 and 6 the consumers take turns writing one `out` buffer, one consumer's
+    /// 64 x `tile_n` rows, that the store warp stores from — at their `tile_n` = 256 and
+    /// `epilogue_tile_n` = 64 the same byte size (32 KB), which is what is counted here:
+    /// `consumers * 2 * 64 * epilogue_tile_n` 16-bit elements.
     pub fn hopper(p: &Params, cluster: u32, consumers: u32, persistent: bool) -> KernelShape {
         let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
         let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
