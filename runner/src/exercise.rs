@@ -188,7 +188,9 @@ pub const EXERCISES: &[Exercise] = &[
             params: &[],
             args: &["--clusters", "1", "--timeout", "20"],
             seeds: &[0, 1, 2],
-            expect: Expect::Reported,
+            // On an H100 (2026-11-25, commit 0692115) release-before-overwrite faulted the
+            // solution on every seed (assets/results/gpu-runs-h100-2026-11-25.md).
+            expect: Expect::Caught,
         }],
     },
     Exercise {
