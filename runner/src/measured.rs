@@ -29,7 +29,7 @@ fn benches() -> Vec<(String, Value)> {
 /// Latest last by the date each file records, not by its name (`bench-h200-…` sorts after
 /// `bench-h100-…` whatever their dates); files of one date keep their name order.
 fn by_date(mut files: Vec<(String, Value)>) -> Vec<(String, Value)> {
-    files.sort_by(|(_, a), (_, b)| s(a, "date").cmp(&s(b, "date")));
+    files.sort_by_key(|(_, a)| s(a, "date"));
     files
 }
 
