@@ -432,11 +432,14 @@ class Trace {
       const u64 t = globaltimer_ns();
       const u64 c = clock64_cycles();
       if (left_ > 0) {
+        // st.global (__stcg), not a generic store: the records live in global memory, and a
+        // generic store would look like a staging write to the TMA-store ordering check.
         uint4* dst = reinterpret_cast<uint4*>(next_);
-        dst[0] = make_uint4(static_cast<u32>(t), static_cast<u32>(t >> 32), static_cast<u32>(c),
-                            static_cast<u32>(c >> 32));
-        dst[1] = make_uint4(static_cast<u32>(arg), sm_id(), blockIdx.x + gridDim.x * blockIdx.y,
-                            warp_id() | (phase << 16) | (kind << 24));
+        __stcg(&dst[0], make_uint4(static_cast<u32>(t), static_cast<u32>(t >> 32),
+                                   static_cast<u32>(c), static_cast<u32>(c >> 32)));
+        __stcg(&dst[1], make_uint4(static_cast<u32>(arg), sm_id(),
+                                   blockIdx.x + gridDim.x * blockIdx.y,
+                                   warp_id() | (phase << 16) | (kind << 24)));
       } else {
         atomicAdd(&wb_trace_dropped, 1ull);  // the host reports how many did not fit
       }
