@@ -29,6 +29,21 @@ pub const PASSED_ENV: &[&str] = &[
     "WORKBOOK_NO_SITE_PYTHON",
 ];
 
+/// The runner restores SIGPIPE's default action (a closed stdout ends it quietly), so a write
+/// into the stdin of a child that has already exited would kill the grader itself. A write's
+/// SIGPIPE goes to the writing thread: blocked there, the write fails with EPIPE instead, and the
+/// pending signal ends with the thread.
+fn block_sigpipe_in_this_thread() {
+    // SAFETY: sigemptyset/sigaddset initialise a local set; pthread_sigmask changes only the
+    // calling thread's mask and accepts a null old-set pointer.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGPIPE);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
+    }
+}
+
 /// One child to run.
 pub struct ChildSpec {
     pub program: PathBuf,
@@ -196,6 +211,7 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
         let bytes = spec.stdin.clone();
         std::thread::spawn(move || {
             use std::io::Write;
+            block_sigpipe_in_this_thread();
             let _ = pipe.write_all(&bytes);
         })
     });
@@ -326,6 +342,18 @@ mod tests {
         let mut lines = o.stdout.lines();
         assert_eq!(lines.next(), Some("the job"));
         assert_eq!(lines.next().map(str::trim), Some("4096"));
+    }
+
+    #[test]
+    fn a_child_that_exits_before_reading_its_job_does_not_kill_the_grader() {
+        // As in the runner binary: SIGPIPE at its default action (the test harness ignores it).
+        // SAFETY: setting a signal disposition; restored below.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let mut spec = sh("exit 3", 5000, "early-exit");
+        spec.stdin = vec![b'x'; 4 << 20]; // far more than a pipe holds
+        let o = run(&spec);
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
+        assert_eq!(o.unwrap().exit, Exit::Code(3));
     }
 
     #[test]
