@@ -42,6 +42,33 @@ pub const CONTENDERS: &[Contender] = &[
         description:
             "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
     },
+    Contender {
+        name: "6-streamk",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_streamk_sm90.cu",
+        text: include_str!("../../exercises/hopper/step6_streamk_sm90.cu"),
+        params: &[],
+        description: "step 6's twin with a stream-K tail: the last, partial wave's k-blocks split evenly over every cluster",
+    },
+    Contender {
+        name: "6-waves",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_waves_sm90.cu",
+        text: include_str!("../../exercises/hopper/step6_waves_sm90.cu"),
+        params: &[],
+        description: "step 6's twin on a grid of whole waves: as few clusters as take the same number of waves",
+    },
+    Contender {
+        name: "6-wait2",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_wait2_sm90.cu",
+        text: include_str!("../../exercises/hopper/step6_wait2_sm90.cu"),
+        params: &[],
+        description: "step 6's twin with two wgmma groups in flight (wait_group 2), one ring slot less for the producer",
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Contender> {
@@ -91,10 +118,12 @@ mod tests {
         assert!(find("nope")
             .unwrap_err()
             .to_string()
-            .contains("contenders: 5-pingpong, 6-l2hints"));
-        let hints = find("6-l2hints").expect("known").spec().expect("plans");
+            .contains("contenders: 5-pingpong, 6-l2hints, 6-streamk, 6-waves, 6-wait2"));
         let stock = KernelSpec::new(crate::steps::get(6).expect("step 6"), Arch::Hopper);
-        assert_eq!(hints.params, stock.params, "step 6's own parameters");
+        for name in ["6-l2hints", "6-streamk", "6-waves", "6-wait2"] {
+            let spec = find(name).expect("known").spec().expect("plans");
+            assert_eq!(spec.params, stock.params, "{name}: step 6's own parameters");
+        }
         for c in CONTENDERS {
             assert!(
                 c.source().text.contains("#include \"hopper.cuh\""),

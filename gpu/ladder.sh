@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Issue 18 item 3 and the step-6 profile, on one H100/H200 (run from the checkout's root):
+#
+#   R=path/to/runner OUT=folder WORKBOOK_CUDA=/usr/local/cuda gpu/ladder.sh [verify] [bench] [ncu] [trace]
+#
+#   verify  the new step-6 contenders (6-streamk, 6-waves, 6-wait2) at odd shapes and capped
+#           grids where the stream-K tail splits tiles among 1 to 64 helpers;
+#   bench   `runner bench --steps 4,5,6` with every step-6 contender (both dtypes, both shapes;
+#           every output verified before timing);
+#   ncu     Nsight Compute (clocks untouched) of step 6's twin and cuBLAS's timed f16 call at
+#           4096x8192x4096 and 8192^3;
+#   trace   traces of twins 5 and 6 at 4096x8192x4096.
+# Everything lands in $OUT/ladder/ (tarred into $OUT/ladder.tar.gz); a summary is printed last.
+set -u
+R=${R:-target/release/runner}
+O=${OUT:-/tmp/wb-ladder}/ladder
+mkdir -p "$O"
+STAGES=${*:-verify bench ncu trace}
+NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
+SUMMARY="$O/summary.txt"
+: >"$SUMMARY"
+note() { echo "$*" | tee -a "$SUMMARY"; }
+
+{
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,power.limit,temperature.gpu --format=csv
+  "$NCU" --version | tail -1
+  "$R" --version
+  git rev-parse --short HEAD 2>/dev/null || cat COMMIT 2>/dev/null  # the mirror has no .git
+} >"$O/env.txt" 2>&1
+note "env: $(tr '\n' ' ' <"$O/env.txt")"
+
+case_run() { # name args...
+  local name=$1
+  shift
+  timeout 120 "$R" step 6 --arch sm_90a --iters 0 --timeout 20 --json "$@" >"$O/v-$name.json" 2>"$O/v-$name.err"
+  local rc=$?
+  local pass
+  pass=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; print(r["verification"]["passed"], r["verification"].get("rel_error_norm", r["verification"].get("rel_error")))' "$O/v-$name.json" 2>/dev/null || echo "no-json")
+  note "verify $name rc=$rc $pass"
+}
+
+if [[ " $STAGES " == *" verify "* ]]; then
+  for v in streamk waves wait2; do
+    f=exercises/hopper/step6_${v}_sm90.cu
+    case_run "$v-768x1280x192" --kernel "$f" --m 768 --n 1280 --k 192
+    case_run "$v-768x1280x192-c4" --kernel "$f" --m 768 --n 1280 --k 192 --clusters 4
+    case_run "$v-2048x2048x512-c3" --kernel "$f" --m 2048 --n 2048 --k 512 --clusters 3 --seed 4
+    case_run "$v-2304x2816x704-bf16-c4" --kernel "$f" --m 2304 --n 2816 --k 704 --dtype bf16 --seed 7 --clusters 4
+    case_run "$v-256x256x4096" --kernel "$f" --m 256 --n 256 --k 4096 --dtype bf16
+  done
+fi
+
+if [[ " $STAGES " == *" bench "* ]]; then
+  timeout 400 "$R" bench --steps 4,5,6 --contenders ${CONTENDERS:-6-l2hints,6-streamk,6-waves,6-wait2} \
+    --out "$O" >"$O/bench.txt" 2>"$O/bench.err"
+  note "bench rc=$?"
+  tail -40 "$O/bench.txt" >>"$SUMMARY"
+fi
+
+if [[ " $STAGES " == *" ncu "* ]]; then
+  for shape in 4096x8192x4096 8192x8192x8192; do
+    IFS=x read -r m n k <<<"$shape"
+    # Step 6's twin: its one verified launch.
+    timeout 150 "$NCU" --clock-control none --set full -k regex:gemm_kernel -c 1 -f -o "$O/ncu-step6-$shape" \
+      "$R" step 6 --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 0 >"$O/ncu-step6-$shape.log" 2>&1
+    note "ncu step6 $shape rc=$?"
+    # cuBLAS's timed call: after the f32-output reference and the round's 48 priming products,
+    # the last nvjet launch of `--iters 1 --warmup 0`; the last three are profiled.
+    timeout 150 "$NCU" --clock-control none --set full -k regex:nvjet --launch-skip 47 -c 3 -f -o "$O/ncu-cublas-$shape" \
+      "$R" step 6 --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 1 --warmup 0 >"$O/ncu-cublas-$shape.log" 2>&1
+    note "ncu cublas $shape rc=$?"
+    for w in step6 cublas; do
+      rep="$O/ncu-$w-$shape.ncu-rep"
+      [ -f "$rep" ] || continue
+      "$NCU" --import "$rep" --page details >"$O/ncu-$w-$shape.txt" 2>&1
+      "$NCU" --import "$rep" --page raw --csv >"$O/ncu-$w-$shape.csv" 2>&1
+      grep -E '^  [a-z_]|Duration|SM Frequency|Compute \(SM\) Throughput|Registers Per|Stall|Issue Slots|Grid Size|Cluster Size' \
+        "$O/ncu-$w-$shape.txt" | head -40 >>"$SUMMARY"
+    done
+  done
+fi
+
+if [[ " $STAGES " == *" trace "* ]]; then
+  for s in 5 6; do
+    timeout 120 "$R" step "$s" --arch sm_90a --trace "$O/trace" >"$O/trace-step$s.log" 2>&1
+    note "trace step $s rc=$? $(grep -i verify "$O/trace-step$s.log" | head -1)"
+  done
+fi
+
+# The reports apart: they may be too large to come back, the text pages must.
+tar -C "${OUT:-/tmp/wb-ladder}" --exclude '*.ncu-rep' -czf "${OUT:-/tmp/wb-ladder}/ladder.tar.gz" ladder
+ls "$O"/*.ncu-rep >/dev/null 2>&1 && tar -C "$O" -czf "${OUT:-/tmp/wb-ladder}/ncu-reps.tar.gz" $(cd "$O" && ls *.ncu-rep)
+rm -f "$O"/*.ncu-rep
+cp "$SUMMARY" "${OUT:-/tmp/wb-ladder}/summary.txt"
+cat "$SUMMARY"
