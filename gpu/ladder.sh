@@ -10,14 +10,21 @@
 #   ncu     Nsight Compute (clocks untouched) of step 6's twin and cuBLAS's timed f16 call at
 #           4096x8192x4096 and 8192^3;
 #   trace   traces of twins 5 and 6 at 4096x8192x4096.
-# Everything lands in $OUT/ladder/ (tarred into $OUT/ladder.tar.gz); a summary is printed last.
+# Everything is written under /tmp/wb-ladder/ladder and tarred into $OUT/ladder.tar.gz (the
+# Nsight Compute reports into $OUT/ncu-reps.tar.gz), so that few files come back; a summary is
+# printed last and copied to $OUT/summary.txt.
 set -u
 R=${R:-target/release/runner}
-O=${OUT:-/tmp/wb-ladder}/ladder
-mkdir -p "$O"
+W=/tmp/wb-ladder
+O=$W/ladder
+rm -rf "$W"
+mkdir -p "$O" "${OUT:=/tmp/wb-ladder-out}"
 STAGES=${*:-verify bench ncu trace}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 SUMMARY="$O/summary.txt"
+# Seconds the whole script may take (the tar included): a stage that would start later is skipped.
+BUDGET=${BUDGET:-420}
+left() { [ $((BUDGET - SECONDS)) -gt "$1" ] || { note "skipped (budget): $2"; false; }; }
 : >"$SUMMARY"
 note() { echo "$*" | tee -a "$SUMMARY"; }
 
@@ -32,12 +39,15 @@ note "env: $(tr '\n' ' ' <"$O/env.txt")"
 case_run() { # name args...
   local name=$1
   shift
-  timeout 120 "$R" step 6 --arch sm_90a --iters 0 --timeout 20 --json "$@" >"$O/v-$name.json" 2>"$O/v-$name.err"
+  left 200 "verify $name" || return 0
+  timeout 60 "$R" step 6 --arch sm_90a --iters 0 --timeout 20 --json "$@" >"$O/v-$name.json" 2>"$O/v-$name.err"
   local rc=$?
   local pass
   pass=$(python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; print(r["verification"]["passed"], r["verification"].get("rel_error_norm", r["verification"].get("rel_error")))' "$O/v-$name.json" 2>/dev/null || echo "no-json")
   note "verify $name rc=$rc $pass"
+  [ "$rc" = 0 ] || FAILED="$FAILED ${name%%-*}"
 }
+FAILED=""
 
 if [[ " $STAGES " == *" verify "* ]]; then
   for v in streamk waves wait2; do
@@ -51,7 +61,10 @@ if [[ " $STAGES " == *" verify "* ]]; then
 fi
 
 if [[ " $STAGES " == *" bench "* ]]; then
-  timeout 400 "$R" bench --steps 4,5,6 --contenders ${CONTENDERS:-6-l2hints,6-streamk,6-waves,6-wait2} \
+  # A contender that failed a check above (a hang would stop the whole bench) is left out.
+  CONTENDERS=${CONTENDERS:-6-l2hints$(for v in streamk waves wait2; do [[ " $FAILED " == *" $v "* ]] || printf ',6-%s' "$v"; done)}
+  note "bench contenders: $CONTENDERS"
+  left 60 bench && timeout $((BUDGET - SECONDS - 30)) "$R" bench --steps 4,5,6 --contenders "$CONTENDERS" \
     --out "$O" >"$O/bench.txt" 2>"$O/bench.err"
   note "bench rc=$?"
   tail -40 "$O/bench.txt" >>"$SUMMARY"
@@ -61,12 +74,13 @@ if [[ " $STAGES " == *" ncu "* ]]; then
   for shape in 4096x8192x4096 8192x8192x8192; do
     IFS=x read -r m n k <<<"$shape"
     # Step 6's twin: its one verified launch.
-    timeout 150 "$NCU" --clock-control none --set full -k regex:gemm_kernel -c 1 -f -o "$O/ncu-step6-$shape" \
+    left 60 "ncu $shape" || continue
+    timeout 90 "$NCU" --clock-control none --set full -k regex:gemm_kernel -c 1 -f -o "$O/ncu-step6-$shape" \
       "$R" step 6 --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 0 >"$O/ncu-step6-$shape.log" 2>&1
     note "ncu step6 $shape rc=$?"
     # cuBLAS's timed call: after the f32-output reference and the round's 48 priming products,
     # the last nvjet launch of `--iters 1 --warmup 0`; the last three are profiled.
-    timeout 150 "$NCU" --clock-control none --set full -k regex:nvjet --launch-skip 47 -c 3 -f -o "$O/ncu-cublas-$shape" \
+    timeout 90 "$NCU" --clock-control none --set full -k regex:nvjet --launch-skip 47 -c 3 -f -o "$O/ncu-cublas-$shape" \
       "$R" step 6 --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 1 --warmup 0 >"$O/ncu-cublas-$shape.log" 2>&1
     note "ncu cublas $shape rc=$?"
     for w in step6 cublas; do
@@ -82,14 +96,14 @@ fi
 
 if [[ " $STAGES " == *" trace "* ]]; then
   for s in 5 6; do
-    timeout 120 "$R" step "$s" --arch sm_90a --trace "$O/trace" >"$O/trace-step$s.log" 2>&1
+    left 45 "trace $s" || continue
+    timeout 40 "$R" step "$s" --arch sm_90a --trace "$O/trace" >"$O/trace-step$s.log" 2>&1
     note "trace step $s rc=$? $(grep -i verify "$O/trace-step$s.log" | head -1)"
   done
 fi
 
 # The reports apart: they may be too large to come back, the text pages must.
-tar -C "${OUT:-/tmp/wb-ladder}" --exclude '*.ncu-rep' -czf "${OUT:-/tmp/wb-ladder}/ladder.tar.gz" ladder
-ls "$O"/*.ncu-rep >/dev/null 2>&1 && tar -C "$O" -czf "${OUT:-/tmp/wb-ladder}/ncu-reps.tar.gz" $(cd "$O" && ls *.ncu-rep)
-rm -f "$O"/*.ncu-rep
-cp "$SUMMARY" "${OUT:-/tmp/wb-ladder}/summary.txt"
+tar -C "$W" --exclude '*.ncu-rep' -czf "$OUT/ladder.tar.gz" ladder
+ls "$O"/*.ncu-rep >/dev/null 2>&1 && tar -C "$O" -czf "$OUT/ncu-reps.tar.gz" $(cd "$O" && ls *.ncu-rep)
+cp "$SUMMARY" "$OUT/summary.txt"
 cat "$SUMMARY"

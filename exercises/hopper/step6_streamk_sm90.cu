@@ -142,10 +142,11 @@ __device__ __forceinline__ void st_relaxed_gpu(u32* p, u32 v) {
 }
 
 // One item of a cluster's work: k-blocks [kb_begin, kb_end) of the tile visited `tile`-th.
-// kb_begin == 0: the cluster owns the tile and stores it, after adding the partial sums of
-// clusters first_helper .. last_helper - 1 (none when equal).
+// kb_begin == 0: the cluster owns the tile and stores it, after adding the partial sums of the
+// clusters first_helper .. last_helper - 1 (none when equal) whose tail ranges are not empty
+// (with fewer tail k-blocks than clusters, some take none). `units`: the tail's k-blocks.
 struct Work {
-  int tile, kb_begin, kb_end, first_helper, last_helper;
+  int tile, kb_begin, kb_end, first_helper, last_helper, units;
 };
 
 // The tail's k-blocks [begin, end) that `cluster` takes: an even share of the k-blocks of the
@@ -165,7 +166,7 @@ __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, 
   const bool stream_k = num_clusters <= MAX_CLUSTERS &&
                         (long long)num_clusters * num_clusters * k_blocks < (1ll << 31);
   const int waves = stream_k ? num_tiles / num_clusters : (num_tiles + num_clusters - 1) / num_clusters;
-  w.first_helper = w.last_helper = 0;
+  w.first_helper = w.last_helper = w.units = 0;
   if (i < waves || !stream_k) {
     w.tile = cluster + i * num_clusters;
     w.kb_begin = 0;
@@ -176,6 +177,7 @@ __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, 
   const int units = (num_tiles - tail_first) * k_blocks;  // < num_clusters * k_blocks
   int begin, end;
   tail_range(cluster, num_clusters, units, begin, end);
+  w.units = units;
   const int t = begin / k_blocks + (i - waves);  // the item's tile within the tail
   const int p0 = max(begin, t * k_blocks), p1 = min(end, (t + 1) * k_blocks);
   if (p0 >= p1) return false;
@@ -357,6 +359,9 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     }
     // The owner of a split tile adds its helpers' partial sums.
     for (int c = w.first_helper; c < w.last_helper; ++c) {
+      int b, e;
+      tail_range(c, num_clusters, w.units, b, e);
+      if (b == e) continue;  // a cluster with no tail k-blocks raises no flag
       const int s = (c * CLUSTER + rank) * CONSUMERS + consumer;
       if (tid == 0) {
         while (ld_acquire_gpu(&sk_flags[s]) == 0) {
