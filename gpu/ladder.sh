@@ -9,7 +9,9 @@
 #           every output verified before timing);
 #   ncu     Nsight Compute (clocks untouched) of step 6's twin and cuBLAS's timed f16 call at
 #           4096x8192x4096 and 8192^3;
-#   trace   traces of twins 5 and 6 at 4096x8192x4096.
+#   trace   traces of twins 5 and 6 at 4096x8192x4096;
+#   round2  why 6-streamk pays at one shape only: traces of the launch's end (gpu/trace_tail.py),
+#           SM-active cycles under Nsight Compute, the bench of step 6 and 6-streamk again.
 # Everything is written under /tmp/wb-ladder/ladder and tarred into $OUT/ladder.tar.gz (the
 # Nsight Compute reports into $OUT/ncu-reps.tar.gz), so that few files come back; a summary is
 # printed last and copied to $OUT/summary.txt.
@@ -100,6 +102,38 @@ if [[ " $STAGES " == *" trace "* ]]; then
     timeout 40 "$R" step "$s" --arch sm_90a --trace "$O/trace" >"$O/trace-step$s.log" 2>&1
     note "trace step $s rc=$? $(grep -i verify "$O/trace-step$s.log" | head -1)"
   done
+fi
+
+if [[ " $STAGES " == *" round2 "* ]]; then
+  # Why 6-streamk pays at 8192^3 but not at 4096x8192x4096: the end of a traced launch, cluster
+  # by cluster (16 clusters), the SM-active share under Nsight Compute, and the bench again.
+  SK=exercises/hopper/step6_streamk_sm90.cu
+  for k in stock streamk; do
+    args=()
+    [ "$k" = streamk ] && args=(--kernel "$SK")
+    left 40 "trace $k" || continue
+    timeout 40 "$R" step 6 --arch sm_90a "${args[@]}" --trace "$O/tr-$k" --trace-clusters 16 >"$O/tr-$k.log" 2>&1
+    note "trace $k rc=$?"
+    python3 gpu/trace_tail.py "$O/tr-$k-step6-sm_90a.json" >>"$SUMMARY" 2>&1
+    rm -f "$O/tr-$k-step6-sm_90a.json" "$O/tr-$k-step6-sm_90a.svg"  # too large to bring back
+  done
+  for shape in 4096x8192x4096 8192x8192x8192; do
+    IFS=x read -r m n k <<<"$shape"
+    for v in stock streamk; do
+      args=()
+      [ "$v" = streamk ] && args=(--kernel "$SK")
+      left 30 "ncu $v $shape" || continue
+      timeout 40 "$NCU" --clock-control none --section SpeedOfLight \
+        --metrics sm__cycles_active.avg,sm__cycles_elapsed.avg,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed \
+        -k regex:gemm_kernel -c 1 "$R" step 6 --arch sm_90a "${args[@]}" --m "$m" --n "$n" --k "$k" --iters 0 >"$O/ncu2-$v-$shape.txt" 2>&1
+      note "ncu $v $shape rc=$?"
+      grep -E 'Duration|SM Frequency|Compute \(SM\)|sm__cycles|sm__pipe' "$O/ncu2-$v-$shape.txt" >>"$SUMMARY"
+    done
+  done
+  left 40 "bench again" && timeout $((BUDGET - SECONDS - 20)) "$R" bench --steps 6 --contenders 6-streamk \
+    --out "$O/again" >"$O/bench-again.txt" 2>&1
+  note "bench again rc=$?"
+  grep -E 'cublas|step 6|6-streamk' "$O/bench-again.txt" >>"$SUMMARY"
 fi
 
 # The reports apart: they may be too large to come back, the text pages must.
