@@ -11,7 +11,9 @@
 #           4096x8192x4096 and 8192^3;
 #   trace   traces of twins 5 and 6 at 4096x8192x4096;
 #   round2  why 6-streamk pays at one shape only: traces of the launch's end (gpu/trace_tail.py),
-#           SM-active cycles under Nsight Compute, the bench of step 6 and 6-streamk again.
+#           SM-active cycles under Nsight Compute, the bench of step 6 and 6-streamk again;
+#   round3  the control 6-workspace (step 6 plus 6-streamk's unused workspace) benched beside
+#           step 6 and 6-streamk (about 1 minute; the lead's run, not made in this session).
 # Everything is written under /tmp/wb-ladder/ladder and tarred into $OUT/ladder.tar.gz (the
 # Nsight Compute reports into $OUT/ncu-reps.tar.gz), so that few files come back; a summary is
 # printed last and copied to $OUT/summary.txt.
@@ -134,6 +136,15 @@ if [[ " $STAGES " == *" round2 "* ]]; then
     --out "$O/again" >"$O/bench-again.txt" 2>&1
   note "bench again rc=$?"
   grep -E 'cublas|step 6|6-streamk' "$O/bench-again.txt" >>"$SUMMARY"
+fi
+
+if [[ " $STAGES " == *" round3 "* ]]; then
+  # The control: is 6-streamk's whole-tile phase slower because of its 17 MB of module globals?
+  case_run workspace-768x1280x192-c4 --kernel exercises/hopper/step6_workspace_sm90.cu --m 768 --n 1280 --k 192 --clusters 4
+  left 40 "bench control" && timeout $((BUDGET - SECONDS - 20)) "$R" bench --steps 6 --contenders 6-streamk,6-workspace \
+    --out "$O/control" >"$O/bench-control.txt" 2>&1
+  note "bench control rc=$?"
+  grep -E 'cublas|step 6|6-streamk|6-workspace' "$O/bench-control.txt" >>"$SUMMARY"
 fi
 
 # The reports apart: they may be too large to come back, the text pages must.

@@ -69,6 +69,15 @@ pub const CONTENDERS: &[Contender] = &[
         params: &[],
         description: "step 6's twin with two wgmma groups in flight (wait_group 2), one ring slot less for the producer",
     },
+    Contender {
+        name: "6-workspace",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_workspace_sm90.cu",
+        text: include_str!("../../exercises/hopper/step6_workspace_sm90.cu"),
+        params: &[],
+        description: "a control for 6-streamk: step 6's twin plus 6-streamk's 17 MB workspace, unused",
+    },
 ];
 
 pub fn find(name: &str) -> Result<&'static Contender> {
@@ -115,12 +124,17 @@ mod tests {
         assert_eq!(spec.params.get("tile_m"), 64);
         assert_eq!(spec.shape().cluster_tile, (128, 256));
         assert!(c.source().text.contains("math_turn"));
-        assert!(find("nope")
-            .unwrap_err()
-            .to_string()
-            .contains("contenders: 5-pingpong, 6-l2hints, 6-streamk, 6-waves, 6-wait2"));
+        assert!(find("nope").unwrap_err().to_string().contains(
+            "contenders: 5-pingpong, 6-l2hints, 6-streamk, 6-waves, 6-wait2, 6-workspace"
+        ));
         let stock = KernelSpec::new(crate::steps::get(6).expect("step 6"), Arch::Hopper);
-        for name in ["6-l2hints", "6-streamk", "6-waves", "6-wait2"] {
+        for name in [
+            "6-l2hints",
+            "6-streamk",
+            "6-waves",
+            "6-wait2",
+            "6-workspace",
+        ] {
             let spec = find(name).expect("known").spec().expect("plans");
             assert_eq!(spec.params, stock.params, "{name}: step 6's own parameters");
         }
