@@ -313,3 +313,44 @@ fn the_hopper_exercise_kernels_compile() {
         }
     }
 }
+
+#[test]
+fn the_step6_gap_contenders_compile_and_pass_the_twin_check() {
+    // The bench contenders of issue 18's "remaining gap" (stream-K tail, whole waves, two wgmma
+    // groups in flight, the stream-K control), under step 6's parameters: they build without
+    // spills or wgmma serialization, keep the twin's instructions and typed stores, and pass the
+    // static check `runner bench` runs before it launches them.
+    for name in ["streamk", "waves", "wait2", "workspace"] {
+        let path = format!("exercises/hopper/step6_{name}_sm90.cu");
+        let spec = KernelSpec::new(ladder::get(6).expect("step 6"), Arch::Hopper);
+        let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
+            .expect("the contender kernel is in the repository");
+        let src = KernelSource {
+            path: path.clone(),
+            text,
+        };
+        for dtype in [Dtype::F16, Dtype::Bf16] {
+            let defines = spec.defines(dtype);
+            common::static_check::check_twin(&src, &defines)
+                .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
+            let c = compile(&src, Target::Sm90a, &defines)
+                .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
+            assert_eq!(
+                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                0,
+                "{path} ({dtype}) spills"
+            );
+            assert!(
+                !c.log
+                    .contains("wgmma.mma_async instructions are serialized"),
+                "{path} ({dtype}): {}",
+                c.log
+            );
+            let sass = disassemble(&c.cubin).expect("nvdisasm");
+            for key in ["HGMMA", "UTMASTG", "UTMALDG.2D.MULTICAST"] {
+                assert!(sass.count(key) > 0, "{path} ({dtype}): no {key}");
+            }
+            assert_stores_are_typed(&sass, spec.shape().output, &format!("{path} ({dtype})"));
+        }
+    }
+}
