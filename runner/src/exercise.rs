@@ -224,7 +224,7 @@ fn parity_predictions() -> Result<Vec<String>> {
     use common::model::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
     let mut lines = Vec::new();
     for step in [0, 1] {
-        let m = crate::phase_tables::model(step)?;
+        let m = crate::book::phase_tables::model(step)?;
         for (timing_name, timing) in [
             ("slow loads", Timing::LOAD_BOUND),
             ("slow MMAs", Timing::MMA_BOUND),

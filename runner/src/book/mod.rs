@@ -6,6 +6,15 @@
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
+pub mod budget;
+pub mod comparables;
+pub mod figures;
+pub mod glossary;
+pub mod measured;
+pub mod phase_tables;
+pub mod plot;
+pub mod terminal;
+
 use crate::results::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
 use common::model::tiling::{visit_order, MinorDim};
@@ -21,38 +30,59 @@ use std::path::{Path, PathBuf};
 const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/introduction.md",
-        include_str!("../../book/src/introduction.md"),
+        include_str!("../../../book/src/introduction.md"),
     ),
     (
         "book/src/emulation.md",
-        include_str!("../../book/src/emulation.md"),
+        include_str!("../../../book/src/emulation.md"),
     ),
-    ("book/src/step0.md", include_str!("../../book/src/step0.md")),
-    ("book/src/step1.md", include_str!("../../book/src/step1.md")),
-    ("book/src/step2.md", include_str!("../../book/src/step2.md")),
-    ("book/src/step3.md", include_str!("../../book/src/step3.md")),
-    ("book/src/step4.md", include_str!("../../book/src/step4.md")),
-    ("book/src/step5.md", include_str!("../../book/src/step5.md")),
-    ("book/src/step6.md", include_str!("../../book/src/step6.md")),
+    (
+        "book/src/step0.md",
+        include_str!("../../../book/src/step0.md"),
+    ),
+    (
+        "book/src/step1.md",
+        include_str!("../../../book/src/step1.md"),
+    ),
+    (
+        "book/src/step2.md",
+        include_str!("../../../book/src/step2.md"),
+    ),
+    (
+        "book/src/step3.md",
+        include_str!("../../../book/src/step3.md"),
+    ),
+    (
+        "book/src/step4.md",
+        include_str!("../../../book/src/step4.md"),
+    ),
+    (
+        "book/src/step5.md",
+        include_str!("../../../book/src/step5.md"),
+    ),
+    (
+        "book/src/step6.md",
+        include_str!("../../../book/src/step6.md"),
+    ),
     (
         "book/src/instructor.md",
-        include_str!("../../book/src/instructor.md"),
+        include_str!("../../../book/src/instructor.md"),
     ),
     (
         "book/src/further-reading.md",
-        include_str!("../../book/src/further-reading.md"),
+        include_str!("../../../book/src/further-reading.md"),
     ),
     (
         "steps/include/common.cuh",
-        include_str!("../../steps/include/common.cuh"),
+        include_str!("../../../steps/include/common.cuh"),
     ),
     (
         "steps/include/blackwell.cuh",
-        include_str!("../../steps/include/blackwell.cuh"),
+        include_str!("../../../steps/include/blackwell.cuh"),
     ),
     (
         "steps/include/tcgen05_emu.cuh",
-        include_str!("../../steps/include/tcgen05_emu.cuh"),
+        include_str!("../../../steps/include/tcgen05_emu.cuh"),
     ),
 ];
 
@@ -470,8 +500,8 @@ fn grid_footprint(spec: &str) -> Result<String> {
     };
     let (width, minor) = (param("grid_tile_width")?, param("grid_minor_dim")?);
     let minor = if minor == 0 { MinorDim::M } else { MinorDim::N };
-    let gpu = crate::budget::gpu_by_key(gpu)?;
-    let b = crate::budget::for_step(
+    let gpu = budget::gpu_by_key(gpu)?;
+    let b = budget::for_step(
         step,
         gpu,
         common::Shape::DEFAULT,
@@ -513,28 +543,28 @@ fn grid_footprint(spec: &str) -> Result<String> {
 fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(md, "results", |s| Ok(results_table(s)))?;
     let md = expand_marker(&md, "diff", diff_block)?;
-    let md = expand_marker(&md, "budget-value", crate::budget::value_marker)?;
+    let md = expand_marker(&md, "budget-value", budget::value_marker)?;
     let md = expand_marker(&md, "budget", |s| {
         let n: u32 = s
             .parse()
             .with_context(|| format!("budget wants a step number, got {s:?}"))?;
-        crate::budget::markdown(
+        budget::markdown(
             n,
             &common::model::budget::GPUS.iter().collect::<Vec<_>>(),
             common::Shape::DEFAULT,
             common::model::budget::Assumptions::DEFAULT,
         )
     })?;
-    let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
-    let md = expand_marker(&md, "phase-timeline", crate::phase_tables::timeline)?;
-    let md = expand_marker(&md, "comparables", crate::comparables::markdown)?;
-    let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
+    let md = expand_marker(&md, "phase-outcomes", phase_tables::outcomes)?;
+    let md = expand_marker(&md, "phase-timeline", phase_tables::timeline)?;
+    let md = expand_marker(&md, "comparables", comparables::markdown)?;
+    let md = expand_marker(&md, "glossary", |_| glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
-    let md = expand_marker(&md, "bench-plot", crate::measured::bench_plot)?;
-    let md = expand_marker(&md, "twins-summary", crate::measured::twins_summary)?;
-    let md = expand_marker(&md, "emulation-caught", crate::measured::emulation_caught)?;
-    let md = expand_marker(&md, "bench", crate::measured::bench)?;
+    let md = expand_marker(&md, "bench-plot", measured::bench_plot)?;
+    let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
+    let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
+    let md = expand_marker(&md, "bench", measured::bench)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -621,7 +651,7 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     }
     // Figures drawn from code are drawn afresh, so the book shows what the code draws today
     // (a test keeps the copies in assets/ equal to it).
-    for (file, svg) in crate::figures::all()? {
+    for (file, svg) in figures::all()? {
         std::fs::write(assets.join(file), svg)
             .with_context(|| format!("cannot write {}", assets.join(file).display()))?;
     }
@@ -869,16 +899,12 @@ mod tests {
                 &results_table(&format!("emulation {n}")),
                 &[0, 1, 2, 3, 4],
             );
-            let one = crate::measured::bench(&format!("step {n}")).unwrap();
+            let one = measured::bench(&format!("step {n}")).unwrap();
             assert_unique_rows("bench step", &one, &[0, 1]);
         }
-        assert_unique_rows("bench", &crate::measured::bench("").unwrap(), &[0, 1]);
-        assert_unique_rows("twins", &crate::measured::twins_summary("").unwrap(), &[0]);
-        assert_unique_rows(
-            "caught",
-            &crate::measured::emulation_caught("").unwrap(),
-            &[0, 2],
-        );
+        assert_unique_rows("bench", &measured::bench("").unwrap(), &[0, 1]);
+        assert_unique_rows("twins", &measured::twins_summary("").unwrap(), &[0]);
+        assert_unique_rows("caught", &measured::emulation_caught("").unwrap(), &[0, 2]);
     }
 
     #[test]

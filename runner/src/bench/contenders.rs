@@ -28,7 +28,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 5,
         arch: Arch::Hopper,
         path: "exercises/hopper/step5_pingpong_sm90.cu",
-        text: include_str!("../../exercises/hopper/step5_pingpong_sm90.cu"),
+        text: include_str!("../../../exercises/hopper/step5_pingpong_sm90.cu"),
         params: &["tile_m=64"],
         description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
     },
@@ -37,7 +37,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_l2hints_sm90.cu",
-        text: include_str!("../../exercises/hopper/step6_l2hints_sm90.cu"),
+        text: include_str!("../../../exercises/hopper/step6_l2hints_sm90.cu"),
         params: &[],
         description:
             "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
@@ -51,7 +51,7 @@ pub fn find(name: &str) -> Result<&'static Contender> {
             "there is no contender {name:?}; contenders: {}",
             CONTENDERS
                 .iter()
-                .map(|c| c.name)
+                .map(|c| format!("{} ({})", c.name, c.description))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -61,7 +61,7 @@ pub fn find(name: &str) -> Result<&'static Contender> {
 impl Contender {
     /// The step's kernel spec with this contender's parameters.
     pub fn spec(&self) -> Result<KernelSpec> {
-        let mut spec = KernelSpec::new(crate::steps::get(self.step)?, self.arch);
+        let mut spec = KernelSpec::new(runner::steps::get(self.step)?, self.arch);
         let overrides: Vec<String> = self.params.iter().map(|p| p.to_string()).collect();
         if let Err(e) = spec.params.apply(&overrides) {
             bail!("contender {}: {e}", self.name);
@@ -91,9 +91,9 @@ mod tests {
         assert!(find("nope")
             .unwrap_err()
             .to_string()
-            .contains("contenders: 5-pingpong, 6-l2hints"));
+            .contains("contenders: 5-pingpong (step 5's twin as ping-pong"));
         let hints = find("6-l2hints").expect("known").spec().expect("plans");
-        let stock = KernelSpec::new(crate::steps::get(6).expect("step 6"), Arch::Hopper);
+        let stock = KernelSpec::new(runner::steps::get(6).expect("step 6"), Arch::Hopper);
         assert_eq!(hints.params, stock.params, "step 6's own parameters");
         for c in CONTENDERS {
             assert!(

@@ -6,8 +6,13 @@
 //! primed, cuBLAS and every kernel back to back in rotated order, L2 flushed before each launch,
 //! NVML clocks read during each); each kernel writes its own C, and the last timed output of
 //! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
-//! (`--heatmap`: over a grid of shapes, `crate::heatmap`); `--diagnose` times cuBLAS under the
-//! protocols the workbook used before (`crate::diagnose`).
+//! (`--heatmap`: over a grid of shapes, [`heatmap`]); `--diagnose` times cuBLAS under the
+//! protocols the workbook used before ([`diagnose`]). [`contenders`] names the variants that are
+//! timed beside the steps.
+
+pub mod contenders;
+pub mod diagnose;
+pub mod heatmap;
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
@@ -24,15 +29,15 @@ use common::step::{Arch, KernelSpec, Params};
 use common::timing::{time_rounds, Clocks, Launch, Protocol, Stats, Timed};
 use common::verify::verify;
 use common::Step;
+use contenders::Contender;
 use indicatif::{ProgressBar, ProgressStyle};
-use runner::contenders::Contender;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub struct BenchOptions {
     pub steps: Vec<&'static dyn Step>,
-    /// Named variants timed beside the steps (`runner::contenders`).
+    /// Named variants timed beside the steps (`contenders`).
     pub contenders: Vec<&'static Contender>,
     pub shapes: Vec<Shape>,
     pub dtypes: Vec<Dtype>,
@@ -285,9 +290,9 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
         .with_context(|| format!("cannot write {}", json.display()))?;
     if opts.heatmap {
-        crate::heatmap::write(&report, &svg)?;
+        heatmap::write(&report, &svg)?;
     } else {
-        crate::plot::ladder(&report, &svg)?;
+        crate::book::plot::ladder(&report, &svg)?;
     }
     Ok((report, json, svg))
 }
@@ -394,7 +399,7 @@ pub fn ready_kernels<'e>(
     Ok((timed, cases))
 }
 
-/// `runner bench --diagnose`: the protocol variants of [`crate::diagnose`] on the first shape
+/// `runner bench --diagnose`: the protocol variants of [`diagnose`] on the first shape
 /// and dtype, with step 4 (or the last step asked for) as the kernel of the pair variants.
 pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     let gpu = match gpu::open() {
@@ -436,7 +441,7 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
         warm: &warm,
         nvml: nvml.as_ref(),
     };
-    let report = crate::diagnose::run(
+    let report = diagnose::run(
         &ctx,
         &entries,
         step,
@@ -446,8 +451,8 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
         opts.timeout,
         device,
     )?;
-    let path = crate::diagnose::write(&report, &opts.out)?;
-    crate::diagnose::print(&report, &path);
+    let path = diagnose::write(&report, &opts.out)?;
+    diagnose::print(&report, &path);
     Ok(())
 }
 
