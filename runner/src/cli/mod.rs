@@ -33,14 +33,6 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
-/// The version and build commit, for the JSON reports.
-pub fn version_info() -> serde_json::Value {
-    serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "commit": env!("WB_BUILD_COMMIT"),
-    })
-}
-
 /// The environment and the exit codes, at the end of `runner --help`.
 const AFTER_HELP: &str = "\
 Environment:
@@ -58,9 +50,14 @@ Environment:
   WORKBOOK_WRITE_FIGURES   (tests) rewrite the figures in assets/ from the code
   NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
 
-Exit status:
-  0  success       1  a check, verification or test failed       2  an error (bad input, no GPU
-  or toolkit where one is needed)       3  a check that could only run in part (`exercise`)
+Exit status (one contract, `common::verdict::Verdict`, for `step`, `exercise`, `check` and the
+grader's children; a parent classifies a child by it, never by parsing its output):
+  0    success: the kernel ran and verified (every check passed)
+  1    failed: a verification, check or test failed
+  2    error: bad input, a compile error, a fault the emulation reported, no GPU or toolkit
+       where one is needed; one `error:` line says which
+  124  hang: a kernel did not finish within its --timeout
+  3    a check that could only run in part (`exercise` without a GPU that runs the kernel)
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
 
 #[derive(Parser)]
