@@ -71,7 +71,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else if a.heatmap {
         crate::bench::heatmap::HEATMAP_SHAPES.to_vec()
     } else {
-        crate::bench::DEFAULT_SHAPES.to_vec()
+        crate::results::DEFAULT_SHAPES.to_vec()
     };
     if a.sweep {
         for s in crate::bench::SWEEP_SIZES {
