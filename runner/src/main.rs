@@ -3,6 +3,7 @@
 
 mod bench;
 mod book;
+mod check;
 mod cli;
 mod diff;
 mod edits;

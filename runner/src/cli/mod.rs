@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod book;
 pub mod budget;
+pub mod check;
 pub mod diff;
 pub mod exercise;
 pub mod explain;
@@ -113,6 +114,10 @@ pub enum Command {
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest(selftest::Args),
+    /// The GPU checks: `check emulation` (every step and seeded bug under the tcgen05
+    /// emulation) and `check twins` (every Hopper twin natively), over a pool of GPUs; each
+    /// writes a results JSON.
+    Check(check::Args),
 }
 
 /// Run one parsed command.
@@ -135,6 +140,7 @@ pub fn dispatch(cmd: Command) -> Result<ExitCode> {
         Command::Bench(a) => bench::run(a),
         Command::Grade(a) => grade::run(*a),
         Command::Exercise(a) => exercise::run(a),
+        Command::Check(a) => check::run(a),
         Command::Workshop(a) => workshop::run(a),
         Command::GradeWorker(a) => grade_worker::run(a),
         Command::Selftest(a) => selftest::run(a),
