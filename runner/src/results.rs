@@ -523,7 +523,7 @@ pub fn parse(text: &str) -> anyhow::Result<Option<Results>> {
 
 /// The committed files of one kind, oldest first by the date each records (`bench-h200-…`
 /// sorts after `bench-h100-…` whatever their dates); files of one date keep their name order.
-pub fn latest_first_last<T>(
+pub fn oldest_first<T>(
     files: &[(String, Results)],
     pick: impl Fn(&Results) -> Option<&T>,
 ) -> Vec<(String, &T, String)> {
@@ -684,7 +684,7 @@ mod tests {
     fn the_committed_folder_reads_and_sorts_by_recorded_date() {
         let files = committed().unwrap();
         assert!(files.iter().any(|(_, r)| r.kind() == "bench"));
-        let benches = latest_first_last(&files, |r| match r {
+        let benches = oldest_first(&files, |r| match r {
             Results::Bench(b) => Some(b),
             _ => None,
         });

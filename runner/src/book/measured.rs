@@ -4,14 +4,14 @@
 //! verified). Nothing here is typed by hand: a new bench run changes the chapters.
 
 use crate::results::{
-    self, latest_first_last, BenchCase, BenchReport, Expected, Results, SelftestSummary,
+    self, oldest_first, BenchCase, BenchReport, Expected, Results, SelftestSummary,
 };
 use anyhow::{bail, Result};
 use common::verdict::Verdict;
 
 /// The committed bench files, oldest first by the date each records.
 fn benches(files: &[(String, Results)]) -> Vec<(String, &BenchReport)> {
-    latest_first_last(files, |r| match r {
+    oldest_first(files, |r| match r {
         Results::Bench(b) => Some(b),
         _ => None,
     })
@@ -250,7 +250,7 @@ pub fn bench_plot(_spec: &str) -> Result<String> {
 /// shapes, distributions and capped grids.
 pub fn twins_summary(_spec: &str) -> Result<String> {
     let files = results::committed()?;
-    let twins = latest_first_last(&files, |r| match r {
+    let twins = oldest_first(&files, |r| match r {
         Results::Twins(t) => Some(t),
         _ => None,
     });
