@@ -7,10 +7,11 @@
 //! The solutions that edit a kernel live in `exercises/solutions.toml`.
 
 use crate::edits;
-use crate::grade::sandbox::{self, ChildSpec, Exit};
+use crate::grade::sandbox::{self, ChildSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use common::model::tiling::{tile_coords, MinorDim};
 use common::step::{Arch, KernelSpec};
+use common::verdict::Verdict;
 use serde::Deserialize;
 use std::path::Path;
 use std::process::ExitCode;
@@ -224,7 +225,7 @@ fn parity_predictions() -> Result<Vec<String>> {
     use common::model::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
     let mut lines = Vec::new();
     for step in [0, 1] {
-        let m = crate::phase_tables::model(step)?;
+        let m = crate::book::phase_tables::model(step)?;
         for (timing_name, timing) in [
             ("slow loads", Timing::LOAD_BOUND),
             ("slow MMAs", Timing::MMA_BOUND),
@@ -545,8 +546,9 @@ fn run_kernel(
             .collect();
         text.join("\n        ").trim().to_string()
     };
-    Ok(match o.exit {
-        Exit::Code(0) => {
+    // The child's verdict is its exit status (`Verdict`); its JSON only adds why.
+    Ok(match o.exit.verdict().0 {
+        Verdict::Verified => {
             let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
             let v = &all["runs"][0];
             if v["ran"] == false {
@@ -555,7 +557,7 @@ fn run_kernel(
                 Outcome::Verified
             }
         }
-        Exit::Code(1) => {
+        Verdict::Failed => {
             let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
             let v = &all["runs"][0];
             if v["ran"] == false {
@@ -569,8 +571,8 @@ fn run_kernel(
                 v["verification"]["bad_count"], v["verification"]["elements"]
             ))
         }
-        Exit::Code(124) | Exit::TimedOut => Outcome::Hung,
-        _ => Outcome::Error(err_line()),
+        Verdict::Hang => Outcome::Hung,
+        Verdict::Error | Verdict::Partial => Outcome::Error(err_line()),
     })
 }
 
@@ -591,9 +593,6 @@ impl Lines {
         }
     }
 }
-
-/// Exit code of a check that could only run in part (no GPU): neither a pass nor a failure.
-pub const PARTIAL: u8 = 3;
 
 /// Run the exercise's checks; `kernel` replaces the committed solution.
 pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) -> Result<ExitCode> {
@@ -743,7 +742,7 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
     };
     if json {
         let v = serde_json::json!({
-            "runner": crate::cli::version_info(),
+            "runner": crate::report::version_info(),
             "exercise": id, "step": ex.step, "title": ex.title,
             "kernel": kernel.map(|k| k.display().to_string()),
             "checks": out.items,
@@ -756,12 +755,13 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
     }
     // 3: not failed, but not fully checked either, so a script cannot take it for a pass.
     Ok(if failed {
-        ExitCode::from(1)
+        Verdict::Failed
     } else if partial {
-        ExitCode::from(PARTIAL)
+        Verdict::Partial
     } else {
-        ExitCode::SUCCESS
-    })
+        Verdict::Verified
+    }
+    .into())
 }
 
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).

@@ -3,24 +3,15 @@
 
 mod bench;
 mod book;
-mod budget;
+mod check;
 mod cli;
-mod comparables;
-mod diagnose;
 mod diff;
 mod edits;
 mod exercise;
-mod figures;
-mod glossary;
 mod grade;
-mod heatmap;
-mod measured;
-mod phase_tables;
-mod plot;
 mod report;
 mod results;
 mod step_cmd;
-mod terminal;
 mod trace;
 mod workshop;
 

@@ -9,6 +9,14 @@ use common::Step;
 
 const W: usize = 10;
 
+/// The version and build commit, for the JSON reports (`step`, `exercise`, `workshop`).
+pub fn version_info() -> serde_json::Value {
+    serde_json::json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "commit": env!("WB_BUILD_COMMIT"),
+    })
+}
+
 pub fn print_list(steps: &[&'static dyn Step]) {
     println!("The ladder (runner step N to run one, runner explain N to read its chapter):");
     for s in steps {

@@ -12,6 +12,7 @@ use common::gpu::{self, GpuStatus};
 use common::run::{self, choose_target, EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec, MAX_SMEM_PER_CTA};
 use common::trace::{timeline, Recording};
+use common::verdict::Verdict;
 use common::{mutation, sass, Shape, Step};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -248,10 +249,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");
     }
     Ok(if failed {
-        ExitCode::from(1)
+        Verdict::Failed
     } else {
-        ExitCode::SUCCESS
-    })
+        Verdict::Verified
+    }
+    .into())
 }
 
 /// The traced launch's timelines as files: the Chrome trace JSON and the SVG.

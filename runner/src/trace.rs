@@ -3,38 +3,16 @@
 //! SVG picture drawn with plotters: one row per warp, one colour per phase, a legend and a µs axis.
 //! The book shows a committed pair as a figure (`{{#trace-figure N ARCH}}`, see `book.rs`).
 
+use crate::results::{CtaClock, TraceHead};
 use anyhow::{anyhow, Context, Result};
 use common::step::Arch;
-use common::trace::{Layout, Phase, Timeline};
-use common::{Dtype, Shape};
+use common::trace::{Phase, Timeline};
 use plotters::prelude::*;
-use serde::Serialize;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
-/// What the files say about the recorded launch; the JSON's `otherData`.
-#[derive(Debug, Clone, Serialize)]
-pub struct Meta {
-    pub step: u32,
-    pub arch: Arch,
-    pub kernel: String,
-    pub gpu: String,
-    pub driver: String,
-    pub date: String,
-    pub commit: String,
-    pub shape: Shape,
-    pub dtype: Dtype,
-    pub params: String,
-    /// The Blackwell kernel ran under the tcgen05 emulation: only the order means something.
-    pub emulated: bool,
-    pub grid: (u32, u32, u32),
-    pub cluster: u32,
-    pub block: u32,
-    pub layout: Layout,
-    pub records: usize,
-    /// Trace calls that found their warp's region full (none recorded past that point).
-    pub dropped: u64,
-}
+/// What the files say about the recorded launch (the results type of a trace's `otherData`).
+pub use crate::results::TraceMeta as Meta;
 
 impl Meta {
     pub fn num_ctas(&self) -> u32 {
@@ -121,12 +99,17 @@ pub fn chrome_json(t: &Timeline, m: &Meta) -> Value {
             }
         }
     }
-    let clocks: Vec<Value> = t
+    let clocks: Vec<CtaClock> = t
         .ctas
         .iter()
-        .map(|c| json!({"cta": c.cta, "sm": c.smid, "clock_map": c.clock_map, "clock_mhz": (c.clock_mhz * 10.0).round() / 10.0}))
+        .map(|c| CtaClock {
+            cta: c.cta,
+            sm: c.smid,
+            clock_map: c.clock_map,
+            clock_mhz: (c.clock_mhz * 10.0).round() / 10.0,
+        })
         .collect();
-    let cut: Vec<String> = t
+    let cut_short: Vec<String> = t
         .ctas
         .iter()
         .flat_map(|c| {
@@ -136,14 +119,15 @@ pub fn chrome_json(t: &Timeline, m: &Meta) -> Value {
                 .map(move |w| format!("CTA {} warp {}", c.cta, w.warp))
         })
         .collect();
-    let mut other = serde_json::to_value(m).unwrap_or_else(|_| json!({}));
-    if let Value::Object(o) = &mut other {
-        o.insert("kind".into(), json!("trace"));
-        o.insert("timing".into(), json!(m.timing_note()));
-        o.insert("clocks".into(), Value::Array(clocks));
-        o.insert("cut_short".into(), json!(cut));
-        o.insert("end_us".into(), json!(us(t.end_ns)));
-    }
+    let other = TraceHead {
+        meta: m.clone(),
+        kind: "trace".into(),
+        timing: m.timing_note().into(),
+        clocks,
+        cut_short,
+        end_us: us(t.end_ns),
+        commit_note: None,
+    };
     json!({"traceEvents": events, "displayTimeUnit": "ns", "otherData": other})
 }
 
@@ -462,7 +446,8 @@ pub fn write(stem: &Path, t: &Timeline, m: &Meta) -> Result<(PathBuf, PathBuf)> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use common::trace::{decode, timeline, Record, KIND_ENTER, KIND_TILE, RECORD_BYTES};
+    use common::trace::{decode, timeline, Layout, Record, KIND_ENTER, KIND_TILE, RECORD_BYTES};
+    use common::{Dtype, Shape};
 
     /// A synthetic recording: a producer and an MMA warp of one CTA over two tiles, an epilogue
     /// warp, and an idle warp, 1 GHz, times in ns.

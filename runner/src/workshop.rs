@@ -268,7 +268,7 @@ pub fn check(json: bool) -> Result<ExitCode> {
             .map(|i| serde_json::json!({"check": i.what, "status": i.mark.word().to_ascii_lowercase(), "detail": i.detail}))
             .collect();
         let v = serde_json::json!({
-            "runner": crate::cli::version_info(),
+            "runner": crate::report::version_info(),
             "checks": checks,
             "ready": fails == 0,
         });

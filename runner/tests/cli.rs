@@ -1133,3 +1133,24 @@ fn exercise_json_and_kernel_size_are_bounded_and_machine_readable() {
         "not a kernel source",
     );
 }
+
+#[test]
+fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
+    let o = runner(&["check", "emulation", "--quick", "--mutations", "nope"]);
+    assert_one_line_error(&o, "unknown mutation \"nope\"");
+    let o = runner(&["check", "twins", "--jobs", "0"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // Without a GPU a `runner step` child only reports its builds and exits 0: the check must
+    // stop before, not record those as verified. (Where nvidia-smi runs there may be a GPU, and
+    // this would be the whole quick check: the GPU script runs that.)
+    if Command::new("nvidia-smi").output().is_err() {
+        let out = tmp("check");
+        let o = runner(&["check", "twins", "--quick", "--out", out.to_str().unwrap()]);
+        assert_one_line_error(&o, "runner check");
+        assert!(!out.join("twins.json").exists());
+    }
+    let help = stdout(&runner(&["--help"]));
+    for code in ["0    success", "1    failed", "2    error", "124  hang"] {
+        assert!(help.contains(code), "{code} in runner --help");
+    }
+}

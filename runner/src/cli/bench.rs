@@ -69,9 +69,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let mut shapes = if !a.shapes.is_empty() {
         a.shapes
     } else if a.heatmap {
-        crate::heatmap::HEATMAP_SHAPES.to_vec()
+        crate::bench::heatmap::HEATMAP_SHAPES.to_vec()
     } else {
-        crate::bench::DEFAULT_SHAPES.to_vec()
+        crate::results::DEFAULT_SHAPES.to_vec()
     };
     if a.sweep {
         for s in crate::bench::SWEEP_SIZES {
@@ -95,7 +95,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let contenders = a
         .contenders
         .iter()
-        .map(|name| runner::contenders::find(name))
+        .map(|name| crate::bench::contenders::find(name))
         .collect::<Result<Vec<_>>>()?;
     let opts = crate::bench::BenchOptions {
         steps,

@@ -1,6 +1,6 @@
 //! `runner budget N`: a step's budget box, arithmetic from its configuration.
 
-use crate::terminal;
+use crate::book::terminal;
 use anyhow::Result;
 use std::process::ExitCode;
 
@@ -27,7 +27,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let md = crate::budget::command(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
+    let md = crate::book::budget::command(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
     terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,6 @@
 //! `runner explain TOPIC`: a chapter of the book in the terminal (a step's with its code inlined).
 
-use crate::{book, terminal};
+use crate::book::{self, terminal};
 use anyhow::{bail, Result};
 use runner::steps;
 use std::process::ExitCode;

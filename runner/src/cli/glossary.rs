@@ -1,6 +1,6 @@
 //! `runner glossary [TERM]`: the workbook's terms.
 
-use crate::terminal;
+use crate::book::terminal;
 use anyhow::Result;
 use std::process::ExitCode;
 
@@ -11,7 +11,7 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    let md = crate::glossary::markdown(a.term.as_deref())?;
+    let md = crate::book::glossary::markdown(a.term.as_deref())?;
     terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,6 +5,7 @@
 pub mod bench;
 pub mod book;
 pub mod budget;
+pub mod check;
 pub mod diff;
 pub mod exercise;
 pub mod explain;
@@ -33,14 +34,6 @@ pub const VERSION: &str = concat!(
     ")"
 );
 
-/// The version and build commit, for the JSON reports.
-pub fn version_info() -> serde_json::Value {
-    serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "commit": env!("WB_BUILD_COMMIT"),
-    })
-}
-
 /// The environment and the exit codes, at the end of `runner --help`.
 const AFTER_HELP: &str = "\
 Environment:
@@ -58,9 +51,14 @@ Environment:
   WORKBOOK_WRITE_FIGURES   (tests) rewrite the figures in assets/ from the code
   NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
 
-Exit status:
-  0  success       1  a check, verification or test failed       2  an error (bad input, no GPU
-  or toolkit where one is needed)       3  a check that could only run in part (`exercise`)
+Exit status (one contract, `common::verdict::Verdict`, for `step`, `exercise`, `check` and the
+grader's children; a parent classifies a child by it, never by parsing its output):
+  0    success: the kernel ran and verified (every check passed)
+  1    failed: a verification, check or test failed
+  2    error: bad input, a compile error, a fault the emulation reported, no GPU or toolkit
+       where one is needed; one `error:` line says which
+  124  hang: a kernel did not finish within its --timeout
+  3    a check that could only run in part (`exercise` without a GPU that runs the kernel)
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
 
 #[derive(Parser)]
@@ -116,6 +114,10 @@ pub enum Command {
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest(selftest::Args),
+    /// The GPU checks: `check emulation` (every step and seeded bug under the tcgen05
+    /// emulation) and `check twins` (every Hopper twin natively), over a pool of GPUs; each
+    /// writes a results JSON.
+    Check(check::Args),
 }
 
 /// Run one parsed command.
@@ -138,6 +140,7 @@ pub fn dispatch(cmd: Command) -> Result<ExitCode> {
         Command::Bench(a) => bench::run(a),
         Command::Grade(a) => grade::run(*a),
         Command::Exercise(a) => exercise::run(a),
+        Command::Check(a) => check::run(a),
         Command::Workshop(a) => workshop::run(a),
         Command::GradeWorker(a) => grade_worker::run(a),
         Command::Selftest(a) => selftest::run(a),

@@ -134,7 +134,9 @@ pub fn class(dir: &Path, shard: Option<(usize, usize)>) -> Result<Vec<Submission
     })
 }
 
-fn default_gpus(gpus: &[usize]) -> Vec<usize> {
+/// The GPUs of a pool: those given (`--gpus`), else `WORKBOOK_DEVICE`, else GPU 0. The grader
+/// and `runner check` share it.
+pub fn default_gpus(gpus: &[usize]) -> Vec<usize> {
     if gpus.is_empty() {
         vec![std::env::var("WORKBOOK_DEVICE")
             .ok()

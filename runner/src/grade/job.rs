@@ -10,6 +10,9 @@ use common::step::KernelSpec;
 use common::{Dist, Dtype, Shape, Target};
 use serde::{Deserialize, Serialize};
 
+/// The name the compiler gives the submission's file in its messages (a job's `source_name`).
+pub const SOURCE_NAME: &str = "kernel.cu";
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Phase {
@@ -138,7 +141,7 @@ impl Job {
             arch: rubric.arch.sm().to_string(),
             params: rubric.params.clone(),
             target: None,
-            source_name: super::submission::SOURCE_NAME.into(),
+            source_name: SOURCE_NAME.into(),
             source: source.to_string(),
             tests,
             launch_seconds: rubric.limits.launch_seconds,

@@ -3,6 +3,7 @@
 
 use super::job::{EnvInfo, Flag, Status, TestSeeds, TimingResult};
 use super::rubric::{Kind, Visibility};
+use crate::results::{GradescopeResults, GradescopeTest, LeaderboardEntry};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -246,8 +247,8 @@ impl GradeReport {
 /// Gradescope's autograder `results.json`: one entry per test (score, max_score, status,
 /// output, visibility), the compile log as the overall output, TFLOP/s on the leaderboard.
 /// Hidden tests show their outcome and flags, not their details.
-pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
-    let tests: Vec<serde_json::Value> = r
+pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
+    let tests: Vec<GradescopeTest> = r
         .tests
         .iter()
         .enumerate()
@@ -265,21 +266,23 @@ pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
                     output.push_str(&format!("\nflag {}: {}", f.name, f.detail));
                 }
             }
-            let mut v = serde_json::json!({
-                "name": t.name,
-                "number": format!("{}", i + 1),
-                "score": t.score,
-                "max_score": t.max_score,
-                "output": output,
-                "visibility": t.visibility,
-                "tags": [match t.kind { Kind::Correctness => "correctness", Kind::Performance => "performance" }],
-            });
-            match t.status {
-                Status::Passed => v["status"] = "passed".into(),
-                Status::Skipped => {}
-                _ => v["status"] = "failed".into(),
+            GradescopeTest {
+                name: t.name.clone(),
+                number: format!("{}", i + 1),
+                score: t.score,
+                max_score: t.max_score,
+                output,
+                visibility: t.visibility,
+                tags: vec![match t.kind {
+                    Kind::Correctness => "correctness".into(),
+                    Kind::Performance => "performance".into(),
+                }],
+                status: match t.status {
+                    Status::Passed => Some("passed".into()),
+                    Status::Skipped => None,
+                    _ => Some("failed".into()),
+                },
             }
-            v
         })
         .collect();
     let mut output = format!("Compile: {}", r.compile.message);
@@ -295,16 +298,18 @@ pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
     if !r.confinement.is_empty() {
         output.push_str(&format!("\n\nGrading: {}", r.confinement));
     }
-    serde_json::json!({
-        "score": r.score,
-        "execution_time": r.elapsed_s.round() as u64,
-        "output": output,
-        "stdout_visibility": "hidden",
-        "tests": tests,
-        "leaderboard": [
-            {"name": "TFLOP/s", "value": (r.best_tflops().unwrap_or(0.0) * 10.0).round() / 10.0, "order": "desc"},
-        ],
-    })
+    GradescopeResults {
+        score: r.score,
+        execution_time: r.elapsed_s.round() as u64,
+        output,
+        stdout_visibility: "hidden".into(),
+        tests,
+        leaderboard: vec![LeaderboardEntry {
+            name: "TFLOP/s".into(),
+            value: (r.best_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
+            order: "desc".into(),
+        }],
+    }
 }
 
 // ---- class summaries -----------------------------------------------------------------------
@@ -567,7 +572,8 @@ pub mod tests {
 
     #[test]
     fn gradescope_results_follow_the_autograder_format() {
-        let v = gradescope_results(&sample("bob", Some(0.87)));
+        // Checked as the JSON Gradescope reads.
+        let v = serde_json::to_value(gradescope_results(&sample("bob", Some(0.87)))).unwrap();
         assert_eq!(v["score"], 18.0);
         assert_eq!(v["execution_time"], 12);
         let tests = v["tests"].as_array().unwrap();
@@ -590,7 +596,7 @@ pub mod tests {
         );
         assert_eq!(v["leaderboard"][0]["name"], "TFLOP/s");
         assert_eq!(v["leaderboard"][0]["value"], 512.3);
-        let skipped = gradescope_results(&sample("alice", None));
+        let skipped = serde_json::to_value(gradescope_results(&sample("alice", None))).unwrap();
         let t = &skipped["tests"][2];
         assert_eq!(t["max_score"], 0.0);
         assert!(

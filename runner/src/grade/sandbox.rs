@@ -6,6 +6,7 @@
 //! ([`super::confine`]).
 
 use anyhow::{Context, Result};
+use common::verdict::Verdict;
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
@@ -93,6 +94,18 @@ pub enum Exit {
     Signal(i32),
     /// Killed (with its whole process group) at the wall-clock limit.
     TimedOut,
+}
+
+impl Exit {
+    /// The verdict of this end by the exit-code contract, and the code a shell would show:
+    /// killed at the limit is a hang (124); killed by signal N an error (a crash, 128 + N).
+    pub fn verdict(&self) -> (Verdict, i32) {
+        match *self {
+            Exit::Code(c) => (Verdict::from_code(c), c),
+            Exit::TimedOut => (Verdict::Hang, i32::from(Verdict::Hang.code())),
+            Exit::Signal(s) => (Verdict::Error, 128 + s),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]

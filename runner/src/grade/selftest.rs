@@ -8,10 +8,11 @@ use super::job::Status;
 use super::report::{self, CompileStatus, GradeReport};
 use super::rubric::Rubric;
 use super::submission::Submission;
+use crate::results::{GradeSelftest, GradeSelftestRow};
 use anyhow::{anyhow, bail, Context, Result};
 use common::mutation;
 use common::step::Arch;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -80,27 +81,8 @@ pub fn cheat_base() -> Result<&'static str> {
     Ok(runner::steps::get(0)?.info().kernel(Arch::Hopper).text)
 }
 
-/// What a submission of the selftest must come to.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Expect {
-    /// Every test that ran passed, no flag, full marks of what ran.
-    FullMarks,
-    /// At least one test failed (a seeded bug).
-    Fails,
-    /// This flag is raised.
-    Flag(String),
-    /// Refused before compiling.
-    Rejected,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Case {
-    pub name: String,
-    pub rubric: String,
-    pub what: String,
-    pub expect: Expect,
-}
+/// A submission of the selftest and what it must come to (the results file's rows carry it).
+pub use crate::results::{GradeSelftestCase as Case, GradeSelftestExpect as Expect};
 
 /// Write the class the step-0 rubric grades: the stock twin, a seeded bug, every cheat, and a
 /// submission without a kernel.
@@ -188,14 +170,6 @@ fn check(case: &Case, r: &GradeReport) -> (bool, String) {
 
 /// A label, its rubric, and its submissions with what each must come to.
 type Group = (String, Rubric, Vec<(Submission, Case)>);
-
-#[derive(Serialize)]
-struct Row {
-    case: Case,
-    ok: bool,
-    outcome: String,
-    gpu_after: Option<String>,
-}
 
 pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
@@ -348,7 +322,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             bail!("no report for {}", case.name);
         };
         let (ok, outcome) = check(&case, r);
-        rows.push(Row {
+        rows.push(GradeSelftestRow {
             ok,
             outcome,
             gpu_after: r.gpu_after.clone(),
@@ -361,13 +335,14 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             .map(|g| format!("{} (driver {})", g.name, g.driver_version))
     });
     let passed = rows.iter().filter(|r| r.ok).count();
-    let json = serde_json::json!({
-        "gpu": gpu,
-        "passed": passed,
-        "total": rows.len(),
-        "rows": &rows,
-    });
-    std::fs::write(out.join("selftest.json"), serde_json::to_vec_pretty(&json)?)?;
+    let file = GradeSelftest {
+        gpu,
+        passed,
+        total: rows.len(),
+        rows,
+    };
+    std::fs::write(out.join("selftest.json"), serde_json::to_vec_pretty(&file)?)?;
+    let GradeSelftest { gpu, rows, .. } = file;
     let mut md =
         String::from("| submission | rubric | expected | outcome | ok |\n|---|---|---|---|---|\n");
     for r in &rows {

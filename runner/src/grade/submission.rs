@@ -1,6 +1,7 @@
 //! Grading one submission: read and police its text, derive its seeds, compile it in one child
 //! process and run its tests in another, each under its limit, then score what came back.
 
+use super::job::SOURCE_NAME;
 use super::job::{
     target_name, CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult,
     TestSeeds,
@@ -12,15 +13,13 @@ use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use super::seeds::{public_seed, sha256_hex, Secret};
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
+use common::verdict::Verdict;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime};
 
 /// The compile child's address-space limit: NVRTC needs well under 2 GiB for any stock kernel;
 /// a submission built to exhaust the compiler's memory stops here.
 pub const COMPILE_ADDRESS_SPACE: u64 = 8 << 30;
-
-/// The name the compiler gives the submission's file in its messages.
-pub const SOURCE_NAME: &str = "kernel.cu";
 
 /// One student's submission: a kernel file, or a folder holding exactly one.
 #[derive(Debug, Clone)]
@@ -682,21 +681,22 @@ pub fn apply_results(
             t.timing = res.timing.clone();
         } else if !cut_short && in_cut_run {
             cut_short = true;
-            let (status, flag, why) = match outcome.exit {
-                Exit::TimedOut => (
+            // The worker's exit status by the one contract (`Verdict`).
+            let (status, flag, why) = match (outcome.exit.verdict().0, &outcome.exit) {
+                (Verdict::Hang, Exit::TimedOut) => (
                     Status::Timeout,
                     "timeout",
                     format!("the run passed its limit of {} s and was killed with its process group", rubric.limits.run_seconds),
                 ),
-                Exit::Code(124) => (
+                (Verdict::Hang, _) => (
                     Status::Timeout,
                     "timeout",
                     format!("a launch did not finish within {launch_seconds} s (a hang); the run was stopped"),
                 ),
-                Exit::Code(0) => (Status::Error, "grader-error", "the run ended without a result for this test".into()),
+                (Verdict::Verified, _) => (Status::Error, "grader-error", "the run ended without a result for this test".into()),
                 // The emulator recorded a fault, but the kernel had not ended by the launch limit
                 // (its trap was late): the worker reported the fault and stopped at once.
-                Exit::Code(2) if last_line(&outcome.stderr).contains(common::emulation::FAULT_PREFIX) => (
+                (Verdict::Error, Exit::Code(_)) if last_line(&outcome.stderr).contains(common::emulation::FAULT_PREFIX) => (
                     Status::Failed,
                     "kernel-fault",
                     last_line(&outcome.stderr).trim_start_matches("error: ").to_string(),

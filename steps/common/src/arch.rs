@@ -1,11 +1,11 @@
 //! The two architectures a step targets; below both the compiler driver and the step contract,
 //! which each name it.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Which of a step's two kernels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Arch {
     /// The step's subject: `src/kernel.cu` for sm_100a (tcgen05, tensor memory).

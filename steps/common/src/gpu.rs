@@ -3,12 +3,12 @@
 use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaContext, CudaStream};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 use crate::problem::Dtype;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GpuInfo {
     pub name: String,
     pub compute_capability: (i32, i32),

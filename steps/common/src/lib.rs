@@ -24,6 +24,7 @@ pub mod step;
 pub mod timing;
 pub mod toolkit;
 pub mod trace;
+pub mod verdict;
 pub mod verify;
 
 pub use compile::{Compiled, KernelSource, Target};

@@ -4,11 +4,11 @@
 use anyhow::{bail, Result};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, StandardNormal};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     F16,
@@ -67,7 +67,7 @@ impl fmt::Display for Dtype {
 }
 
 /// How the inputs are drawn.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dist {
     /// iid N(0, 1): the default; realistic magnitudes and cancellation.
@@ -137,7 +137,7 @@ impl fmt::Display for Dist {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Shape {
     pub m: usize,
     pub n: usize,

@@ -22,7 +22,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use cudarc::driver::sys;
 use cudarc::driver::{CudaModule, CudaSlice};
 use cudarc::nvrtc::Ptx;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::ffi::c_void;
 use std::sync::Arc;
 use std::time::Duration;
@@ -499,7 +499,7 @@ pub struct Timing {
 }
 
 /// NVML's view of the GPU before timing: its state, or why there is none.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct DeviceReport {
     pub state: Option<DeviceState>,
     #[serde(skip_serializing_if = "Option::is_none")]

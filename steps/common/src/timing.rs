@@ -98,7 +98,7 @@ pub fn sync_diagnosed(
                 if start.elapsed() > timeout {
                     if let Some(d) = diagnose() {
                         eprintln!("error: {d}");
-                        exit_now(2);
+                        exit_now(crate::verdict::Verdict::Error.code().into());
                     }
                     let waits = waiting();
                     if waits.is_empty() {
@@ -115,7 +115,7 @@ pub fn sync_diagnosed(
                             eprintln!("  waiting: {w}");
                         }
                     }
-                    exit_now(124);
+                    exit_now(crate::verdict::Verdict::Hang.code().into());
                 }
                 std::thread::sleep(Duration::from_micros(200));
             }

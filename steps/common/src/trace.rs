@@ -13,7 +13,7 @@ use crate::gpu::Gpu;
 use crate::step::Arch;
 use anyhow::{anyhow, bail, Result};
 use cudarc::driver::{CudaModule, CudaSlice, DevicePtr};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
 /// The compiler definition that turns the trace calls on.
@@ -183,7 +183,7 @@ impl Record {
 
 /// How the trace buffer is cut: `ctas` x `warps_per_cta` regions of `per_warp` records, region
 /// `cta * warps_per_cta + warp` belonging to that warp.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Layout {
     pub ctas: u32,
     pub warps_per_cta: u32,
@@ -323,7 +323,7 @@ pub struct WarpTimeline {
 }
 
 /// How a CTA's `%clock64` readings were mapped to ns.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ClockMap {
     /// Least squares of `%globaltimer` against `%clock64` over the CTA's records.

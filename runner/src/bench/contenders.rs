@@ -28,7 +28,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 5,
         arch: Arch::Hopper,
         path: "exercises/hopper/step5_pingpong_sm90.cu",
-        text: include_str!("../../exercises/hopper/step5_pingpong_sm90.cu"),
+        text: include_str!("../../../exercises/hopper/step5_pingpong_sm90.cu"),
         params: &["tile_m=64"],
         description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
     },
@@ -37,7 +37,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_l2hints_sm90.cu",
-        text: include_str!("../../exercises/hopper/step6_l2hints_sm90.cu"),
+        text: include_str!("../../../exercises/hopper/step6_l2hints_sm90.cu"),
         params: &[],
         description:
             "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
@@ -87,7 +87,7 @@ pub fn find(name: &str) -> Result<&'static Contender> {
             "there is no contender {name:?}; contenders: {}",
             CONTENDERS
                 .iter()
-                .map(|c| c.name)
+                .map(|c| format!("{} ({})", c.name, c.description))
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
@@ -97,7 +97,7 @@ pub fn find(name: &str) -> Result<&'static Contender> {
 impl Contender {
     /// The step's kernel spec with this contender's parameters.
     pub fn spec(&self) -> Result<KernelSpec> {
-        let mut spec = KernelSpec::new(crate::steps::get(self.step)?, self.arch);
+        let mut spec = KernelSpec::new(runner::steps::get(self.step)?, self.arch);
         let overrides: Vec<String> = self.params.iter().map(|p| p.to_string()).collect();
         if let Err(e) = spec.params.apply(&overrides) {
             bail!("contender {}: {e}", self.name);
@@ -124,10 +124,12 @@ mod tests {
         assert_eq!(spec.params.get("tile_m"), 64);
         assert_eq!(spec.shape().cluster_tile, (128, 256));
         assert!(c.source().text.contains("math_turn"));
-        assert!(find("nope").unwrap_err().to_string().contains(
-            "contenders: 5-pingpong, 6-l2hints, 6-streamk, 6-waves, 6-wait2, 6-workspace"
-        ));
-        let stock = KernelSpec::new(crate::steps::get(6).expect("step 6"), Arch::Hopper);
+        let err = find("nope").unwrap_err().to_string();
+        for name in CONTENDERS.iter().map(|c| c.name) {
+            assert!(err.contains(name), "{name} missing from {err}");
+        }
+        assert!(err.contains("5-pingpong (step 5's twin as ping-pong"));
+        let stock = KernelSpec::new(runner::steps::get(6).expect("step 6"), Arch::Hopper);
         for name in [
             "6-l2hints",
             "6-streamk",

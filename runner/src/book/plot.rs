@@ -1,7 +1,7 @@
 //! SVG plots of `runner bench` results (plotters): the climb of TFLOP/s step by step with each
 //! case's cuBLAS line, and, after `--sweep`, TFLOP/s against the size of square problems.
 
-use crate::bench::{BenchReport, DEFAULT_SHAPES};
+use crate::results::{BenchReport, DEFAULT_SHAPES};
 use anyhow::{anyhow, Result};
 use common::problem::{Dtype, Shape};
 use plotters::prelude::*;
@@ -12,20 +12,12 @@ fn err<E: std::fmt::Debug>(e: E) -> anyhow::Error {
 }
 
 fn tflops_of(r: &BenchReport, shape: Shape, dtype: Dtype, kernel: &str) -> Option<f64> {
-    r.cases
-        .iter()
-        .find(|c| c.shape == shape && c.dtype == dtype && c.kernel == kernel)
-        .and_then(|c| c.tflops)
+    r.find(shape, dtype, kernel).and_then(|c| c.tflops)
 }
 
 /// The series the ladder plot draws: the default shapes if they were measured, else all shapes.
 fn ladder_series(r: &BenchReport) -> Vec<(Shape, Dtype)> {
-    let mut all: Vec<(Shape, Dtype)> = Vec::new();
-    for c in &r.cases {
-        if !all.contains(&(c.shape, c.dtype)) {
-            all.push((c.shape, c.dtype));
-        }
-    }
+    let all = r.shapes_and_dtypes();
     let default: Vec<(Shape, Dtype)> = all
         .iter()
         .copied()
@@ -232,24 +224,13 @@ fn finish<'a, CT: CoordTranslate>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::{BenchCase, BenchReport};
-    use common::step::Arch;
+    use crate::results::fixtures::report;
+    use crate::results::BenchCase;
 
     fn case(shape: Shape, kernel: &str, step: Option<u32>, tflops: f64) -> BenchCase {
         BenchCase {
-            shape,
-            dtype: Dtype::F16,
             kernel: kernel.into(),
-            step,
-            params: None,
-            skipped: None,
-            verified: true,
-            rel_error_norm: None,
-            stats: None,
-            clocks: None,
-            tflops: Some(tflops),
-            pct_of_peak: None,
-            pct_of_cublas: None,
+            ..crate::results::fixtures::case(shape, Dtype::F16, step, tflops)
         }
     }
 
@@ -276,34 +257,8 @@ mod tests {
             cases.push(case(sq, "step 2", Some(2), 450.0));
         }
         let r = BenchReport {
-            kind: "bench",
-            gpu: common::gpu::GpuInfo {
-                name: "Test GPU".into(),
-                compute_capability: (9, 0),
-                sm_count: 132,
-                max_clock_mhz: 1980,
-                l2_bytes: 1,
-                max_smem_per_block: 1,
-                driver_version: "0".into(),
-            },
-            driver: None,
-            arch: Arch::Hopper,
-            clocks_before: None,
-            clocks_after: None,
             peak_tflops: Some(1070.0),
-            date: "2026-01-01".into(),
-            commit: "abc".into(),
-            iters: 20,
-            warmup: 5,
-            l2_flushed: true,
-            protocol: crate::bench::PROTOCOL.into(),
-            device: common::run::DeviceReport {
-                state: None,
-                nvml_error: Some("test".into()),
-            },
-            seed: 1,
-            dist: common::Dist::Gaussian,
-            cases,
+            ..report(cases)
         };
         let dir = std::env::temp_dir().join(format!("wb-plot-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

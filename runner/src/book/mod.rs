@@ -6,7 +6,16 @@
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
 
-use crate::results::{results_files, s};
+pub mod budget;
+pub mod comparables;
+pub mod figures;
+pub mod glossary;
+pub mod measured;
+pub mod phase_tables;
+pub mod plot;
+pub mod terminal;
+
+use crate::results::{self, EmulationCase, Expected, Provenance, TraceFile};
 use anyhow::{anyhow, bail, Context, Result};
 use common::model::tiling::{visit_order, MinorDim};
 use common::step::{Arch, KernelSpec};
@@ -14,45 +23,65 @@ use common::toolkit::project_root;
 use common::StepInfo;
 use mdbook_preprocessor::book::Book;
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
-use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 /// Chapters and results embedded in the binary, used when the repository is not at hand.
 const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/introduction.md",
-        include_str!("../../book/src/introduction.md"),
+        include_str!("../../../book/src/introduction.md"),
     ),
     (
         "book/src/emulation.md",
-        include_str!("../../book/src/emulation.md"),
+        include_str!("../../../book/src/emulation.md"),
     ),
-    ("book/src/step0.md", include_str!("../../book/src/step0.md")),
-    ("book/src/step1.md", include_str!("../../book/src/step1.md")),
-    ("book/src/step2.md", include_str!("../../book/src/step2.md")),
-    ("book/src/step3.md", include_str!("../../book/src/step3.md")),
-    ("book/src/step4.md", include_str!("../../book/src/step4.md")),
-    ("book/src/step5.md", include_str!("../../book/src/step5.md")),
-    ("book/src/step6.md", include_str!("../../book/src/step6.md")),
+    (
+        "book/src/step0.md",
+        include_str!("../../../book/src/step0.md"),
+    ),
+    (
+        "book/src/step1.md",
+        include_str!("../../../book/src/step1.md"),
+    ),
+    (
+        "book/src/step2.md",
+        include_str!("../../../book/src/step2.md"),
+    ),
+    (
+        "book/src/step3.md",
+        include_str!("../../../book/src/step3.md"),
+    ),
+    (
+        "book/src/step4.md",
+        include_str!("../../../book/src/step4.md"),
+    ),
+    (
+        "book/src/step5.md",
+        include_str!("../../../book/src/step5.md"),
+    ),
+    (
+        "book/src/step6.md",
+        include_str!("../../../book/src/step6.md"),
+    ),
     (
         "book/src/instructor.md",
-        include_str!("../../book/src/instructor.md"),
+        include_str!("../../../book/src/instructor.md"),
     ),
     (
         "book/src/further-reading.md",
-        include_str!("../../book/src/further-reading.md"),
+        include_str!("../../../book/src/further-reading.md"),
     ),
     (
         "steps/include/common.cuh",
-        include_str!("../../steps/include/common.cuh"),
+        include_str!("../../../steps/include/common.cuh"),
     ),
     (
         "steps/include/blackwell.cuh",
-        include_str!("../../steps/include/blackwell.cuh"),
+        include_str!("../../../steps/include/blackwell.cuh"),
     ),
     (
         "steps/include/tcgen05_emu.cuh",
-        include_str!("../../steps/include/tcgen05_emu.cuh"),
+        include_str!("../../../steps/include/tcgen05_emu.cuh"),
     ),
 ];
 
@@ -159,52 +188,42 @@ fn expand_includes(md: &str, base: &str) -> Result<String> {
     Ok(out)
 }
 
-/// Markdown tables for the results files of one kind (`emulation`, `selftest`), optionally only
-/// the cases of one step (`emulation 0`).
-pub fn results_table(spec: &str) -> String {
+/// Markdown tables for the results files of one kind (`emulation`, `emulation-summary`,
+/// `selftest`), optionally only the cases of one step (`emulation 0`).
+pub fn results_table(spec: &str) -> Result<String> {
     let mut words = spec.split_whitespace();
     let kind = words.next().unwrap_or_default();
-    let step: Option<u64> = words.next().and_then(|w| w.parse().ok());
+    let step: Option<u32> = words.next().and_then(|w| w.parse().ok());
     let mut out = String::new();
-    let summary = kind == "emulation-summary";
-    let file_kind = if summary { "emulation" } else { kind };
-    for (name, v) in results_files()
-        .iter()
-        .filter(|(_, v)| v["kind"] == file_kind)
-    {
-        out.push_str(&format!(
+    let heading = |h: &Provenance, name: &str| {
+        format!(
             "\n*{}, driver {}, {}, commit `{}`: `assets/results/{name}`*\n\n",
-            s(v, "gpu"),
-            s(v, "driver"),
-            s(v, "date"),
-            s(v, "commit")
-        ));
-        match kind {
-            "emulation-summary" => {
+            h.gpu, h.driver, h.date, h.commit
+        )
+    };
+    for (name, file) in results::committed()? {
+        match (kind, &file) {
+            ("emulation-summary", results::Results::Emulation(e)) => {
+                out.push_str(&heading(&e.head, &name));
                 out.push_str("| step | verified runs passed | seeded bugs caught | all as expected |\n|---|---|---|---|\n");
-                let cases: Vec<&Value> = v["cases"].as_array().into_iter().flatten().collect();
                 // One row per step: `dedup` only drops consecutive repeats, and the cases are
                 // ordered by seed and shape, not by step.
-                let mut steps: Vec<u64> = cases.iter().filter_map(|c| c["step"].as_u64()).collect();
+                let mut steps: Vec<u32> = e.cases.iter().map(|c| c.step).collect();
                 steps.sort_unstable();
                 steps.dedup();
                 for n in steps {
-                    let mine: Vec<&&Value> = cases
-                        .iter()
-                        .filter(|c| c["step"].as_u64() == Some(n))
-                        .collect();
-                    let runs: Vec<&&&Value> =
-                        mine.iter().filter(|c| c["expected"] == "pass").collect();
-                    let bugs: Vec<&&&Value> =
-                        mine.iter().filter(|c| c["expected"] != "pass").collect();
-                    let met = |c: &&&Value| c["met_expectation"].as_bool().unwrap_or(false);
+                    let mine: Vec<&EmulationCase> =
+                        e.cases.iter().filter(|c| c.step == n).collect();
+                    let (runs, bugs): (Vec<&EmulationCase>, Vec<&EmulationCase>) =
+                        mine.iter().partition(|c| c.expected == Expected::Pass);
+                    let met = |v: &[&EmulationCase]| v.iter().filter(|c| c.met_expectation).count();
                     out.push_str(&format!(
                         "| {n} | {} of {} | {} of {} | {} |\n",
-                        runs.iter().filter(|c| met(c)).count(),
+                        met(&runs),
                         runs.len(),
-                        bugs.iter().filter(|c| met(c)).count(),
+                        met(&bugs),
                         bugs.len(),
-                        if mine.iter().all(met) {
+                        if mine.iter().all(|c| c.met_expectation) {
                             "yes"
                         } else {
                             "**no**"
@@ -212,55 +231,52 @@ pub fn results_table(spec: &str) -> String {
                     ));
                 }
             }
-            "emulation" => {
+            ("emulation", results::Results::Emulation(e)) => {
+                out.push_str(&heading(&e.head, &name));
                 out.push_str("| step | shape | dtype | run | seeded bug | expected | outcome | rel. error |\n|---|---|---|---|---|---|---|---|\n");
-                for c in v["cases"].as_array().into_iter().flatten() {
-                    if step.is_some_and(|n| c["step"].as_u64() != Some(n)) {
-                        continue;
-                    }
-                    let ok = c["met_expectation"]
-                        .as_bool()
-                        .unwrap_or(c["expected"] == c["outcome"]);
+                for c in e.cases.iter().filter(|c| step.is_none_or(|n| c.step == n)) {
                     // The data seed, the emulation seed and the grid cap tell the runs apart.
                     let run = format!(
                         "seed {}, emu. {}{}",
-                        s(c, "seed"),
-                        s(c, "emu_seed"),
-                        c["clusters"]
-                            .as_u64()
+                        c.seed,
+                        c.emu_seed.map_or("-".to_string(), |e| e.to_string()),
+                        c.clusters
                             .map(|n| format!(", {n} clusters"))
                             .unwrap_or_default()
                     );
                     out.push_str(&format!(
                         "| {} | {} | {} | {run} | {} | {} | {}{} | {} |\n",
-                        s(c, "step"),
-                        s(c, "shape"),
-                        s(c, "dtype"),
-                        s(c, "mutation"),
-                        s(c, "expected"),
-                        s(c, "outcome"),
-                        if ok { "" } else { " ⚠" },
-                        c["rel_error_norm"]
-                            .as_f64()
-                            .map(|e| format!("{e:.2e}"))
-                            .unwrap_or_else(|| "-".into())
+                        c.step,
+                        c.shape,
+                        c.dtype,
+                        c.mutation.as_deref().unwrap_or("-"),
+                        if c.expected == Expected::Pass {
+                            "pass"
+                        } else {
+                            "fail"
+                        },
+                        c.outcome,
+                        if c.met_expectation { "" } else { " ⚠" },
+                        c.rel_error_norm
+                            .map_or_else(|| "-".into(), |e| format!("{e:.2e}"))
                     ));
                 }
             }
-            "selftest" => {
+            ("selftest", results::Results::Selftest(st)) => {
+                out.push_str(&heading(&st.head, &name));
                 out.push_str("| shape | dtype | cuBLAS median (µs) | cuBLAS TFLOP/s | % of peak | verified |\n|---|---|---|---|---|---|\n");
-                for c in v["cases"].as_array().into_iter().flatten() {
-                    let peak = c["peak_tflops"].as_f64();
-                    let tf = c["cublas_tflops"].as_f64().unwrap_or(f64::NAN);
+                for c in &st.cases {
                     out.push_str(&format!(
                         "| {} | {} | {:.1} | {:.1} | {} | {} |\n",
-                        s(c, "shape"),
-                        s(c, "dtype"),
-                        c["cublas_median_us"].as_f64().unwrap_or(f64::NAN),
-                        tf,
-                        peak.map(|p| format!("{:.1}%", 100.0 * tf / p))
-                            .unwrap_or_else(|| "-".into()),
-                        s(c, "verified")
+                        c.shape,
+                        c.dtype,
+                        c.cublas_median_us,
+                        c.cublas_tflops,
+                        c.peak_tflops.map_or_else(
+                            || "-".into(),
+                            |p| format!("{:.1}%", 100.0 * c.cublas_tflops / p)
+                        ),
+                        c.verified
                     ));
                 }
             }
@@ -270,7 +286,7 @@ pub fn results_table(spec: &str) -> String {
     if out.is_empty() {
         out = format!("\n*No `{kind}` results recorded yet in `assets/results/`.*\n");
     }
-    out
+    Ok(out)
 }
 
 /// The kernel diff from step `a` to step `b` as a fenced `diff` block (`{{#diff A B}}`, or
@@ -353,41 +369,32 @@ fn trace_figure_in(dir: &Path, spec: &str) -> Result<String> {
     }
     let text = std::fs::read_to_string(&json)
         .with_context(|| format!("cannot read {}", json.display()))?;
-    let v: Value =
-        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", json.display()))?;
-    let o = &v["otherData"];
-    if o["kind"] != "trace"
-        || o["step"].as_u64() != Some(u64::from(n))
-        || o["arch"] != serde_json::to_value(arch)?
-    {
+    let o = TraceFile::parse(&text)
+        .with_context(|| format!("{} is not a trace", json.display()))?
+        .other
+        .meta;
+    if o.step != n || o.arch != arch {
         bail!(
-            "{} is not the trace of step {n}'s {} (its otherData says kind {}, step {}, arch {})",
+            "{} is not the trace of step {n}'s {} (its otherData says step {}, arch {})",
             json.display(),
             arch.name(),
-            o["kind"],
-            o["step"],
-            o["arch"]
+            o.step,
+            o.arch.name()
         );
     }
-    let shape = &o["shape"];
-    let ctas = o["layout"]["ctas"].as_u64().unwrap_or(0);
-    let total: u64 = o["grid"]
-        .as_array()
-        .map_or(0, |g| g.iter().filter_map(Value::as_u64).product());
+    let total = o.grid.0 * o.grid.1 * o.grid.2;
     let caption = format!(
-        "Measured: step {n}'s {} on {} (driver {}), {}x{}x{} {}, CTAs 0–{} of {total}, {}, commit {}",
+        "Measured: step {n}'s {} on {} (driver {}), {} {}, CTAs 0–{} of {total}, {}, commit {}",
         arch.name(),
-        s(o, "gpu"),
-        s(o, "driver"),
-        shape["m"],
-        shape["n"],
-        shape["k"],
-        s(o, "dtype"),
-        ctas.saturating_sub(1),
-        s(o, "date"),
-        s(o, "commit")
+        o.gpu,
+        o.driver,
+        o.shape,
+        o.dtype,
+        o.layout.ctas.saturating_sub(1),
+        o.date,
+        o.commit
     );
-    let order_only = if o["emulated"] == true {
+    let order_only = if o.emulated {
         " Emulated: only the order of events means something, not the durations."
     } else {
         ""
@@ -470,8 +477,8 @@ fn grid_footprint(spec: &str) -> Result<String> {
     };
     let (width, minor) = (param("grid_tile_width")?, param("grid_minor_dim")?);
     let minor = if minor == 0 { MinorDim::M } else { MinorDim::N };
-    let gpu = crate::budget::gpu_by_key(gpu)?;
-    let b = crate::budget::for_step(
+    let gpu = budget::gpu_by_key(gpu)?;
+    let b = budget::for_step(
         step,
         gpu,
         common::Shape::DEFAULT,
@@ -511,30 +518,30 @@ fn grid_footprint(spec: &str) -> Result<String> {
 /// phase simulator's tables, the glossary, and step 6's visiting order (an SVG when `html`, else
 /// text).
 fn expand_markers(md: &str, html: bool) -> Result<String> {
-    let md = expand_marker(md, "results", |s| Ok(results_table(s)))?;
+    let md = expand_marker(md, "results", results_table)?;
     let md = expand_marker(&md, "diff", diff_block)?;
-    let md = expand_marker(&md, "budget-value", crate::budget::value_marker)?;
+    let md = expand_marker(&md, "budget-value", budget::value_marker)?;
     let md = expand_marker(&md, "budget", |s| {
         let n: u32 = s
             .parse()
             .with_context(|| format!("budget wants a step number, got {s:?}"))?;
-        crate::budget::markdown(
+        budget::markdown(
             n,
             &common::model::budget::GPUS.iter().collect::<Vec<_>>(),
             common::Shape::DEFAULT,
             common::model::budget::Assumptions::DEFAULT,
         )
     })?;
-    let md = expand_marker(&md, "phase-outcomes", crate::phase_tables::outcomes)?;
-    let md = expand_marker(&md, "phase-timeline", crate::phase_tables::timeline)?;
-    let md = expand_marker(&md, "comparables", crate::comparables::markdown)?;
-    let md = expand_marker(&md, "glossary", |_| crate::glossary::markdown(None))?;
+    let md = expand_marker(&md, "phase-outcomes", phase_tables::outcomes)?;
+    let md = expand_marker(&md, "phase-timeline", phase_tables::timeline)?;
+    let md = expand_marker(&md, "comparables", comparables::markdown)?;
+    let md = expand_marker(&md, "glossary", |_| glossary::markdown(None))?;
     let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
-    let md = expand_marker(&md, "bench-plot", crate::measured::bench_plot)?;
-    let md = expand_marker(&md, "twins-summary", crate::measured::twins_summary)?;
-    let md = expand_marker(&md, "emulation-caught", crate::measured::emulation_caught)?;
-    let md = expand_marker(&md, "bench", crate::measured::bench)?;
+    let md = expand_marker(&md, "bench-plot", measured::bench_plot)?;
+    let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
+    let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
+    let md = expand_marker(&md, "bench", measured::bench)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -621,7 +628,7 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     }
     // Figures drawn from code are drawn afresh, so the book shows what the code draws today
     // (a test keeps the copies in assets/ equal to it).
-    for (file, svg) in crate::figures::all()? {
+    for (file, svg) in figures::all()? {
         std::fs::write(assets.join(file), svg)
             .with_context(|| format!("cannot write {}", assets.join(file).display()))?;
     }
@@ -766,7 +773,9 @@ mod tests {
             "kind": "trace", "step": 4, "arch": "hopper", "gpu": "NVIDIA H100 80GB HBM3",
             "driver": "580.1", "date": "2026-11-30", "commit": "1234abc", "dtype": "f16",
             "shape": {"m": 4096, "n": 8192, "k": 4096}, "emulated": false,
-            "grid": [132, 1, 1], "layout": {"ctas": 4, "warps_per_cta": 12, "per_warp": 9}}});
+            "grid": [132, 1, 1], "layout": {"ctas": 4, "warps_per_cta": 12, "per_warp": 9},
+            "kernel": "k.cu", "params": "", "cluster": 2, "block": 384, "records": 9,
+            "dropped": 0, "timing": "measured", "clocks": [], "cut_short": [], "end_us": 1.0}});
         std::fs::write(dir.join("trace-step4-sm_90a.json"), meta.to_string()).unwrap();
         std::fs::write(dir.join("trace-step4-sm_90a.svg"), "<svg/>").unwrap();
         let fig = trace_figure_in(&dir, "4 sm_90a").unwrap();
@@ -851,7 +860,7 @@ mod tests {
         let repeated = "| step | n |\n|---|---|\n| 0 | 1 |\n| 1 | 1 |\n| 0 | 1 |\n";
         assert!(std::panic::catch_unwind(|| assert_unique_rows("plant", repeated, &[0])).is_err());
 
-        let summary = results_table("emulation-summary");
+        let summary = results_table("emulation-summary").unwrap();
         assert_unique_rows("emulation summary", &summary, &[0]);
         if !summary.contains("No `emulation-summary`") {
             for rows in tables(&summary) {
@@ -862,23 +871,19 @@ mod tests {
                 );
             }
         }
-        assert_unique_rows("selftest", &results_table("selftest"), &[0, 1]);
+        assert_unique_rows("selftest", &results_table("selftest").unwrap(), &[0, 1]);
         for n in 0..runner::steps::all().len() {
             assert_unique_rows(
                 "emulation",
-                &results_table(&format!("emulation {n}")),
+                &results_table(&format!("emulation {n}")).unwrap(),
                 &[0, 1, 2, 3, 4],
             );
-            let one = crate::measured::bench(&format!("step {n}")).unwrap();
+            let one = measured::bench(&format!("step {n}")).unwrap();
             assert_unique_rows("bench step", &one, &[0, 1]);
         }
-        assert_unique_rows("bench", &crate::measured::bench("").unwrap(), &[0, 1]);
-        assert_unique_rows("twins", &crate::measured::twins_summary("").unwrap(), &[0]);
-        assert_unique_rows(
-            "caught",
-            &crate::measured::emulation_caught("").unwrap(),
-            &[0, 2],
-        );
+        assert_unique_rows("bench", &measured::bench("").unwrap(), &[0, 1]);
+        assert_unique_rows("twins", &measured::twins_summary("").unwrap(), &[0]);
+        assert_unique_rows("caught", &measured::emulation_caught("").unwrap(), &[0, 2]);
     }
 
     #[test]

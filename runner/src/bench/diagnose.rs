@@ -27,11 +27,11 @@
 //!   `old-step-again` repeats the first pair variant last, to show the drift over the run.
 
 use crate::bench::{gpu_slug, ready_kernels, today, Ctx, Entry, Ready};
+use crate::results::{DiagnoseReport, Results, Side, VariantResult};
 use anyhow::{anyhow, Context, Result};
 use common::problem::{Dist, Dtype, Problem, Shape};
 use common::run::{alloc_c, cublas_reference, dptr, DeviceProblem, DeviceReport};
 use common::timing::{time_rounds, Launch, Measured, Protocol, Timed};
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -182,49 +182,6 @@ fn variants() -> Vec<Variant> {
     ]
 }
 
-/// One timed side of a variant.
-#[derive(Debug, Clone, Serialize)]
-pub struct Side {
-    /// "cublas" or "step N".
-    pub kernel: String,
-    #[serde(flatten)]
-    pub measured: Measured,
-    pub tflops: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct VariantResult {
-    pub name: String,
-    pub what: String,
-    pub primed: bool,
-    pub rotated: bool,
-    pub wait_after_each_launch: bool,
-    pub l2_flushed: bool,
-    pub idle_ms_before_round: u64,
-    pub soak_ms_before: u64,
-    pub warmup: usize,
-    pub iters: usize,
-    pub cublas: Side,
-    /// Step N, where the variant times it.
-    pub kernel: Option<Side>,
-    pub kernel_pct_of_cublas: Option<f64>,
-    pub wall_ms: f64,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DiagnoseReport {
-    pub kind: &'static str,
-    pub gpu: common::gpu::GpuInfo,
-    pub device: DeviceReport,
-    pub date: String,
-    pub commit: String,
-    pub shape: Shape,
-    pub dtype: Dtype,
-    /// The kernel of the pair variants.
-    pub step: u32,
-    pub variants: Vec<VariantResult>,
-}
-
 /// A contender that sleeps on the host before its round: the GPU idles meanwhile.
 struct Idle<T: Timed>(Duration, T);
 
@@ -352,7 +309,6 @@ pub fn run(
         });
     }
     Ok(DiagnoseReport {
-        kind: "diagnose",
         gpu: gpu.info.clone(),
         device,
         date: today(),
@@ -372,8 +328,7 @@ pub fn write(r: &DiagnoseReport, out: &Path) -> Result<PathBuf> {
         gpu_slug(&r.gpu.name),
         r.date
     ));
-    std::fs::write(&path, serde_json::to_string_pretty(r)? + "\n")
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    Results::Diagnose(r.clone()).write(&path)?;
     Ok(path)
 }
 

@@ -6,33 +6,38 @@
 //! primed, cuBLAS and every kernel back to back in rotated order, L2 flushed before each launch,
 //! NVML clocks read during each); each kernel writes its own C, and the last timed output of
 //! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
-//! (`--heatmap`: over a grid of shapes, `crate::heatmap`); `--diagnose` times cuBLAS under the
-//! protocols the workbook used before (`crate::diagnose`).
+//! (`--heatmap`: over a grid of shapes, [`heatmap`]); `--diagnose` times cuBLAS under the
+//! protocols the workbook used before ([`diagnose`]). [`contenders`] names the variants that are
+//! timed beside the steps.
 
+pub mod contenders;
+pub mod diagnose;
+pub mod heatmap;
+
+use crate::results::{BenchCase, BenchReport, Results};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
 use common::cublas::Blas;
 use common::cublas::Warmup;
 use common::gpu::{self, Gpu, GpuStatus};
 use common::problem::{Dist, Dtype, Problem, Shape};
+use common::run::open_nvml;
 use common::run::{
     alloc_c, cublas_reference, dptr, launch_and_wait, poison, Buf16, DeviceProblem, L2Flush,
     LoadedKernel,
 };
-use common::run::{open_nvml, DeviceReport};
-use common::step::{Arch, KernelSpec, Params};
-use common::timing::{time_rounds, Clocks, Launch, Protocol, Stats, Timed};
+use common::step::{Arch, KernelSpec};
+use common::timing::{time_rounds, Launch, Protocol, Timed};
 use common::verify::verify;
 use common::Step;
+use contenders::Contender;
 use indicatif::{ProgressBar, ProgressStyle};
-use runner::contenders::Contender;
-use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub struct BenchOptions {
     pub steps: Vec<&'static dyn Step>,
-    /// Named variants timed beside the steps (`runner::contenders`).
+    /// Named variants timed beside the steps (`contenders`).
     pub contenders: Vec<&'static Contender>,
     pub shapes: Vec<Shape>,
     pub dtypes: Vec<Dtype>,
@@ -46,69 +51,10 @@ pub struct BenchOptions {
 }
 
 /// The default shapes, and the square sizes `--sweep` adds.
-pub const DEFAULT_SHAPES: [Shape; 2] = [
-    Shape {
-        m: 4096,
-        n: 8192,
-        k: 4096,
-    },
-    Shape {
-        m: 8192,
-        n: 8192,
-        k: 8192,
-    },
-];
 pub const SWEEP_SIZES: [usize; 6] = [1024, 2048, 3072, 4096, 6144, 8192];
 
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchCase {
-    pub shape: Shape,
-    pub dtype: Dtype,
-    /// "cublas", "step N" or a contender's name (e.g. "5-pingpong").
-    pub kernel: String,
-    /// The step, for the ladder's own kernels only (not cuBLAS, not contenders).
-    pub step: Option<u32>,
-    pub params: Option<Params>,
-    /// Why the kernel was not timed (a shape it does not accept, a failed verification).
-    pub skipped: Option<String>,
-    pub verified: bool,
-    pub rel_error_norm: Option<f64>,
-    pub stats: Option<Stats>,
-    /// NVML's readings during this contender's timed launches.
-    pub clocks: Option<Clocks>,
-    pub tflops: Option<f64>,
-    pub pct_of_peak: Option<f64>,
-    pub pct_of_cublas: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct BenchReport {
-    pub kind: &'static str,
-    pub gpu: gpu::GpuInfo,
-    /// The kernel driver's version as nvidia-smi reports it (e.g. 580.159.04), if it is there;
-    /// `gpu.driver_version` is the CUDA driver API's (e.g. 13.0).
-    pub driver: Option<String>,
-    pub arch: Arch,
-    /// nvidia-smi's clock readings (SM and memory, current and maximum) before and after.
-    pub clocks_before: Option<String>,
-    pub clocks_after: Option<String>,
-    pub peak_tflops: Option<f64>,
-    pub date: String,
-    pub commit: String,
-    pub iters: usize,
-    pub warmup: usize,
-    pub l2_flushed: bool,
-    /// How the cases were timed (`common::timing::time_rounds`).
-    pub protocol: String,
-    /// NVML's view of the GPU before the run (driver, clock, power), or why there is none.
-    pub device: DeviceReport,
-    pub seed: u64,
-    pub dist: Dist,
-    pub cases: Vec<BenchCase>,
-}
-
 /// One nvidia-smi query of the first GPU, if nvidia-smi is there.
-fn smi(fields: &str) -> Option<String> {
+pub fn smi(fields: &str) -> Option<String> {
     let out = std::process::Command::new("nvidia-smi")
         .args([
             &format!("--query-gpu={fields}"),
@@ -186,6 +132,31 @@ pub struct Entry {
     kernel: LoadedKernel,
 }
 
+/// Every step's kernel for `arch`, compiled and loaded for `dtype`.
+fn step_entries(
+    gpu: &Gpu,
+    steps: &[&'static dyn Step],
+    arch: Arch,
+    dtype: Dtype,
+) -> Result<Vec<Entry>> {
+    steps
+        .iter()
+        .map(|&step| {
+            let n = step.info().number;
+            let spec = KernelSpec::new(step, arch);
+            let kernel =
+                LoadedKernel::load(gpu, &spec, Target::native(arch), &spec.source(), dtype)
+                    .with_context(|| format!("step {n}"))?;
+            Ok(Entry {
+                name: format!("step {n}"),
+                step: Some(n),
+                spec,
+                kernel,
+            })
+        })
+        .collect()
+}
+
 pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let gpu = match gpu::open() {
         GpuStatus::Present(g) => g,
@@ -206,21 +177,8 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
             .map_err(|e| anyhow!("{e}"))?,
     );
     for &dtype in &opts.dtypes {
-        let mut entries = Vec::new();
-        for &step in &opts.steps {
-            let spec = KernelSpec::new(step, arch);
-            bar.set_message(format!("compiling step {} ({dtype})", step.info().number));
-            let kernel =
-                LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
-                    .with_context(|| format!("step {}", step.info().number))?;
-            let n = step.info().number;
-            entries.push(Entry {
-                name: format!("step {n}"),
-                step: Some(n),
-                spec,
-                kernel,
-            });
-        }
+        bar.set_message(format!("compiling the steps ({dtype})"));
+        let mut entries = step_entries(&gpu, &opts.steps, arch, dtype)?;
         for c in &opts.contenders {
             if c.arch != arch {
                 bail!(
@@ -254,7 +212,6 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     }
     bar.finish_and_clear();
     let report = BenchReport {
-        kind: if opts.heatmap { "heatmap" } else { "bench" },
         peak_tflops: gpu.info.peak_tflops(),
         gpu: gpu.info.clone(),
         driver: smi("driver_version"),
@@ -266,28 +223,33 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         iters: opts.iters,
         warmup: opts.warmup,
         l2_flushed: true,
-        protocol: PROTOCOL.to_string(),
-        device,
+        protocol: Some(PROTOCOL.to_string()),
+        device: Some(device),
         seed: opts.seed,
         dist: Dist::Gaussian,
         cases,
     };
     std::fs::create_dir_all(&opts.out)
         .with_context(|| format!("cannot create {}", opts.out.display()))?;
+    // The file holds a copy; the table and the plot read the report itself.
+    let file = if opts.heatmap {
+        Results::Heatmap(report.clone())
+    } else {
+        Results::Bench(report.clone())
+    };
     let base = format!(
         "{}-{}-{}",
-        report.kind,
+        file.kind(),
         gpu_slug(&report.gpu.name),
         report.date
     );
     let json = opts.out.join(format!("{base}.json"));
     let svg = opts.out.join(format!("{base}.svg"));
-    std::fs::write(&json, serde_json::to_string_pretty(&report)? + "\n")
-        .with_context(|| format!("cannot write {}", json.display()))?;
+    file.write(&json)?;
     if opts.heatmap {
-        crate::heatmap::write(&report, &svg)?;
+        heatmap::write(&report, &svg)?;
     } else {
-        crate::plot::ladder(&report, &svg)?;
+        crate::book::plot::ladder(&report, &svg)?;
     }
     Ok((report, json, svg))
 }
@@ -349,7 +311,13 @@ pub fn ready_kernels<'e>(
             dtype,
             kernel: name.clone(),
             step: e.step,
-            params: Some(e.spec.params.clone()),
+            params: Some(
+                e.spec
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v))
+                    .collect(),
+            ),
             skipped: None,
             verified: false,
             rel_error_norm: None,
@@ -394,7 +362,7 @@ pub fn ready_kernels<'e>(
     Ok((timed, cases))
 }
 
-/// `runner bench --diagnose`: the protocol variants of [`crate::diagnose`] on the first shape
+/// `runner bench --diagnose`: the protocol variants of [`diagnose`] on the first shape
 /// and dtype, with step 4 (or the last step asked for) as the kernel of the pair variants.
 pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     let gpu = match gpu::open() {
@@ -416,19 +384,7 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     let flush = L2Flush::new(&gpu)?;
     let warm = Warmup::new(&gpu)?;
     let (nvml, device) = open_nvml(&gpu);
-    let mut entries = Vec::new();
-    for &s in &opts.steps {
-        let spec = KernelSpec::new(s, arch);
-        let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &spec.source(), dtype)
-            .with_context(|| format!("step {}", s.info().number))?;
-        let n = s.info().number;
-        entries.push(Entry {
-            name: format!("step {n}"),
-            step: Some(n),
-            spec,
-            kernel,
-        });
-    }
+    let entries = step_entries(&gpu, &opts.steps, arch, dtype)?;
     let ctx = Ctx {
         gpu: &gpu,
         blas: &blas,
@@ -436,7 +392,7 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
         warm: &warm,
         nvml: nvml.as_ref(),
     };
-    let report = crate::diagnose::run(
+    let report = diagnose::run(
         &ctx,
         &entries,
         step,
@@ -446,8 +402,8 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
         opts.timeout,
         device,
     )?;
-    let path = crate::diagnose::write(&report, &opts.out)?;
-    crate::diagnose::print(&report, &path);
+    let path = diagnose::write(&report, &opts.out)?;
+    diagnose::print(&report, &path);
     Ok(())
 }
 
@@ -570,13 +526,15 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
     if let Some(c) = &r.clocks_before {
         println!("clocks (sm, max sm, mem, max mem, temp, power): before {c}");
     }
-    match (&r.device.state, &r.device.nvml_error) {
-        (Some(d), _) => println!(
-            "NVML: driver {}, SM {} MHz before the run; SM MHz and W below are read during each contender's launches",
-            d.driver, d.sm_mhz
-        ),
-        (None, Some(e)) => println!("NVML: no readings ({e})"),
-        (None, None) => {}
+    if let Some(device) = &r.device {
+        match (&device.state, &device.nvml_error) {
+            (Some(d), _) => println!(
+                "NVML: driver {}, SM {} MHz before the run; SM MHz and W below are read during each contender's launches",
+                d.driver, d.sm_mhz
+            ),
+            (None, Some(e)) => println!("NVML: no readings ({e})"),
+            (None, None) => {}
+        }
     }
     println!(
         "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",

@@ -5,7 +5,7 @@
 //! dtype, a row per step, a column per shape, each cell coloured by % of cuBLAS and labelled
 //! with it; a shape a step does not accept is a grey cell with the reason as its tooltip.
 
-use crate::bench::{BenchCase, BenchReport};
+use crate::results::{BenchCase, BenchReport};
 use anyhow::{Context, Result};
 use common::problem::{Dtype, Shape};
 use std::fmt::Write as _;
@@ -206,54 +206,12 @@ mod tests {
     use super::*;
     use common::step::Arch;
 
+    use crate::results::fixtures::report;
+
     fn case(shape: Shape, dtype: Dtype, step: Option<u32>, tflops: f64, pct: f64) -> BenchCase {
         BenchCase {
-            shape,
-            dtype,
-            kernel: step.map_or("cublas".into(), |n| format!("step {n}")),
-            step,
-            params: None,
-            skipped: None,
-            verified: true,
-            rel_error_norm: None,
-            stats: None,
-            clocks: None,
-            tflops: Some(tflops),
-            pct_of_peak: None,
             pct_of_cublas: Some(pct),
-        }
-    }
-
-    fn report(cases: Vec<BenchCase>) -> BenchReport {
-        BenchReport {
-            kind: "heatmap",
-            gpu: common::gpu::GpuInfo {
-                name: "Test <GPU>".into(),
-                compute_capability: (9, 0),
-                sm_count: 132,
-                max_clock_mhz: 1980,
-                l2_bytes: 1,
-                max_smem_per_block: 1,
-                driver_version: "0".into(),
-            },
-            driver: None,
-            arch: Arch::Hopper,
-            clocks_before: None,
-            clocks_after: None,
-            peak_tflops: None,
-            date: "2026-01-01".into(),
-            commit: "abc".into(),
-            iters: 20,
-            warmup: 5,
-            l2_flushed: true,
-            protocol: crate::bench::PROTOCOL.into(),
-            device: common::run::DeviceReport {
-                state: None,
-                nvml_error: Some("test".into()),
-            },
-            seed: 1,
-            dist: common::Dist::Gaussian,
-            cases,
+            ..crate::results::fixtures::case(shape, dtype, step, tflops)
         }
     }
 

@@ -1,0 +1,144 @@
+//! `runner check emulation|twins`: the GPU checks (the work is in `check`).
+
+use super::parse_shape;
+use crate::check::cases::{EmulationSet, TwinSet};
+use crate::check::{self, Pool};
+use anyhow::Result;
+use common::{Dtype, Shape};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+#[command(
+    after_help = "Exit status: 0 every case met its expectation; 1 some did not; 2 an error (bad input, a results file that cannot be written). Each case is a `runner step` child whose outcome is its exit status: 0 pass, 1 fail, 2 error, 124 hang."
+)]
+pub struct Args {
+    #[command(subcommand)]
+    check: Which,
+}
+
+#[derive(clap::Subcommand)]
+enum Which {
+    /// Every step's Blackwell kernel under the tcgen05 emulation (on an H100/H200): shapes x
+    /// dtypes x seeds, the emulation's schedule seeds, persistent grids capped so each cluster
+    /// runs several tiles, and every seeded bug of `runner mutations` on every step it applies
+    /// to (static checks off: the emulation must catch it, by the rule it names). First the
+    /// selftest (cuBLAS against the CPU). Writes emulation.json, selftest.json and
+    /// emulation-log.txt.
+    Emulation(EmulationArgs),
+    /// Every step's Hopper twin natively on every check shape it accepts (odd sizes included),
+    /// both dtypes, seeds, other input distributions, and the persistent twins with capped grids.
+    /// Writes twins.json and twins-log.txt.
+    Twins(TwinArgs),
+}
+
+#[derive(clap::Args)]
+struct PoolArgs {
+    /// GPUs to run on (default: WORKBOOK_DEVICE or 0).
+    #[arg(long, value_delimiter = ',', value_name = "LIST")]
+    gpus: Vec<usize>,
+    /// Runs at a time on each GPU.
+    #[arg(long, default_value_t = 6, value_parser = super::positive_u32)]
+    jobs: u32,
+    /// Where the results files go.
+    #[arg(long, default_value = "check-results")]
+    out: PathBuf,
+    /// A reduced set with every kind of case (a few minutes on one GPU, not an hour).
+    #[arg(long)]
+    quick: bool,
+}
+
+impl PoolArgs {
+    fn pool(&self) -> Pool {
+        Pool {
+            gpus: self.gpus.clone(),
+            jobs: self.jobs as usize,
+            out: self.out.clone(),
+        }
+    }
+}
+
+/// The problems every step runs; each empty list takes the check's own.
+#[derive(clap::Args)]
+struct ProblemArgs {
+    /// Shapes MxNxK (default: five from 512x1024x512 to 4096x8192x4096; the twin check adds
+    /// two odd multiples of the tiles, and each twin runs those its tiles divide).
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<Shape>,
+    /// Dtypes (default: f16,bf16).
+    #[arg(long, value_delimiter = ',')]
+    dtypes: Vec<Dtype>,
+    /// Input seeds (default: 1,2).
+    #[arg(long, value_delimiter = ',')]
+    seeds: Vec<u64>,
+}
+
+#[derive(clap::Args)]
+struct EmulationArgs {
+    #[command(flatten)]
+    pool: PoolArgs,
+    #[command(flatten)]
+    problems: ProblemArgs,
+    /// The emulation's schedule seeds (default: 1,2,3,4,5).
+    #[arg(long, value_delimiter = ',')]
+    emu_seeds: Vec<u64>,
+    /// Only these seeded bugs (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    mutations: Vec<String>,
+    /// Skip the selftest.
+    #[arg(long)]
+    no_selftest: bool,
+}
+
+#[derive(clap::Args)]
+struct TwinArgs {
+    #[command(flatten)]
+    pool: PoolArgs,
+    #[command(flatten)]
+    problems: ProblemArgs,
+}
+
+/// `given` if the user gave any, else the set's own.
+fn or<T: Clone>(given: &[T], default: Vec<T>) -> Vec<T> {
+    if given.is_empty() {
+        default
+    } else {
+        given.to_vec()
+    }
+}
+
+pub fn run(a: Args) -> Result<ExitCode> {
+    let verdict = match a.check {
+        Which::Emulation(e) => {
+            let base = if e.pool.quick {
+                EmulationSet::quick()
+            } else {
+                EmulationSet::full()
+            };
+            let set = EmulationSet {
+                shapes: or(&e.problems.shapes, base.shapes),
+                dtypes: or(&e.problems.dtypes, base.dtypes),
+                seeds: or(&e.problems.seeds, base.seeds),
+                emu_seeds: or(&e.emu_seeds, base.emu_seeds),
+                only_mutations: e.mutations.clone(),
+                ..base
+            };
+            check::emulation(&set, &e.pool.pool(), !e.no_selftest)?
+        }
+        Which::Twins(t) => {
+            let base = if t.pool.quick {
+                TwinSet::quick()
+            } else {
+                TwinSet::full()
+            };
+            let set = TwinSet {
+                shapes: or(&t.problems.shapes, base.shapes),
+                dtypes: or(&t.problems.dtypes, base.dtypes),
+                seeds: or(&t.problems.seeds, base.seeds),
+                ..base
+            };
+            check::twins(&set, &t.pool.pool())?
+        }
+    };
+    Ok(verdict.into())
+}
