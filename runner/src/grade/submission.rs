@@ -568,7 +568,7 @@ fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
 }
 
 /// The names whose compiler messages a student may see: the submission's and the headers'.
-fn own_files() -> Vec<&'static str> {
+pub fn own_files() -> Vec<&'static str> {
     let mut v = vec![SOURCE_NAME];
     v.extend(policy::allowed_headers());
     v
