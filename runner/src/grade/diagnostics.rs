@@ -61,9 +61,10 @@ fn free_line_allowed(line: &str, own: &[&str]) -> bool {
     let t = line.trim();
     t.is_empty()
         || t == "Compilation terminated."
-        || own
-            .iter()
-            .any(|f| t.starts_with(&format!("{f} failed to compile for ")))
+        || own.iter().any(|f| {
+            t.starts_with(&format!("{f} failed to compile for "))
+                || t.starts_with(&format!("{f} breaks "))
+        })
         || ptxas_report(t)
         || own
             .iter()
