@@ -355,15 +355,18 @@ struct Prepared {
     decoy: Vec<f32>,
 }
 
-/// Elements of A and of B set to 2 in an all-ones input set.
+/// Elements of A and of B set to [`SPIKE`] in an all-ones input set.
 const SPIKES: usize = 8;
+/// A spike's value: a power of two (exact in f16 and bf16), large enough that a row or column
+/// holding one is off from K by far more than bf16's tolerance (K + 63 against K).
+const SPIKE: f32 = 64.0;
 
-/// A few elements of an all-ones input set become 2, at places drawn by `seed`: the outputs stay
-/// exact integers (K plus the spikes' rows and columns), but a kernel that probes a few elements,
-/// sees ones, and writes K everywhere without computing is wrong.
+/// A few elements of an all-ones input set become [`SPIKE`], at places drawn by `seed`: the
+/// outputs stay integers (K, or more in the spikes' rows and columns), but a kernel that probes
+/// a few elements, sees ones, and writes K everywhere without computing is wrong.
 fn spike(p: &mut Problem, seed: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5350_494B_4553);
-    let two = p.dtype.from_f32(2.0);
+    let two = p.dtype.from_f32(SPIKE);
     for m in [&mut p.a, &mut p.b] {
         for _ in 0..SPIKES {
             let i = rng.random_range(0..m.len());
@@ -1170,6 +1173,64 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blackwell_rule_findings_reach_the_student_on_their_source_line() {
+        // Step 4's kernel with a seeded tcgen05 rule break (the cli test's), named as the
+        // grader names a submission.
+        let step = runner::steps::get(4).unwrap();
+        let text = step.info().blackwell.text;
+        let source = KernelSource {
+            path: super::super::submission::SOURCE_NAME.into(),
+            text: common::mutation::find("alloc-cta-group-1")
+                .unwrap()
+                .apply(text)
+                .unwrap(),
+        };
+        let line = source
+            .text
+            .lines()
+            .position(|l| l.contains("bw::mma_f16_2cta("))
+            .unwrap()
+            + 1;
+        let spec = common::step::KernelSpec::new(step, common::step::Arch::Blackwell);
+        let e = common::static_check::check_blackwell(&source, &spec.defines(Dtype::F16))
+            .unwrap_err();
+        let log = static_check_log(&e);
+        let shown = super::super::diagnostics::student_log(
+            &log,
+            &super::super::submission::own_files(),
+        );
+        assert!(
+            shown.starts_with(&format!("kernel.cu({line}): error: one-cta-group: ")),
+            "{shown}"
+        );
+        assert!(shown.contains("bw::mma_f16_2cta("), "{shown}");
+        assert!(shown.contains("kernel.cu breaks 1 rule(s)"), "{shown}");
+        assert!(!shown.contains("withheld"), "{shown}");
+    }
+
+    #[test]
+    fn all_ones_sets_get_a_few_spikes_and_nothing_else_changes() {
+        let shape = Shape {
+            m: 64,
+            n: 32,
+            k: 96,
+        };
+        let mut p = Problem::generate(shape, Dtype::Bf16, Dist::AllOnes, 9);
+        spike(&mut p, 9);
+        let one = Dtype::Bf16.from_f32(1.0);
+        let big = Dtype::Bf16.from_f32(SPIKE);
+        for m in [&p.a, &p.b] {
+            let spikes = m.iter().filter(|&&x| x == big).count();
+            assert!((1..=SPIKES).contains(&spikes), "{spikes}");
+            assert!(m.iter().all(|&x| x == one || x == big));
+        }
+        // The same seed, the same places.
+        let mut q = Problem::generate(shape, Dtype::Bf16, Dist::AllOnes, 9);
+        spike(&mut q, 9);
+        assert_eq!((p.a, p.b), (q.a, q.b));
+    }
 
     #[test]
     fn exact_integer_inputs_flag_any_rounding() {
