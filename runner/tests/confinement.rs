@@ -338,7 +338,10 @@ fn a_compile_bomb_stops_at_the_compile_limit() {
     let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(r["compile"]["status"], "timeout", "{r}");
     assert!(
-        r["flags"].as_array().unwrap().contains(&"compile-timeout".into()),
+        r["flags"]
+            .as_array()
+            .unwrap()
+            .contains(&"compile-timeout".into()),
         "{r}"
     );
     // Two compiles at most (one per dtype), each stopped at 5 s, plus starting the children.

@@ -125,7 +125,10 @@ impl GradeReport {
             _ => None,
         };
         let grading = self.grading_flags.iter().map(|f| f.name.clone());
-        flags.splice(0..0, compile_flag.map(String::from).into_iter().chain(grading));
+        flags.splice(
+            0..0,
+            compile_flag.map(String::from).into_iter().chain(grading),
+        );
         let mut seen = std::collections::HashSet::new();
         flags.retain(|f| seen.insert(f.clone()));
         self.flags = flags;

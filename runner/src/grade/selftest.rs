@@ -334,12 +334,18 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
                     .all(|t| t.status == Status::Passed);
             let protected = c.protect.as_deref().map(protected_lines);
             let leaked = match &protected {
-                Some(lines) if lines.is_empty() => vec![PathBuf::from("(nothing to protect: the file could not be read)")],
+                Some(lines) if lines.is_empty() => vec![PathBuf::from(
+                    "(nothing to protect: the file could not be read)",
+                )],
                 Some(lines) => leaks(written, lines),
                 None => Vec::new(),
             };
             for l in &leaked {
-                eprintln!("selftest: {}: a protected line is in {}", case.name, l.display());
+                eprintln!(
+                    "selftest: {}: a protected line is in {}",
+                    case.name,
+                    l.display()
+                );
             }
             // A flood's log is cut to the cap (plus the note of the cut).
             let capped = c.flag != "log-flood" || r.worker_log.len() <= log_cap + 256;
@@ -696,7 +702,12 @@ mod tests {
         let suite = Suite::load().unwrap();
         for c in suite.cheats() {
             let k = suite.kernel(c, &secret()).unwrap();
-            assert_ne!(k, cheat_base(c.blackwell()).unwrap(), "{} edits nothing", c.name);
+            assert_ne!(
+                k,
+                cheat_base(c.blackwell()).unwrap(),
+                "{} edits nothing",
+                c.name
+            );
             assert!(k.contains("gemm_kernel"));
             assert!(!k.contains(SECRET_MARK), "{}", c.name);
             let screened = super::super::policy::check(&k).and_then(|()| {
@@ -715,7 +726,11 @@ mod tests {
                 c.name
             );
             if let Some(p) = &c.protect {
-                assert!(!c.screen, "{}: only an unscreened cheat protects a file", c.name);
+                assert!(
+                    !c.screen,
+                    "{}: only an unscreened cheat protects a file",
+                    c.name
+                );
                 assert!(p == SECRET_MARK || Path::new(p).is_absolute());
             }
         }
@@ -732,11 +747,7 @@ mod tests {
         let suite = Suite::load().unwrap();
         let spec = common::step::KernelSpec::new(runner::steps::get(0).unwrap(), Arch::Hopper);
         for c in suite.cheats().iter().filter(|c| {
-            c.screen
-                && !matches!(
-                    c.caught_as.as_str(),
-                    "forbidden-source" | "compile-timeout"
-                )
+            c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
         }) {
             let src = common::compile::KernelSource {
                 path: "kernel.cu".into(),
@@ -745,7 +756,9 @@ mod tests {
             for dtype in [common::Dtype::F16, common::Dtype::Bf16] {
                 let r = common::compile::compile(&src, common::Target::Sm90a, &spec.defines(dtype));
                 if c.caught_as == "compile-error" {
-                    let e = r.err().unwrap_or_else(|| panic!("{} ({dtype}) compiles", c.name));
+                    let e = r
+                        .err()
+                        .unwrap_or_else(|| panic!("{} ({dtype}) compiles", c.name));
                     let log = format!("{e:#}");
                     assert!(log.contains("kernel.cu("), "{}: {log}", c.name);
                 } else {
@@ -764,7 +777,10 @@ mod tests {
         let suite = Suite::load().unwrap();
         let apart = suite.cheats().iter().filter(|c| c.apart()).count();
         assert_eq!(cases.len(), 3 + suite.cheats().len() - apart);
-        assert!(apart >= 5, "screen-off, compile-limit and Blackwell cheats: {apart}");
+        assert!(
+            apart >= 5,
+            "screen-off, compile-limit and Blackwell cheats: {apart}"
+        );
         assert!(d.join("stock/kernel.cu").is_file());
         assert!(d.join("cheat-cached-output/kernel.cu").is_file());
         assert!(!d.join("cheat-compile-bomb").exists());

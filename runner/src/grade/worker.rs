@@ -19,10 +19,10 @@ use common::compile::{compile, Compiled, KernelSource, Resources};
 use common::cublas::{Blas, Warmup};
 use common::emulation::EmuBuffers;
 use common::gpu::{self, Gpu, GpuStatus};
+use common::rescale::{self, Pow2};
 use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
 use common::step::Plan;
 use common::timing::{time_rounds, Protocol, Timed};
-use common::rescale::{self, Pow2};
 use common::verify::verify;
 use common::{Dist, Dtype, Problem, Shape};
 use cudarc::driver::sys;
@@ -1194,13 +1194,11 @@ mod tests {
             .unwrap()
             + 1;
         let spec = common::step::KernelSpec::new(step, common::step::Arch::Blackwell);
-        let e = common::static_check::check_blackwell(&source, &spec.defines(Dtype::F16))
-            .unwrap_err();
+        let e =
+            common::static_check::check_blackwell(&source, &spec.defines(Dtype::F16)).unwrap_err();
         let log = static_check_log(&e);
-        let shown = super::super::diagnostics::student_log(
-            &log,
-            &super::super::submission::own_files(),
-        );
+        let shown =
+            super::super::diagnostics::student_log(&log, &super::super::submission::own_files());
         assert!(
             shown.starts_with(&format!("kernel.cu({line}): error: one-cta-group: ")),
             "{shown}"
