@@ -368,6 +368,8 @@ struct Row {
     ok: bool,
     outcome: String,
     gpu_after: Option<String>,
+    /// How long grading it took.
+    elapsed_s: f64,
 }
 
 pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
@@ -597,6 +599,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             ok,
             outcome,
             gpu_after: r.gpu_after.clone(),
+            elapsed_s: r.elapsed_s,
             case,
         });
     }
