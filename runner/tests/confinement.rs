@@ -67,6 +67,11 @@ fn write_class(class: &Path, secret: &Path, parent_pid: u32) {
         ),
         ("etc-passwd", "#include \"/etc/passwd\"".into()),
         ("the-job", "#include \"job.json\"".into()),
+        ("the-job-pipe", "#include \"/proc/self/fd/0\"".into()),
+        (
+            "macro",
+            format!("#define F \"{}\"\n#include F", secret.display()),
+        ),
         ("angle-path", format!("#include <{up}{rel}>")),
     ];
     for (name, line) in attacks {
@@ -150,7 +155,7 @@ fn a_compile_child_reads_no_file_outside_the_toolkit() {
     assert!(o.status.success(), "{stderr}");
     let reports: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let reports = reports.as_array().unwrap();
-    assert_eq!(reports.len(), 9, "{stdout}");
+    assert_eq!(reports.len(), 11, "{stdout}");
     for r in reports {
         assert!(
             r["confinement"]
