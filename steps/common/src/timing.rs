@@ -2,7 +2,7 @@
 //! selftest` and the grader: [`time_rounds`]. Every round primes the tensor cores, then runs the
 //! contenders back to back in a rotated order, each after an L2 flush and between two CUDA
 //! events; outputs are verified by the callers before timing (and, in the grader, after every
-//! launch). The result is the median, minimum and interquartile range of each contender's
+//! launch, on inputs given a fresh power-of-two scale before each round: [`Protocol::rescale`]). The result is the median, minimum and interquartile range of each contender's
 //! times, with the SM clock, power and clock-event reasons NVML read while its launches ran.
 
 use crate::gpu::{check, Gpu};
