@@ -437,6 +437,12 @@ pub struct GradeSelftestCase {
     pub rubric: String,
     pub what: String,
     pub expect: GradeSelftestExpect,
+    /// Where its grading's reports are written.
+    #[serde(skip)]
+    pub written: PathBuf,
+    /// Its rubric's log cap.
+    #[serde(skip)]
+    pub log_cap: usize,
 }
 
 /// What a submission of the selftest must come to.
@@ -451,6 +457,20 @@ pub enum GradeSelftestExpect {
     Flag(String),
     /// Refused before compiling.
     Rejected,
+    /// A cheat caught as it must be.
+    Caught(GradeSelftestCatch),
+}
+
+/// What a cheat's report must show.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct GradeSelftestCatch {
+    pub flag: String,
+    /// The flag comes with lost points.
+    pub costs_points: bool,
+    /// Every visible test passed.
+    pub visible_pass: bool,
+    /// No line of this file is in anything the grading wrote.
+    pub protect: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -459,6 +479,9 @@ pub struct GradeSelftestRow {
     pub ok: bool,
     pub outcome: String,
     pub gpu_after: Option<String>,
+    /// How long grading it took (absent in files written before it was recorded).
+    #[serde(default)]
+    pub elapsed_s: f64,
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -67,6 +67,11 @@ fn write_class(class: &Path, secret: &Path, parent_pid: u32) {
         ),
         ("etc-passwd", "#include \"/etc/passwd\"".into()),
         ("the-job", "#include \"job.json\"".into()),
+        ("the-job-pipe", "#include \"/proc/self/fd/0\"".into()),
+        (
+            "macro",
+            format!("#define F \"{}\"\n#include F", secret.display()),
+        ),
         ("angle-path", format!("#include <{up}{rel}>")),
     ];
     for (name, line) in attacks {
@@ -150,7 +155,7 @@ fn a_compile_child_reads_no_file_outside_the_toolkit() {
     assert!(o.status.success(), "{stderr}");
     let reports: serde_json::Value = serde_json::from_str(&stdout).unwrap();
     let reports = reports.as_array().unwrap();
-    assert_eq!(reports.len(), 9, "{stdout}");
+    assert_eq!(reports.len(), 11, "{stdout}");
     for r in reports {
         assert!(
             r["confinement"]
@@ -165,6 +170,13 @@ fn a_compile_child_reads_no_file_outside_the_toolkit() {
         assert!(
             log.contains("Permission denied") || log.contains("cannot open source file"),
             "{}: {log}",
+            r["student"]
+        );
+        // ... and the report names the attempt.
+        let flags = r["flags"].as_array().unwrap();
+        assert!(
+            flags.contains(&"blocked-include".into()) && flags.contains(&"compile-error".into()),
+            "{}: {flags:?}",
             r["student"]
         );
     }
@@ -293,5 +305,51 @@ fn gradescope_needs_an_identity() {
         "{out}{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A compile that would take hours (2^24 template instantiations) is stopped at the rubric's
+/// compile limit, with its process group, and reported as a compile timeout.
+#[test]
+fn a_compile_bomb_stops_at_the_compile_limit() {
+    let d = tmp("bomb");
+    let rubric_text = std::fs::read_to_string(rubric()).unwrap();
+    assert!(rubric_text.contains("compile_seconds = 120"));
+    let short = d.join("short.toml");
+    std::fs::write(
+        &short,
+        rubric_text.replace("compile_seconds = 120", "compile_seconds = 5"),
+    )
+    .unwrap();
+    let k = d.join("bomb.cu");
+    std::fs::write(
+        &k,
+        "template <int N, int V> struct Bomb {\n  static constexpr int value = Bomb<N - 1, 2 * V>::value + Bomb<N - 1, 2 * V + 1>::value;\n};\ntemplate <int V> struct Bomb<0, V> { static constexpr int value = V & 1; };\nstatic_assert(Bomb<24, 1>::value >= 0, \"the bomb\");\nextern \"C\" __global__ void gemm_kernel() {}\n",
+    )
+    .unwrap();
+    let t0 = std::time::Instant::now();
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("grade")
+        .arg(&k)
+        .arg("--rubric")
+        .arg(&short)
+        .args(["--compile-only", "--json"])
+        .env("TMPDIR", &d)
+        .output()
+        .unwrap();
+    let took = t0.elapsed().as_secs_f64();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(r["compile"]["status"], "timeout", "{r}");
+    assert!(
+        r["flags"]
+            .as_array()
+            .unwrap()
+            .contains(&"compile-timeout".into()),
+        "{r}"
+    );
+    // Two compiles at most (one per dtype), each stopped at 5 s, plus starting the children.
+    assert!(took < 40.0, "the bomb held the grader for {took:.0} s");
     let _ = std::fs::remove_dir_all(&d);
 }

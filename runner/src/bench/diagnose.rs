@@ -275,6 +275,7 @@ pub fn run(
                 rotate: v.rotate,
                 nvml: if v.nvml { ctx.nvml } else { None },
                 sync_each: v.sync_each,
+                rescale: false,
             },
             &mut refs,
         )

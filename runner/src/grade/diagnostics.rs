@@ -31,16 +31,41 @@ fn header_file(line: &str) -> Option<&str> {
     .then_some(file)
 }
 
+/// ptxas's resource report: `ptxas info    : ...`, `ptxas warning : ...`, and the continuation
+/// line of a function's properties, `ptxas         .     0 bytes stack frame, 0 bytes spill
+/// stores, 0 bytes spill loads` (every clean compile with `-v` has one; it was withheld as a line
+/// about some other file, and a clean report said "1 lines ... withheld").
+fn ptxas_report(t: &str) -> bool {
+    let Some(rest) = t.strip_prefix("ptxas") else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    rest.starts_with("info")
+        || rest.starts_with("warning")
+        || rest
+            .strip_prefix('.')
+            .is_some_and(|r| r.trim_start().split(',').all(is_byte_count))
+}
+
+/// `N bytes WHAT` (ptxas's stack-frame and spill counts), nothing else.
+fn is_byte_count(part: &str) -> bool {
+    let mut w = part.split_whitespace();
+    matches!(
+        (w.next(), w.next()),
+        (Some(n), Some("bytes")) if n.bytes().all(|b| b.is_ascii_digit())
+    ) && w.all(|x| x.bytes().all(|b| b.is_ascii_alphabetic()))
+}
+
 /// Lines outside any message that may pass: ptxas's report, NVRTC's closing count, blanks.
 fn free_line_allowed(line: &str, own: &[&str]) -> bool {
     let t = line.trim();
     t.is_empty()
         || t == "Compilation terminated."
-        || own
-            .iter()
-            .any(|f| t.starts_with(&format!("{f} failed to compile for ")))
-        || t.starts_with("ptxas info")
-        || t.starts_with("ptxas warning")
+        || own.iter().any(|f| {
+            t.starts_with(&format!("{f} failed to compile for "))
+                || t.starts_with(&format!("{f} breaks "))
+        })
+        || ptxas_report(t)
         || own
             .iter()
             .any(|f| t.ends_with(&format!("detected in the compilation of \"{f}\".")))
@@ -78,7 +103,9 @@ pub fn student_log(log: &str, own: &[&str]) -> String {
     }
     if withheld > 0 {
         out.push_str(&format!(
-            "[{withheld} lines of the compiler's log withheld: they are about files other than the submission and the workbook's headers]\n"
+            "[{withheld} line{} of the compiler's log withheld: {} about files other than the submission and the workbook's headers]\n",
+            if withheld == 1 { "" } else { "s" },
+            if withheld == 1 { "it is" } else { "they are" },
         ));
     }
     out
@@ -108,6 +135,39 @@ mod tests {
     fn own_messages_and_headers_pass_unchanged() {
         let log = "kernel.cu(12): error: identifier \"x\" is undefined\n      x = 1;\n      ^\n    12 | x = 1;\n\nhopper.cuh(40): warning: something\n          detected during instantiation of \"f<T>\" at line 12 of kernel.cu\n";
         assert_eq!(student_log(log, OWN), log);
+    }
+
+    #[test]
+    fn a_clean_compile_withholds_nothing() {
+        // ptxas -v as NVRTC logs it for the stock step-0 twin: the continuation line of the
+        // function's properties starts with "ptxas", not "ptxas info".
+        let log = "ptxas info    : 0 bytes gmem\nptxas info    : Compiling entry function 'gemm_kernel' for 'sm_90a'\nptxas info    : Function properties for gemm_kernel\nptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\nptxas info    : Used 168 registers, used 1 barriers, 384 bytes cmem[0]\n";
+        assert_eq!(student_log(log, OWN), log);
+        // Anything else after "ptxas ." is not a byte count and stays out.
+        let odd = "ptxas         .     root:x:0:0:root:/root:/bin/bash\n";
+        assert!(
+            student_log(odd, OWN).contains("[1 line of the compiler's log withheld: it is about")
+        );
+    }
+
+    #[test]
+    fn the_stock_kernels_clean_compile_log_passes_whole() {
+        // The real log (NVRTC with ptxas -v) of the kernel the cheat suite edits.
+        let step = runner::steps::get(0).unwrap();
+        let spec = common::step::KernelSpec::new(step, common::step::Arch::Hopper);
+        let src = common::compile::KernelSource {
+            path: "kernel.cu".into(),
+            text: step.info().kernel(common::step::Arch::Hopper).text.into(),
+        };
+        let c = common::compile::compile(
+            &src,
+            common::Target::Sm90a,
+            &spec.defines(common::Dtype::F16),
+        )
+        .unwrap();
+        assert!(c.log.contains("bytes stack frame"), "{}", c.log);
+        let own = super::super::submission::own_files();
+        assert_eq!(student_log(&c.log, &own), c.log);
     }
 
     #[test]

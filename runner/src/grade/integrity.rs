@@ -203,6 +203,9 @@ pub struct Evidence<'a> {
     pub decoy: &'a [f32],
     /// The expected output of the previous launch, if it had the same shape.
     pub previous: Option<&'a [f32]>,
+    /// The expected output of the last launch on the same buffers, before the grader rescaled
+    /// them (timed launches), if one ran.
+    pub same_buffers: Option<&'a [f32]>,
 }
 
 /// Name what went wrong with an output that failed verification.
@@ -250,6 +253,25 @@ pub fn classify(e: &Evidence) -> Vec<Flag> {
                 "{decoy_hits} of {total} elements equal a decoy reference the grader planted in device memory next to C: the kernel reads memory it was not given, looking for an answer"
             ),
         ));
+    }
+
+    if let Some(before) = e.same_buffers {
+        let close = Close::new(e.dtype, e.expected);
+        let before_close = Close::new(e.dtype, before);
+        let kept = got
+            .iter()
+            .zip(e.expected)
+            .zip(before)
+            .filter(|((g, x), b)| !close.ok(**g, **x) && before_close.ok(**g, **b))
+            .count();
+        if kept * 10 >= total * 9 {
+            flags.push(Flag::new(
+                "memoised-output",
+                format!(
+                    "{kept} of {total} elements are the result this launch's buffers held last time, before the grader gave every input element a fresh power-of-two scale: the kernel returns an output it kept for these inputs' addresses"
+                ),
+            ));
+        }
     }
 
     if let Some(prev) = e.previous {
@@ -339,6 +361,7 @@ mod tests {
             expected: &expected,
             decoy: &decoy,
             previous,
+            same_buffers: None,
         })
     }
 
@@ -379,6 +402,37 @@ mod tests {
         mixed[COLS * COLS / 2..].copy_from_slice(&stale[COLS * COLS / 2..]);
         let f = classify_out(&mixed, Some(&prev));
         assert_eq!(names(&f), ["late-writes"], "{f:?}");
+    }
+
+    #[test]
+    fn an_output_kept_for_the_same_buffers_is_memoised() {
+        // The buffers last held inputs whose product was `before`; rescaled, the product is
+        // `expected` = 4 * before, and the kernel returned `before` (all but a few elements).
+        let before = matrix(4);
+        let expected: Vec<f32> = before.iter().map(|x| x * 4.0).collect();
+        let mut out = encode(&before);
+        out[0] = Dtype::F16.from_f32(expected[0]);
+        let f = classify(&Evidence {
+            out: &out,
+            dtype: Dtype::F16,
+            cols: COLS,
+            expected: &expected,
+            decoy: &matrix(2),
+            previous: None,
+            same_buffers: Some(&before),
+        });
+        assert_eq!(names(&f), ["memoised-output"], "{f:?}");
+        // The same output without the knowledge of the buffers' last result: just wrong.
+        let f = classify(&Evidence {
+            out: &out,
+            dtype: Dtype::F16,
+            cols: COLS,
+            expected: &expected,
+            decoy: &matrix(2),
+            previous: None,
+            same_buffers: None,
+        });
+        assert_eq!(names(&f), ["wrong-result"]);
     }
 
     #[test]

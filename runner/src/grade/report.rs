@@ -87,6 +87,10 @@ pub struct GradeReport {
     pub tests: Vec<TestReport>,
     /// Every flag name raised, once.
     pub flags: Vec<String>,
+    /// Flags of the grading as a whole rather than of one test: what the compile or the logs
+    /// showed (a blocked include, a log flood).
+    #[serde(default)]
+    pub grading_flags: Vec<Flag>,
     pub score: f64,
     pub max_score: f64,
     /// Points of tests skipped here (e.g. timing without native hardware).
@@ -115,9 +119,17 @@ impl GradeReport {
             .iter()
             .flat_map(|t| t.flags.iter().map(|f| f.name.clone()))
             .collect();
-        if self.compile.status == CompileStatus::Rejected {
-            flags.insert(0, "forbidden-source".into());
-        }
+        let compile_flag = match self.compile.status {
+            CompileStatus::Rejected => Some("forbidden-source"),
+            CompileStatus::Failed => Some("compile-error"),
+            CompileStatus::Timeout => Some("compile-timeout"),
+            _ => None,
+        };
+        let grading = self.grading_flags.iter().map(|f| f.name.clone());
+        flags.splice(
+            0..0,
+            compile_flag.map(String::from).into_iter().chain(grading),
+        );
         let mut seen = std::collections::HashSet::new();
         flags.retain(|f| seen.insert(f.clone()));
         self.flags = flags;
@@ -546,6 +558,7 @@ pub mod tests {
                 ),
             ],
             flags: vec![],
+            grading_flags: Vec::new(),
             score: 0.0,
             max_score: 0.0,
             skipped_points: 0.0,

@@ -129,6 +129,9 @@ impl Outcome {
     }
 }
 
+/// What a cut log says where it was cut (the number of bytes and the cap around it).
+pub const CUT_NOTE: &str = " bytes cut: logs are capped at ";
+
 /// `text` cut to at most about `limit` bytes: its head and tail, with what was cut in between.
 pub fn truncate_log(text: &str, limit: usize) -> String {
     if text.len() <= limit {
@@ -144,7 +147,7 @@ pub fn truncate_log(text: &str, limit: usize) -> String {
         tail_start += 1;
     }
     format!(
-        "{}\n[... {} bytes cut: logs are capped at {limit} bytes ...]\n{}",
+        "{}\n[... {}{CUT_NOTE}{limit} bytes ...]\n{}",
         &text[..head_end],
         tail_start - head_end,
         &text[tail_start..]

@@ -44,9 +44,83 @@ const SELFTEST_SECRET: &str = "workbook selftest secret: not a secret";
 #[serde(deny_unknown_fields)]
 pub struct Cheat {
     pub name: String,
+    /// The attack it stands for (see [`CLASSES`]).
+    pub class: String,
     pub does: String,
     pub caught_as: String,
+    /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml.
+    #[serde(default)]
+    pub base: Option<String>,
+    /// false: graded with the include screen off, so the confinement alone must stop it.
+    #[serde(default = "yes")]
+    pub screen: bool,
+    /// A file ([`SECRET_MARK`] for the selftest's secret) none of whose lines may appear in
+    /// anything the grading wrote.
+    #[serde(default)]
+    pub protect: Option<String>,
+    /// Every visible test must still pass.
+    #[serde(default)]
+    pub visible_pass: bool,
+    /// Whether the flag must come with lost points.
+    #[serde(default = "yes")]
+    pub costs_points: bool,
+    /// Graded with this compile limit instead of the rubric's.
+    #[serde(default)]
+    pub compile_seconds: Option<u64>,
     edit: Vec<crate::edits::Edit>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Stands for the path of the selftest's secret file in a cheat's text and `protect`.
+pub const SECRET_MARK: &str = "@SECRET@";
+
+/// The attacks the suite must cover, one cheat at least for each: the classes of issue 22's
+/// threat model (the instructor chapter lists what each is caught as).
+pub const CLASSES: &[&str] = &[
+    "file-via-compile-log",
+    "secret-or-job",
+    "hidden-inputs-across-tests",
+    "arch-conditional",
+    "grader-allocations",
+    "reduced-precision",
+    "log-flood",
+    "memoisation",
+    "background-work",
+    "extra-kernels",
+    "timer-games",
+    "special-input",
+    "early-exit",
+    "reading-the-reference",
+    "device-trap",
+    "compile-time",
+    "out-of-bounds",
+    "input-modification",
+    "hang",
+    "changes-when-timed",
+];
+
+impl Cheat {
+    pub fn blackwell(&self) -> bool {
+        self.base.as_deref() == Some("blackwell")
+    }
+    /// Graded apart from the step-0 class: its own grader options or rubric.
+    pub fn apart(&self) -> bool {
+        !self.screen || self.compile_seconds.is_some() || self.blackwell()
+    }
+    fn expect(&self, secret: &Path) -> Expect {
+        Expect::Caught(Catch {
+            flag: self.caught_as.clone(),
+            costs_points: self.costs_points,
+            visible_pass: self.visible_pass,
+            protect: self
+                .protect
+                .as_ref()
+                .map(|p| PathBuf::from(p.replace(SECRET_MARK, &secret.to_string_lossy()))),
+        })
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -62,32 +136,49 @@ pub struct Suite {
 
 impl Suite {
     pub fn load() -> Result<Suite> {
-        Ok(Suite {
-            file: toml::from_str(CHEATS).context("tests/cheats/cheats.toml")?,
-        })
+        let file: CheatFile = toml::from_str(CHEATS).context("tests/cheats/cheats.toml")?;
+        for c in &file.cheat {
+            if !CLASSES.contains(&c.class.as_str()) {
+                bail!(
+                    "tests/cheats/cheats.toml: cheat {} has class {:?}, not one of {}",
+                    c.name,
+                    c.class,
+                    CLASSES.join(", ")
+                );
+            }
+        }
+        Ok(Suite { file })
     }
     pub fn cheats(&self) -> &[Cheat] {
         &self.file.cheat
     }
 
-    /// The cheat as a complete kernel: the stock step-0 twin with the cheat's edits.
-    pub fn kernel(&self, cheat: &Cheat, base: &str) -> Result<String> {
-        crate::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)
+    /// The cheat as a complete kernel: its stock kernel with the cheat's edits, `@SECRET@`
+    /// replaced by `secret`.
+    pub fn kernel(&self, cheat: &Cheat, secret: &Path) -> Result<String> {
+        let base = cheat_base(cheat.blackwell())?;
+        let k = crate::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)?;
+        Ok(k.replace(SECRET_MARK, &secret.to_string_lossy()))
     }
 }
 
-/// The stock kernel the cheats edit.
-pub fn cheat_base() -> Result<&'static str> {
-    Ok(runner::steps::get(0)?.info().kernel(Arch::Hopper).text)
+/// The stock kernel the cheats edit: step 0's Hopper twin, or its Blackwell kernel.
+pub fn cheat_base(blackwell: bool) -> Result<&'static str> {
+    let info = runner::steps::get(0)?.info();
+    Ok(if blackwell {
+        info.blackwell.text
+    } else {
+        info.kernel(Arch::Hopper).text
+    })
 }
 
 /// A submission of the selftest and what it must come to (the results file's rows carry it).
-pub use crate::results::{GradeSelftestCase as Case, GradeSelftestExpect as Expect};
+pub use crate::results::{GradeSelftestCase as Case, GradeSelftestCatch as Catch, GradeSelftestExpect as Expect};
 
-/// Write the class the step-0 rubric grades: the stock twin, a seeded bug, every cheat, and a
-/// submission without a kernel.
-pub fn write_class(dir: &Path) -> Result<Vec<Case>> {
-    let base = cheat_base()?;
+/// Write the class the step-0 rubric grades: the stock twin, a seeded bug, every cheat not
+/// graded apart ([`Cheat::apart`]), and a submission without a kernel.
+pub fn write_class(dir: &Path, secret: &Path) -> Result<Vec<Case>> {
+    let base = cheat_base(false)?;
     let mut cases = Vec::new();
     let mut put = |name: &str, text: Option<&str>, what: &str, expect: Expect| -> Result<()> {
         let d = dir.join(name);
@@ -100,6 +191,8 @@ pub fn write_class(dir: &Path) -> Result<Vec<Case>> {
             rubric: "step0-hopper.toml".into(),
             what: what.into(),
             expect,
+            written: PathBuf::new(),
+            log_cap: 0,
         });
         Ok(())
     };
@@ -123,18 +216,49 @@ pub fn write_class(dir: &Path) -> Result<Vec<Case>> {
         Expect::Rejected,
     )?;
     let suite = Suite::load()?;
-    for c in suite.cheats() {
+    for c in suite.cheats().iter().filter(|c| !c.apart()) {
         put(
             &format!("cheat-{}", c.name),
-            Some(&suite.kernel(c, base)?),
-            &c.does,
-            Expect::Flag(c.caught_as.clone()),
+            Some(&suite.kernel(c, secret)?),
+            &format!("[{}] {}", c.class, c.does),
+            c.expect(secret),
         )?;
     }
     Ok(cases)
 }
 
-fn check(case: &Case, r: &GradeReport) -> (bool, String) {
+/// Every line (of at least 8 characters) of `path`, as the selftest reads it (unconfined).
+fn protected_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() >= 8)
+        .map(str::to_string)
+        .collect()
+}
+
+/// Files under `dir` that hold one of `lines`.
+fn leaks(dir: &Path, lines: &[String]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for e in rd.filter_map(|e| e.ok()) {
+        let p = e.path();
+        if p.is_dir() {
+            found.extend(leaks(&p, lines));
+        } else if let Ok(text) = std::fs::read(&p) {
+            let text = String::from_utf8_lossy(&text);
+            if lines.iter().any(|l| text.contains(l.as_str())) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool, String) {
     let ran: Vec<_> = r
         .tests
         .iter()
@@ -164,6 +288,35 @@ fn check(case: &Case, r: &GradeReport) -> (bool, String) {
         }
         Expect::Flag(f) => r.flags.contains(f) && r.score < r.max_score,
         Expect::Rejected => r.compile.status == CompileStatus::Rejected && r.score == 0.0,
+        Expect::Caught(c) => {
+            let visible_ok = !c.visible_pass
+                || r.tests
+                    .iter()
+                    .filter(|t| t.visibility == super::rubric::Visibility::Visible)
+                    .all(|t| t.status == Status::Passed);
+            let protected = c.protect.as_deref().map(protected_lines);
+            let leaked = match &protected {
+                Some(lines) if lines.is_empty() => vec![PathBuf::from(
+                    "(nothing to protect: the file could not be read)",
+                )],
+                Some(lines) => leaks(written, lines),
+                None => Vec::new(),
+            };
+            for l in &leaked {
+                eprintln!(
+                    "selftest: {}: a protected line is in {}",
+                    case.name,
+                    l.display()
+                );
+            }
+            // A flood's log is cut to the cap (plus the note of the cut).
+            let capped = c.flag != "log-flood" || r.worker_log.len() <= log_cap + 256;
+            r.flags.contains(&c.flag)
+                && (!c.costs_points || r.score < r.max_score)
+                && visible_ok
+                && leaked.is_empty()
+                && capped
+        }
     };
     (ok, outcome)
 }
@@ -180,6 +333,10 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     }
     let secret_file = out.join("selftest-secret.txt");
     std::fs::write(&secret_file, SELFTEST_SECRET)?;
+    // Absolute: the cheats that include it must name the very file.
+    let secret_file = secret_file
+        .canonicalize()
+        .with_context(|| format!("cannot resolve {}", secret_file.display()))?;
     let rubric_text = |name: &str| -> Result<&'static str> {
         RUBRICS
             .iter()
@@ -191,8 +348,12 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     // 1. The class of the step-0 rubric: stock, seeded bug, cheats.
     let class_dir = out.join("class");
     let _ = std::fs::remove_dir_all(&class_dir);
-    let mut cases = write_class(&class_dir)?;
+    let mut cases = write_class(&class_dir, &secret_file)?;
     let class_rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
+    for c in &mut cases {
+        c.written = out.join("class-grades");
+        c.log_cap = class_rubric.limits.log_bytes;
+    }
     let grader = grader_for(
         class_rubric,
         &rubric_dir.join("step0-hopper.toml"),
@@ -211,6 +372,57 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     );
     let mut reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
 
+    // 1b. The cheats graded apart, one grading each: with the include screen off (the
+    // confinement alone must hold), or with a shorter compile limit.
+    let suite = Suite::load()?;
+    for c in suite
+        .cheats()
+        .iter()
+        .filter(|c| c.apart() && !c.blackwell())
+    {
+        let name = format!("cheat-{}", c.name);
+        let dir = out.join("cheat-groups").join(&c.name);
+        let _ = std::fs::remove_dir_all(&dir);
+        let sub_dir = dir.join(&name);
+        std::fs::create_dir_all(&sub_dir)?;
+        std::fs::write(sub_dir.join("kernel.cu"), suite.kernel(c, &secret_file)?)?;
+        let mut rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
+        if let Some(s) = c.compile_seconds {
+            rubric.limits.compile_seconds = s;
+        }
+        let mut how = Vec::new();
+        if !c.screen {
+            how.push("screen off".to_string());
+        }
+        if let Some(s) = c.compile_seconds {
+            how.push(format!("compile limit {s} s"));
+        }
+        let written = out.join("cheat-grades").join(&c.name);
+        cases.push(Case {
+            name: name.clone(),
+            rubric: format!("step0-hopper.toml ({})", how.join(", ")),
+            what: format!("[{}] {}", c.class, c.does),
+            expect: c.expect(&secret_file),
+            written: written.clone(),
+            log_cap: rubric.limits.log_bytes,
+        });
+        eprintln!("selftest: grading {name} ({})", how.join(", "));
+        let g = grader_for(
+            rubric,
+            &rubric_dir.join("step0-hopper.toml"),
+            Some(&secret_file),
+            None,
+            std::slice::from_ref(&dir),
+            super::batch::Options {
+                keep_scratch,
+                skip_screen: !c.screen,
+                ..Default::default()
+            },
+        )?;
+        let subs = super::batch::class(&dir, None)?;
+        reports.extend(grade_all(&g, subs, gpus, &written, true, true)?);
+    }
+
     // 2. Every other step's stock Hopper twin; the Blackwell kernels of steps 0 and 3 under
     // emulation (or natively on a B200), and their seeded bugs.
     let stock_dir = out.join("stock");
@@ -227,6 +439,8 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             rubric: format!("selftest-hopper.toml (step {n})"),
             what: format!("step {n}'s Hopper twin as shipped"),
             expect: Expect::FullMarks,
+            written: out.join("stock-grades").join(&name),
+            log_cap: 0,
         };
         groups.push((
             name.clone(),
@@ -258,6 +472,8 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
                     rubric: format!("step3-blackwell.toml (step {n})"),
                     what,
                     expect,
+                    written: out.join("stock-grades").join(format!("step{n}-blackwell")),
+                    log_cap: 0,
                 },
             ));
             Ok(())
@@ -279,6 +495,15 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
                     mu.apply(info.blackwell.text)?,
                     mu.description.to_string(),
                     expect,
+                )?;
+            }
+            // The Blackwell cheats, graded as Blackwell submissions are.
+            for c in suite.cheats().iter().filter(|c| c.blackwell()) {
+                add(
+                    format!("cheat-{}", c.name),
+                    suite.kernel(c, &secret_file)?,
+                    format!("[{}] {}", c.class, c.does),
+                    c.expect(&secret_file),
                 )?;
             }
         }
@@ -321,11 +546,12 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
         let Some(r) = reports.iter().find(|r| r.student == case.name) else {
             bail!("no report for {}", case.name);
         };
-        let (ok, outcome) = check(&case, r);
+        let (ok, outcome) = check(&case, r, &case.written, case.log_cap);
         rows.push(GradeSelftestRow {
             ok,
             outcome,
             gpu_after: r.gpu_after.clone(),
+            elapsed_s: r.elapsed_s,
             case,
         });
     }
@@ -351,6 +577,19 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             Expect::Fails => "fails".to_string(),
             Expect::Flag(f) => format!("flag {f}"),
             Expect::Rejected => "refused".to_string(),
+            Expect::Caught(c) => {
+                let mut s = format!("flag {}", c.flag);
+                if c.visible_pass {
+                    s.push_str(", visible tests pass");
+                }
+                if c.protect.is_some() {
+                    s.push_str(", nothing leaked");
+                }
+                if !c.costs_points {
+                    s.push_str(" (no points lost)");
+                }
+                s
+            }
         };
         md.push_str(&format!(
             "| {} | {} | {} | {} | {} |\n",
@@ -381,72 +620,140 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
 mod tests {
     use super::*;
 
+    fn secret() -> PathBuf {
+        PathBuf::from("/nonexistent/selftest-secret.txt")
+    }
+
     #[test]
-    fn every_cheat_applies_and_only_the_include_cheats_break_the_policy() {
+    fn the_suite_has_25_cheats_covering_every_class() {
         let suite = Suite::load().unwrap();
-        assert!(suite.cheats().len() >= 8, "the suite has at least 8 cheats");
-        let base = cheat_base().unwrap();
-        for c in suite.cheats() {
-            let k = suite.kernel(c, base).unwrap();
-            assert_ne!(k, base, "{} edits nothing", c.name);
-            assert!(k.contains("gemm_kernel"));
-            let refused = super::super::policy::check(&k).is_err();
-            assert_eq!(
-                refused,
-                c.caught_as == "forbidden-source",
-                "{}: policy {:?}",
+        let cheats = suite.cheats();
+        assert!(cheats.len() >= 25, "{} cheats", cheats.len());
+        let mut names = std::collections::HashSet::new();
+        for c in cheats {
+            assert!(names.insert(c.name.as_str()), "{} twice", c.name);
+            assert!(
+                CLASSES.contains(&c.class.as_str()),
+                "{}: unknown class {}",
                 c.name,
-                super::super::policy::check(&k)
+                c.class
+            );
+            assert!(!c.does.is_empty() && !c.caught_as.is_empty());
+            assert!(
+                c.base.is_none() || c.blackwell(),
+                "{}: base is \"blackwell\" or nothing",
+                c.name
             );
         }
-        let names: Vec<&str> = suite.cheats().iter().map(|c| c.name.as_str()).collect();
-        for needed in [
-            "cached-output",
-            "write-past-c",
-            "edit-a",
-            "first-tile-only",
-            "spin-forever",
-            "system-include",
-            "early-return",
-            "read-reference",
-        ] {
-            assert!(names.contains(&needed), "{needed} missing");
+        for class in CLASSES {
+            assert!(
+                cheats.iter().any(|c| c.class == *class),
+                "no cheat of class {class}"
+            );
         }
     }
 
     #[test]
-    fn every_cheat_that_passes_the_policy_compiles_for_sm90a() {
-        // Each must be a real kernel of the contract, so that it would cheat without the
-        // grader's defences.
+    fn every_cheat_applies_and_the_screen_refuses_exactly_the_include_cheats() {
         let suite = Suite::load().unwrap();
-        let spec = common::step::KernelSpec::new(runner::steps::get(0).unwrap(), Arch::Hopper);
-        for c in suite
-            .cheats()
-            .iter()
-            .filter(|c| c.caught_as != "forbidden-source")
-        {
-            let src = common::compile::KernelSource {
-                path: format!("cheat-{}.cu", c.name),
-                text: suite.kernel(c, cheat_base().unwrap()).unwrap(),
-            };
-            for dtype in [common::Dtype::F16, common::Dtype::Bf16] {
-                let compiled =
-                    common::compile::compile(&src, common::Target::Sm90a, &spec.defines(dtype))
-                        .unwrap_or_else(|e| panic!("{} ({dtype}): {e:#}", c.name));
-                assert!(!compiled.cubin.is_empty());
+        for c in suite.cheats() {
+            let k = suite.kernel(c, &secret()).unwrap();
+            assert_ne!(
+                k,
+                cheat_base(c.blackwell()).unwrap(),
+                "{} edits nothing",
+                c.name
+            );
+            assert!(k.contains("gemm_kernel"));
+            assert!(!k.contains(SECRET_MARK), "{}", c.name);
+            let screened = super::super::policy::check(&k).and_then(|()| {
+                if c.blackwell() {
+                    super::super::policy::check_arch_neutral(&k)
+                } else {
+                    Ok(())
+                }
+            });
+            // The cheats graded with the screen off are include tricks the screen refuses: the
+            // selftest turns it off to show the confinement holds without it.
+            assert_eq!(
+                screened.is_err(),
+                c.caught_as == "forbidden-source" || !c.screen,
+                "{}: screen {screened:?}",
+                c.name
+            );
+            if let Some(p) = &c.protect {
+                assert!(
+                    !c.screen,
+                    "{}: only an unscreened cheat protects a file",
+                    c.name
+                );
+                assert!(p == SECRET_MARK || Path::new(p).is_absolute());
             }
         }
     }
 
     #[test]
-    fn the_class_has_the_stock_kernel_a_bug_and_every_cheat() {
+    fn every_cheat_compiles_or_fails_to_compile_as_expected() {
+        // Each must be a real kernel of the contract (so that it would cheat without the
+        // grader's defences), or fail to compile where the build is the defence (a device-side
+        // launch needs separate compilation, which the grader never turns on). Not compiled here:
+        // the refused ones, the unscreened includes (runner/tests/confinement.rs compiles such
+        // includes in the confined child) and the compile bomb (the same test stops one at a
+        // short compile limit).
+        let suite = Suite::load().unwrap();
+        let spec = common::step::KernelSpec::new(runner::steps::get(0).unwrap(), Arch::Hopper);
+        for c in suite.cheats().iter().filter(|c| {
+            c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
+        }) {
+            let src = common::compile::KernelSource {
+                path: "kernel.cu".into(),
+                text: suite.kernel(c, &secret()).unwrap(),
+            };
+            for dtype in [common::Dtype::F16, common::Dtype::Bf16] {
+                let r = common::compile::compile(&src, common::Target::Sm90a, &spec.defines(dtype));
+                if c.caught_as == "compile-error" {
+                    let e = r
+                        .err()
+                        .unwrap_or_else(|| panic!("{} ({dtype}) compiles", c.name));
+                    let log = format!("{e:#}");
+                    assert!(log.contains("kernel.cu("), "{}: {log}", c.name);
+                } else {
+                    let compiled = r.unwrap_or_else(|e| panic!("{} ({dtype}): {e:#}", c.name));
+                    assert!(!compiled.cubin.is_empty());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_class_has_the_stock_kernel_a_bug_and_every_cheat_not_graded_apart() {
         let d = std::env::temp_dir().join(format!("grade-selftest-class-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&d);
-        let cases = write_class(&d).unwrap();
-        assert!(cases.len() >= 10, "a batch of at least 10 submissions");
+        let cases = write_class(&d, &secret()).unwrap();
+        let suite = Suite::load().unwrap();
+        let apart = suite.cheats().iter().filter(|c| c.apart()).count();
+        assert_eq!(cases.len(), 3 + suite.cheats().len() - apart);
+        assert!(
+            apart >= 5,
+            "screen-off, compile-limit and Blackwell cheats: {apart}"
+        );
         assert!(d.join("stock/kernel.cu").is_file());
         assert!(d.join("cheat-cached-output/kernel.cu").is_file());
+        assert!(!d.join("cheat-compile-bomb").exists());
         assert!(!d.join("no-kernel/kernel.cu").exists());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn protected_lines_are_found_anywhere_below_a_folder() {
+        let d = std::env::temp_dir().join(format!("grade-selftest-leaks-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("alice")).unwrap();
+        std::fs::write(d.join("alice/grade.json"), "{\"log\": \"ok\"}").unwrap();
+        let lines = vec!["root:x:0:0:root".to_string()];
+        assert!(leaks(&d, &lines).is_empty());
+        std::fs::write(d.join("alice/results.json"), "x root:x:0:0:root:/root y").unwrap();
+        assert_eq!(leaks(&d, &lines), vec![d.join("alice/results.json")]);
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -299,6 +299,7 @@ impl Grader {
                 })
                 .collect(),
             flags: Vec::new(),
+            grading_flags: Vec::new(),
             score: 0.0,
             max_score: 0.0,
             skipped_points: 0.0,
@@ -394,7 +395,11 @@ impl Grader {
         job.target = Some(target_name(target).into());
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
-        match compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric) {
+        let compiled = compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric);
+        if let Ok((_, flags)) = &compiled {
+            r.grading_flags.extend(flags.iter().cloned());
+        }
+        match compiled.map(|(c, _)| c) {
             Ok(mut c) if c.status == CompileStatus::Ok => {
                 if target == common::Target::Sm90aEmulated {
                     c.message.push_str(
@@ -495,7 +500,10 @@ impl Grader {
                 break;
             }
         }
-        r.worker_log = truncate_log(&logs.join("\n"), self.rubric.limits.log_bytes);
+        let log = logs.join("\n");
+        r.grading_flags
+            .extend(log_flood(&log, self.rubric.limits.log_bytes));
+        r.worker_log = truncate_log(&log, self.rubric.limits.log_bytes);
         let outcome = last_outcome.unwrap_or(Outcome {
             exit: Exit::Code(0),
             elapsed: Duration::ZERO,
@@ -567,7 +575,7 @@ fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
 }
 
 /// The names whose compiler messages a student may see: the submission's and the headers'.
-fn own_files() -> Vec<&'static str> {
+pub fn own_files() -> Vec<&'static str> {
     let mut v = vec![SOURCE_NAME];
     v.extend(policy::allowed_headers());
     v
@@ -578,15 +586,48 @@ fn student_log(log: &str, cap: usize) -> String {
     truncate_log(&super::diagnostics::student_log(log, &own_files()), cap)
 }
 
+/// What NVRTC says when a file an `#include` names cannot be opened: under the confinement, any
+/// file outside the toolkit and the workbook's (built-in) headers.
+const CANNOT_OPEN: [&str; 2] = ["cannot open source file", "could not open source file"];
+
+/// The flag of a compile whose raw logs (before the diagnostics filter) show an include the
+/// compiler could not open.
+fn blocked_include(logs: &[&str]) -> Option<Flag> {
+    logs.iter()
+        .any(|l| CANNOT_OPEN.iter().any(|m| l.contains(m)))
+        .then(|| {
+            Flag::new(
+                "blocked-include",
+                "the kernel includes a file the compiler could not open: the grading children read only the toolkit and the workbook's own headers, so the include reached nothing",
+            )
+        })
+}
+
+/// The compile's report, and flags of what its raw logs show.
 fn compile_outcome(
     outcome: Result<Outcome>,
     report: &Path,
     rubric: &Rubric,
-) -> Result<CompileReport> {
+) -> Result<(CompileReport, Vec<Flag>)> {
     let outcome = outcome?;
+    let entries: Option<Vec<CompiledDtype>> = std::fs::read(report)
+        .ok()
+        .map(|b| serde_json::from_slice(&b))
+        .transpose()?;
+    let mut logs: Vec<&str> = vec![&outcome.stderr];
+    logs.extend(entries.iter().flatten().map(|e| e.log.as_str()));
+    let flags: Vec<Flag> = blocked_include(&logs).into_iter().collect();
+    Ok((compile_report(&outcome, entries, rubric), flags))
+}
+
+fn compile_report(
+    outcome: &Outcome,
+    entries: Option<Vec<CompiledDtype>>,
+    rubric: &Rubric,
+) -> CompileReport {
     let cap = rubric.limits.log_bytes;
     if outcome.exit == Exit::TimedOut {
-        return Ok(CompileReport {
+        return CompileReport {
             status: CompileStatus::Timeout,
             message: format!(
                 "compiling took longer than {:.0} s: the compiler was stopped",
@@ -596,23 +637,23 @@ fn compile_outcome(
             registers: 0,
             spill_bytes: 0,
             compile_ms: outcome.elapsed.as_secs_f64() * 1e3,
-        });
+        };
     }
-    let entries: Vec<CompiledDtype> = match std::fs::read(report) {
-        Ok(b) => serde_json::from_slice(&b)?,
-        Err(_) => {
-            return Ok(CompileReport {
+    let entries = match entries {
+        Some(e) => e,
+        None => {
+            return CompileReport {
                 status: CompileStatus::Error,
                 message: format!("the compiler process {}", outcome.describe()),
                 log: student_log(&outcome.stderr, cap),
                 registers: 0,
                 spill_bytes: 0,
                 compile_ms: 0.0,
-            })
+            }
         }
     };
     let failed: Vec<&CompiledDtype> = entries.iter().filter(|e| !e.ok).collect();
-    Ok(if let Some(f) = failed.first() {
+    if let Some(f) = failed.first() {
         CompileReport {
             status: CompileStatus::Failed,
             message: format!("the kernel does not compile for {}", f.dtype),
@@ -637,7 +678,7 @@ fn compile_outcome(
             spill_bytes: entries.iter().map(|e| e.spill_bytes).max().unwrap_or(0),
             compile_ms: entries.iter().map(|e| e.compile_ms).sum(),
         }
-    })
+    }
 }
 
 fn copy_cubins(from: &Path, to: &Path) -> Result<()> {
@@ -759,6 +800,17 @@ pub fn score(t: &mut TestReport, spec: &super::rubric::Test) {
         }
         _ => 0.0,
     };
+}
+
+/// The flag of run logs over the rubric's cap (each child's output is already cut to the cap
+/// when read, with a note; the report keeps the cap's worth of their head and tail).
+fn log_flood(log: &str, cap: usize) -> Option<Flag> {
+    (log.len() > cap || log.contains(sandbox::CUT_NOTE)).then(|| {
+        Flag::new(
+            "log-flood",
+            format!("the run wrote more output than the log limit of {cap} bytes: the report keeps its first and last {} bytes", cap / 2),
+        )
+    })
 }
 
 /// The last non-empty line of a child's output.

@@ -19,6 +19,7 @@ use common::compile::{compile, Compiled, KernelSource, Resources};
 use common::cublas::{Blas, Warmup};
 use common::emulation::EmuBuffers;
 use common::gpu::{self, Gpu, GpuStatus};
+use common::rescale::{self, Pow2};
 use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
 use common::step::Plan;
 use common::timing::{time_rounds, Protocol, Timed};
@@ -227,25 +228,36 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     };
     let mut report = Vec::new();
     for dtype in job.dtypes()? {
-        if target == common::Target::Sm90aEmulated {
-            // Graded under the emulation, the kernel must also build natively for sm_100a
-            // (where it will run), from the same text: the policy refuses every name that could
-            // tell the two builds apart.
-            let native = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
-                Ok(_) => None,
-                Err(e) => Some(truncate_log(&format!("{e:#}"), job.log_bytes)),
-            };
-            report.push(CompiledDtype {
-                dtype: format!("{dtype} (native sm_100a)"),
-                ok: native.is_none(),
-                log: native.unwrap_or_default(),
-                registers: 0,
-                spill_bytes: 0,
-                compile_ms: 0.0,
-                nvrtc_version: String::new(),
-            });
-        }
-        let entry = match compile(&source, target, &spec.defines(dtype)) {
+        let defines = spec.defines(dtype);
+        // A Blackwell kernel gets the static checks every Blackwell build gets (the tcgen05
+        // rules on its sm_100a PTX, then the native sm_100a compile), graded natively or under
+        // the emulation: then the kernel graded under emulation also builds, from the same text,
+        // for the hardware it will run on (the policy refuses every name that could tell the two
+        // builds apart).
+        let native = match target {
+            common::Target::Sm90aEmulated | common::Target::Sm100a => {
+                Some(common::static_check::check_blackwell(&source, &defines))
+            }
+            common::Target::Sm90a => None,
+        };
+        let compiled = match (native, target) {
+            (Some(Err(e)), _) => {
+                report.push(CompiledDtype {
+                    dtype: format!("{dtype} (static checks and native sm_100a build)"),
+                    ok: false,
+                    log: truncate_log(&static_check_log(&e), job.log_bytes),
+                    registers: 0,
+                    spill_bytes: 0,
+                    compile_ms: 0.0,
+                    nvrtc_version: String::new(),
+                });
+                continue;
+            }
+            // Native: that compile is the kernel.
+            (Some(Ok(c)), common::Target::Sm100a) => Ok(c),
+            _ => compile(&source, target, &defines),
+        };
+        let entry = match compiled {
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
                 CompiledDtype {
@@ -277,6 +289,26 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The log of a Blackwell kernel's failed static checks, as compiler messages the grader's
+/// diagnostics filter understands: each rule broken on its source line, or ptxas' own log.
+fn static_check_log(e: &anyhow::Error) -> String {
+    if let Some(r) = e.downcast_ref::<common::static_check::RuleError>() {
+        format!(
+            "{}{} breaks {} rule(s) in its sm_100a PTX (the static checks of every Blackwell build)\n",
+            r.as_diagnostics(),
+            r.path,
+            r.findings.len()
+        )
+    } else if let Some(c) = e.downcast_ref::<common::compile::CompileError>() {
+        format!(
+            "{}{} failed to compile for {} (the native build every Blackwell kernel must pass, also when it is graded under emulation)\n",
+            c.log, c.path, c.arch
+        )
+    } else {
+        format!("{e:#}")
+    }
+}
+
 // ---- the run ----------------------------------------------------------------------------
 
 /// One input set on the GPU, between guards, with the grader's copies and reference on the host.
@@ -288,6 +320,25 @@ struct InputSet {
     reference: Vec<f32>,
     a32: Vec<f32>,
     b32: Vec<f32>,
+    /// The power-of-two scale the GPU's copies carry now (a timed launch's memoisation
+    /// defence), with the scaled inputs and product; None: the GPU holds `problem` itself.
+    scaled: Option<(Pow2, Problem, Vec<f32>)>,
+    /// The expected output of the last launch on these buffers, if one ran.
+    last_expected: Option<Vec<f32>>,
+}
+
+impl InputSet {
+    /// What the GPU's A and B hold now.
+    fn current(&self) -> &Problem {
+        self.scaled.as_ref().map_or(&self.problem, |(_, p, _)| p)
+    }
+    /// The exact product of [`Self::current`].
+    fn expected(&self) -> &[f32] {
+        self.scaled.as_ref().map_or(&self.reference, |(_, _, r)| r)
+    }
+    fn scale(&self) -> Pow2 {
+        self.scaled.as_ref().map_or(Pow2::default(), |(s, _, _)| *s)
+    }
 }
 
 /// A test with everything it needs before the submission's module is loaded.
@@ -302,6 +353,26 @@ struct Prepared {
     /// C between guards, the decoy reference after the upper guard.
     c: Guarded,
     decoy: Vec<f32>,
+}
+
+/// Elements of A and of B set to [`SPIKE`] in an all-ones input set.
+const SPIKES: usize = 8;
+/// A spike's value: a power of two (exact in f16 and bf16), large enough that a row or column
+/// holding one is off from K by far more than bf16's tolerance (K + 63 against K).
+const SPIKE: f32 = 64.0;
+
+/// A few elements of an all-ones input set become [`SPIKE`], at places drawn by `seed`: the
+/// outputs stay integers (K, or more in the spikes' rows and columns), but a kernel that probes
+/// a few elements, sees ones, and writes K everywhere without computing is wrong.
+fn spike(p: &mut Problem, seed: u64) {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5350_494B_4553);
+    let two = p.dtype.from_f32(SPIKE);
+    for m in [&mut p.a, &mut p.b] {
+        for _ in 0..SPIKES {
+            let i = rng.random_range(0..m.len());
+            m[i] = two;
+        }
+    }
 }
 
 /// cuBLAS's f32 product, downloaded; its device copy is scrubbed before it is freed.
@@ -335,7 +406,10 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepa
     let (shape, dtype, dist) = (test.shape(), test.dtype()?, test.dist()?);
     let mut sets = Vec::new();
     for &seed in &test.seeds.sets {
-        let problem = Problem::generate(shape, dtype, dist, seed);
+        let mut problem = Problem::generate(shape, dtype, dist, seed);
+        if dist == Dist::AllOnes {
+            spike(&mut problem, seed);
+        }
         let a = upload(gpu, &problem.a)?;
         let b = upload(gpu, &problem.b)?;
         let reference = reference(gpu, blas, shape, dtype, a.data(), b.data())?;
@@ -346,6 +420,8 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepa
             a,
             b,
             reference,
+            scaled: None,
+            last_expected: None,
         });
     }
     // The decoy must differ from every true answer: all-ones inputs give the same product for
@@ -389,13 +465,14 @@ fn check_launch(
     previous: Option<&[f32]>,
 ) -> Result<Checked> {
     let Shape { m, n, k } = p.shape;
+    let (current, expected) = (set.current(), set.expected());
     let mut flags = Vec::new();
     for (what, g) in [("A", &set.a), ("B", &set.b), ("C", &p.c)] {
         flags.extend(g.check_guards(gpu, what)?);
     }
     for (what, g, pristine, rows) in [
-        ("A", &set.a, &set.problem.a, m),
-        ("B", &set.b, &set.problem.b, p.shape.n),
+        ("A", &set.a, &current.a, m),
+        ("B", &set.b, &current.b, p.shape.n),
     ] {
         let now: Vec<u16> = dtoh(gpu, g.data(), rows * k)?;
         if let Some(f) = input_flag(what, k, p.dtype, &now, pristine) {
@@ -404,18 +481,19 @@ fn check_launch(
         }
     }
     let out: Vec<u16> = dtoh(gpu, p.c.data(), m * n)?;
-    let v = verify(&set.problem, &out, &set.reference, CPU_SAMPLES);
+    let v = verify(current, &out, expected, CPU_SAMPLES);
     if p.dist == Dist::ExactInt {
-        flags.extend(exactness_flag(p.dtype, n, &out, &set.reference));
+        flags.extend(exactness_flag(p.dtype, n, &out, expected));
     }
     if !v.passed {
         flags.extend(classify(&Evidence {
             out: &out,
             dtype: p.dtype,
             cols: n,
-            expected: &set.reference,
+            expected,
             decoy: &p.decoy,
             previous,
+            same_buffers: set.last_expected.as_deref(),
         }));
     }
     Ok(Checked {
@@ -723,7 +801,8 @@ struct KernelSide<'a> {
     p: &'a mut Prepared,
     args: Vec<LaunchArgs>,
     current: usize,
-    previous: Option<usize>,
+    /// The expected output of the previous launch (of whichever set).
+    previous: Option<Vec<f32>>,
     launches: usize,
     passed_before: usize,
     failure: Option<(usize, Vec<Flag>, String)>,
@@ -759,6 +838,45 @@ impl Timed for KernelSide<'_> {
             self.p.shape.m * self.p.shape.n * 2,
         )
     }
+    /// A fresh power-of-two scale of this round's A and B (exact: see `common::rescale`), with a,
+    /// b and a+b all different from the last launch on these buffers, so that a kernel keeping
+    /// outputs by their inputs' addresses returns a wrong one; the expected output is the
+    /// reference times 2^(a+b), no new product needed.
+    fn rescale(&mut self, round: usize) -> Result<()> {
+        let dtype = self.p.dtype;
+        let seed = self.p.test.seeds.refresh
+            ^ 0x5343_414C_4553 // "SCALES"
+            ^ (round as u64 + 1).wrapping_mul(0xD1B5_4A32_D192_ED03);
+        let set = &mut self.p.sets[self.current];
+        let chosen = rescale::choose(
+            seed,
+            set.scale(),
+            rescale::exact_range(dtype, &set.problem.a),
+            rescale::exact_range(dtype, &set.problem.b),
+            rescale::output_range(dtype, &set.reference),
+        );
+        // None (no scale fits this set's values): the current one is kept, and written again,
+        // since redrawn rows arrived unscaled.
+        let s = chosen.unwrap_or(set.scale());
+        let scaled = |v: &[u16], e: i32| {
+            rescale::scale(dtype, v, e)
+                .ok_or_else(|| anyhow!("internal: a scale of 2^{e} is not exact for these inputs"))
+        };
+        let problem = Problem {
+            a: scaled(&set.problem.a, s.a)?,
+            b: scaled(&set.problem.b, s.b)?,
+            shape: set.problem.shape,
+            dtype,
+            dist: set.problem.dist,
+            seed: set.problem.seed,
+        };
+        htod(self.gpu, set.a.data(), &problem.a)?;
+        htod(self.gpu, set.b.data(), &problem.b)?;
+        let f = s.c_factor();
+        let reference = set.reference.iter().map(|&r| r * f).collect();
+        set.scaled = Some((s, problem, reference));
+        Ok(())
+    }
     fn launch(&mut self) -> Result<()> {
         self.launches += 1;
         // SAFETY: the arguments name this test's live buffers, for this plan.
@@ -769,14 +887,15 @@ impl Timed for KernelSide<'_> {
     }
     fn check(&mut self, round: usize) -> Result<()> {
         let set = &self.p.sets[self.current];
-        let previous = self.previous.map(|i| self.p.sets[i].reference.as_slice());
-        let checked = check_launch(self.gpu, self.p, set, previous)?;
+        let checked = check_launch(self.gpu, self.p, set, self.previous.as_deref())?;
+        let expected = set.expected().to_vec();
+        self.p.sets[self.current].last_expected = Some(expected.clone());
+        self.previous = Some(expected);
         if !checked.flags.is_empty() {
             self.failure = Some((round, checked.flags, checked.summary));
             bail!("launch {} failed its checks", round + 1);
         }
         self.passed_before += 1;
-        self.previous = Some(self.current);
         Ok(())
     }
 }
@@ -879,21 +998,19 @@ fn performance(
         failure: None,
     };
     // The workbook's one protocol (rotated rounds: cuBLAS poisons its answer right after each
-    // of its launches). No NVML in the sandboxed worker: clocks are read by `runner step` and
-    // `runner bench`.
+    // of its launches), with fresh power-of-two scales of the inputs every round. No NVML in
+    // the sandboxed worker: clocks are read by `runner step` and `runner bench`.
     let mut prime = || warm.run(gpu, blas);
-    let stats = time_rounds(
-        gpu,
-        &mut Protocol::standard(
-            warmup,
-            iters,
-            Some(flush.arg(gpu)),
-            run.launch_timeout,
-            &mut prime,
-            None,
-        ),
-        &mut [&mut side, &mut cublas],
+    let mut protocol = Protocol::standard(
+        warmup,
+        iters,
+        Some(flush.arg(gpu)),
+        run.launch_timeout,
+        &mut prime,
+        None,
     );
+    protocol.rescale = true;
+    let stats = time_rounds(gpu, &mut protocol, &mut [&mut side, &mut cublas]);
     let launches = side.launches;
     run.passed_launches += side.passed_before;
     let stats = match (stats, side.failure.take()) {
@@ -1056,6 +1173,62 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn blackwell_rule_findings_reach_the_student_on_their_source_line() {
+        // Step 4's kernel with a seeded tcgen05 rule break (the cli test's), named as the
+        // grader names a submission.
+        let step = runner::steps::get(4).unwrap();
+        let text = step.info().blackwell.text;
+        let source = KernelSource {
+            path: super::super::submission::SOURCE_NAME.into(),
+            text: common::mutation::find("alloc-cta-group-1")
+                .unwrap()
+                .apply(text)
+                .unwrap(),
+        };
+        let line = source
+            .text
+            .lines()
+            .position(|l| l.contains("bw::mma_f16_2cta("))
+            .unwrap()
+            + 1;
+        let spec = common::step::KernelSpec::new(step, common::step::Arch::Blackwell);
+        let e =
+            common::static_check::check_blackwell(&source, &spec.defines(Dtype::F16)).unwrap_err();
+        let log = static_check_log(&e);
+        let shown =
+            super::super::diagnostics::student_log(&log, &super::super::submission::own_files());
+        assert!(
+            shown.starts_with(&format!("kernel.cu({line}): error: one-cta-group: ")),
+            "{shown}"
+        );
+        assert!(shown.contains("bw::mma_f16_2cta("), "{shown}");
+        assert!(shown.contains("kernel.cu breaks 1 rule(s)"), "{shown}");
+        assert!(!shown.contains("withheld"), "{shown}");
+    }
+
+    #[test]
+    fn all_ones_sets_get_a_few_spikes_and_nothing_else_changes() {
+        let shape = Shape {
+            m: 64,
+            n: 32,
+            k: 96,
+        };
+        let mut p = Problem::generate(shape, Dtype::Bf16, Dist::AllOnes, 9);
+        spike(&mut p, 9);
+        let one = Dtype::Bf16.from_f32(1.0);
+        let big = Dtype::Bf16.from_f32(SPIKE);
+        for m in [&p.a, &p.b] {
+            let spikes = m.iter().filter(|&&x| x == big).count();
+            assert!((1..=SPIKES).contains(&spikes), "{spikes}");
+            assert!(m.iter().all(|&x| x == one || x == big));
+        }
+        // The same seed, the same places.
+        let mut q = Problem::generate(shape, Dtype::Bf16, Dist::AllOnes, 9);
+        spike(&mut q, 9);
+        assert_eq!((p.a, p.b), (q.a, q.b));
+    }
 
     #[test]
     fn exact_integer_inputs_flag_any_rounding() {

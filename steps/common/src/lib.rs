@@ -17,6 +17,7 @@ pub mod nvml;
 pub mod problem;
 pub mod project;
 pub mod ptx_check;
+pub mod rescale;
 pub mod run;
 pub mod sass;
 pub mod static_check;

@@ -151,11 +151,52 @@ fn describe_for(path: &str, arch: &str, findings: &[SourceFinding]) -> String {
     out
 }
 
+/// A kernel that breaks rules of [`ptx_check`]: the error of [`check_ptx`] and
+/// [`check_blackwell`], kept typed so a caller (the grader) can report each finding as a
+/// compiler message on its source line.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe(path, findings))]
+pub struct RuleError {
+    pub path: String,
+    pub findings: Vec<SourceFinding>,
+}
+
+impl RuleError {
+    /// The findings as compiler messages, `PATH(LINE): error: RULE: ...`, each followed by its
+    /// source line indented (line 1 where the PTX carries no line information).
+    pub fn as_diagnostics(&self) -> String {
+        let mut out = String::new();
+        for f in &self.findings {
+            out.push_str(&format!(
+                "{}({}): error: {}: {}{} (PTX: `{}`)\n",
+                self.path,
+                f.line.unwrap_or(1),
+                f.rule,
+                rule_words(f.rule),
+                if f.line.is_none() {
+                    " [no line information: the line is a placeholder]"
+                } else {
+                    ""
+                },
+                short(&f.ptx)
+            ));
+            if !f.source.is_empty() {
+                out.push_str(&format!("    {}\n", f.source));
+            }
+        }
+        out
+    }
+}
+
 /// The PTX rules alone, for a caller that compiles for sm_100a itself (a native run).
 pub fn check_ptx(source: &KernelSource, defines: &[(String, String)]) -> Result<()> {
     let findings = ptx_findings(source, defines)?;
     if !findings.is_empty() {
-        anyhow::bail!("{}", describe(&source.path, &findings));
+        return Err(RuleError {
+            path: source.path.clone(),
+            findings,
+        }
+        .into());
     }
     Ok(())
 }
@@ -173,17 +214,17 @@ pub fn check_twin(source: &KernelSource, defines: &[(String, String)]) -> Result
 
 /// The static checks of a Blackwell kernel: the PTX rules, then the native sm_100a compile
 /// (ptxas). Returns that compile (`runner step` without a GPU reports it); an error names every
-/// finding with its source line, or carries ptxas' log. The one entry point: the runner and the
-/// grader call it for every Blackwell build.
+/// finding with its source line ([`RuleError`]), or carries ptxas' log (a [`CompileError`] under
+/// its context). The one entry point: the runner and the grader call it for every Blackwell
+/// build.
 pub fn check_blackwell(source: &KernelSource, defines: &[(String, String)]) -> Result<Compiled> {
     check_ptx(source, defines)?;
-    compile(source, Target::Sm100a, defines).map_err(|e| match e.downcast::<CompileError>() {
-        Ok(c) => anyhow::anyhow!(
-            "{} does not build for sm_100a (the native compile every Blackwell kernel must pass, also when it runs emulated):\n{}",
-            c.path,
-            c.log.trim_end()
-        ),
-        Err(e) => e,
+    compile(source, Target::Sm100a, defines).map_err(|e| {
+        if e.downcast_ref::<CompileError>().is_some() {
+            e.context("the native sm_100a compile, which every Blackwell kernel must pass (also when it runs emulated), fails")
+        } else {
+            e
+        }
     })
 }
 

@@ -2,7 +2,7 @@
 //! selftest` and the grader: [`time_rounds`]. Every round primes the tensor cores, then runs the
 //! contenders back to back in a rotated order, each after an L2 flush and between two CUDA
 //! events; outputs are verified by the callers before timing (and, in the grader, after every
-//! launch). The result is the median, minimum and interquartile range of each contender's
+//! launch, on inputs given a fresh power-of-two scale before each round: [`Protocol::rescale`]). The result is the median, minimum and interquartile range of each contender's
 //! times, with the SM clock, power and clock-event reasons NVML read while its launches ran.
 
 use crate::gpu::{check, Gpu};
@@ -184,6 +184,14 @@ pub trait Timed {
     fn prepare(&mut self, _round: usize) -> Result<()> {
         Ok(())
     }
+    /// After every contender's `prepare` for `round`, only when the protocol asks for it
+    /// ([`Protocol::rescale`]): give the inputs of this contender's next launch a fresh
+    /// power-of-two scale ([`crate::rescale`]), so that no input element is what it was the last
+    /// time these buffers were used, and expect the output scaled to match. The grader's
+    /// defence against memoisation; `runner step` and `runner bench` time unscaled inputs.
+    fn rescale(&mut self, _round: usize) -> Result<()> {
+        Ok(())
+    }
     /// The launch itself, on the GPU's stream.
     fn launch(&mut self) -> Result<()>;
     /// Enqueued right after the launch's end event, outside the timed region, before the next
@@ -279,6 +287,10 @@ pub struct Protocol<'a> {
     /// trip between launches), as `runner step` and `runner bench` timed before this module
     /// was the only protocol. Only the diagnosis sets it, to reproduce them.
     pub sync_each: bool,
+    /// Call every contender's [`Timed::rescale`] before each round (warm-up rounds included):
+    /// the grader sets it, so a kernel cannot return an output it kept from an earlier launch on
+    /// the same buffers. Off in [`Protocol::standard`].
+    pub rescale: bool,
 }
 
 impl<'a> Protocol<'a> {
@@ -300,6 +312,7 @@ impl<'a> Protocol<'a> {
             rotate: true,
             nvml,
             sync_each: false,
+            rescale: false,
         }
     }
 }
@@ -311,7 +324,7 @@ pub fn round_order(round: usize, n: usize, rotate: bool) -> Vec<usize> {
 }
 
 /// Time contenders against each other: `warmup` untimed rounds, then `iters` timed rounds. A
-/// round runs every contender's `prepare`, then the prime, then every contender's launch back
+/// round runs every contender's `prepare` (and, if the protocol rescales, `rescale`), then the prime, then every contender's launch back
 /// to back in the round's [`round_order`] (each after the L2 flush, between two events, then
 /// its `after_launch`), then waits, then every `check`. Returns one [`Measured`] per contender,
 /// in the order given.
@@ -348,6 +361,11 @@ pub fn time_rounds(
     for round in 0..protocol.warmup + iters {
         for c in contenders.iter_mut() {
             c.prepare(round)?;
+        }
+        if protocol.rescale {
+            for c in contenders.iter_mut() {
+                c.rescale(round)?;
+            }
         }
         if let Some(prime) = protocol.prime.as_mut() {
             prime()?;
