@@ -272,7 +272,7 @@ pub fn gradescope_results(r: &GradeReport) -> serde_json::Value {
                 "max_score": t.max_score,
                 "output": output,
                 "visibility": t.visibility,
-                "tags": [match t.kind { Kind::Correctness => "correctness", Kind::Performance => "performance" }],
+                "tags": [match t.kind { Kind::Correctness => "correctness", Kind::Performance => "performance", Kind::Technique => "technique" }],
             });
             match t.status {
                 Status::Passed => v["status"] = "passed".into(),

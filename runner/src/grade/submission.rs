@@ -9,6 +9,7 @@ use super::policy;
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
 use super::rubric::{Kind, Rubric};
 use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
+use super::technique::BuildSass;
 use super::seeds::{public_seed, sha256_hex, Secret};
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
@@ -298,6 +299,27 @@ impl Grader {
                     launches: 0,
                     timing: None,
                 })
+                .chain(self.rubric.requirements.iter().map(|q| TestReport {
+                    name: q.name.clone(),
+                    kind: Kind::Technique,
+                    visibility: super::rubric::Visibility::Visible,
+                    points: q.points,
+                    score: 0.0,
+                    max_score: q.points,
+                    status: Status::Error,
+                    detail: "not checked".into(),
+                    flags: Vec::new(),
+                    seeds: TestSeeds {
+                        sets: Vec::new(),
+                        refresh: 0,
+                        decoy: 0,
+                    },
+                    shape: [0; 3],
+                    dtype: String::new(),
+                    dist: String::new(),
+                    launches: 0,
+                    timing: None,
+                }))
                 .collect(),
             flags: Vec::new(),
             score: 0.0,
@@ -396,7 +418,8 @@ impl Grader {
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
         match compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric) {
-            Ok(mut c) if c.status == CompileStatus::Ok => {
+            Ok((mut c, sass)) if c.status == CompileStatus::Ok => {
+                self.check_requirements(&mut r, &sass);
                 if target == common::Target::Sm90aEmulated {
                     c.message.push_str(
                         "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
@@ -404,7 +427,7 @@ impl Grader {
                 }
                 r.compile = c;
             }
-            Ok(c) => {
+            Ok((c, _)) => {
                 let why = format!(
                     "the kernel did not compile ({})",
                     super::report::lower(&c.status)
@@ -423,9 +446,12 @@ impl Grader {
             }
         }
         if self.compile_only {
-            not_run(&mut r, "compiled only (a pre-screen: no GPU was used)");
-            for t in &mut r.tests {
+            // The requirements were checked from the compile: they keep their verdicts.
+            for t in r.tests.iter_mut().filter(|t| t.kind != Kind::Technique) {
+                t.detail = "not run: compiled only (a pre-screen: no GPU was used)".into();
                 t.status = Status::Skipped;
+                // Like every skipped test, it counts neither way.
+                t.max_score = 0.0;
             }
             return r;
         }
@@ -535,6 +561,30 @@ impl Grader {
     }
 }
 
+impl Grader {
+    /// Score the rubric's requirements against the SASS the compile child reported.
+    fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
+        for q in &self.rubric.requirements {
+            let Some(t) = r.tests.iter_mut().find(|t| t.kind == Kind::Technique && t.name == q.name)
+            else {
+                continue;
+            };
+            let v = q.check(builds);
+            t.status = if v.passed {
+                Status::Passed
+            } else if v.grader_error {
+                Status::Error
+            } else {
+                Status::Failed
+            };
+            t.score = if v.passed { q.points } else { 0.0 };
+            t.max_score = q.points;
+            t.detail = v.detail;
+            t.flags = v.flag.into_iter().collect();
+        }
+    }
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -579,15 +629,16 @@ fn student_log(log: &str, cap: usize) -> String {
     truncate_log(&super::diagnostics::student_log(log, &own_files()), cap)
 }
 
+/// The compile's report, and the SASS of its native builds where the job asked for it.
 fn compile_outcome(
     outcome: Result<Outcome>,
     report: &Path,
     rubric: &Rubric,
-) -> Result<CompileReport> {
+) -> Result<(CompileReport, Vec<BuildSass>)> {
     let outcome = outcome?;
     let cap = rubric.limits.log_bytes;
     if outcome.exit == Exit::TimedOut {
-        return Ok(CompileReport {
+        return Ok((CompileReport {
             status: CompileStatus::Timeout,
             message: format!(
                 "compiling took longer than {:.0} s: the compiler was stopped",
@@ -597,23 +648,32 @@ fn compile_outcome(
             registers: 0,
             spill_bytes: 0,
             compile_ms: outcome.elapsed.as_secs_f64() * 1e3,
-        });
+        }, Vec::new()));
     }
     let entries: Vec<CompiledDtype> = match std::fs::read(report) {
         Ok(b) => serde_json::from_slice(&b)?,
         Err(_) => {
-            return Ok(CompileReport {
+            return Ok((CompileReport {
                 status: CompileStatus::Error,
                 message: format!("the compiler process {}", outcome.describe()),
                 log: student_log(&outcome.stderr, cap),
                 registers: 0,
                 spill_bytes: 0,
                 compile_ms: 0.0,
-            })
+            }, Vec::new()))
         }
     };
+    let sass: Vec<BuildSass> = entries
+        .iter()
+        .filter_map(|e| {
+            e.sass.clone().map(|histogram| BuildSass {
+                build: e.dtype.clone(),
+                histogram,
+            })
+        })
+        .collect();
     let failed: Vec<&CompiledDtype> = entries.iter().filter(|e| !e.ok).collect();
-    Ok(if let Some(f) = failed.first() {
+    let report = if let Some(f) = failed.first() {
         CompileReport {
             status: CompileStatus::Failed,
             message: format!("the kernel does not compile for {}", f.dtype),
@@ -638,7 +698,8 @@ fn compile_outcome(
             spill_bytes: entries.iter().map(|e| e.spill_bytes).max().unwrap_or(0),
             compile_ms: entries.iter().map(|e| e.compile_ms).sum(),
         }
-    })
+    };
+    Ok((report, sass))
 }
 
 fn copy_cubins(from: &Path, to: &Path) -> Result<()> {

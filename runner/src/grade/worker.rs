@@ -231,9 +231,11 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             // Graded under the emulation, the kernel must also build natively for sm_100a
             // (where it will run), from the same text: the policy refuses every name that could
             // tell the two builds apart.
-            let native = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
-                Ok(_) => None,
-                Err(e) => Some(truncate_log(&format!("{e:#}"), job.log_bytes)),
+            // Its SASS is the one the rubric's requirements check: the emulated build has none
+            // of tcgen05 by design.
+            let (native, sass) = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
+                Ok(c) => (None, native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?),
+                Err(e) => (Some(truncate_log(&format!("{e:#}"), job.log_bytes)), None),
             };
             report.push(CompiledDtype {
                 dtype: format!("{dtype} (native sm_100a)"),
@@ -243,11 +245,17 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                 spill_bytes: 0,
                 compile_ms: 0.0,
                 nvrtc_version: String::new(),
+                sass,
             });
         }
         let entry = match compile(&source, target, &spec.defines(dtype)) {
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
+                let sass = if target == common::Target::Sm90aEmulated {
+                    None
+                } else {
+                    native_sass(job, dir, &dtype.to_string(), &c.cubin)?
+                };
                 CompiledDtype {
                     dtype: dtype.to_string(),
                     ok: true,
@@ -256,6 +264,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                     spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
                     compile_ms: c.compile_ms,
                     nvrtc_version: c.nvrtc_version,
+                    sass,
                 }
             }
             Err(e) => CompiledDtype {
@@ -266,6 +275,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                 spill_bytes: 0,
                 compile_ms: 0.0,
                 nvrtc_version: String::new(),
+                sass: None,
             },
         };
         report.push(entry);
@@ -275,6 +285,22 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
         serde_json::to_vec_pretty(&report)?,
     )?;
     Ok(())
+}
+
+/// The launched kernel's instructions in a native build, where the job asks for them (the
+/// rubric has requirements): disassembled here, inside the confinement, from the cubin file.
+fn native_sass(
+    job: &Job,
+    dir: &Path,
+    name: &str,
+    cubin: &[u8],
+) -> Result<Option<Result<std::collections::BTreeMap<String, usize>, String>>> {
+    if !job.disassemble {
+        return Ok(None);
+    }
+    let path = dir.join(format!("sass-{name}.cubin"));
+    std::fs::write(&path, cubin)?;
+    Ok(Some(super::technique::kernel_histogram(&path)))
 }
 
 // ---- the run ----------------------------------------------------------------------------
@@ -1032,6 +1058,8 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
                     run.reseal(p.index).map_err(|e| Fault(format!("{e:#}")))?;
                     Ok(r)
                 }),
+                // Requirements are checked from the compile child's SASS, never sent to a run.
+                Kind::Technique => bail!("internal: a requirement was sent to the run as a test"),
             };
             outcome.unwrap_or_else(|Fault(why)| {
                 lost = Some(format!(
