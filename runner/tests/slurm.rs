@@ -1,6 +1,6 @@
 //! The course-scale recipe of the instructor chapter, on a real Slurm: a single-node cluster
 //! (munged, slurmctld and slurmd started here, as root, in a temporary folder) runs the shipped
-//! `scripts/grade-slurm.sbatch` over a class of three, as a GPU-free pre-screen
+//! `scripts/grade-slurm.sh` over a class of three, as a GPU-free pre-screen
 //! (`--compile-only`: the screen, the compile and the rubric's SASS requirements) in two shards,
 //! and its merge job must write the class's summary with each student's verdict.
 //!
@@ -188,7 +188,10 @@ PartitionName=wbtest Nodes=wbnode Default=YES MaxTime=INFINITE State=UP
                 .iter_mut()
                 .find_map(|(name, child)| child.try_wait().ok().flatten().map(|s| (*name, s)));
             if let Some((name, status)) = stopped {
-                panic!("{name} stopped ({status}) while waiting for {what}\n{}", self.logs());
+                panic!(
+                    "{name} stopped ({status}) while waiting for {what}\n{}",
+                    self.logs()
+                );
             }
             if start.elapsed() > Duration::from_secs(60) {
                 panic!("no {what} after 60 s\n{}", self.logs());
@@ -284,7 +287,7 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
     write_class(&class);
 
     // Exactly the instructor chapter's recipe, with the pre-screen's grader option.
-    let o = Command::new(root().join("scripts/grade-slurm.sbatch"))
+    let o = Command::new(root().join("scripts/grade-slurm.sh"))
         .current_dir(root())
         .env("RUNNER", env!("CARGO_BIN_EXE_runner"))
         .env("SLURM_CONF", &cluster.conf)
@@ -313,9 +316,12 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
     let deadline = Instant::now() + Duration::from_secs(600);
     let merged = loop {
         let states = cluster.job(merge);
-        let done = states
-            .first()
-            .is_some_and(|(s, _)| !matches!(s.as_str(), "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"));
+        let done = states.first().is_some_and(|(s, _)| {
+            !matches!(
+                s.as_str(),
+                "PENDING" | "RUNNING" | "CONFIGURING" | "COMPLETING"
+            )
+        });
         if done {
             break states;
         }
@@ -327,7 +333,12 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
         std::thread::sleep(Duration::from_secs(1));
     };
     let tasks = cluster.job(array);
-    assert_eq!(tasks.len(), 2, "two array tasks: {tasks:?}\n{}", cluster.logs());
+    assert_eq!(
+        tasks.len(),
+        2,
+        "two array tasks: {tasks:?}\n{}",
+        cluster.logs()
+    );
     for t in tasks.iter().chain(&merged) {
         assert_eq!(
             (t.0.as_str(), t.1.as_str()),
@@ -347,7 +358,11 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
     // ...and the merge wrote the class's summary: each student's verdict.
     let csv = std::fs::read_to_string(grades.join("summary.csv"))
         .unwrap_or_else(|e| panic!("no summary.csv: {e}\n{}", cluster.logs()));
-    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    let rows: Vec<Vec<&str>> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
     let row = |s: &str| {
         rows.iter()
             .find(|r| r[0] == s)
@@ -356,7 +371,11 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
     assert_eq!(rows.len(), 3, "{csv}");
     // student, compile, correctness, performance, flags, total, gpu, time_s
     let alice = row("alice");
-    assert_eq!((alice[1], alice[4], alice[5]), ("ok", "", "30.0/30.0"), "{csv}");
+    assert_eq!(
+        (alice[1], alice[4], alice[5]),
+        ("ok", "", "30.0/30.0"),
+        "{csv}"
+    );
     let bob = row("bob");
     assert_eq!(
         (bob[1], bob[4], bob[5]),
@@ -364,7 +383,11 @@ fn the_shipped_slurm_script_grades_a_class_in_shards_and_merges_it() {
         "{csv}"
     );
     let carol = row("carol");
-    assert_eq!((carol[1], carol[4]), ("rejected", "forbidden-source"), "{csv}");
+    assert_eq!(
+        (carol[1], carol[4]),
+        ("rejected", "forbidden-source"),
+        "{csv}"
+    );
     let merge_log =
         std::fs::read_to_string(grades.join(format!("slurm-{merge}-merge.out"))).unwrap();
     assert!(

@@ -31,11 +31,7 @@ fn grade(kernel: &str, rubric: &std::path::Path, name: &str) -> Value {
         .args(["--compile-only", "--json"])
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let _ = std::fs::remove_dir_all(&d);
     serde_json::from_slice(&o.stdout).expect("a JSON report")
 }
@@ -112,7 +108,10 @@ fn step0s_blackwell_kernel_loses_exactly_the_2cta_points_with_the_instruction_na
         .unwrap()
         .ends_with("it has UTCHMMA x4 instead"));
     // Every test was skipped (no GPU): the 30 points of the requirements are all it lost.
-    assert_eq!((r["score"].as_f64(), r["max_score"].as_f64()), (Some(0.0), Some(30.0)));
+    assert_eq!(
+        (r["score"].as_f64(), r["max_score"].as_f64()),
+        (Some(0.0), Some(30.0))
+    );
     assert_eq!(r["flags"], serde_json::json!(["technique-missing"]));
 }
 
@@ -136,7 +135,10 @@ fn step0s_hopper_twin_lacks_only_the_multicast() {
         .unwrap()
         .starts_with("missing UTMALDG.MULTICAST"));
     assert_eq!(by_name("wgmma-fp32")["status"], "passed");
-    assert_eq!((r["score"].as_f64(), r["max_score"].as_f64()), (Some(10.0), Some(30.0)));
+    assert_eq!(
+        (r["score"].as_f64(), r["max_score"].as_f64()),
+        (Some(10.0), Some(30.0))
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
 

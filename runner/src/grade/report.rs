@@ -147,7 +147,9 @@ impl GradeReport {
         if let Some(t) = perf.iter().find_map(|t| t.timing.as_ref()) {
             return format!("{:.2}x cuBLAS ({:.0} TFLOP/s)", t.ratio, t.tflops);
         }
-        if perf.iter().all(|t| t.status == Status::Skipped) {
+        if perf.iter().all(|t| t.status == Status::Skipped) && self.gpu.is_none() {
+            "skipped (compiled only)".into()
+        } else if perf.iter().all(|t| t.status == Status::Skipped) {
             "skipped (needs native hardware)".into()
         } else {
             "failed".into()

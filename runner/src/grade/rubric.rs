@@ -567,13 +567,25 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
         assert_eq!(r.requirements.len(), 1);
         let q = &r.requirements[0];
-        assert_eq!((q.pattern.to_string().as_str(), q.min, q.max), ("UTMALDG.MULTICAST", 1, None));
+        assert_eq!(
+            (q.pattern.to_string().as_str(), q.min, q.max),
+            ("UTMALDG.MULTICAST", 1, None)
+        );
         assert_eq!(q.points, 15.0);
         assert!(Rubric::parse(GOOD).unwrap().requirements.is_empty());
         // Another step has another technique: its requirements do not carry over.
         let text = format!("{GOOD}{REQ}");
-        assert_eq!(Rubric::parse_for(&text, Some(0)).unwrap().requirements.len(), 1);
-        assert!(Rubric::parse_for(&text, Some(3)).unwrap().requirements.is_empty());
+        assert_eq!(
+            Rubric::parse_for(&text, Some(0))
+                .unwrap()
+                .requirements
+                .len(),
+            1
+        );
+        assert!(Rubric::parse_for(&text, Some(1))
+            .unwrap()
+            .requirements
+            .is_empty());
     }
 
     #[test]
@@ -585,7 +597,8 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
             "{e}"
         );
         assert!(err(&with("UTMALDG.MULTICAST", "UTMALDG..MULTICAST")).contains("joined by dots"));
-        assert!(err(&with("points = 15", "points = 15\nmin = 4\nmax = 2")).contains("min (4) is above max (2)"));
+        assert!(err(&with("points = 15", "points = 15\nmin = 4\nmax = 2"))
+            .contains("min (4) is above max (2)"));
         assert!(err(&with("points = 15", "points = -1")).contains("non-negative"));
         assert!(err(&with("points = 15", "points = 15\nmin = 0")).contains("requires nothing"));
         assert!(err(&with("name = \"multicast\"", "name = \"small\"")).contains("used twice"));

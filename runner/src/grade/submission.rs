@@ -9,8 +9,8 @@ use super::policy;
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
 use super::rubric::{Kind, Rubric};
 use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
-use super::technique::BuildSass;
 use super::seeds::{public_seed, sha256_hex, Secret};
+use super::technique::BuildSass;
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
 use std::path::{Path, PathBuf};
@@ -565,7 +565,10 @@ impl Grader {
     /// Score the rubric's requirements against the SASS the compile child reported.
     fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
         for q in &self.rubric.requirements {
-            let Some(t) = r.tests.iter_mut().find(|t| t.kind == Kind::Technique && t.name == q.name)
+            let Some(t) = r
+                .tests
+                .iter_mut()
+                .find(|t| t.kind == Kind::Technique && t.name == q.name)
             else {
                 continue;
             };
@@ -638,29 +641,35 @@ fn compile_outcome(
     let outcome = outcome?;
     let cap = rubric.limits.log_bytes;
     if outcome.exit == Exit::TimedOut {
-        return Ok((CompileReport {
-            status: CompileStatus::Timeout,
-            message: format!(
-                "compiling took longer than {:.0} s: the compiler was stopped",
-                outcome.elapsed.as_secs_f64()
-            ),
-            log: String::new(),
-            registers: 0,
-            spill_bytes: 0,
-            compile_ms: outcome.elapsed.as_secs_f64() * 1e3,
-        }, Vec::new()));
+        return Ok((
+            CompileReport {
+                status: CompileStatus::Timeout,
+                message: format!(
+                    "compiling took longer than {:.0} s: the compiler was stopped",
+                    outcome.elapsed.as_secs_f64()
+                ),
+                log: String::new(),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: outcome.elapsed.as_secs_f64() * 1e3,
+            },
+            Vec::new(),
+        ));
     }
     let entries: Vec<CompiledDtype> = match std::fs::read(report) {
         Ok(b) => serde_json::from_slice(&b)?,
         Err(_) => {
-            return Ok((CompileReport {
-                status: CompileStatus::Error,
-                message: format!("the compiler process {}", outcome.describe()),
-                log: student_log(&outcome.stderr, cap),
-                registers: 0,
-                spill_bytes: 0,
-                compile_ms: 0.0,
-            }, Vec::new()))
+            return Ok((
+                CompileReport {
+                    status: CompileStatus::Error,
+                    message: format!("the compiler process {}", outcome.describe()),
+                    log: student_log(&outcome.stderr, cap),
+                    registers: 0,
+                    spill_bytes: 0,
+                    compile_ms: 0.0,
+                },
+                Vec::new(),
+            ))
         }
     };
     let sass: Vec<BuildSass> = entries

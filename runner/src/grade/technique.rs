@@ -224,7 +224,10 @@ impl Requirement {
                     return Verdict {
                         passed: false,
                         grader_error: true,
-                        detail: format!("not checked: the SASS of the {} build could not be read: {e}", b.build),
+                        detail: format!(
+                            "not checked: the SASS of the {} build could not be read: {e}",
+                            b.build
+                        ),
                         flag: Some(Flag::new("grader-error", "the SASS could not be read")),
                     }
                 }
@@ -298,7 +301,12 @@ pub fn kernel_histogram(cubin: &std::path::Path) -> Result<BTreeMap<String, usiz
         .map(|s| s.histogram)
         .map_err(|e| {
             let line = format!("{e:#}");
-            line.lines().next().unwrap_or("").chars().take(300).collect()
+            line.lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect()
         })
 }
 
@@ -326,7 +334,15 @@ mod tests {
         assert_eq!(Pattern::parse("HGMMA.F16").unwrap().count(&hist), 0);
         assert_eq!(Pattern::parse("UTMALDG").unwrap().count(&hist), 3);
         assert_eq!(p.to_string(), "UTMALDG.MULTICAST");
-        for bad in ["", "utchmma", "UTCHMMA.", "UTCHMMA..2CTA", ".2CTA", "UTC HMMA", "UTCHMMA.2-CTA"] {
+        for bad in [
+            "",
+            "utchmma",
+            "UTCHMMA.",
+            "UTCHMMA..2CTA",
+            ".2CTA",
+            "UTC HMMA",
+            "UTCHMMA.2-CTA",
+        ] {
             let e = Pattern::parse(bad).unwrap_err().to_string();
             assert!(e.contains("upper-case SASS opcode"), "{bad}: {e}");
         }

@@ -233,10 +233,14 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             // tell the two builds apart.
             // Its SASS is the one the rubric's requirements check: the emulated build has none
             // of tcgen05 by design.
-            let (native, sass) = match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
-                Ok(c) => (None, native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?),
-                Err(e) => (Some(truncate_log(&format!("{e:#}"), job.log_bytes)), None),
-            };
+            let (native, sass) =
+                match compile(&source, common::Target::Sm100a, &spec.defines(dtype)) {
+                    Ok(c) => (
+                        None,
+                        native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?,
+                    ),
+                    Err(e) => (Some(truncate_log(&format!("{e:#}"), job.log_bytes)), None),
+                };
             report.push(CompiledDtype {
                 dtype: format!("{dtype} (native sm_100a)"),
                 ok: native.is_none(),

@@ -186,7 +186,11 @@ mod tests {
         /*0000*/                   .zero 900 ;\n";
         let k = Sass::of_kernel(listing, "gemm_kernel").unwrap();
         assert_eq!(k.count("UTCHMMA"), 1);
-        assert_eq!(k.count("UTCHMMA.2CTA"), 0, "the decoy kernel does not count");
+        assert_eq!(
+            k.count("UTCHMMA.2CTA"),
+            0,
+            "the decoy kernel does not count"
+        );
         assert_eq!(k.count("UTMALDG"), 1, "the called helper counts");
         assert_eq!(k.total(), 5);
         let e = Sass::of_kernel(listing, "other").unwrap_err();

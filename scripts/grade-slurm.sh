@@ -3,7 +3,7 @@
 # job that merges the shards. Run it on the login node; it submits itself twice:
 #
 #   GRADE_SBATCH_ARGS="--gres=gpu:1 --time=02:00:00" RUNNER=path/to/runner \
-#     scripts/grade-slurm.sbatch N CLASS RUBRIC OUT [grader options...]
+#     scripts/grade-slurm.sh N CLASS RUBRIC OUT [grader options...]
 #
 # - an array job of N tasks: task I runs
 #     runner grade --batch CLASS --rubric RUBRIC --shard I/N --out OUT/shard-I [grader options...]
