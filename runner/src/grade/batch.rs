@@ -79,6 +79,20 @@ pub fn grader_for(
             }
         }
     }
+    let mut child_env = vec![
+        ("WORKBOOK_CUDA".to_string(), root.display().to_string()),
+        ("WORKBOOK_NO_INSTALL".to_string(), "1".to_string()),
+    ];
+    if !rubric.requirements.is_empty() {
+        // Found (or installed) here: a confined compile child can do neither.
+        let nvdisasm = tk
+            .nvdisasm()
+            .context("the rubric's requirements check SASS, which needs nvdisasm")?;
+        child_env.push((
+            super::technique::NVDISASM_ENV.to_string(),
+            nvdisasm.display().to_string(),
+        ));
+    }
     let exe = std::env::current_exe().context("cannot find the runner binary")?;
     let scratch = std::env::temp_dir().join(format!("workbook-grade-{}", std::process::id()));
     std::fs::create_dir_all(&scratch)
@@ -91,10 +105,7 @@ pub fn grader_for(
         exe,
         scratch,
         keep_scratch: opts.keep_scratch,
-        child_env: vec![
-            ("WORKBOOK_CUDA".into(), root.display().to_string()),
-            ("WORKBOOK_NO_INSTALL".into(), "1".into()),
-        ],
+        child_env,
         confinement,
         compile_only: opts.compile_only,
         skip_screen: opts.skip_screen,

@@ -132,6 +132,23 @@ pub fn toolkit_dirs() -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
+/// The nvdisasm the grader named for a compile child that checks SASS
+/// ([`super::technique::NVDISASM_ENV`]): the one program it may run besides its own, allowed as
+/// a single file (read and execute), never its folder.
+fn nvdisasm() -> Result<Option<PathBuf>> {
+    let Some(p) = std::env::var_os(super::technique::NVDISASM_ENV).map(PathBuf::from) else {
+        return Ok(None);
+    };
+    if !p.is_absolute() || !p.is_file() || p.file_name().is_none_or(|n| n != "nvdisasm") {
+        bail!(
+            "{} names {}, which is not an nvdisasm file",
+            super::technique::NVDISASM_ENV,
+            p.display()
+        );
+    }
+    Ok(Some(p))
+}
+
 /// Restrict this process (and every thread and process it starts from now on) to reading
 /// [`read_only`] and writing `scratch`. Fails unless the file-system restriction is in force.
 pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
@@ -151,7 +168,11 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
             PathFd::new(path).with_context(|| format!("Landlock: opening {}", path.display()))?;
         Ok(PathBeneath::new(fd, access))
     };
-    for p in read_only(needs, &toolkit_dirs()?) {
+    let mut toolkit = toolkit_dirs()?;
+    if needs == Needs::Compiler {
+        toolkit.extend(nvdisasm()?);
+    }
+    for p in read_only(needs, &toolkit) {
         // A file rule may carry only the rights that apply to files.
         let access = if p.is_dir() {
             read

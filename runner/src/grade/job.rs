@@ -100,6 +100,9 @@ pub struct Job {
     pub tests: Vec<JobTest>,
     pub launch_seconds: u64,
     pub log_bytes: usize,
+    /// The compile child also disassembles the native build, for the rubric's requirements.
+    #[serde(default)]
+    pub disassemble: bool,
 }
 
 impl Job {
@@ -116,6 +119,7 @@ impl Job {
             tests: Vec::new(),
             launch_seconds: 30,
             log_bytes: 16 * 1024,
+            disassemble: false,
         }
     }
 
@@ -146,6 +150,7 @@ impl Job {
             tests,
             launch_seconds: rubric.limits.launch_seconds,
             log_bytes: rubric.limits.log_bytes,
+            disassemble: phase == Phase::Compile && !rubric.requirements.is_empty(),
         }
     }
 
@@ -248,6 +253,10 @@ pub struct CompiledDtype {
     pub spill_bytes: u32,
     pub compile_ms: f64,
     pub nvrtc_version: String,
+    /// The native build's instructions in the launched kernel (opcode -> count), or why they
+    /// could not be read; only where the job asked to disassemble.
+    #[serde(default)]
+    pub sass: Option<Result<std::collections::BTreeMap<String, usize>, String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -10,6 +10,8 @@
 //! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
+//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel (proof the
+//!   technique is in it), checked from the compile child's disassembly.
 
 pub mod batch;
 pub mod confine;
@@ -23,6 +25,7 @@ pub mod sandbox;
 pub mod seeds;
 pub mod selftest;
 pub mod submission;
+pub mod technique;
 pub mod worker;
 
 use anyhow::{bail, Context, Result};

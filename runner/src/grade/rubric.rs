@@ -38,8 +38,17 @@
 //! fresh_rows = 2               # rows of A and B redrawn before every launch
 //! suspicious_above = 1.25      # flag a kernel faster than 1.25 x cuBLAS
 //! bands = [{ ratio = 0.9, fraction = 1.0 }, { ratio = 0.5, fraction = 0.5 }, { ratio = 0.0, fraction = 0.1 }]
+//!
+//! [[requirements]]             # proof the technique is in the kernel (see `technique`)
+//! name = "2-CTA MMA"
+//! points = 20
+//! sass = "UTCHMMA.2CTA"        # an opcode and modifiers it must carry, in any order
+//! min = 1                      # at least this many in gemm_kernel (default 1)
+//! max = 64                     # optional: at most this many (max = 0 forbids it)
+//! why = "tcgen05.mma.cta_group::2"  # shown to the student with the verdict
 //! ```
 
+use super::technique::{Requirement, RequirementSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
@@ -51,6 +60,8 @@ use std::path::Path;
 pub enum Kind {
     Correctness,
     Performance,
+    /// A `[[requirements]]` entry (see [`super::technique`]): reported like a test, never run.
+    Technique,
 }
 
 /// Gradescope's visibility values; every one but `visible` makes the test hidden.
@@ -165,6 +176,8 @@ struct RubricFile {
     #[serde(default)]
     params: toml::Table,
     tests: Vec<TestSpec>,
+    #[serde(default)]
+    requirements: Vec<RequirementSpec>,
 }
 
 /// A test, checked and resolved.
@@ -208,6 +221,8 @@ pub struct Rubric {
     /// Parameter overrides as `NAME=VALUE`.
     pub params: Vec<String>,
     pub tests: Vec<Test>,
+    /// What the launched kernel's SASS must hold (reported after the tests).
+    pub requirements: Vec<Requirement>,
     /// SHA-256 of the rubric's text, recorded in every report.
     pub sha256: String,
 }
@@ -227,6 +242,8 @@ impl Rubric {
     }
 
     /// The rubric with its `step` replaced (the selftest grades every step with one rubric).
+    /// Its requirements name the technique of its own step, so with another step they are
+    /// dropped (step 0's kernel has no 2-CTA MMA to find).
     pub fn parse_for(text: &str, step: Option<u32>) -> Result<Rubric> {
         let mut file: RubricFile = toml::from_str(text).map_err(|e| {
             anyhow!(
@@ -234,8 +251,9 @@ impl Rubric {
                 e.to_string().lines().collect::<Vec<_>>().join(" ").trim()
             )
         })?;
-        if let Some(s) = step {
+        if let Some(s) = step.filter(|s| *s != file.step) {
             file.step = s;
+            file.requirements.clear();
         }
         let arch = match file.arch.as_str() {
             "sm_90a" => Arch::Hopper,
@@ -275,6 +293,18 @@ impl Rubric {
             }
             tests.push(test);
         }
+        let mut requirements: Vec<Requirement> = Vec::new();
+        for (i, q) in file.requirements.iter().enumerate() {
+            let req = q
+                .resolve()
+                .with_context(|| format!("requirements[{i}] ({:?})", q.name))?;
+            if tests.iter().any(|t| t.name == req.name)
+                || requirements.iter().any(|o| o.name == req.name)
+            {
+                bail!("requirements[{i}]: the name {:?} is used twice", req.name);
+            }
+            requirements.push(req);
+        }
         Ok(Rubric {
             name: file.name,
             step: file.step,
@@ -282,6 +312,7 @@ impl Rubric {
             limits: file.limits,
             params,
             tests,
+            requirements,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
     }
@@ -291,9 +322,18 @@ impl Rubric {
     }
 }
 
-fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {
-    if t.name.trim().is_empty() || t.name.len() > 64 || t.name.chars().any(|c| c.is_control()) {
+/// Test and requirement names: what reports and Gradescope show.
+pub fn check_name(name: &str) -> Result<()> {
+    if name.trim().is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control()) {
         bail!("a test name must be 1 to 64 printable characters");
+    }
+    Ok(())
+}
+
+fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {
+    check_name(&t.name)?;
+    if t.kind == Kind::Technique {
+        bail!("kind \"technique\" is not a test: write it as a [[requirements]] entry");
     }
     let shape = Shape {
         m: t.shape[0],
@@ -518,5 +558,54 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         // One line, whatever TOML says.
         assert!(!err("name = \n").contains('\n'));
+    }
+
+    const REQ: &str = "\n[[requirements]]\nname = \"multicast\"\npoints = 15\nsass = \"UTMALDG.MULTICAST\"\nwhy = \"B shared by TMA multicast\"\n";
+
+    #[test]
+    fn requirements_parse() {
+        let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
+        assert_eq!(r.requirements.len(), 1);
+        let q = &r.requirements[0];
+        assert_eq!(
+            (q.pattern.to_string().as_str(), q.min, q.max),
+            ("UTMALDG.MULTICAST", 1, None)
+        );
+        assert_eq!(q.points, 15.0);
+        assert!(Rubric::parse(GOOD).unwrap().requirements.is_empty());
+        // Another step has another technique: its requirements do not carry over.
+        let text = format!("{GOOD}{REQ}");
+        assert_eq!(
+            Rubric::parse_for(&text, Some(0))
+                .unwrap()
+                .requirements
+                .len(),
+            1
+        );
+        assert!(Rubric::parse_for(&text, Some(1))
+            .unwrap()
+            .requirements
+            .is_empty());
+    }
+
+    #[test]
+    fn requirement_mistakes_are_named() {
+        let with = |from: &str, to: &str| format!("{GOOD}{}", REQ.replacen(from, to, 1));
+        let e = err(&with("UTMALDG.MULTICAST", "utmaldg.multicast"));
+        assert!(
+            e.contains("requirements[0] (\"multicast\")") && e.contains("upper-case SASS opcode"),
+            "{e}"
+        );
+        assert!(err(&with("UTMALDG.MULTICAST", "UTMALDG..MULTICAST")).contains("joined by dots"));
+        assert!(err(&with("points = 15", "points = 15\nmin = 4\nmax = 2"))
+            .contains("min (4) is above max (2)"));
+        assert!(err(&with("points = 15", "points = -1")).contains("non-negative"));
+        assert!(err(&with("points = 15", "points = 15\nmin = 0")).contains("requires nothing"));
+        assert!(err(&with("name = \"multicast\"", "name = \"small\"")).contains("used twice"));
+        assert!(err(&with("sass =", "trace =")).contains("unknown field"));
+        assert!(err(&with("sass = \"UTMALDG.MULTICAST\"\n", "")).contains("missing field `sass`"));
+        assert!(err(&with("points = 15", "points = 15\nmin = \"two\"")).contains("invalid type"));
+        let kind = GOOD.replacen("kind = \"correctness\"", "kind = \"technique\"", 1);
+        assert!(err(&kind).contains("[[requirements]] entry"));
     }
 }

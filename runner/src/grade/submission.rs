@@ -11,6 +11,7 @@ use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestRe
 use super::rubric::{Kind, Rubric};
 use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use super::seeds::{public_seed, sha256_hex, Secret};
+use super::technique::BuildSass;
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
 use common::verdict::Verdict;
@@ -297,6 +298,27 @@ impl Grader {
                     launches: 0,
                     timing: None,
                 })
+                .chain(self.rubric.requirements.iter().map(|q| TestReport {
+                    name: q.name.clone(),
+                    kind: Kind::Technique,
+                    visibility: super::rubric::Visibility::Visible,
+                    points: q.points,
+                    score: 0.0,
+                    max_score: q.points,
+                    status: Status::Error,
+                    detail: "not checked".into(),
+                    flags: Vec::new(),
+                    seeds: TestSeeds {
+                        sets: Vec::new(),
+                        refresh: 0,
+                        decoy: 0,
+                    },
+                    shape: [0; 3],
+                    dtype: String::new(),
+                    dist: String::new(),
+                    launches: 0,
+                    timing: None,
+                }))
                 .collect(),
             flags: Vec::new(),
             grading_flags: Vec::new(),
@@ -396,11 +418,12 @@ impl Grader {
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
         let compiled = compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric);
-        if let Ok((_, flags)) = &compiled {
+        if let Ok((_, flags, _)) = &compiled {
             r.grading_flags.extend(flags.iter().cloned());
         }
-        match compiled.map(|(c, _)| c) {
-            Ok(mut c) if c.status == CompileStatus::Ok => {
+        match compiled.map(|(c, _, sass)| (c, sass)) {
+            Ok((mut c, sass)) if c.status == CompileStatus::Ok => {
+                self.check_requirements(&mut r, &sass);
                 if target == common::Target::Sm90aEmulated {
                     c.message.push_str(
                         "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
@@ -408,7 +431,7 @@ impl Grader {
                 }
                 r.compile = c;
             }
-            Ok(c) => {
+            Ok((c, _)) => {
                 let why = format!(
                     "the kernel did not compile ({})",
                     super::report::lower(&c.status)
@@ -427,9 +450,12 @@ impl Grader {
             }
         }
         if self.compile_only {
-            not_run(&mut r, "compiled only (a pre-screen: no GPU was used)");
-            for t in &mut r.tests {
+            // The requirements were checked from the compile: they keep their verdicts.
+            for t in r.tests.iter_mut().filter(|t| t.kind != Kind::Technique) {
+                t.detail = "not run: compiled only (a pre-screen: no GPU was used)".into();
                 t.status = Status::Skipped;
+                // Like every skipped test, it counts neither way.
+                t.max_score = 0.0;
             }
             return r;
         }
@@ -542,6 +568,33 @@ impl Grader {
     }
 }
 
+impl Grader {
+    /// Score the rubric's requirements against the SASS the compile child reported.
+    fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
+        for q in &self.rubric.requirements {
+            let Some(t) = r
+                .tests
+                .iter_mut()
+                .find(|t| t.kind == Kind::Technique && t.name == q.name)
+            else {
+                continue;
+            };
+            let v = q.check(builds);
+            t.status = if v.passed {
+                Status::Passed
+            } else if v.grader_error {
+                Status::Error
+            } else {
+                Status::Failed
+            };
+            t.score = if v.passed { q.points } else { 0.0 };
+            t.max_score = q.points;
+            t.detail = v.detail;
+            t.flags = v.flag.into_iter().collect();
+        }
+    }
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -603,12 +656,13 @@ fn blocked_include(logs: &[&str]) -> Option<Flag> {
         })
 }
 
-/// The compile's report, and flags of what its raw logs show.
+/// The compile's report, flags of what its raw logs show, and the SASS of its native builds
+/// where the job asked for it.
 fn compile_outcome(
     outcome: Result<Outcome>,
     report: &Path,
     rubric: &Rubric,
-) -> Result<(CompileReport, Vec<Flag>)> {
+) -> Result<(CompileReport, Vec<Flag>, Vec<BuildSass>)> {
     let outcome = outcome?;
     let entries: Option<Vec<CompiledDtype>> = std::fs::read(report)
         .ok()
@@ -617,7 +671,17 @@ fn compile_outcome(
     let mut logs: Vec<&str> = vec![&outcome.stderr];
     logs.extend(entries.iter().flatten().map(|e| e.log.as_str()));
     let flags: Vec<Flag> = blocked_include(&logs).into_iter().collect();
-    Ok((compile_report(&outcome, entries, rubric), flags))
+    let sass: Vec<BuildSass> = entries
+        .iter()
+        .flatten()
+        .filter_map(|e| {
+            e.sass.clone().map(|histogram| BuildSass {
+                build: e.dtype.clone(),
+                histogram,
+            })
+        })
+        .collect();
+    Ok((compile_report(&outcome, entries, rubric), flags, sass))
 }
 
 fn compile_report(
@@ -663,15 +727,21 @@ fn compile_report(
             compile_ms: 0.0,
         }
     } else {
-        let dtypes: Vec<&str> = entries.iter().map(|e| e.dtype.as_str()).collect();
+        // The launched builds; a Blackwell kernel's extra native sm_100a entries (named
+        // "f16 (native sm_100a)") carry no NVRTC version or log of their own.
+        let launched: Vec<&CompiledDtype> = entries
+            .iter()
+            .filter(|e| !e.nvrtc_version.is_empty())
+            .collect();
+        let dtypes: Vec<&str> = launched.iter().map(|e| e.dtype.as_str()).collect();
         CompileReport {
             status: CompileStatus::Ok,
             message: format!(
                 "compiled for {} with NVRTC {}",
                 dtypes.join(" and "),
-                entries.first().map_or("", |e| e.nvrtc_version.as_str())
+                launched.first().map_or("", |e| e.nvrtc_version.as_str())
             ),
-            log: entries
+            log: launched
                 .first()
                 .map_or(String::new(), |e| student_log(&e.log, cap)),
             registers: entries.iter().map(|e| e.registers).max().unwrap_or(0),

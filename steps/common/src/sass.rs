@@ -4,6 +4,7 @@ use crate::toolkit;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 #[derive(Debug, Clone, Serialize)]
@@ -45,6 +46,54 @@ impl Sass {
         }
     }
 
+    /// The instructions of kernel `entry` alone: its own `.text.<entry>` section and those of the
+    /// functions it calls, transitively. Another `__global__` function in the same module is
+    /// never launched by the grader, so its instructions must not count for the one that is.
+    pub fn of_kernel(listing: &str, entry: &str) -> Result<Sass> {
+        // Section name -> its instruction lines, and the functions its CALLs name.
+        let mut sections: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+        let mut current: Option<String> = None;
+        for line in listing.lines() {
+            let t = line.trim_start();
+            if let Some(rest) = t.strip_prefix(".section") {
+                let name = rest.trim_start().split(',').next().unwrap_or("").trim();
+                current = name.strip_prefix(".text.").map(str::to_string);
+                continue;
+            }
+            let Some(f) = &current else { continue };
+            let (text, calls) = sections.entry(f.clone()).or_default();
+            text.push_str(line);
+            text.push('\n');
+            if t.starts_with("/*") && t.contains(" CALL.") {
+                // `CALL.ABS.NOINC `(callee) ;` or `CALL.REL.NOINC `($__internal_0_...) ;`
+                if let Some(callee) = t
+                    .split_once("`(")
+                    .and_then(|(_, r)| r.split_once(')'))
+                    .map(|(c, _)| c.trim().to_string())
+                {
+                    calls.push(callee);
+                }
+            }
+        }
+        if !sections.contains_key(entry) {
+            bail!("the module has no kernel {entry} (its SASS has no .text.{entry} section)");
+        }
+        let mut todo = vec![entry.to_string()];
+        let mut seen: Vec<String> = Vec::new();
+        let mut text = String::new();
+        while let Some(f) = todo.pop() {
+            if seen.contains(&f) {
+                continue;
+            }
+            if let Some((body, calls)) = sections.get(&f) {
+                text.push_str(body);
+                todo.extend(calls.iter().cloned());
+            }
+            seen.push(f);
+        }
+        Ok(Sass::parse(&text))
+    }
+
     /// Instructions whose opcode starts with `prefix` (`UTCHMMA` also counts `UTCHMMA.2CTA`).
     pub fn count(&self, prefix: &str) -> usize {
         self.histogram
@@ -74,19 +123,28 @@ pub fn disassemble(cubin: &[u8]) -> Result<Sass> {
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("kernel.cubin");
     std::fs::write(&path, cubin).with_context(|| format!("cannot write {}", path.display()))?;
-    let out = Command::new(&nvdisasm)
+    let listing = listing_of(&nvdisasm, &path);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(Sass::parse(&listing?))
+}
+
+/// The listing `nvdisasm -c` prints for the CUBIN file `cubin` (which it only reads: a grading
+/// child disassembles the file it compiled, in its own folder).
+pub fn listing_of(nvdisasm: &Path, cubin: &Path) -> Result<String> {
+    // A pipe, not /dev/null, for its stdin: a confined grading child may not open /dev/null.
+    let out = Command::new(nvdisasm)
         .arg("-c")
-        .arg(&path)
+        .arg(cubin)
+        .stdin(std::process::Stdio::piped())
         .output()
         .with_context(|| format!("cannot run {}", nvdisasm.display()))?;
-    let _ = std::fs::remove_dir_all(&dir);
     if !out.status.success() {
         bail!(
             "nvdisasm failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         );
     }
-    Ok(Sass::parse(&String::from_utf8_lossy(&out.stdout)))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[cfg(test)]
@@ -109,5 +167,33 @@ mod tests {
         assert_eq!(s.count("LDT"), 0, "prefix matches whole opcode names only");
         assert_eq!(s.total(), 5);
         assert_eq!(s.local_memory_ops(), 0);
+    }
+
+    #[test]
+    fn a_kernel_counts_its_own_section_and_its_callees_only() {
+        let listing = "\
+\t.section\t.text.decoy,\"ax\",@progbits\n\
+        .other          decoy,@\"STO_CUDA_ENTRY STV_DEFAULT\"\n\
+        /*0000*/                   UTCHMMA.2CTA gdesc[UR4], gdesc[UR6], tmem[UR8] ;\n\
+\t.section\t.text._Z6helperv,\"ax\",@progbits\n\
+        /*0000*/                   UTMALDG.2D.MULTICAST [UR8], [UR14] ;\n\
+        /*0010*/                   RET.ABS.NODEC R20 0x0 ;\n\
+\t.section\t.text.gemm_kernel,\"ax\",@progbits\n\
+        /*0000*/                   UTCHMMA gdesc[UR4], gdesc[UR6], tmem[UR8] ;\n\
+        /*0010*/                   CALL.ABS.NOINC `(_Z6helperv) ;\n\
+        /*0020*/                   EXIT ;\n\
+\t.section\t.nv.constant0.gemm_kernel,\"a\",@progbits\n\
+        /*0000*/                   .zero 900 ;\n";
+        let k = Sass::of_kernel(listing, "gemm_kernel").unwrap();
+        assert_eq!(k.count("UTCHMMA"), 1);
+        assert_eq!(
+            k.count("UTCHMMA.2CTA"),
+            0,
+            "the decoy kernel does not count"
+        );
+        assert_eq!(k.count("UTMALDG"), 1, "the called helper counts");
+        assert_eq!(k.total(), 5);
+        let e = Sass::of_kernel(listing, "other").unwrap_err();
+        assert!(e.to_string().contains("no kernel other"), "{e}");
     }
 }

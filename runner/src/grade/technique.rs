@@ -1,0 +1,424 @@
+//! Proof the technique ran: a rubric's `[[requirements]]` on the instructions of the launched
+//! kernel (its SASS). Passing the tests numerically shows the answer is right; it does not show
+//! the step's idea is in the kernel (a step-0 kernel is a correct step-3 answer). A requirement
+//! names an instruction the technique cannot do without (`UTCHMMA.2CTA`: the 2-CTA tcgen05 MMA;
+//! `UTMALDG.MULTICAST`: a TMA load multicast to the cluster) and is worth points of its own.
+//!
+//! The compile child disassembles the native build it compiled (nvdisasm reads the hostile
+//! cubin inside the confinement) and reports the instruction histogram of `gemm_kernel` and the
+//! functions it calls ([`common::sass::Sass::of_kernel`]); the grader checks the requirements
+//! against it here. No GPU is needed, so `--compile-only` checks them too.
+
+use super::job::Flag;
+use anyhow::{bail, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// The variable that tells a compile child where nvdisasm is (the grader resolves, or installs,
+/// it before any child starts: a confined child can neither search nor install).
+pub const NVDISASM_ENV: &str = "WORKBOOK_GRADE_NVDISASM";
+
+/// The kernel the grader launches, whose instructions count.
+pub const ENTRY: &str = "gemm_kernel";
+
+/// `OPCODE.MOD.MOD`: an opcode and modifiers an instruction must carry, in any order, among
+/// others (`UTMALDG.MULTICAST` matches `UTMALDG.2D.MULTICAST`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pub opcode: String,
+    pub modifiers: Vec<String>,
+}
+
+impl Pattern {
+    pub fn parse(s: &str) -> Result<Pattern> {
+        let bad = || {
+            anyhow::anyhow!(
+                "sass {s:?}: write an upper-case SASS opcode and, if needed, modifiers it must carry, joined by dots, e.g. \"UTCHMMA.2CTA\" or \"UTMALDG.MULTICAST\""
+            )
+        };
+        let mut parts = s.trim().split('.');
+        let opcode = parts.next().unwrap_or("");
+        let opcode_ok = opcode.starts_with(|c: char| c.is_ascii_uppercase())
+            && opcode
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !opcode_ok {
+            return Err(bad());
+        }
+        let modifiers: Vec<String> = parts.map(str::to_string).collect();
+        if modifiers
+            .iter()
+            .any(|m| m.is_empty() || !m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        {
+            return Err(bad());
+        }
+        Ok(Pattern {
+            opcode: opcode.to_string(),
+            modifiers,
+        })
+    }
+
+    /// Whether the histogram key `op` (`UTMALDG.2D.MULTICAST`) is an instance of this pattern.
+    pub fn matches(&self, op: &str) -> bool {
+        let mut parts = op.split('.');
+        if parts.next() != Some(self.opcode.as_str()) {
+            return false;
+        }
+        let mods: Vec<&str> = parts.collect();
+        self.modifiers.iter().all(|m| mods.contains(&m.as_str()))
+    }
+
+    pub fn count(&self, histogram: &BTreeMap<String, usize>) -> usize {
+        histogram
+            .iter()
+            .filter(|(op, _)| self.matches(op))
+            .map(|(_, n)| n)
+            .sum()
+    }
+
+    /// The forms of the same opcode the kernel does have (`UTCHMMA x4` where `UTCHMMA.2CTA` is
+    /// required): what a student needs to see to know what to change.
+    pub fn near_misses(&self, histogram: &BTreeMap<String, usize>) -> Vec<String> {
+        histogram
+            .iter()
+            .filter(|(op, _)| {
+                !self.matches(op) && op.split('.').next() == Some(self.opcode.as_str())
+            })
+            .map(|(op, n)| format!("{op} x{n}"))
+            .collect()
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.opcode)?;
+        for m in &self.modifiers {
+            write!(f, ".{m}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A requirement as written in the rubric.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RequirementSpec {
+    pub name: String,
+    pub points: f64,
+    /// The instruction pattern ([`Pattern`]).
+    pub sass: String,
+    /// At least this many in the kernel (default 1; 0 when only `max` is given).
+    pub min: Option<usize>,
+    /// At most this many (`max = 0` forbids the instruction).
+    pub max: Option<usize>,
+    /// What the instruction shows, for the student's message.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// A requirement, checked and resolved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Requirement {
+    pub name: String,
+    pub points: f64,
+    #[serde(serialize_with = "as_text")]
+    pub pattern: Pattern,
+    pub min: usize,
+    pub max: Option<usize>,
+    pub why: String,
+}
+
+fn as_text<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&p.to_string())
+}
+
+impl RequirementSpec {
+    pub fn resolve(&self) -> Result<Requirement> {
+        super::rubric::check_name(&self.name)?;
+        if !(self.points.is_finite() && self.points >= 0.0) {
+            bail!("points must be a non-negative number");
+        }
+        let pattern = Pattern::parse(&self.sass)?;
+        let min = self
+            .min
+            .unwrap_or(if self.max.is_some() && self.min.is_none() {
+                0
+            } else {
+                1
+            });
+        if let Some(max) = self.max {
+            if min > max {
+                bail!("min ({min}) is above max ({max}): no kernel could meet it");
+            }
+        } else if min == 0 {
+            bail!("min = 0 without max requires nothing: give min >= 1, or max");
+        }
+        if self.why.len() > 200 || self.why.chars().any(|c| c.is_control()) {
+            bail!("why must be one line of at most 200 characters");
+        }
+        Ok(Requirement {
+            name: self.name.clone(),
+            points: self.points,
+            pattern,
+            min,
+            max: self.max,
+            why: self.why.trim().to_string(),
+        })
+    }
+}
+
+/// The instructions of one native build, as the compile child found them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BuildSass {
+    /// The build (`f16`, `bf16 (native sm_100a)`).
+    pub build: String,
+    /// Opcode with modifiers -> count, in the launched kernel; or why it could not be read.
+    pub histogram: Result<BTreeMap<String, usize>, String>,
+}
+
+/// The outcome of one requirement: passed or not, the line the student sees, and the flag.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    pub passed: bool,
+    /// The grader could not read the SASS: its own failure, not the student's.
+    pub grader_error: bool,
+    pub detail: String,
+    pub flag: Option<Flag>,
+}
+
+impl Requirement {
+    /// `UTCHMMA.2CTA (the 2-CTA tcgen05 MMA)`.
+    fn describe(&self) -> String {
+        if self.why.is_empty() {
+            self.pattern.to_string()
+        } else {
+            format!("{} ({})", self.pattern, self.why)
+        }
+    }
+
+    fn bounds(&self) -> String {
+        match self.max {
+            Some(0) => "none".into(),
+            Some(max) if max == self.min => format!("exactly {max}"),
+            Some(max) if self.min > 0 => format!("{} to {max}", self.min),
+            Some(max) => format!("at most {max}"),
+            None => format!("at least {}", self.min),
+        }
+    }
+
+    /// Check every build: the requirement holds only if it holds in each.
+    pub fn check(&self, builds: &[BuildSass]) -> Verdict {
+        if builds.is_empty() {
+            return Verdict {
+                passed: false,
+                grader_error: true,
+                detail: "not checked: the compile child reported no SASS".into(),
+                flag: Some(Flag::new("grader-error", "no SASS to check")),
+            };
+        }
+        let mut found = Vec::new();
+        for b in builds {
+            let h = match &b.histogram {
+                Ok(h) => h,
+                Err(e) => {
+                    return Verdict {
+                        passed: false,
+                        grader_error: true,
+                        detail: format!(
+                            "not checked: the SASS of the {} build could not be read: {e}",
+                            b.build
+                        ),
+                        flag: Some(Flag::new("grader-error", "the SASS could not be read")),
+                    }
+                }
+            };
+            let n = self.pattern.count(h);
+            let ok = n >= self.min && self.max.is_none_or(|m| n <= m);
+            if !ok {
+                let (name, detail) = if n < self.min {
+                    let near = self.pattern.near_misses(h);
+                    let instead = if near.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; it has {} instead", near.join(", "))
+                    };
+                    (
+                        "technique-missing",
+                        format!(
+                            "missing {}: the {} build's kernel has {n} {}, the rubric requires {}{instead}",
+                            self.describe(),
+                            b.build,
+                            self.pattern,
+                            self.bounds()
+                        ),
+                    )
+                } else {
+                    (
+                        "technique-forbidden",
+                        format!(
+                            "{}: the {} build's kernel has {n} {}, the rubric allows {}",
+                            self.describe(),
+                            b.build,
+                            self.pattern,
+                            self.bounds()
+                        ),
+                    )
+                };
+                return Verdict {
+                    passed: false,
+                    grader_error: false,
+                    flag: Some(Flag::new(
+                        name,
+                        format!("{n} {} in the {} build's kernel", self.pattern, b.build),
+                    )),
+                    detail,
+                };
+            }
+            found.push(format!("{n} in the {} build", b.build));
+        }
+        Verdict {
+            passed: true,
+            grader_error: false,
+            detail: format!(
+                "{}: {} ({} required)",
+                self.describe(),
+                found.join(", "),
+                self.bounds()
+            ),
+            flag: None,
+        }
+    }
+}
+
+/// In the compile child: the instruction histogram of the launched kernel in the cubin file
+/// `cubin`, disassembled with the nvdisasm the grader named ([`NVDISASM_ENV`]); an error as the
+/// one line the report shows.
+pub fn kernel_histogram(cubin: &std::path::Path) -> Result<BTreeMap<String, usize>, String> {
+    let nvdisasm = std::env::var_os(NVDISASM_ENV)
+        .ok_or_else(|| format!("internal: the grader named no nvdisasm ({NVDISASM_ENV})"))?;
+    common::sass::listing_of(std::path::Path::new(&nvdisasm), cubin)
+        .and_then(|listing| common::sass::Sass::of_kernel(&listing, ENTRY))
+        .map(|s| s.histogram)
+        .map_err(|e| {
+            let line = format!("{e:#}");
+            line.lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(300)
+                .collect()
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(pairs: &[(&str, usize)]) -> BTreeMap<String, usize> {
+        pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
+    }
+
+    #[test]
+    fn patterns_match_modifiers_in_any_order() {
+        let p = Pattern::parse("UTMALDG.MULTICAST").unwrap();
+        assert!(p.matches("UTMALDG.2D.MULTICAST"));
+        assert!(!p.matches("UTMALDG.2D"));
+        assert!(!p.matches("UTMALDGX.MULTICAST"));
+        let hist = h(&[
+            ("UTMALDG.2D", 2),
+            ("UTMALDG.2D.MULTICAST", 1),
+            ("HGMMA.64x256x16.F32", 4),
+        ]);
+        assert_eq!(p.count(&hist), 1);
+        assert_eq!(Pattern::parse("HGMMA.F32").unwrap().count(&hist), 4);
+        assert_eq!(Pattern::parse("HGMMA.F16").unwrap().count(&hist), 0);
+        assert_eq!(Pattern::parse("UTMALDG").unwrap().count(&hist), 3);
+        assert_eq!(p.to_string(), "UTMALDG.MULTICAST");
+        for bad in [
+            "",
+            "utchmma",
+            "UTCHMMA.",
+            "UTCHMMA..2CTA",
+            ".2CTA",
+            "UTC HMMA",
+            "UTCHMMA.2-CTA",
+        ] {
+            let e = Pattern::parse(bad).unwrap_err().to_string();
+            assert!(e.contains("upper-case SASS opcode"), "{bad}: {e}");
+        }
+    }
+
+    fn req(sass: &str, min: Option<usize>, max: Option<usize>) -> Requirement {
+        RequirementSpec {
+            name: "r".into(),
+            points: 10.0,
+            sass: sass.into(),
+            min,
+            max,
+            why: "the 2-CTA MMA".into(),
+        }
+        .resolve()
+        .unwrap()
+    }
+
+    #[test]
+    fn a_missing_instruction_is_named_with_what_the_kernel_has_instead() {
+        let r = req("UTCHMMA.2CTA", None, None);
+        let builds = |hist| {
+            vec![
+                BuildSass {
+                    build: "f16".into(),
+                    histogram: Ok(h(&[("UTCHMMA.2CTA", 4)])),
+                },
+                BuildSass {
+                    build: "bf16".into(),
+                    histogram: Ok(hist),
+                },
+            ]
+        };
+        let v = r.check(&builds(h(&[("UTCHMMA.2CTA", 4)])));
+        assert!(v.passed, "{v:?}");
+        assert!(v.detail.contains("4 in the f16 build, 4 in the bf16 build"));
+        let v = r.check(&builds(h(&[("UTCHMMA", 4)])));
+        assert!(!v.passed && !v.grader_error);
+        assert_eq!(
+            v.detail,
+            "missing UTCHMMA.2CTA (the 2-CTA MMA): the bf16 build's kernel has 0 UTCHMMA.2CTA, the rubric requires at least 1; it has UTCHMMA x4 instead"
+        );
+        assert_eq!(v.flag.unwrap().name, "technique-missing");
+        let forbid = req("LDL", None, Some(0));
+        let v = forbid.check(&builds(h(&[("LDL", 2)])));
+        assert_eq!(v.flag.unwrap().name, "technique-forbidden");
+        assert!(v.detail.contains("allows none"), "{}", v.detail);
+        let unreadable = vec![BuildSass {
+            build: "f16".into(),
+            histogram: Err("nvdisasm failed".into()),
+        }];
+        let v = r.check(&unreadable);
+        assert!(!v.passed && v.grader_error);
+    }
+
+    #[test]
+    fn bounds_that_no_kernel_meets_are_refused() {
+        let spec = |min, max| RequirementSpec {
+            name: "r".into(),
+            points: 1.0,
+            sass: "HGMMA".into(),
+            min,
+            max,
+            why: String::new(),
+        };
+        assert!(spec(Some(3), Some(2))
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("min (3) is above max (2)"));
+        assert!(spec(Some(0), None)
+            .resolve()
+            .unwrap_err()
+            .to_string()
+            .contains("requires nothing"));
+        assert_eq!(spec(None, Some(0)).resolve().unwrap().min, 0);
+        assert_eq!(spec(None, None).resolve().unwrap().min, 1);
+    }
+}

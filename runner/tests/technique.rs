@@ -1,0 +1,185 @@
+//! Proof the technique is in the kernel, without a GPU (`--compile-only`): the stock step-3
+//! kernels meet their rubrics' SASS requirements; a kernel that is correct but lacks the
+//! technique (step 0's) loses exactly those points, with the missing instruction named; a
+//! requirement written wrong stops the grader with one clear line.
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("runner-technique-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Grade `kernel` (a path under steps/) with `rubric`, compile only; the report as JSON.
+fn grade(kernel: &str, rubric: &std::path::Path, name: &str) -> Value {
+    let d = tmp(name);
+    let sub = d.join(format!("{name}.cu"));
+    std::fs::copy(root().join(kernel), &sub).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("grade")
+        .arg(&sub)
+        .arg("--rubric")
+        .arg(rubric)
+        .args(["--compile-only", "--json"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let _ = std::fs::remove_dir_all(&d);
+    serde_json::from_slice(&o.stdout).expect("a JSON report")
+}
+
+fn requirements(r: &Value) -> Vec<&Value> {
+    r["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "technique")
+        .collect()
+}
+
+fn rubric_file(name: &str) -> PathBuf {
+    root().join("rubrics").join(name)
+}
+
+/// The stock kernel meets every requirement, which are worth `points` together; the tests
+/// are skipped (compile only), so the score is the requirements' alone.
+fn meets_all(kernel: &str, rubric: &str, points: f64) {
+    let r = grade(kernel, &rubric_file(rubric), "stock");
+    assert_eq!(r["compile"]["status"], "ok", "{r:#}");
+    let reqs = requirements(&r);
+    assert!(!reqs.is_empty(), "{rubric} has no requirements");
+    for q in &reqs {
+        assert_eq!(q["status"], "passed", "{kernel}: {q:#}");
+    }
+    assert_eq!(r["score"], points, "{r:#}");
+    assert_eq!(r["max_score"], points);
+    assert!(r["flags"].as_array().unwrap().is_empty(), "{r:#}");
+}
+
+#[test]
+fn the_stock_step3_twin_meets_its_rubrics_sass_requirements() {
+    meets_all(
+        "steps/step3_collective_mma/src/kernel_sm90.cu",
+        "step3-hopper.toml",
+        30.0,
+    );
+}
+
+#[test]
+fn the_stock_step3_blackwell_kernel_meets_its_rubrics_sass_requirements() {
+    meets_all(
+        "steps/step3_collective_mma/src/kernel.cu",
+        "step3-blackwell.toml",
+        30.0,
+    );
+}
+
+#[test]
+fn step0s_blackwell_kernel_loses_exactly_the_2cta_points_with_the_instruction_named() {
+    let r = grade(
+        "steps/step0_naive/src/kernel.cu",
+        &rubric_file("step3-blackwell.toml"),
+        "step0bw",
+    );
+    assert_eq!(r["compile"]["status"], "ok", "{r:#}");
+    let reqs = requirements(&r);
+    assert_eq!(reqs.len(), 2);
+    for (q, op) in reqs.iter().zip(["UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST"]) {
+        assert_eq!(q["status"], "failed", "{q:#}");
+        assert_eq!(q["score"], 0.0);
+        let detail = q["detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with(&format!("missing {op} (")) && detail.contains("instead"),
+            "{detail}"
+        );
+        assert_eq!(q["flags"][0]["name"], "technique-missing");
+    }
+    // The 2-CTA MMA's detail names what step 0 has instead: the 1-CTA MMA.
+    assert!(reqs[0]["detail"]
+        .as_str()
+        .unwrap()
+        .ends_with("it has UTCHMMA x4 instead"));
+    // Every test was skipped (no GPU): the 30 points of the requirements are all it lost.
+    assert_eq!(
+        (r["score"].as_f64(), r["max_score"].as_f64()),
+        (Some(0.0), Some(30.0))
+    );
+    assert_eq!(r["flags"], serde_json::json!(["technique-missing"]));
+}
+
+#[test]
+fn step0s_hopper_twin_lacks_only_the_multicast() {
+    // Step 0's twin holds its accumulator in registers for tiles 128 wide: the step-3 rubric
+    // with that tile, so it compiles, and with it the multicast requirement it cannot meet.
+    let text = std::fs::read_to_string(rubric_file("step3-hopper.toml")).unwrap();
+    let text = text.replacen("[limits]", "[params]\ntile_n = 128\n\n[limits]", 1);
+    let d = tmp("rubric");
+    let rubric = d.join("step3-hopper-tile128.toml");
+    std::fs::write(&rubric, text).unwrap();
+    let r = grade("steps/step0_naive/src/kernel_sm90.cu", &rubric, "step0");
+    assert_eq!(r["compile"]["status"], "ok", "{r:#}");
+    let reqs = requirements(&r);
+    let by_name = |n: &str| *reqs.iter().find(|q| q["name"] == n).unwrap();
+    let multicast = by_name("tma-multicast");
+    assert_eq!(multicast["status"], "failed");
+    assert!(multicast["detail"]
+        .as_str()
+        .unwrap()
+        .starts_with("missing UTMALDG.MULTICAST"));
+    assert_eq!(by_name("wgmma-fp32")["status"], "passed");
+    assert_eq!(
+        (r["score"].as_f64(), r["max_score"].as_f64()),
+        (Some(10.0), Some(30.0))
+    );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_requirement_written_wrong_is_one_clear_line() {
+    let d = tmp("bad");
+    let sub = d.join("k.cu");
+    std::fs::write(&sub, "extern \"C\" __global__ void gemm_kernel() {}\n").unwrap();
+    let text = std::fs::read_to_string(rubric_file("step3-hopper.toml")).unwrap();
+    for (from, to, says) in [
+        (
+            "sass = \"UTMALDG.MULTICAST\"",
+            "sass = \"utmaldg.multicast\"",
+            "requirements[0] (\"tma-multicast\"): sass \"utmaldg.multicast\": write an upper-case SASS opcode",
+        ),
+        (
+            "sass = \"HGMMA.F32\"",
+            "sass = \"HGMMA.F32\"\nmin = 5\nmax = 2",
+            "requirements[1] (\"wgmma-fp32\"): min (5) is above max (2)",
+        ),
+        (
+            "sass = \"HGMMA.F32\"",
+            "instruction = \"HGMMA.F32\"",
+            "unknown field `instruction`",
+        ),
+    ] {
+        assert!(text.contains(from));
+        let rubric = d.join("r.toml");
+        std::fs::write(&rubric, text.replacen(from, to, 1)).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+            .arg("grade")
+            .arg(&sub)
+            .arg("--rubric")
+            .arg(&rubric)
+            .arg("--compile-only")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.starts_with("error: rubric ") && err.contains(says), "{err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}
