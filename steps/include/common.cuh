@@ -57,10 +57,10 @@ __device__ void waiting(u64* bar, u32 parity, Watch& watch);
 // points, so that an ordering bug hidden by the usual timing (one thread happens to be done before
 // another looks) meets other interleavings and shows as a wrong result. A point's delay is a
 // hash of the seed, the CTA, the warp, the point and the warp's own call count, so each seed
-// explores its own schedule; each seed also leaves a quarter of the points alone. The sleep is
-// nanosleep.u32 (PTX ISA "Parallel Synchronization and Communication Instructions: nanosleep":
-// "a sleep duration approximately close to the delay t, specified in nanoseconds", within [0, 2t],
-// at most 1 ms). The points (mirrored by common::stress::POINTS):
+// explores its own schedule; each seed also draws, per point, how often it sleeps there (one
+// call in 2, 4, 8 or 16) and for how long at most (about 8, 16, 33 or 65 us). The sleep is
+// nanosleep.u32 t (PTX ISA "Miscellaneous Instructions: nanosleep", sm_70 on): a sleep of about
+// t nanoseconds, guaranteed within [0, 2t], at most 1 ms. The points (common::stress::POINTS):
 //   AFTER_WGMMA_COMMIT  hp::wgmma_commit_group        AFTER_WGMMA_WAIT  hp::wgmma_wait_group
 //   BEFORE_ARRIVE       every mbarrier arrive wrapper  AFTER_WAIT        mbarrier waits, once done
 //   BEFORE_TMA_STORE    wb::tma_store_2d (and _hint)   BEFORE_TMA_LOAD   the TMA load wrappers
@@ -98,20 +98,15 @@ __host__ __device__ constexpr u64 mix(u64 x) {
 }
 constexpr u64 SEED = mix(static_cast<u64>(WB_STRESS_SEED) + 0x9E3779B97F4A7C15ull);
 
-// The points this seed perturbs: each with probability 3/4, and at least one.
-__host__ __device__ constexpr u32 active_points() {
-  u32 on = 0;
-  for (u32 p = 0; p < POINTS; ++p)
-    if (((SEED >> (2 * p)) & 3) != 0) on |= 1u << p;
-  return on != 0 ? on : (1u << POINTS) - 1;
-}
-constexpr u32 ACTIVE = active_points();
+// This seed's choices for a point: four bits of SEED each (POINTS * 4 <= 64).
+static_assert(POINTS * 4 <= 64, "four bits of the seed's hash per point");
+__host__ __device__ constexpr u32 sleep_one_in_log2(Point p) { return 1 + ((SEED >> (4 * p)) & 3); }
+__host__ __device__ constexpr u32 max_scale_log2(Point p) { return 3 + ((SEED >> (4 * p + 2)) & 3); }
 
 // Called by the lanes of a warp that reach `point` together (one lane or all): one lane counts
-// the call, and all of them sleep the same time, so the warp stays converged. One call in four
-// sleeps, 0 to 1023 ns scaled by 1 to 32 (most sleeps short, a few up to ~33 us).
+// the call, and all of them sleep the same time, so the warp stays converged. A sleeping call
+// sleeps 0 to 1023 ns scaled by 2^0 .. 2^max_scale_log2 (most sleeps short, a few long).
 __device__ __forceinline__ void delay(Point point) {
-  if (((ACTIVE >> point) & 1) == 0) return;
   const u32 active = __activemask();
   const u32 leader = __ffs(active) - 1;
   const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
@@ -120,8 +115,8 @@ __device__ __forceinline__ void delay(Point point) {
   if (threadIdx.x % 32 == leader) call = atomicAdd(&wb_stress_calls[(cta * 32 + warp) % SLOTS], 1u);
   call = __shfl_sync(active, call, leader);
   const u64 r = mix(SEED ^ mix((static_cast<u64>(cta) << 32) | (warp << 8) | point) ^ call);
-  if ((r & 3) != 0) return;
-  const u32 ns = static_cast<u32>((r >> 8) & 1023) << ((r >> 20) % 6);
+  if ((r & ((1u << sleep_one_in_log2(point)) - 1)) != 0) return;
+  const u32 ns = static_cast<u32>((r >> 8) & 1023) << ((r >> 20) % (max_scale_log2(point) + 1));
   asm volatile("nanosleep.u32 %0;" ::"r"(ns) : "memory");
 }
 }  // namespace stress
