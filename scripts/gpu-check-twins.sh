@@ -8,9 +8,12 @@
 #    x seeds, plus other input distributions, and the persistent twins with a capped grid so
 #    each cluster loops over many tiles; each must verify (poisoned output, cuBLAS and fp64);
 # 2. `runner bench` (all steps and the contenders 5-pingpong and 6-l2hints, both dtypes, the
-#    default shapes; BENCH_ARGS adds e.g. --sweep; BENCH=0 skips it).
-# Writes $OUT/twins.json and the bench's JSON and SVG into $OUT; prints a summary table last.
-# Exit 0 only if every twin verified and the bench ran.
+#    default shapes; BENCH_ARGS adds e.g. --sweep; BENCH=0 skips it);
+# 3. the stress pass (scripts/gpu-check-stress.sh: every twin under --stress SEED for STRESS_SEEDS,
+#    and the twins' seeded bugs of `runner mutations`, each caught as it claims; STRESS=0 skips it).
+# Writes $OUT/twins.json, $OUT/stress.json and the bench's JSON and SVG into $OUT; prints a
+# summary table last. Exit 0 only if every twin verified, the bench ran and the stress pass met
+# its expectations.
 set -u
 RUNNER=${RUNNER:-target/release/runner}
 OUT=${OUT:-/tmp/wb-gpu-check}
@@ -80,6 +83,13 @@ else
   BENCH_RC=$?
 fi
 
+if [ "${STRESS:-1}" = 0 ]; then
+  STRESS_RC=0
+else
+  RUNNER="$RUNNER" OUT="$OUT" WB_COMMIT="$COMMIT" bash "$(dirname "$0")/gpu-check-stress.sh" >"$OUT/stress.txt" 2>>"$LOG"
+  STRESS_RC=$?
+fi
+
 python3 - "$OUT" "$COMMIT" "$CASES" "$BENCH_RC" <<'PY'
 import json, os, subprocess, sys, datetime
 out, commit, cases_dir, bench_rc = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -120,3 +130,6 @@ ok_all &= bench_rc == 0
 print("ALL TWIN CHECKS MET" if ok_all else "SOME TWIN CHECKS FAILED")
 sys.exit(0 if ok_all else 1)
 PY
+TWIN_RC=$?
+[ -f "$OUT/stress.txt" ] && tail -n 40 "$OUT/stress.txt"
+exit $((TWIN_RC != 0 || STRESS_RC != 0))

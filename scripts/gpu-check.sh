@@ -7,7 +7,8 @@
 # 2. every step under the tcgen05 emulation: shapes x dtypes x seeds, each must pass; the default
 #    shape again across the emulation's schedule seeds (--emu-seed, EMU_SEEDS); steps 4-6 also
 #    with the persistent grid capped (--clusters), so that each cluster runs several tiles;
-# 3. negative controls: every seeded bug of `runner mutations --json` (ONLY_MUTATIONS="a b": just
+# 3. negative controls: every seeded bug of the Blackwell kernels in `runner mutations --json`
+#    ("arch": "sm_100a"; the twins' are gpu-check-stress.sh's; ONLY_MUTATIONS="a b": just
 #    those), on every step it applies to, across the same emulation seeds (steps 4-6 several tiles
 #    per cluster), with the static checks off (--no-static-check: the sm_100a PTX rules and ptxas
 #    would refuse some before they run; here the emulation itself must catch them); each must be
@@ -98,6 +99,8 @@ only = os.environ.get("ONLY_MUTATIONS", "").split()
 for m in mutations:
     if only and m["name"] not in only:
         continue
+    if m.get("arch", "sm_100a") != "sm_100a":
+        continue  # a twin's seeded bug: gpu-check-stress.sh runs it natively
     expected = "fail" if m["expect"] == "caught" else "pass"
     for step in m["steps"]:
         if step not in steps:

@@ -16,8 +16,9 @@ pub struct Args {
     /// Step number.
     #[arg(value_name = "STEP")]
     step: u32,
-    /// Which kernel: sm_100a (the Blackwell kernel; emulated on an H100/H200) or sm_90a (its
-    /// Hopper twin, native and timed on an H100/H200). Default: every kernel this GPU runs.
+    /// Which kernel: sm_100a or blackwell (the Blackwell kernel; emulated on an H100/H200) or
+    /// sm_90a or hopper (its Hopper twin, native and timed on an H100/H200). Default: every
+    /// kernel this GPU runs.
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
     #[command(flatten)]
