@@ -25,15 +25,23 @@ pub fn print_list(steps: &[&'static dyn Step]) {
     }
 }
 
-pub fn print_mutations(ms: &[common::mutation::Mutation]) {
-    println!("Seeded bugs (runner step N --mutate NAME):");
+pub fn print_mutations(
+    ms: &[common::mutation::Mutation],
+    twins: &[common::mutation::TwinMutation],
+) {
+    use common::mutation::{Expect, TwinCatch};
     // The name column as wide as the longest name, so no row shifts.
-    let width = ms.iter().map(|m| m.name.len()).max().unwrap_or(0);
-    for m in ms {
+    let width = ms
+        .iter()
+        .chain(twins.iter().map(|t| &t.mutation))
+        .map(|m| m.name.len())
+        .max()
+        .unwrap_or(0);
+    let row = |m: &common::mutation::Mutation, how: &str| {
         let steps: Vec<String> = m.steps.iter().map(|s| s.to_string()).collect();
         let expect = match m.expect {
-            common::mutation::Expect::Caught => "caught",
-            common::mutation::Expect::Harmless => "harmless",
+            Expect::Caught => how,
+            Expect::Harmless => "harmless",
         };
         println!(
             "  {:<width$} steps {:<14} {:<9} {}",
@@ -41,6 +49,21 @@ pub fn print_mutations(ms: &[common::mutation::Mutation]) {
             steps.join(","),
             expect,
             m.description
+        );
+    };
+    println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the emulation catches them):");
+    for m in ms {
+        row(m, "caught");
+    }
+    println!();
+    println!("Seeded bugs of the Hopper twins (static: the twin's static check refuses it; stress: runner step N --mutate NAME --no-static-check --stress SEED shows it):");
+    for t in twins {
+        row(
+            &t.mutation,
+            match t.caught {
+                TwinCatch::Static => "static",
+                TwinCatch::Stress => "stress",
+            },
         );
     }
 }
@@ -132,6 +155,12 @@ pub fn print_run(spec: &KernelSpec, r: &RunReport) {
     );
     if r.emulated {
         println!("{:<W$}tcgen05 emulated on sm_90: this proves the kernel's logic; emulated timings mean nothing and are not shown", "mode");
+    } else if let Some(seed) = r.stress_seed {
+        println!(
+            "{:<W$}native {}, stress build (seed {seed}): seeded delays at the wrappers' named points; verified, not timed",
+            "mode",
+            r.target.describe()
+        );
     } else {
         println!("{:<W$}native {}", "mode", r.target.describe());
     }
@@ -228,4 +257,39 @@ pub fn print_selftest(t: &SelfTest) {
         t.cublas_tflops
     );
     println!("{:<W$}{}", "clocks", clocks(t.clocks.as_ref()));
+}
+
+/// `runner step N --time-emulation`: the two emulation builds' times and what the rules cost.
+pub fn print_emulation_cost(spec: &KernelSpec, c: &common::run::EmulationCost) {
+    print_header(spec, &c.kernel_path);
+    println!(
+        "{:<W$}{} ({}), emulated; {} {}, emulation seed {}, grid {}x{}x{}",
+        "GPU",
+        c.gpu.name,
+        c.gpu.sm(),
+        c.shape,
+        c.dtype,
+        c.emu_seed,
+        c.grid.0,
+        c.grid.1,
+        c.grid.2
+    );
+    println!(
+        "{:<W$}wall time of {} launches each (launch and wait, the bookkeeping's reset included), alternating",
+        "timing",
+        c.rules_on.launches_ms.len()
+    );
+    for (what, t) in [("rules off", &c.rules_off), ("rules on", &c.rules_on)] {
+        println!(
+            "{:<W$}median {:>9.2} ms, min {:>9.2} ms; {}",
+            what,
+            t.median_ms,
+            t.min_ms,
+            t.verification.summary()
+        );
+    }
+    println!(
+        "{:<W$}{:+.1}% for the async proxy, bulk groups, tcgen05.ld poison and cta_group rules",
+        "cost", c.cost_pct
+    );
 }

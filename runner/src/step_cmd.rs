@@ -28,6 +28,8 @@ pub struct Request {
     pub json: bool,
     /// `--trace FILE_STEM`: where the timelines go.
     pub trace: Option<PathBuf>,
+    /// `--time-emulation N`: time N emulated launches with the rules of issue 23 off and on.
+    pub time_emulation: Option<u32>,
 }
 
 /// A user's kernel file is a Hopper twin if it includes hopper.cuh.
@@ -44,19 +46,37 @@ fn implied_arch(source: &KernelSource) -> Arch {
 }
 
 /// The kernels to consider, and whether the user chose them (then each must run).
+/// `mutation_arch`: the kernel `--mutate` edits.
 fn kernels(
     req: &Request,
     opts: &RunOptions,
     file: Option<&KernelSource>,
+    mutation_arch: Option<Arch>,
 ) -> Result<(Vec<Arch>, bool)> {
     let blackwell_only = [
         (opts.emulate == EmulateMode::Always, "--emulate"),
         (opts.emulate == EmulateMode::Never, "--no-emulate"),
-        (req.mutate.is_some(), "--mutate"),
+        (mutation_arch == Some(Arch::Blackwell), "--mutate"),
+        (req.time_emulation.is_some(), "--time-emulation"),
     ];
+    let hopper_only = [
+        (opts.stress.is_some(), "--stress"),
+        (mutation_arch == Some(Arch::Hopper), "--mutate twin-..."),
+    ];
+    if let (Some((_, b)), Some((_, h))) = (
+        blackwell_only.iter().find(|(set, _)| *set),
+        hopper_only.iter().find(|(set, _)| *set),
+    ) {
+        bail!("{b} applies to the Blackwell kernel and {h} to the Hopper twin: one run takes one of them");
+    }
     if req.arch == Some(Arch::Hopper) {
         if let Some((_, flag)) = blackwell_only.iter().find(|(set, _)| *set) {
             bail!("{flag} applies to the Blackwell kernel (--arch sm_100a); the Hopper twin runs natively on sm_90");
+        }
+    }
+    if req.arch == Some(Arch::Blackwell) {
+        if let Some((_, flag)) = hopper_only.iter().find(|(set, _)| *set) {
+            bail!("{flag} applies to the Hopper twin (--arch sm_90a), which runs natively; the Blackwell kernel's emulation perturbs its schedule with --emu-seed");
         }
     }
     if let Some(a) = req.arch {
@@ -64,6 +84,9 @@ fn kernels(
     }
     if blackwell_only.iter().any(|(set, _)| *set) {
         return Ok((vec![Arch::Blackwell], true));
+    }
+    if hopper_only.iter().any(|(set, _)| *set) {
+        return Ok((vec![Arch::Hopper], true));
     }
     if let Some(f) = file {
         return Ok((vec![implied_arch(f)], true));
@@ -103,7 +126,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         }),
         None => None,
     };
-    let (archs, chosen) = kernels(req, &opts, file.as_ref())?;
+    let seeded = match &req.mutate {
+        Some(name) => Some(mutation::lookup(name)?),
+        None => None,
+    };
+    let (archs, chosen) = kernels(req, &opts, file.as_ref(), seeded.map(|(_, a)| a))?;
     let mut specs = Vec::new();
     for &arch in &archs {
         let mut spec = KernelSpec::new(req.step, arch);
@@ -113,8 +140,8 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         specs.push(spec);
     }
     opts.source = file;
-    if let Some(name) = &req.mutate {
-        let m = mutation::find(name)?;
+    if let Some((m, arch)) = seeded {
+        let name = m.name;
         if !m.applies_to(n) {
             bail!(
                 "the seeded bug {name:?} does not apply to step {n} (it applies to steps {:?})",
@@ -124,7 +151,7 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         let base = opts
             .source
             .clone()
-            .unwrap_or_else(|| req.step.info().kernel_source(Arch::Blackwell));
+            .unwrap_or_else(|| req.step.info().kernel_source(arch));
         opts.source = Some(KernelSource {
             path: base.path.clone(),
             text: m.apply(&base.text)?,
@@ -132,6 +159,10 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         if !req.json {
             eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
         }
+    }
+
+    if let Some(reps) = req.time_emulation {
+        return time_emulation(req, &specs[0], &opts, reps);
     }
 
     let status = gpu::open();
@@ -256,6 +287,40 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     .into())
 }
 
+/// `--time-emulation`: the emulation build with the rules of issue 23 off and on, timed.
+fn time_emulation(
+    req: &Request,
+    spec: &common::step::KernelSpec,
+    opts: &RunOptions,
+    reps: u32,
+) -> Result<ExitCode> {
+    let g = match gpu::open() {
+        GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) => {
+            bail!("--time-emulation runs the emulation and needs an sm_90 GPU: {why}")
+        }
+    };
+    let c = run::emulation_cost(spec, &g, opts, reps as usize)?;
+    if req.json {
+        let v = serde_json::json!({
+            "runner": crate::cli::version_info(),
+            "date": crate::bench::today(),
+            "commit": crate::bench::commit(),
+            "emulation_cost": c,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else {
+        report::print_emulation_cost(spec, &c);
+    }
+    Ok(
+        if c.rules_off.verification.passed && c.rules_on.verification.passed {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        },
+    )
+}
+
 /// The traced launch's timelines as files: the Chrome trace JSON and the SVG.
 fn write_trace(
     stem: &std::path::Path,
@@ -351,7 +416,11 @@ fn compile_report(
             spec.arch.sm()
         );
     }
-    let defines = spec.defines(opts.dtype);
+    let mut defines = spec.defines(opts.dtype);
+    if let Some(seed) = opts.stress {
+        common::stress::check_arch(spec.arch)?;
+        defines.extend(common::stress::defines(seed));
+    }
     let compiled = match (spec.arch, opts.static_check, target) {
         // The sm_100a PTX rules, then the sm_100a compile: what every Blackwell build passes.
         (Arch::Blackwell, true, Target::Sm100a) => {

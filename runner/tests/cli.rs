@@ -1154,3 +1154,75 @@ fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
         assert!(help.contains(code), "{code} in runner --help");
     }
 }
+
+#[test]
+fn stress_runs_take_the_twin_and_emulation_timing_the_blackwell_kernel() {
+    assert_one_line_error(
+        &runner(&["step", "5", "--arch", "sm_100a", "--stress", "1"]),
+        "--stress applies to the Hopper twin",
+    );
+    assert_one_line_error(
+        &runner(&["step", "5", "--emulate", "--stress", "1"]),
+        "one run takes one of them",
+    );
+    assert_one_line_error(
+        &runner(&["step", "5", "--arch", "sm_90a", "--time-emulation"]),
+        "--time-emulation applies to the Blackwell kernel",
+    );
+    assert_one_line_error(
+        &runner(&["step", "2", "--mutate", "twin-no-out-empty-wait"]),
+        "does not apply to step 2",
+    );
+    assert_one_line_error(
+        &runner(&[
+            "step",
+            "5",
+            "--arch",
+            "sm_100a",
+            "--mutate",
+            "twin-no-out-empty-wait",
+        ]),
+        "applies to the Hopper twin",
+    );
+    let o = runner(&["step", "5", "--time-emulation", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_refused() {
+    // Without a GPU the stressed, mutated twin is compiled and reported: a twin mutation implies
+    // the twin, and the build is the stress build (it sleeps).
+    let o = runner(&[
+        "step",
+        "5",
+        "--stress",
+        "2",
+        "--mutate",
+        "twin-out-empty-same-tile-only",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["runs"].as_array().map(Vec::len), Some(1), "{v}");
+    assert_eq!(v["runs"][0]["arch"], "sm_90a", "{v}");
+    let histogram = v["runs"][0]["sass"]["histogram"].to_string();
+    assert!(histogram.contains("NANOSLEEP"), "{histogram}");
+    // A twin bug a static rule sees is refused before anything runs, naming the rule.
+    let o = runner(&["step", "4", "--mutate", "twin-wgmma-wait-shallow"]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("wgmma-wait-before-use"),
+        "{}",
+        stderr(&o)
+    );
+    let list: serde_json::Value =
+        serde_json::from_slice(&runner(&["mutations", "--json"]).stdout).unwrap();
+    let twin = list
+        .as_array()
+        .and_then(|a| a.iter().find(|m| m["name"] == "twin-no-out-empty-wait"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(twin["arch"], "sm_90a", "{twin}");
+    assert_eq!(twin["caught"], "stress", "{twin}");
+}

@@ -52,6 +52,80 @@ __device__ void waiting(u64* bar, u32 parity, Watch& watch);
 #define WB_EMU_WATCH(name)
 #endif
 
+// Stress builds (`runner step N --arch sm_90a --stress SEED`, common::stress on the host): with
+// -DWB_STRESS=1 -DWB_STRESS_SEED=S the wrappers below sleep for a pseudo-random while at named
+// points, so that an ordering bug hidden by the usual timing (one thread happens to be done before
+// another looks) meets other interleavings and shows as a wrong result. A point's delay is a
+// hash of the seed, the CTA, the warp, the point and the warp's own call count, so each seed
+// explores its own schedule; each seed also draws, per point, how often it sleeps there (one
+// call in 2, 4, 8 or 16) and for how long at most (about 8, 16, 33 or 65 us). The sleep is
+// nanosleep.u32 t (PTX ISA "Miscellaneous Instructions: nanosleep", sm_70 on): a sleep of about
+// t nanoseconds, guaranteed within [0, 2t], at most 1 ms. The points (common::stress::POINTS):
+//   AFTER_WGMMA_COMMIT  hp::wgmma_commit_group        AFTER_WGMMA_WAIT  hp::wgmma_wait_group
+//   BEFORE_ARRIVE       every mbarrier arrive wrapper  AFTER_WAIT        mbarrier waits, once done
+//   BEFORE_TMA_STORE    wb::tma_store_2d (and _hint)   BEFORE_TMA_LOAD   the TMA load wrappers
+//   AFTER_BARRIER       cta_sync, cluster_sync, hp::named_barrier_sync
+// Delays make no correct kernel wrong: only the timing moves. They cannot slow the asynchronous
+// engines themselves (a wgmma, a TMA copy), so a missing wait for one of those is the static
+// check's to find (common::ptx_check: wgmma-wait-before-use), not stress's. Without WB_STRESS
+// every point compiles to nothing.
+#if defined(WB_STRESS) && WB_STRESS
+#if !defined(WB_STRESS_SEED)
+#error "a stress build (WB_STRESS) needs WB_STRESS_SEED"
+#endif
+// Per-warp call counters, zero when the module loads: slot (CTA * 32 + warp) % STRESS_SLOTS.
+// Warps that share a slot (a grid of more than 128 CTAs) only interleave their counts.
+__device__ u32 wb_stress_calls[4096];
+namespace wb {
+namespace stress {
+enum Point : u32 {
+  AFTER_WGMMA_COMMIT = 0,
+  AFTER_WGMMA_WAIT,
+  BEFORE_ARRIVE,
+  AFTER_WAIT,
+  BEFORE_TMA_STORE,
+  BEFORE_TMA_LOAD,
+  AFTER_BARRIER,
+  POINTS
+};
+constexpr u32 SLOTS = 4096;
+
+// splitmix64's finaliser: every input bit moves every output bit.
+__host__ __device__ constexpr u64 mix(u64 x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+constexpr u64 SEED = mix(static_cast<u64>(WB_STRESS_SEED) + 0x9E3779B97F4A7C15ull);
+
+// This seed's choices for a point: four bits of SEED each (POINTS * 4 <= 64).
+static_assert(POINTS * 4 <= 64, "four bits of the seed's hash per point");
+__host__ __device__ constexpr u32 sleep_one_in_log2(Point p) { return 1 + ((SEED >> (4 * p)) & 3); }
+__host__ __device__ constexpr u32 max_scale_log2(Point p) { return 3 + ((SEED >> (4 * p + 2)) & 3); }
+
+// Called by the lanes of a warp that reach `point` together (one lane or all): one lane counts
+// the call, and all of them sleep the same time, so the warp stays converged. A sleeping call
+// sleeps 0 to 1023 ns scaled by 2^0 .. 2^max_scale_log2 (most sleeps short, a few long).
+__device__ __forceinline__ void delay(Point point) {
+  const u32 active = __activemask();
+  const u32 leader = __ffs(active) - 1;
+  const u32 cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  const u32 warp = threadIdx.x / 32;
+  u32 call = 0;
+  if (threadIdx.x % 32 == leader) call = atomicAdd(&wb_stress_calls[(cta * 32 + warp) % SLOTS], 1u);
+  call = __shfl_sync(active, call, leader);
+  const u64 r = mix(SEED ^ mix((static_cast<u64>(cta) << 32) | (warp << 8) | point) ^ call);
+  if ((r & ((1u << sleep_one_in_log2(point)) - 1)) != 0) return;
+  const u32 ns = static_cast<u32>((r >> 8) & 1023) << ((r >> 20) % (max_scale_log2(point) + 1));
+  asm volatile("nanosleep.u32 %0;" ::"r"(ns) : "memory");
+}
+}  // namespace stress
+}  // namespace wb
+#define WB_STRESS_POINT(point) ::wb::stress::delay(::wb::stress::point)
+#else
+#define WB_STRESS_POINT(point) ((void)0)
+#endif
+
 // The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
 struct alignas(64) TmaDesc {
   u64 opaque[16];
@@ -106,6 +180,7 @@ __device__ __forceinline__ void cta_sync() {
   WB_EMU_HOOK(thread_sync_before(emu_hook::CTA_BARRIER));
   __syncthreads();
   WB_EMU_HOOK(thread_sync_after(emu_hook::CTA_BARRIER));
+  WB_STRESS_POINT(AFTER_BARRIER);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,6 +209,7 @@ __device__ __forceinline__ void fence_mbarrier_init() {
 // mbarrier.arrive: one arrival, by the calling thread.
 __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
   WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
+  WB_STRESS_POINT(BEFORE_ARRIVE);
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
@@ -143,6 +219,7 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   if (elect_one()) {
     WB_EMU_HOOK(expect_tx(bar, bytes));
     WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
+    WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
                  "r"(bytes)
                  : "memory");
@@ -171,6 +248,7 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   while (!mbarrier_try_wait(bar, parity)) {
     WB_EMU_HOOK(waiting(bar, parity, watch));
   }
+  WB_STRESS_POINT(AFTER_WAIT);
 }
 
 // mbarrier.try_wait.parity.acquire.cluster: as mbarrier_wait, for a barrier that threads of other
@@ -189,6 +267,7 @@ __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
     if (!done) WB_EMU_HOOK(waiting(bar, parity, watch));
   }
   WB_EMU_HOOK(wait_done(bar, parity));
+  WB_STRESS_POINT(AFTER_WAIT);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,6 +287,7 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
   WB_EMU_HOOK(thread_sync_after(emu_hook::CLUSTER_BARRIER));
+  WB_STRESS_POINT(AFTER_BARRIER);
 }
 
 // mapa.shared::cluster: the address of the same shared-memory location in CTA `rank`.
@@ -222,6 +302,7 @@ __device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
   if (elect_one()) {
     WB_EMU_HOOK(arrive(bar, rank));
+    WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
                      map_to_cta(smem_u32(bar), rank))
                  : "memory");
@@ -235,6 +316,7 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
 // (MEMBAR.ALL.GPU) on every arrival.
 __device__ __forceinline__ void mbarrier_arrive_cluster_relaxed(u64* bar, u32 rank) {
   if (elect_one()) {
+    WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(
                      map_to_cta(smem_u32(bar), rank))
                  : "memory");
@@ -257,6 +339,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64*
                                             int c1) {
   if (elect_one()) {
     WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, 0));
+    WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
@@ -273,6 +356,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
                                                       unsigned short cta_mask, int c0, int c1) {
   if (elect_one()) {
     WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, cta_mask));
+    WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
@@ -288,6 +372,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
 __device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* src, int c0, int c1) {
   if (lane_id() == 0) {
     WB_EMU_HOOK(tma_store(src));
+    WB_STRESS_POINT(BEFORE_TMA_STORE);
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(desc),
         "r"(smem_u32(src)), "r"(c0), "r"(c1)

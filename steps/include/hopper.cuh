@@ -47,6 +47,7 @@ __device__ __forceinline__ void wgmma_fence() {
 // wgmma.commit_group (warpgroup-level): close the group of wgmma issued since the last commit.
 __device__ __forceinline__ void wgmma_commit_group() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  WB_STRESS_POINT(AFTER_WGMMA_COMMIT);
 }
 
 // wgmma.wait_group N (warpgroup-level): wait until at most N committed groups are pending. After
@@ -54,6 +55,7 @@ __device__ __forceinline__ void wgmma_commit_group() {
 template <int N>
 __device__ __forceinline__ void wgmma_wait_group() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+  WB_STRESS_POINT(AFTER_WGMMA_WAIT);
 }
 
 // Keep the compiler's hands off the accumulators while a wgmma owns them: an empty asm that
@@ -195,6 +197,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // on hardware barrier `id` (1-15; 0 is the CTA-wide one), e.g. one warpgroup's 128 threads.
 __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+  WB_STRESS_POINT(AFTER_BARRIER);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,6 +245,7 @@ __device__ __forceinline__ u64 createpolicy_evict_first() {
 __device__ __forceinline__ void tma_load_2d_hint(void* dst, const TmaDesc* desc, u64* bar, int c0,
                                                  int c1, u64 policy) {
   if (wb::elect_one()) {
+    WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
         " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(wb::smem_u32(dst)),
@@ -254,6 +258,7 @@ __device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const TmaD
                                                            unsigned short cta_mask, int c0, int c1,
                                                            u64 policy) {
   if (wb::elect_one()) {
+    WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
         ".multicast::cluster.L2::cache_hint [%0], [%1, {%3, %4}], [%2], %5, %6;" ::"r"(
@@ -266,6 +271,7 @@ __device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const TmaD
 __device__ __forceinline__ void tma_store_2d_hint(const TmaDesc* desc, const void* src, int c0,
                                                   int c1, u64 policy) {
   if (wb::lane_id() == 0) {
+    WB_STRESS_POINT(BEFORE_TMA_STORE);
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint"
         " [%0, {%2, %3}], [%1], %4;" ::"l"(desc),

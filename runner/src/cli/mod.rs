@@ -150,9 +150,9 @@ pub fn dispatch(cmd: Command) -> Result<ExitCode> {
 /// `--arch`: which of a step's two kernels.
 #[derive(Clone, Copy, ValueEnum)]
 pub enum ArchArg {
-    #[value(name = "sm_100a")]
+    #[value(name = "sm_100a", alias = "blackwell")]
     Sm100a,
-    #[value(name = "sm_90a")]
+    #[value(name = "sm_90a", alias = "hopper")]
     Sm90a,
 }
 

@@ -14,9 +14,9 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(mutation::MUTATIONS)?);
+        println!("{}", serde_json::to_string_pretty(&mutation::listing()?)?);
     } else {
-        report::print_mutations(mutation::MUTATIONS);
+        report::print_mutations(mutation::MUTATIONS, mutation::TWIN_MUTATIONS);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -16,8 +16,9 @@ pub struct Args {
     /// Step number.
     #[arg(value_name = "STEP")]
     step: u32,
-    /// Which kernel: sm_100a (the Blackwell kernel; emulated on an H100/H200) or sm_90a (its
-    /// Hopper twin, native and timed on an H100/H200). Default: every kernel this GPU runs.
+    /// Which kernel: sm_100a or blackwell (the Blackwell kernel; emulated on an H100/H200) or
+    /// sm_90a or hopper (its Hopper twin, native and timed on an H100/H200). Default: every
+    /// kernel this GPU runs.
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
     #[command(flatten)]
@@ -47,9 +48,22 @@ pub struct Args {
     /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise).
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
-    /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught.
+    /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught. A twin
+    /// mutation (twin-...) edits the Hopper twin, the others the Blackwell kernel.
     #[arg(long, value_name = "NAME")]
     mutate: Option<String>,
+    /// Hopper twin: build it with seeded delays (nanosleep) at the wrappers' named points (after
+    /// a wgmma commit or wait, before an mbarrier arrive, after a wait or barrier, before a TMA
+    /// load or store), so that an ordering bug the usual timing hides shows as a wrong result.
+    /// Verified, not timed; try a handful of seeds.
+    #[arg(long, value_name = "SEED")]
+    stress: Option<u64>,
+    /// Blackwell kernel under emulation: time N launches (default 5) of the emulation build
+    /// with the rules of issue 23 (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
+    /// and N with them on, alternating, each build verified once; prints what the rules cost.
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "5",
+          value_parser = super::positive_u32)]
+    time_emulation: Option<u32>,
     /// Persistent steps: launch at most N clusters, so each loops over more tiles.
     #[arg(long, value_name = "N", value_parser = super::positive_u32)]
     clusters: Option<u32>,
@@ -132,7 +146,7 @@ fn warn_ignored(a: &Args, step: &'static dyn Step) {
             step.info().number
         );
     }
-    if a.emu_seed != 0 && matches!(a.arch, Some(ArchArg::Sm90a)) {
+    if a.emu_seed != 0 && (matches!(a.arch, Some(ArchArg::Sm90a)) || a.stress.is_some()) {
         eprintln!("warning: --emu-seed applies to emulated runs of the Blackwell kernel; the Hopper twin runs natively: ignored");
     }
     let mut seen: Vec<&str> = Vec::new();
@@ -179,6 +193,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         emu_seed: a.emu_seed,
         trace_clusters: a.trace.as_ref().map(|_| a.trace_clusters),
         static_check: !a.no_static_check,
+        stress: a.stress,
     };
     let request = step_cmd::Request {
         step,
@@ -188,6 +203,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         mutate: a.mutate,
         json: a.json,
         trace: a.trace,
+        time_emulation: a.time_emulation,
     };
     step_cmd::run(&request, opts)
 }

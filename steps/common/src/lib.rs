@@ -22,6 +22,7 @@ pub mod run;
 pub mod sass;
 pub mod static_check;
 pub mod step;
+pub mod stress;
 pub mod timing;
 pub mod toolkit;
 pub mod trace;

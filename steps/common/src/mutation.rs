@@ -1,7 +1,10 @@
 //! Seeded bugs: textual edits of a step kernel that a correct harness must catch. They are the
 //! negative controls of the GPU check script, and a way for students to see what a broken
-//! kernel looks like (`runner step N --mutate wrong-sbo`).
+//! kernel looks like (`runner step N --mutate wrong-sbo`). The Blackwell kernels' bugs
+//! ([`MUTATIONS`]) are caught by the tcgen05 emulation; the Hopper twins' ([`TWIN_MUTATIONS`])
+//! run natively, so their static check or a stress run (`--stress SEED`) must catch them.
 
+use crate::arch::Arch;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -264,18 +267,179 @@ pub const MUTATIONS: &[Mutation] = &[
     },
 ];
 
+/// How the workbook catches a seeded bug of a Hopper twin, which runs natively: there is no
+/// emulation to trap it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TwinCatch {
+    /// The twin's static check (`common::static_check::check_twin`) refuses the build, naming
+    /// the rule in `caught_by`. Cheaper and certain: where a rule can see the bug, it is the
+    /// check, and a stress run adds nothing (a delay cannot slow a wgmma or a TMA copy, so a
+    /// missing wait for one shows only by luck).
+    Static,
+    /// Only a run can show it: a race between threads that the usual timing hides. A stress run
+    /// (`--stress SEED`, common::stress) must give a wrong result (or a hang) on the GPU check's
+    /// seeds; a plain run may or may not.
+    Stress,
+}
+
+/// A seeded bug of a Hopper twin (`src/kernel_sm90.cu`): an edit as for the Blackwell kernels,
+/// and how it is caught.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TwinMutation {
+    #[serde(flatten)]
+    pub mutation: Mutation,
+    pub caught: TwinCatch,
+}
+
+/// The steps whose twins have a TMA-store epilogue staged by one warpgroup with named barriers.
+const NAMED_BARRIER_EPILOGUES: &[u32] = &[2, 3, 4];
+/// The twins with a store warp and the `out` hand-off (out_full / out_empty).
+const STORE_WARP_TWINS: &[u32] = &[5, 6];
+
+pub const TWIN_MUTATIONS: &[TwinMutation] = &[
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-wgmma-wait-shallow",
+            description: "the consumer reads its accumulator after wgmma.wait_group 1 instead of 0: the tile's last wgmma group may still be writing the registers the epilogue reads",
+            anchor: &["hp::wgmma_wait_group<0>();"],
+            from: "<0>",
+            to: "<1>",
+            steps: ALL_STEPS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "wgmma-wait-before-use",
+        },
+        caught: TwinCatch::Static,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-no-staging-barriers",
+            description: "the epilogue's named barriers are gone: warp 0 issues the TMA store of a sub-tile without waiting for the other three warps' rows, and they refill a staging buffer without waiting for warp 0's wait_group.read",
+            anchor: &["hp::named_barrier_sync(barrier, 128);"],
+            from: "",
+            to: "",
+            steps: NAMED_BARRIER_EPILOGUES,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "barrier-before-store",
+        },
+        caught: TwinCatch::Static,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-no-out-empty-wait",
+            description: "a consumer writes its rows into `out` without waiting on out_empty: it overwrites the other consumer's rows before (or while) the store warp's TMA stores read them",
+            anchor: &["mbarrier_wait(&smem.out_empty"],
+            from: "",
+            to: "",
+            steps: STORE_WARP_TWINS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "",
+        },
+        caught: TwinCatch::Stress,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-out-empty-same-tile-only",
+            description: "consumer 0 no longer waits for the previous tile's consumer-1 rows to be read before refilling `out`: harmless while its next main loop outlasts the store warp's stores, wrong when the store warp is slow",
+            anchor: &["mbarrier_wait(&smem.out_empty", "if (other_local >= 0)"],
+            from: "if (other_local >= 0)",
+            to: "if (consumer == 1)",
+            steps: STORE_WARP_TWINS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "",
+        },
+        caught: TwinCatch::Stress,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-out-full-one-arrival",
+            description: "out_full counts 1 arrival instead of the consumer's 4 warps: the store warp ships `out` once the first warp's 16 rows are in, while the other warps may still be writing theirs",
+            anchor: &["mbarrier_init(&smem.out_full[c], 4)"],
+            from: "out_full[c], 4)",
+            to: "out_full[c], 1)",
+            steps: STORE_WARP_TWINS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "",
+        },
+        caught: TwinCatch::Stress,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-release-before-wgmma-done",
+            description: "the main loop waits with wgmma.wait_group 2 instead of 1 before releasing the previous slot on load_empty: the slot goes back to the producer while the wgmma group reading it may still run",
+            anchor: &["hp::wgmma_wait_group<1>();"],
+            from: "<1>",
+            to: "<2>",
+            steps: ALL_STEPS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "",
+        },
+        caught: TwinCatch::Stress,
+    },
+];
+
 pub fn find(name: &str) -> Result<&'static Mutation> {
     match MUTATIONS.iter().find(|m| m.name == name) {
         Some(m) => Ok(m),
-        None => bail!(
-            "unknown mutation {name:?}; known: {}",
-            MUTATIONS
-                .iter()
-                .map(|m| m.name)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        None => bail!("unknown mutation {name:?}; known: {}", known_names()),
     }
+}
+
+/// A seeded bug of either kernel: the Blackwell kernels' [`MUTATIONS`], the twins'
+/// [`TWIN_MUTATIONS`]; with the kernel it edits.
+pub fn lookup(name: &str) -> Result<(&'static Mutation, Arch)> {
+    if let Some(m) = MUTATIONS.iter().find(|m| m.name == name) {
+        return Ok((m, Arch::Blackwell));
+    }
+    match TWIN_MUTATIONS.iter().find(|t| t.mutation.name == name) {
+        Some(t) => Ok((&t.mutation, Arch::Hopper)),
+        None => bail!("unknown mutation {name:?}; known: {}", known_names()),
+    }
+}
+
+/// The twin mutation named `name`, if there is one.
+pub fn find_twin(name: &str) -> Option<&'static TwinMutation> {
+    TWIN_MUTATIONS.iter().find(|t| t.mutation.name == name)
+}
+
+fn known_names() -> String {
+    MUTATIONS
+        .iter()
+        .chain(TWIN_MUTATIONS.iter().map(|t| &t.mutation))
+        .map(|m| m.name)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Every seeded bug as `runner mutations --json` lists it: the Blackwell kernels' with
+/// `"arch": "sm_100a"` and `"caught": "emulation"` (static checks off), then the twins' with
+/// `"arch": "sm_90a"` and `"caught": "static" | "stress"`.
+pub fn listing() -> Result<serde_json::Value> {
+    let mut out = Vec::new();
+    for m in MUTATIONS {
+        let mut v = serde_json::to_value(m)?;
+        if let serde_json::Value::Object(o) = &mut v {
+            o.insert("arch".into(), Arch::Blackwell.sm().into());
+            o.insert("kernel".into(), "blackwell".into());
+            o.insert("caught".into(), "emulation".into());
+        }
+        out.push(v);
+    }
+    for t in TWIN_MUTATIONS {
+        let mut v = serde_json::to_value(t)?;
+        if let serde_json::Value::Object(o) = &mut v {
+            o.insert("arch".into(), Arch::Hopper.sm().into());
+            o.insert("kernel".into(), "hopper".into());
+        }
+        out.push(v);
+    }
+    Ok(serde_json::Value::Array(out))
 }
 
 impl Mutation {

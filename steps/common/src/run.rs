@@ -65,6 +65,9 @@ pub struct RunOptions {
     /// rules) before running it. Off only to see what the emulation (or the GPU) makes of such a
     /// bug (`--no-static-check`).
     pub static_check: bool,
+    /// A stress build of a Hopper twin with this seed (`--stress SEED`, common::stress): seeded
+    /// delays at the wrappers' named points. The run is verified, never timed.
+    pub stress: Option<u64>,
 }
 
 impl Default for RunOptions {
@@ -85,6 +88,7 @@ impl Default for RunOptions {
             emu_seed: 0,
             trace_clusters: None,
             static_check: true,
+            stress: None,
         }
     }
 }
@@ -550,6 +554,9 @@ pub struct RunReport {
     /// What the traced launch recorded (`RunOptions::trace_clusters`).
     #[serde(skip)]
     pub trace: Option<Recording>,
+    /// The seed of a stress build (`RunOptions::stress`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stress_seed: Option<u64>,
 }
 
 /// Compile, run once, verify against cuBLAS and the CPU, and (natively) time against cuBLAS
@@ -565,14 +572,18 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     });
     spec.check_shape(shape).map_err(|e| anyhow!(e))?;
     let source = opts.source.clone().unwrap_or_else(|| spec.source());
-    let trace_define: Vec<(String, String)> = opts
+    let mut extra_defines: Vec<(String, String)> = opts
         .trace_clusters
         .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
         .into_iter()
         .collect();
+    if let Some(seed) = opts.stress {
+        crate::stress::check_arch(spec.arch)?;
+        extra_defines.extend(crate::stress::defines(seed));
+    }
     if opts.static_check {
         let mut defines = spec.defines(opts.dtype);
-        defines.extend_from_slice(&trace_define);
+        defines.extend_from_slice(&extra_defines);
         if spec.arch == Arch::Hopper {
             crate::static_check::check_twin(&source, &defines)?;
         } else if target == Target::Sm100a {
@@ -582,7 +593,7 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
             crate::static_check::check_blackwell(&source, &defines)?;
         }
     }
-    let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &trace_define)?;
+    let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &extra_defines)?;
     let plan = kernel.plan(gpu, shape, opts.clusters)?;
 
     // Inputs: fresh, seeded; output poisoned with NaN.
@@ -646,8 +657,13 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     let reference = cublas_reference(gpu, &blas, &dp)?;
     let verification = verify(&dp.problem, &out, &reference, opts.cpu_samples);
 
-    // Never time what did not verify, nor a traced build.
-    let timing = if emulated || opts.iters == 0 || !verification.passed || trace.is_some() {
+    // Never time what did not verify, nor a traced or stressed build.
+    let timing = if emulated
+        || opts.iters == 0
+        || !verification.passed
+        || trace.is_some()
+        || opts.stress.is_some()
+    {
         None
     } else {
         let flush = if opts.flush_l2 {
@@ -719,6 +735,170 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         verification,
         timing,
         trace,
+        stress_seed: opts.stress,
+    })
+}
+
+/// The compiler definition that keeps (1, the default) or drops (0) the emulation's rules of
+/// issue 23: the async proxy and bulk groups, tcgen05.ld's poison, cta_group consistency
+/// (tcgen05_emu.cuh, `WB_EMU_STRICT`).
+pub const EMU_STRICT_DEFINE: &str = "WB_EMU_STRICT";
+
+/// One emulation build's verified launch and timed launches.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmulatedTiming {
+    /// Whether the build has the rules of issue 23 ([`EMU_STRICT_DEFINE`]).
+    pub strict: bool,
+    pub verification: Verification,
+    /// Wall time of each timed launch and wait, the reset of the emulation's bookkeeping
+    /// included, in ms.
+    pub launches_ms: Vec<f64>,
+    pub median_ms: f64,
+    pub min_ms: f64,
+}
+
+/// What the emulation's newer rules cost: the same kernel built without and with them, on one
+/// problem, timed in alternating launches (`runner step N --emulate --time-emulation`).
+#[derive(Debug, Clone, Serialize)]
+pub struct EmulationCost {
+    pub step: u32,
+    pub kernel_path: String,
+    pub gpu: GpuInfo,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub emu_seed: u64,
+    pub grid: (u32, u32, u32),
+    pub rules_off: EmulatedTiming,
+    pub rules_on: EmulatedTiming,
+    /// (rules_on.median / rules_off.median - 1) in percent.
+    pub cost_pct: f64,
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => 0.5 * (s[n / 2 - 1] + s[n / 2]),
+    }
+}
+
+/// Build a Blackwell kernel for the sm_90a emulation twice, with the rules of issue 23 off and
+/// on, verify each once, then time `reps` launches of each, alternating so that both see the
+/// same GPU state. Both builds run the same problem and the same schedule seed.
+pub fn emulation_cost(
+    spec: &KernelSpec,
+    gpu: &Gpu,
+    opts: &RunOptions,
+    reps: usize,
+) -> Result<EmulationCost> {
+    if spec.arch != Arch::Blackwell {
+        bail!("--time-emulation times the Blackwell kernel's emulation (--arch sm_100a); the Hopper twin runs natively and is timed by `runner step` itself");
+    }
+    let target =
+        choose_target(&gpu.info, spec.arch, EmulateMode::Always).map_err(|e| anyhow!(e))?;
+    if reps == 0 {
+        bail!("--time-emulation needs at least one timed launch");
+    }
+    let shape = opts.shape.unwrap_or(Shape::EMULATION_DEFAULT);
+    spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+    let source = opts.source.clone().unwrap_or_else(|| spec.source());
+    if opts.static_check {
+        crate::static_check::check_blackwell(&source, &spec.defines(opts.dtype))?;
+    }
+    let dp = DeviceProblem::upload(
+        gpu,
+        Problem::generate(shape, opts.dtype, opts.dist, opts.seed),
+    )?;
+    let blas = Blas::new(gpu)?;
+    let reference = cublas_reference(gpu, &blas, &dp)?;
+    struct Build {
+        kernel: LoadedKernel,
+        plan: Plan,
+        args: LaunchArgs,
+        emu: EmuBuffers,
+        verification: Verification,
+        times: Vec<f64>,
+    }
+    let mut builds = Vec::new();
+    for strict in [false, true] {
+        let define = [(
+            EMU_STRICT_DEFINE.to_string(),
+            if strict { "1" } else { "0" }.to_string(),
+        )];
+        let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &define)?;
+        let plan = kernel.plan(gpu, shape, opts.clusters)?;
+        let args = dp.args(gpu, &plan)?;
+        let mut emu = EmuBuffers::new(gpu, plan.dims.num_ctas() as usize)?;
+        emu.install(gpu, kernel.module())?;
+        dp.poison_c(gpu)?;
+        launch_and_wait(
+            gpu,
+            &kernel,
+            &plan,
+            &args,
+            Some(&mut emu),
+            opts.emu_seed,
+            opts.timeout,
+        )
+        .with_context(|| {
+            format!(
+                "the build with the rules of issue 23 {}",
+                if strict { "on" } else { "off" }
+            )
+        })?;
+        let out = dp.download_c(gpu)?;
+        let verification = verify(&dp.problem, &out, &reference, opts.cpu_samples);
+        builds.push(Build {
+            kernel,
+            plan,
+            args,
+            emu,
+            verification,
+            times: Vec::with_capacity(reps),
+        });
+    }
+    for _ in 0..reps {
+        for b in builds.iter_mut() {
+            let start = std::time::Instant::now();
+            launch_and_wait(
+                gpu,
+                &b.kernel,
+                &b.plan,
+                &b.args,
+                Some(&mut b.emu),
+                opts.emu_seed,
+                opts.timeout,
+            )?;
+            b.times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    let grid = builds[0].plan.dims.grid;
+    let mut timings = builds
+        .into_iter()
+        .zip([false, true])
+        .map(|(b, strict)| EmulatedTiming {
+            strict,
+            verification: b.verification,
+            median_ms: median(&b.times),
+            min_ms: b.times.iter().copied().fold(f64::INFINITY, f64::min),
+            launches_ms: b.times,
+        });
+    let (Some(rules_off), Some(rules_on)) = (timings.next(), timings.next()) else {
+        bail!("internal: two emulation builds expected");
+    };
+    Ok(EmulationCost {
+        step: spec.info().number,
+        kernel_path: source.path,
+        gpu: gpu.info.clone(),
+        shape,
+        dtype: opts.dtype,
+        emu_seed: opts.emu_seed,
+        grid,
+        cost_pct: 100.0 * (rules_on.median_ms / rules_off.median_ms - 1.0),
+        rules_off,
+        rules_on,
     })
 }
 
@@ -818,6 +998,13 @@ mod tests {
             max_smem_per_block: 232448,
             driver_version: "13.0".into(),
         }
+    }
+
+    #[test]
+    fn medians_of_odd_and_even_counts() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(&[]).is_nan());
     }
 
     #[test]

@@ -1,0 +1,241 @@
+//! Stress runs of the Hopper twins (`runner step N --arch sm_90a --stress SEED`): the twin is
+//! built with [`DEFINE`] and [`SEED_DEFINE`], and the wrappers of `steps/include` (common.cuh's
+//! "Stress builds", hopper.cuh) sleep for a pseudo-random while at the named [`POINTS`]. A stock
+//! twin must still verify under every seed; a latent ordering bug (a race the usual timing hides,
+//! such as the twin mutations caught by [`TwinCatch::Stress`]) should give a wrong result on some.
+//! The kernels are not edited: only the wrappers they call.
+//!
+//! [`cases`] is the stress pass of the twin check (scripts/gpu-check-twins.sh, gpu/stress.sh and
+//! any `runner check twins --stress`): the stock twins at their default shape and, persistent
+//! ones, with a capped grid; and every twin mutation caught by stress, on each seed.
+
+use crate::mutation::{Expect, TwinCatch, TWIN_MUTATIONS};
+use crate::problem::Shape;
+use crate::run::RunOptions;
+use crate::step::{Arch, Step};
+use crate::KernelSource;
+use anyhow::{bail, Result};
+use serde::Serialize;
+
+/// The compiler definition that turns the delays on...
+pub const DEFINE: &str = "WB_STRESS";
+/// ...and the one that seeds them.
+pub const SEED_DEFINE: &str = "WB_STRESS_SEED";
+
+/// The points at which a stress build may sleep, as `wb::stress::Point` names them, and the
+/// wrappers that hold them.
+pub const POINTS: &[(&str, &str)] = &[
+    ("AFTER_WGMMA_COMMIT", "hp::wgmma_commit_group"),
+    ("AFTER_WGMMA_WAIT", "hp::wgmma_wait_group"),
+    (
+        "BEFORE_ARRIVE",
+        "wb::mbarrier_arrive, _expect_tx, _cluster, _cluster_relaxed",
+    ),
+    ("AFTER_WAIT", "wb::mbarrier_wait, wb::mbarrier_wait_cluster"),
+    (
+        "BEFORE_TMA_STORE",
+        "wb::tma_store_2d, hp::tma_store_2d_hint",
+    ),
+    (
+        "BEFORE_TMA_LOAD",
+        "wb::tma_load_2d, _multicast, hp::tma_load_2d_hint, _multicast_hint",
+    ),
+    (
+        "AFTER_BARRIER",
+        "wb::cta_sync, wb::cluster_sync, hp::named_barrier_sync",
+    ),
+];
+
+/// The seeds the GPU check runs every stress case with.
+pub const CHECK_SEEDS: &[u64] = &[1, 2, 3];
+
+/// The shape a persistent twin's stress case runs with beside the default: small K, so a
+/// consumer's main loop is short against the store warp's stores, and a grid capped to
+/// [`PERSISTENT_CLUSTERS`] clusters, so each loops over many tiles.
+pub const PERSISTENT_SHAPE: Shape = Shape {
+    m: 2048,
+    n: 2048,
+    k: 512,
+};
+pub const PERSISTENT_CLUSTERS: u32 = 2;
+
+/// The compiler definitions of a stress build with `seed`.
+pub fn defines(seed: u64) -> Vec<(String, String)> {
+    vec![
+        (DEFINE.to_string(), "1".to_string()),
+        // An unsigned 64-bit literal: any seed the command line takes compiles.
+        (SEED_DEFINE.to_string(), format!("{seed}ull")),
+    ]
+}
+
+/// A stress build applies to the Hopper twins only: the Blackwell kernels run under the tcgen05
+/// emulation, whose own schedule perturbation (`--emu-seed`) does this job.
+pub fn check_arch(arch: Arch) -> Result<()> {
+    if arch != Arch::Hopper {
+        bail!("--stress applies to the Hopper twins (--arch sm_90a), which run natively; the Blackwell kernel's emulation perturbs its schedule with --emu-seed instead");
+    }
+    Ok(())
+}
+
+/// One run of the stress pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StressCase {
+    pub step: u32,
+    pub shape: Shape,
+    /// Persistent twins: the capped grid (`--clusters`).
+    pub clusters: Option<u32>,
+    pub seed: u64,
+    /// A twin mutation (`--mutate`), run with the static checks off; None: the stock twin.
+    pub mutation: Option<&'static str>,
+    /// What must happen: a stock twin and a harmless edit verify; a bug is caught (a failed
+    /// verification, or a hang the runner's timeout reports).
+    pub expect: Expect,
+}
+
+impl StressCase {
+    /// A name for tables and file names: `t5-2048x2048x512-c2-s3[-mutation]`.
+    pub fn name(&self) -> String {
+        let mut s = format!("t{}-{}", self.step, self.shape);
+        if let Some(c) = self.clusters {
+            s.push_str(&format!("-c{c}"));
+        }
+        s.push_str(&format!("-s{}", self.seed));
+        if let Some(m) = self.mutation {
+            s.push('-');
+            s.push_str(m);
+        }
+        s
+    }
+
+    /// The run options of this case over `base` (dtype, timeout, ...): its shape, grid cap and
+    /// stress seed, no timing, and for a mutation the edited twin with the static checks off.
+    pub fn options(&self, step: &dyn Step, base: &RunOptions) -> Result<RunOptions> {
+        let mut o = base.clone();
+        o.shape = Some(self.shape);
+        o.clusters = self.clusters;
+        o.stress = Some(self.seed);
+        o.iters = 0;
+        o.trace_clusters = None;
+        if let Some(name) = self.mutation {
+            let Some(t) = crate::mutation::find_twin(name) else {
+                bail!("{name:?} is not a twin mutation");
+            };
+            let source = step.info().kernel_source(Arch::Hopper);
+            o.source = Some(KernelSource {
+                text: t.mutation.apply(&source.text)?,
+                path: source.path,
+            });
+            o.static_check = false;
+        }
+        Ok(o)
+    }
+}
+
+/// The stress pass over `steps`: `(step, persistent)` of each twin to check, in order. For each
+/// seed, every stock twin at the default shape and, if persistent, at [`PERSISTENT_SHAPE`] with
+/// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
+/// at the shape most likely to show it (the persistent one where there is one).
+pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
+    let mut out = Vec::new();
+    let shapes = |persistent: bool| {
+        let mut v = vec![(Shape::DEFAULT, None)];
+        if persistent {
+            v.push((PERSISTENT_SHAPE, Some(PERSISTENT_CLUSTERS)));
+        }
+        v
+    };
+    for &(step, persistent) in steps {
+        for &seed in seeds {
+            for (shape, clusters) in shapes(persistent) {
+                out.push(StressCase {
+                    step,
+                    shape,
+                    clusters,
+                    seed,
+                    mutation: None,
+                    expect: Expect::Harmless,
+                });
+            }
+        }
+    }
+    for t in TWIN_MUTATIONS
+        .iter()
+        .filter(|t| t.caught == TwinCatch::Stress)
+    {
+        for &(step, persistent) in steps {
+            if !t.mutation.applies_to(step) {
+                continue;
+            }
+            let (shape, clusters) = *shapes(persistent).last().unwrap_or(&(Shape::DEFAULT, None));
+            for &seed in seeds {
+                out.push(StressCase {
+                    step,
+                    shape,
+                    clusters,
+                    seed,
+                    mutation: Some(t.mutation.name),
+                    expect: t.mutation.expect,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pass_covers_every_stock_twin_and_stress_mutation_on_every_seed() {
+        let steps = [(2, false), (5, true)];
+        let c = cases(&steps, &[1, 2]);
+        let stock: Vec<_> = c.iter().filter(|c| c.mutation.is_none()).collect();
+        // Step 2 at the default shape, step 5 at both: per seed.
+        assert_eq!(stock.len(), 2 * 3);
+        assert!(stock.iter().all(|c| c.expect == Expect::Harmless));
+        assert!(stock
+            .iter()
+            .any(|c| c.step == 5 && c.clusters == Some(PERSISTENT_CLUSTERS)));
+        let m: Vec<_> = c.iter().filter(|c| c.mutation.is_some()).collect();
+        assert!(m.iter().all(|c| c.expect == Expect::Caught));
+        for t in TWIN_MUTATIONS {
+            let n = m
+                .iter()
+                .filter(|c| c.mutation == Some(t.mutation.name))
+                .count();
+            let want = match t.caught {
+                TwinCatch::Static => 0,
+                TwinCatch::Stress => {
+                    2 * steps.iter().filter(|s| t.mutation.applies_to(s.0)).count()
+                }
+            };
+            assert_eq!(n, want, "{}", t.mutation.name);
+        }
+        // A persistent twin's mutation runs where a store warp is slow against a short main loop.
+        assert!(m
+            .iter()
+            .filter(|c| c.step == 5)
+            .all(|c| c.shape == PERSISTENT_SHAPE));
+        assert_eq!(
+            m.iter().find(|c| c.step == 5).map(|c| c.name()),
+            Some("t5-2048x2048x512-c2-s1-twin-no-out-empty-wait".to_string())
+        );
+    }
+
+    #[test]
+    fn defines_seed_the_build_and_only_twins_take_them() {
+        assert_eq!(
+            defines(7),
+            vec![
+                ("WB_STRESS".to_string(), "1".to_string()),
+                ("WB_STRESS_SEED".to_string(), "7ull".to_string())
+            ]
+        );
+        assert!(check_arch(Arch::Hopper).is_ok());
+        assert!(check_arch(Arch::Blackwell)
+            .unwrap_err()
+            .to_string()
+            .contains("--emu-seed"));
+    }
+}

@@ -1,0 +1,183 @@
+//! Stress builds of the Hopper twins (`--stress SEED`, common::stress), the twins' seeded bugs,
+//! and the emulation build without the rules of issue 23 (`--time-emulation`): all compile (NVRTC,
+//! no GPU needed), and each is what it claims to be.
+
+use common::compile::{compile, compile_ptx, KernelSource};
+use common::mutation::{TwinCatch, TWIN_MUTATIONS};
+use common::sass::disassemble;
+use common::step::{Arch, KernelSpec, Step};
+use common::{Dtype, Target};
+
+/// One module per step, so the steps compile in parallel and every failing step is reported.
+macro_rules! per_step {
+    ($($module:ident => $n:literal),* $(,)?) => {$(
+        mod $module {
+            fn step() -> &'static dyn common::step::Step {
+                ladder::get($n).expect("the ladder has this step")
+            }
+            #[test]
+            fn the_stress_build_sleeps_and_keeps_the_twin_fast() {
+                super::the_stress_build_sleeps_and_keeps_the_twin_fast(step());
+            }
+            #[test]
+            fn twin_mutations_apply_and_are_caught_as_they_claim() {
+                super::twin_mutations_apply_and_are_caught_as_they_claim(step());
+            }
+            #[test]
+            fn the_emulation_builds_without_the_newer_rules() {
+                super::the_emulation_builds_without_the_newer_rules(step());
+            }
+        }
+    )*};
+}
+
+per_step! {
+    step0 => 0,
+    step1 => 1,
+    step2 => 2,
+    step3 => 3,
+    step4 => 4,
+    step5 => 5,
+    step6 => 6,
+}
+
+fn twin_source(step: &'static dyn Step, text: &str) -> KernelSource {
+    KernelSource {
+        path: step.info().kernel_path(Arch::Hopper),
+        text: text.to_string(),
+    }
+}
+
+fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
+    let n = step.info().number;
+    let spec = KernelSpec::new(step, Arch::Hopper);
+    let plain = compile(&spec.source(), Target::Sm90a, &spec.defines(Dtype::F16))
+        .unwrap_or_else(|e| panic!("step {n} twin: {e:#}"));
+    let plain_sass = disassemble(&plain.cubin).expect("nvdisasm");
+    assert_eq!(
+        plain_sass.count("NANOSLEEP"),
+        0,
+        "step {n}: a build without WB_STRESS must not sleep"
+    );
+    for seed in common::stress::CHECK_SEEDS {
+        let mut defines = spec.defines(Dtype::F16);
+        defines.extend(common::stress::defines(*seed));
+        let c = compile(&spec.source(), Target::Sm90a, &defines)
+            .unwrap_or_else(|e| panic!("step {n} twin, stress seed {seed}: {e:#}"));
+        let sass = disassemble(&c.cubin).expect("nvdisasm");
+        assert!(
+            sass.count("NANOSLEEP") > 0,
+            "step {n} seed {seed}: no NANOSLEEP in the stress build; histogram {:?}",
+            sass.histogram
+        );
+        // A delay must not change how the kernel runs otherwise: ptxas still pipelines the
+        // wgmma (a serialised pipeline would hide the very races stress is for), honours
+        // setmaxnreg and spills nothing.
+        for bad in [
+            "wgmma.mma_async instructions are serialized",
+            "setmaxnreg ignored",
+        ] {
+            assert!(!c.log.contains(bad), "step {n} seed {seed}: {}", c.log);
+        }
+        assert_eq!(
+            c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+            0,
+            "step {n} seed {seed}: the stress build spills"
+        );
+        assert_eq!(sass.local_memory_ops(), 0, "step {n} seed {seed}: LDL/STL");
+        for op in spec.sass_expect() {
+            assert!(sass.count(op) > 0, "step {n} seed {seed}: lost {op}");
+        }
+        // The twin's static check runs on the stress build (`runner step --stress`): the delays
+        // must not look like a rule's violation.
+        let ptx = compile_ptx(&spec.source(), Target::Sm90a, &defines)
+            .unwrap_or_else(|e| panic!("step {n} seed {seed}: {e:#}"));
+        let findings = common::ptx_check::check(&ptx);
+        assert!(findings.is_empty(), "step {n} seed {seed}: {findings:?}");
+    }
+}
+
+fn twin_mutations_apply_and_are_caught_as_they_claim(step: &'static dyn Step) {
+    let n = step.info().number;
+    let spec = KernelSpec::new(step, Arch::Hopper);
+    let stock = step.info().hopper.text;
+    for t in TWIN_MUTATIONS.iter().filter(|t| t.mutation.applies_to(n)) {
+        let m = &t.mutation;
+        let text = m.apply(stock).unwrap_or_else(|e| panic!("step {n}: {e:#}"));
+        assert_ne!(text, stock, "step {n}: {} changes nothing", m.name);
+        let src = twin_source(step, &text);
+        // The GPU check runs every one of them: each must build, with and without stress.
+        let mut defines = spec.defines(Dtype::F16);
+        defines.extend(common::stress::defines(1));
+        compile(&src, Target::Sm90a, &defines)
+            .unwrap_or_else(|e| panic!("step {n} with {}: {e:#}", m.name));
+        let found =
+            common::static_check::ptx_findings_for(&src, Target::Sm90a, &spec.defines(Dtype::F16))
+                .unwrap_or_else(|e| panic!("step {n} with {}: {e:#}", m.name));
+        match t.caught {
+            TwinCatch::Static => assert!(
+                found.iter().any(|f| f.rule == m.caught_by),
+                "step {n} with {}: the static check does not find {}: {found:?}",
+                m.name,
+                m.caught_by
+            ),
+            // A bug a static rule sees belongs to the static check: stress is for the others.
+            TwinCatch::Stress => assert!(
+                found.is_empty(),
+                "step {n} with {}: the static check already finds it ({found:?}): make it a static mutation",
+                m.name
+            ),
+        }
+    }
+}
+
+fn the_emulation_builds_without_the_newer_rules(step: &'static dyn Step) {
+    let n = step.info().number;
+    let spec = KernelSpec::new(step, Arch::Blackwell);
+    let mut defines = spec.defines(Dtype::F16);
+    defines.push((common::run::EMU_STRICT_DEFINE.to_string(), "0".to_string()));
+    let c = compile(&spec.source(), Target::Sm90aEmulated, &defines)
+        .unwrap_or_else(|e| panic!("step {n} with the rules off: {e:#}"));
+    let strict = compile(
+        &spec.source(),
+        Target::Sm90aEmulated,
+        &spec.defines(Dtype::F16),
+    )
+    .unwrap_or_else(|e| panic!("step {n}: {e:#}"));
+    // The switch must change the build: the rules off are fewer instructions.
+    let (off, on) = (
+        disassemble(&c.cubin).expect("nvdisasm"),
+        disassemble(&strict.cubin).expect("nvdisasm"),
+    );
+    assert!(
+        off.total() < on.total(),
+        "step {n}: {} instructions with the rules off, {} with them on",
+        off.total(),
+        on.total()
+    );
+}
+
+#[test]
+fn every_twin_mutation_applies_somewhere_and_names_are_unique() {
+    let mut names: Vec<&str> = common::mutation::MUTATIONS
+        .iter()
+        .map(|m| m.name)
+        .chain(TWIN_MUTATIONS.iter().map(|t| t.mutation.name))
+        .collect();
+    let all = names.len();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), all, "a mutation name is used twice");
+    for t in TWIN_MUTATIONS {
+        assert!(
+            t.mutation.name.starts_with("twin-"),
+            "{}: twin mutations are named twin-...",
+            t.mutation.name
+        );
+        assert!(!t.mutation.steps.is_empty());
+    }
+    // The stress pass has something to catch on a store-warp twin.
+    assert!(TWIN_MUTATIONS
+        .iter()
+        .any(|t| t.caught == TwinCatch::Stress && t.mutation.applies_to(5)));
+}
