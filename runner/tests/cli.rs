@@ -1133,3 +1133,161 @@ fn exercise_json_and_kernel_size_are_bounded_and_machine_readable() {
         "not a kernel source",
     );
 }
+
+/// `runner` with the grading secret removed from its environment (a student's machine).
+fn runner_without_secret(args: &[&str], dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .env_remove("WORKBOOK_GRADE_SECRET")
+        .env("TMPDIR", dir)
+        .output()
+        .expect("runner runs")
+}
+
+#[test]
+fn the_grader_checks_the_submission_before_the_secret_and_the_gpu() {
+    let d = tmp("grade-order");
+    let rubric = rubric_path("step0-hopper.toml");
+    let twin = format!(
+        "{}/../steps/step0_naive/src/kernel_sm90.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let two = d.join("two");
+    let empty = d.join("empty");
+    let screened = d.join("screened.cu");
+    std::fs::create_dir_all(&two).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::copy(&twin, two.join("a.cu")).unwrap();
+    std::fs::copy(&twin, two.join("b.cu")).unwrap();
+    std::fs::write(&screened, "#include <fstream>\n").unwrap();
+    // No secret and no GPU here: each submission's own problem is what the grader reports.
+    for (sub, why) in [
+        (&two, "holds 2 .cu files (a.cu, b.cu)"),
+        (&empty, "holds no .cu file"),
+        (&screened, "refused before compiling"),
+    ] {
+        let o = runner_without_secret(&["grade", sub.to_str().unwrap(), "--rubric", &rubric], &d);
+        let (out, err) = (stdout(&o), stderr_without_notes(&o));
+        assert!(o.status.success(), "{}: {err}", sub.display());
+        let compile = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("compile"))
+            .unwrap_or("");
+        assert!(
+            compile.contains("rejected") && compile.contains(why),
+            "{out}"
+        );
+        assert!(!err.contains("secret") && !err.contains("GPU"), "{err}");
+    }
+    // The same refusal reaches a script and Gradescope.
+    let o = runner_without_secret(
+        &[
+            "grade",
+            empty.to_str().unwrap(),
+            "--rubric",
+            &rubric,
+            "--json",
+            "--out",
+            d.join("out").to_str().unwrap(),
+        ],
+        &d,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["compile"]["status"], "rejected", "{v}");
+    assert!(d.join("out/grade.json").is_file());
+    // A class folder that is not there is named as such, before the secret.
+    assert_one_line_error(
+        &runner_without_secret(
+            &[
+                "grade",
+                "--batch",
+                d.join("missing").to_str().unwrap(),
+                "--rubric",
+                &rubric,
+                "--out",
+                d.join("o").to_str().unwrap(),
+            ],
+            &d,
+        ),
+        "cannot read the class folder",
+    );
+    // A gradable submission still needs the secret for hidden tests.
+    assert_one_line_error(
+        &runner_without_secret(&["grade", &twin, "--rubric", &rubric], &d),
+        "the rubric has hidden tests",
+    );
+}
+
+#[test]
+fn a_rubric_toml_error_shows_its_line_and_caret() {
+    let d = tmp("rubric-toml");
+    let bad = d.join("bad.toml");
+    std::fs::write(&bad, "garbage = [\n").unwrap();
+    let k = d.join("k.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    let o = runner(&[
+        "grade",
+        k.to_str().unwrap(),
+        "--rubric",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_without_notes(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    // Where and what on the first line; TOML's source line and caret under it, as drawn.
+    assert!(lines[0].starts_with("error: rubric "), "{err}");
+    assert!(
+        lines[0].contains("line 1, column 12") && lines[0].contains("unclosed array"),
+        "{err}"
+    );
+    let source = lines.iter().position(|l| l.trim() == "1 | garbage = [");
+    let source = source.unwrap_or_else(|| panic!("no source line: {err}"));
+    let caret = lines.get(source + 1).copied().unwrap_or("");
+    assert_eq!(
+        caret.find('^'),
+        lines[source].find('[').map(|c| c + 1),
+        "{err}"
+    );
+}
+
+#[test]
+fn grade_selftest_without_out_writes_nothing_into_the_current_folder() {
+    let cwd = tmp("selftest-cwd");
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["grade", "--selftest"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("target/grade-selftest"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn runs_and_grading_leave_nothing_in_the_temp_folder() {
+    let d = tmp("leftovers");
+    let t = d.join("tmp");
+    std::fs::create_dir_all(&t).unwrap();
+    let twin = format!(
+        "{}/../steps/step0_naive/src/kernel_sm90.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let rubric = rubric_path("step0-hopper.toml");
+    let runs: [&[&str]; 5] = [
+        &["grade", &twin, "--rubric", &rubric, "--public-only"],
+        &["grade", &twin, "--rubric", &rubric, "--compile-only"],
+        &["step", "0", "--arch", "sm_90a"],
+        &["exercise", "0.2", "--kernel", &twin],
+        &["inspect", "1"],
+    ];
+    for args in runs {
+        let o = runner_env(args, &[("TMPDIR", t.to_str().unwrap())]);
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        let left: Vec<_> = std::fs::read_dir(&t)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert!(left.is_empty(), "runner {args:?} left {left:?}");
+    }
+}
