@@ -134,9 +134,14 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     }
 
     let status = gpu::open();
+    if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {
+        g.check_fits(shape.device_bytes(), &shape.to_string())?;
+    }
     let mut outputs = Vec::new();
     let mut failed = false;
     let mut traced = 0;
+    // Runs under the emulation: without one, --emu-seed changed nothing.
+    let mut emulated = 0;
     for spec in &specs {
         let why_not = match &status {
             GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
@@ -169,6 +174,9 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         };
         match (&status, why_not) {
             (GpuStatus::Present(g), None) => {
+                emulated += usize::from(
+                    choose_target(&g.info, spec.arch, opts.emulate) == Ok(Target::Sm90aEmulated),
+                );
                 let r = run::run(spec, g, &opts)?;
                 failed |= !r.verification.passed;
                 let files = match (&req.trace, &r.trace) {
@@ -243,6 +251,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         }
         let v = crate::cli::json::runs(outputs);
         println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    if opts.emu_seed != 0 && emulated == 0 && !req.json {
+        eprintln!(
+            "warning: --emu-seed applies to runs under the tcgen05 emulation, and none ran here: ignored"
+        );
     }
     if req.trace.is_some() && traced == 0 {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");

@@ -1291,3 +1291,81 @@ fn runs_and_grading_leave_nothing_in_the_temp_folder() {
         assert!(left.is_empty(), "runner {args:?} left {left:?}");
     }
 }
+
+#[test]
+fn budget_and_glossary_have_json() {
+    let o = runner(&["budget", "3", "--json", "--gpu", "h100,b200", "--m", "8192"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["step"], 3);
+    assert_eq!(v["shape"]["m"], 8192);
+    assert!(v["runner"]["commit"].is_string());
+    let gpus: Vec<&str> = v["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["gpu"].as_str().unwrap())
+        .collect();
+    assert_eq!(gpus, ["h100", "b200"]);
+    assert!(v["gpus"][0]["mainloop_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["tiles"]["flop_per_kblock"].as_f64().unwrap() > 0.0);
+    assert_one_line_error(
+        &runner(&["budget", "3", "--json", "--m", "100"]),
+        "multiple of",
+    );
+
+    let o = runner(&["glossary", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let terms = v["terms"].as_array().unwrap();
+    assert!(terms.len() > 10);
+    assert!(terms
+        .iter()
+        .all(|t| t["term"].is_string() && t["line"].is_string()));
+    let o = runner(&["glossary", "tmem", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["term"] == "TMEM"),
+        "{v}"
+    );
+    assert_one_line_error(&runner(&["glossary", "zzzz", "--json"]), "no term matches");
+}
+
+#[test]
+fn every_gpu_command_takes_device_and_ignored_flags_are_named() {
+    // --device N on every command that opens a GPU (exercise 3.1 opens none and passes).
+    let o = runner(&["exercise", "3.1", "--device", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for cmd in [
+        &["step", "--help"][..],
+        &["bench", "--help"],
+        &["selftest", "--help"],
+        &["exercise", "--help"],
+        &["workshop", "check", "--help"],
+    ] {
+        let help = stdout(&runner(cmd));
+        assert!(help.contains("--device <N>"), "{cmd:?}: {help}");
+    }
+    // Nothing runs under the emulation here, so a seed for it changes nothing.
+    let o = runner(&["step", "0", "--arch", "sm_90a", "--emu-seed", "5"]);
+    assert!(
+        stderr(&o).contains("warning: --emu-seed applies to runs under the tcgen05 emulation"),
+        "{}",
+        stderr(&o)
+    );
+    let o = runner(&["step", "0", "--timeout", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+    // selftest multiplies gaussian inputs natively: no emulation default, no --dist to ignore.
+    let help = stdout(&runner(&["selftest", "--help"]));
+    assert!(
+        !help.contains("emulation") && !help.contains("--dist"),
+        "{help}"
+    );
+    let help = stdout(&runner(&["grade", "merge", "--help"]));
+    assert!(help.contains("The output folders to join"), "{help}");
+}

@@ -55,9 +55,12 @@ pub struct Args {
     /// heatmap-<gpu>-<date>.json and a heatmap SVG of % of cuBLAS.
     #[arg(long, conflicts_with = "sweep")]
     heatmap: bool,
+    #[command(flatten)]
+    device: super::DeviceArg,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    a.device.apply();
     let steps = if a.steps.is_empty() {
         steps::all()
     } else {

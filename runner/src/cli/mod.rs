@@ -46,7 +46,8 @@ const AFTER_HELP: &str = "\
 Environment:
   WORKBOOK_ROOT            the workbook checkout to use (default: the current folder or one above
                            it, else the checkout the runner sits in; else its built-in copies)
-  WORKBOOK_DEVICE          the GPU to run on (default 0; `step --device N` sets it too)
+  WORKBOOK_DEVICE          the GPU to run on (default 0; `--device N` of step, bench, selftest,
+                           exercise and workshop check sets it too)
   WORKBOOK_CUDA            a CUDA toolkit root (12.8 or newer) to compile with
   WORKBOOK_CUDA_CACHE      where the pinned NVRTC, headers, nvdisasm and cuBLAS wheels are installed
                            (default: <checkout>/.cuda/pypi); share one folder across a lab
@@ -59,8 +60,10 @@ Environment:
   NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
 
 Exit status:
-  0  success       1  a check, verification or test failed       2  an error (bad input, no GPU
-  or toolkit where one is needed)       3  a check that could only run in part (`exercise`)
+  0  success
+  1  a check, verification or test failed (`step`, `selftest`, `exercise`, `workshop check`)
+  2  an error: bad input, or no GPU or toolkit where one is needed
+  3  a check that could only run in part (`exercise` without a GPU)
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
 
 #[derive(Parser)]
@@ -172,7 +175,7 @@ pub enum ColorArg {
 /// The problem a run multiplies: its shape, dtype, input distribution and seed.
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
-    /// Rows of A and C (default: 4096 natively, 512 under emulation; `selftest`: 4096).
+    /// Rows of A and C (default: 4096 natively, 512 under emulation).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub m: Option<usize>,
     /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
@@ -202,6 +205,24 @@ impl ProblemArgs {
             n: self.n.unwrap_or(default.n),
             k: self.k.unwrap_or(default.k),
         })
+    }
+}
+
+/// `--device N`: the GPU a command runs on (also `WORKBOOK_DEVICE`).
+#[derive(clap::Args, Clone, Copy)]
+pub struct DeviceArg {
+    /// The GPU to run on (CUDA device number; default 0).
+    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE")]
+    pub device: Option<usize>,
+}
+
+impl DeviceArg {
+    /// Make the choice the process's: `common::gpu::open` and the grader's children read
+    /// `WORKBOOK_DEVICE`. Called first thing in a command, before any thread starts.
+    pub fn apply(self) {
+        if let Some(d) = self.device {
+            std::env::set_var("WORKBOOK_DEVICE", d.to_string());
+        }
     }
 }
 
