@@ -90,7 +90,16 @@ pub fn read_kernel(path: &Path) -> Result<String> {
             MAX_KERNEL_BYTES >> 10
         );
     }
-    String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8 text", path.display()))
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the first bad byte is, so an editor can find it.
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+        anyhow!(
+            "{} is not UTF-8 text (line {line}, byte {} of the file)",
+            path.display(),
+            good.len() + 1
+        )
+    })
 }
 
 pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {

@@ -50,10 +50,33 @@ fn assert_one_line_error(o: &Output, needle: &str) {
     );
 }
 
-fn tmp(name: &str) -> PathBuf {
+/// A scratch folder of one test, removed when the test ends (passing or failing): the tests
+/// leave nothing in the temp folder.
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Tmp {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
     let d = std::env::temp_dir().join(format!("runner-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Tmp(d)
 }
 
 #[test]
@@ -958,13 +981,15 @@ fn assert_run_schema(run: &serde_json::Value) {
     assert!(run["compile"]["resources"]["registers"].is_u64(), "{ctx}");
 }
 
+fn check_envelope(v: &serde_json::Value) {
+    assert!(v["runner"]["version"].is_string(), "{v}");
+    assert!(v["runner"]["commit"].is_string(), "{v}");
+    assert!(v["runs"].is_array(), "{v}");
+}
+
+// The schema tests are three, each a few commands: as one they ran for over a minute silently.
 #[test]
-fn json_output_follows_its_schema() {
-    let check_envelope = |v: &serde_json::Value| {
-        assert!(v["runner"]["version"].is_string(), "{v}");
-        assert!(v["runner"]["commit"].is_string(), "{v}");
-        assert!(v["runs"].is_array(), "{v}");
-    };
+fn json_output_of_step_follows_its_schema() {
     for args in [
         &["step", "0", "--json"][..],
         &["step", "3", "--arch", "sm_90a", "--json"],
@@ -984,6 +1009,10 @@ fn json_output_follows_its_schema() {
             );
         }
     }
+}
+
+#[test]
+fn json_output_of_inspect_follows_its_schema() {
     let o = runner(&["inspect", "1", "--arch", "sm_90a", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     check_envelope(&v);
@@ -993,6 +1022,10 @@ fn json_output_follows_its_schema() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["runs"][0]["emulated"], true, "{v}");
     assert_eq!(v["runs"][0]["target"], "sm_90a", "{v}");
+}
+
+#[test]
+fn json_output_of_list_and_workshop_check_follows_its_schema() {
     // list: labelled tiles.
     let o = runner(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -1368,4 +1401,27 @@ fn every_gpu_command_takes_device_and_ignored_flags_are_named() {
     );
     let help = stdout(&runner(&["grade", "merge", "--help"]));
     assert!(help.contains("The output folders to join"), "{help}");
+}
+
+#[test]
+fn kernel_files_and_flags_say_what_is_wrong() {
+    let d = tmp("latin");
+    let k = d.join("latin.cu");
+    std::fs::write(&k, b"// fine\n// caf\xe9\n").unwrap();
+    assert_one_line_error(
+        &runner(&["step", "0", "--kernel", k.to_str().unwrap()]),
+        "is not UTF-8 text (line 2, byte 15 of the file)",
+    );
+    // --help lists every distribution the parser takes.
+    let help = stdout(&runner(&["step", "--help"]));
+    for dist in [
+        "gaussian",
+        "uniform",
+        "int",
+        "all-ones",
+        "wide-range",
+        "exact-int",
+    ] {
+        assert!(help.contains(dist), "{dist}: {help}");
+    }
 }

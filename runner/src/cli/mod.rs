@@ -187,7 +187,7 @@ pub struct ProblemArgs {
     /// Input and output type: f16 or bf16.
     #[arg(long, default_value = "f16")]
     pub dtype: Dtype,
-    /// Input distribution: gaussian, uniform, int, all-ones or wide-range.
+    /// Input distribution: gaussian, uniform, int, all-ones, wide-range or exact-int.
     #[arg(long, default_value = "gaussian")]
     pub dist: Dist,
     /// Seed of the input generator.
