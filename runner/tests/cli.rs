@@ -1210,6 +1210,11 @@ fn the_grader_checks_the_submission_before_the_secret_and_the_gpu() {
             compile.contains("rejected") && compile.contains(why),
             "{out}"
         );
+        // Only what the screen refused is flagged; a wrong folder is a mistake, not a cheat.
+        let flagged = out
+            .lines()
+            .any(|l| l.contains("flags") && l.contains("forbidden-source"));
+        assert_eq!(flagged, why == "refused before compiling", "{out}");
         assert!(!err.contains("secret") && !err.contains("GPU"), "{err}");
     }
     // The same refusal reaches a script and Gradescope.

@@ -114,7 +114,12 @@ impl GradeReport {
             .iter()
             .flat_map(|t| t.flags.iter().map(|f| f.name.clone()))
             .collect();
-        if self.compile.status == CompileStatus::Rejected {
+        // Refused by the screen (or a link): a flag. Two .cu files, none, or an oversized or
+        // non-UTF-8 file are mistakes the compile line names, not something to flag.
+        let screened = ["refused before compiling", "links are refused"]
+            .iter()
+            .any(|why| self.compile.message.contains(why));
+        if self.compile.status == CompileStatus::Rejected && screened {
             flags.insert(0, "forbidden-source".into());
         }
         let mut seen = std::collections::HashSet::new();
