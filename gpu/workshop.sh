@@ -23,6 +23,7 @@ total_mib=$(nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i
 # 1. A shape no H100 holds (103 GB) is refused from the GPU's free memory, before any compile.
 if [ "${total_mib:-999999}" -lt 120000 ]; then
     check memory-bound 2 "GB free of" "$R" step 0 --arch sm_90a --m 131072 --n 131072 --k 64
+    check memory-bound-bench 2 "GB free of" "$R" bench --steps 0 --shapes 131072x131072x64 --out "$OUT/workshop"
 else
     echo "SKIP memory-bound: GPU 0 has ${total_mib} MiB (the 103 GB shape would fit)" >> "$LOG"
 fi

@@ -1398,6 +1398,15 @@ fn every_gpu_command_takes_device_and_ignored_flags_are_named() {
     let o = runner(&["step", "0", "--timeout", "0"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+    // bench's shapes meet the same bounds as step's, before the GPU is looked for.
+    assert_one_line_error(
+        &runner(&["bench", "--shapes", "4096x4096x4096,2147483648x128x64"]),
+        "must be below 2^31",
+    );
+    assert_one_line_error(
+        &runner(&["bench", "--shapes", "131072x1048576x64"]),
+        "GB of GPU memory",
+    );
     // selftest multiplies gaussian inputs natively: no emulation default, no --dist to ignore.
     let help = stdout(&runner(&["selftest", "--help"]));
     assert!(

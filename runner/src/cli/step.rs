@@ -87,7 +87,7 @@ const MAX_DEVICE_BYTES: u64 = 141_000_000_000;
 /// Refuse a shape no launch of `step` can cover, or whose buffers no GPU holds, before anything
 /// is compiled or allocated (a shape the kernel's tiles do not divide is reported later, by the
 /// kernel's own check).
-fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
+pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     let (m, n, k) = (s.m as u64, s.n as u64, s.k as u64);
     if [m, n, k].iter().any(|&d| d > i32::MAX as u64) {
         bail!("{m}x{n}x{k}: each of M, N and K must be below 2^31 (the kernels index with 32-bit integers)");
