@@ -70,6 +70,17 @@ fn kernels(
     Ok((vec![Arch::Hopper, Arch::Blackwell], false))
 }
 
+/// A Blackwell kernel compiled as a Hopper twin fails in ptxas on its tcgen05 instructions;
+/// the log says what, this says what to do.
+fn blackwell_on_hopper_hint(e: anyhow::Error, target: Target) -> anyhow::Error {
+    let text = format!("{e:#}");
+    if target == Target::Sm90a && text.contains("tcgen05") && text.contains("not supported") {
+        anyhow!("{text}\nhint: a Blackwell kernel (tcgen05) does not build as a Hopper twin: run it with --arch sm_100a, which an H100/H200 runs under the tcgen05 emulation")
+    } else {
+        e
+    }
+}
+
 /// The most a kernel file may hold (the grader allows 256 KiB): `--kernel /dev/zero` is refused
 /// rather than read until memory runs out.
 pub const MAX_KERNEL_BYTES: u64 = 1 << 20;
@@ -186,7 +197,8 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                 emulated += usize::from(
                     choose_target(&g.info, spec.arch, opts.emulate) == Ok(Target::Sm90aEmulated),
                 );
-                let r = run::run(spec, g, &opts)?;
+                let r = run::run(spec, g, &opts)
+                    .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
                 failed |= !r.verification.passed;
                 let files = match (&req.trace, &r.trace) {
                     (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
@@ -235,7 +247,8 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                     Target::native(spec.arch)
                 };
                 let (report, missing) =
-                    compile_report(spec, &opts, target, &reason.unwrap_or_default(), req.json)?;
+                    compile_report(spec, &opts, target, &reason.unwrap_or_default(), req.json)
+                        .map_err(|e| blackwell_on_hopper_hint(e, target))?;
                 // A user's kernel that lacks the step's key instructions is not the step's
                 // kernel: a check on it must not pass.
                 if req.kernel_file.is_some() && !missing.is_empty() {

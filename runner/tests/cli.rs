@@ -741,6 +741,11 @@ fn the_grading_selftest_without_a_gpu_is_a_clear_error() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+    // The selftest has no --compile-only to suggest, and one "error:" is enough.
+    assert!(
+        !err.contains("--compile-only") && err.matches("error:").count() == 1,
+        "{err}"
+    );
     // The class it grades was written first: at least 10 submissions.
     let n = std::fs::read_dir(d.join("class")).unwrap().count();
     assert!(n >= 10, "{n}");
@@ -1251,6 +1256,14 @@ fn the_grader_checks_the_submission_before_the_secret_and_the_gpu() {
         ),
         "cannot read the class folder",
     );
+    // Without a GPU, grading names the mode that needs none (with one, it grades).
+    let o = runner_without_secret(&["grade", &twin, "--rubric", &rubric, "--public-only"], &d);
+    if !o.status.success() {
+        assert_one_line_error(
+            &o,
+            "(--compile-only checks and compiles submissions without a GPU)",
+        );
+    }
     // A gradable submission still needs the secret for hidden tests.
     assert_one_line_error(
         &runner_without_secret(&["grade", &twin, "--rubric", &rubric], &d),
@@ -1427,6 +1440,18 @@ fn kernel_files_and_flags_say_what_is_wrong() {
     assert_one_line_error(
         &runner(&["step", "0", "--kernel", k.to_str().unwrap()]),
         "is not UTF-8 text (line 2, byte 15 of the file)",
+    );
+    // A Blackwell kernel given as a Hopper twin: ptxas's refusal, then what to do.
+    let blackwell = format!(
+        "{}/../steps/step0_naive/src/kernel.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = runner(&["step", "0", "--kernel", &blackwell, "--arch", "sm_90a"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_without_notes(&o);
+    assert!(
+        err.lines().last().unwrap_or("").starts_with("hint: ") && err.contains("--arch sm_100a"),
+        "{err}"
     );
     // --help lists every distribution the parser takes.
     let help = stdout(&runner(&["step", "--help"]));

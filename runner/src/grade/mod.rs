@@ -169,6 +169,16 @@ fn default_selftest_out() -> PathBuf {
         .unwrap_or_else(|| std::env::temp_dir().join("workbook-grade-selftest"))
 }
 
+/// A grading stopped by an unusable GPU names the mode that needs none.
+fn suggest_compile_only(e: anyhow::Error) -> anyhow::Error {
+    let text = format!("{e:#}");
+    if text.contains("cannot be used for grading") {
+        anyhow::anyhow!("{text} (--compile-only checks and compiles submissions without a GPU)")
+    } else {
+        e
+    }
+}
+
 /// `I/N` with 0 <= I < N.
 pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
     let parsed = s.split_once('/').and_then(|(i, n)| {
@@ -247,7 +257,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             std::slice::from_ref(dir),
             opts,
         )?;
-        let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)?;
+        let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)
+            .map_err(suggest_compile_only)?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&reports)?);
         } else {
@@ -327,7 +338,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         args.out.as_deref().unwrap_or(std::path::Path::new("")),
         args.gradescope,
         false,
-    )?;
+    )
+    .map_err(suggest_compile_only)?;
     let r = &reports[0];
     if let Some(out) = &args.out {
         r.write(out, args.gradescope)?;

@@ -231,7 +231,7 @@ impl Grader {
         }
         env.map_err(|_| {
             anyhow!(
-                "GPU {device} cannot be used for grading: the probe {}: {} (--compile-only checks and compiles submissions without a GPU)",
+                "GPU {device} cannot be used for grading: the probe {}: {}",
                 o.describe(),
                 o.stderr
                     .lines()
