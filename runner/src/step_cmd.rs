@@ -94,6 +94,17 @@ fn kernels(
     Ok((vec![Arch::Hopper, Arch::Blackwell], false))
 }
 
+/// A Blackwell kernel compiled as a Hopper twin fails in ptxas on its tcgen05 instructions;
+/// the log says what, this says what to do.
+fn blackwell_on_hopper_hint(e: anyhow::Error, target: Target) -> anyhow::Error {
+    let text = format!("{e:#}");
+    if target == Target::Sm90a && text.contains("tcgen05") && text.contains("not supported") {
+        anyhow!("{text}\nhint: a Blackwell kernel (tcgen05) does not build as a Hopper twin: run it with --arch sm_100a, which an H100/H200 runs under the tcgen05 emulation")
+    } else {
+        e
+    }
+}
+
 /// The most a kernel file may hold (the grader allows 256 KiB): `--kernel /dev/zero` is refused
 /// rather than read until memory runs out.
 pub const MAX_KERNEL_BYTES: u64 = 1 << 20;
@@ -114,7 +125,16 @@ pub fn read_kernel(path: &Path) -> Result<String> {
             MAX_KERNEL_BYTES >> 10
         );
     }
-    String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8 text", path.display()))
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the first bad byte is, so an editor can find it.
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+        anyhow!(
+            "{} is not UTF-8 text (line {line}, byte {} of the file)",
+            path.display(),
+            good.len() + 1
+        )
+    })
 }
 
 pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
@@ -166,9 +186,14 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     }
 
     let status = gpu::open();
+    if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {
+        g.check_fits(shape.device_bytes(), &shape.to_string())?;
+    }
     let mut outputs = Vec::new();
     let mut failed = false;
     let mut traced = 0;
+    // Runs under the emulation: without one, --emu-seed changed nothing.
+    let mut emulated = 0;
     for spec in &specs {
         let why_not = match &status {
             GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
@@ -201,7 +226,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         };
         match (&status, why_not) {
             (GpuStatus::Present(g), None) => {
-                let r = run::run(spec, g, &opts)?;
+                emulated += usize::from(
+                    choose_target(&g.info, spec.arch, opts.emulate) == Ok(Target::Sm90aEmulated),
+                );
+                let r = run::run(spec, g, &opts)
+                    .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
                 failed |= !r.verification.passed;
                 let files = match (&req.trace, &r.trace) {
                     (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
@@ -250,7 +279,8 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                     Target::native(spec.arch)
                 };
                 let (report, missing) =
-                    compile_report(spec, &opts, target, &reason.unwrap_or_default(), req.json)?;
+                    compile_report(spec, &opts, target, &reason.unwrap_or_default(), req.json)
+                        .map_err(|e| blackwell_on_hopper_hint(e, target))?;
                 // A user's kernel that lacks the step's key instructions is not the step's
                 // kernel: a check on it must not pass.
                 if req.kernel_file.is_some() && !missing.is_empty() {
@@ -275,6 +305,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         }
         let v = crate::cli::json::runs(outputs);
         println!("{}", serde_json::to_string_pretty(&v)?);
+    }
+    if opts.emu_seed != 0 && emulated == 0 && !req.json {
+        eprintln!(
+            "warning: --emu-seed applies to runs under the tcgen05 emulation, and none ran here: ignored"
+        );
     }
     if req.trace.is_some() && traced == 0 {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");

@@ -50,10 +50,33 @@ fn assert_one_line_error(o: &Output, needle: &str) {
     );
 }
 
-fn tmp(name: &str) -> PathBuf {
+/// A scratch folder of one test, removed when the test ends (passing or failing): the tests
+/// leave nothing in the temp folder.
+struct Tmp(PathBuf);
+
+impl std::ops::Deref for Tmp {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for Tmp {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
     let d = std::env::temp_dir().join(format!("runner-cli-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Tmp(d)
 }
 
 #[test]
@@ -718,6 +741,11 @@ fn the_grading_selftest_without_a_gpu_is_a_clear_error() {
         "{err}"
     );
     assert!(!err.contains("panicked"), "{err}");
+    // The selftest has no --compile-only to suggest, and one "error:" is enough.
+    assert!(
+        !err.contains("--compile-only") && err.matches("error:").count() == 1,
+        "{err}"
+    );
     // The class it grades was written first: at least 10 submissions.
     let n = std::fs::read_dir(d.join("class")).unwrap().count();
     assert!(n >= 10, "{n}");
@@ -753,7 +781,9 @@ fn a_reader_that_stops_early_ends_every_printing_command_quietly() {
         &["diff", "0", "1"],
         &["explain", "0"],
         &["budget", "0"],
+        &["budget", "0", "--json"],
         &["glossary"],
+        &["glossary", "--json"],
         &["mutations"],
         &["mutations", "--json"],
         &["exercise", "--list"],
@@ -958,13 +988,15 @@ fn assert_run_schema(run: &serde_json::Value) {
     assert!(run["compile"]["resources"]["registers"].is_u64(), "{ctx}");
 }
 
+fn check_envelope(v: &serde_json::Value) {
+    assert!(v["runner"]["version"].is_string(), "{v}");
+    assert!(v["runner"]["commit"].is_string(), "{v}");
+    assert!(v["runs"].is_array(), "{v}");
+}
+
+// The schema tests are three, each a few commands: as one they ran for over a minute silently.
 #[test]
-fn json_output_follows_its_schema() {
-    let check_envelope = |v: &serde_json::Value| {
-        assert!(v["runner"]["version"].is_string(), "{v}");
-        assert!(v["runner"]["commit"].is_string(), "{v}");
-        assert!(v["runs"].is_array(), "{v}");
-    };
+fn json_output_of_step_follows_its_schema() {
     for args in [
         &["step", "0", "--json"][..],
         &["step", "3", "--arch", "sm_90a", "--json"],
@@ -984,6 +1016,10 @@ fn json_output_follows_its_schema() {
             );
         }
     }
+}
+
+#[test]
+fn json_output_of_inspect_follows_its_schema() {
     let o = runner(&["inspect", "1", "--arch", "sm_90a", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     check_envelope(&v);
@@ -993,6 +1029,10 @@ fn json_output_follows_its_schema() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["runs"][0]["emulated"], true, "{v}");
     assert_eq!(v["runs"][0]["target"], "sm_90a", "{v}");
+}
+
+#[test]
+fn json_output_of_list_and_workshop_check_follows_its_schema() {
     // list: labelled tiles.
     let o = runner(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -1225,4 +1265,297 @@ fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_ref
         .unwrap_or_default();
     assert_eq!(twin["arch"], "sm_90a", "{twin}");
     assert_eq!(twin["caught"], "stress", "{twin}");
+}
+
+/// `runner` with the grading secret removed from its environment (a student's machine).
+fn runner_without_secret(args: &[&str], dir: &std::path::Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .env_remove("WORKBOOK_GRADE_SECRET")
+        .env("TMPDIR", dir)
+        .output()
+        .expect("runner runs")
+}
+
+#[test]
+fn the_grader_checks_the_submission_before_the_secret_and_the_gpu() {
+    let d = tmp("grade-order");
+    let rubric = rubric_path("step0-hopper.toml");
+    let twin = format!(
+        "{}/../steps/step0_naive/src/kernel_sm90.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let two = d.join("two");
+    let empty = d.join("empty");
+    let screened = d.join("screened.cu");
+    std::fs::create_dir_all(&two).unwrap();
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::copy(&twin, two.join("a.cu")).unwrap();
+    std::fs::copy(&twin, two.join("b.cu")).unwrap();
+    std::fs::write(&screened, "#include <fstream>\n").unwrap();
+    // No secret and no GPU here: each submission's own problem is what the grader reports.
+    for (sub, why) in [
+        (&two, "holds 2 .cu files (a.cu, b.cu)"),
+        (&empty, "holds no .cu file"),
+        (&screened, "refused before compiling"),
+    ] {
+        let o = runner_without_secret(&["grade", sub.to_str().unwrap(), "--rubric", &rubric], &d);
+        let (out, err) = (stdout(&o), stderr_without_notes(&o));
+        assert!(o.status.success(), "{}: {err}", sub.display());
+        let compile = out
+            .lines()
+            .find(|l| l.trim_start().starts_with("compile"))
+            .unwrap_or("");
+        assert!(
+            compile.contains("rejected") && compile.contains(why),
+            "{out}"
+        );
+        // Only what the screen refused is flagged; a wrong folder is a mistake, not a cheat.
+        let flagged = out
+            .lines()
+            .any(|l| l.contains("flags") && l.contains("forbidden-source"));
+        assert_eq!(flagged, why == "refused before compiling", "{out}");
+        assert!(!err.contains("secret") && !err.contains("GPU"), "{err}");
+    }
+    // The same refusal reaches a script and Gradescope.
+    let o = runner_without_secret(
+        &[
+            "grade",
+            empty.to_str().unwrap(),
+            "--rubric",
+            &rubric,
+            "--json",
+            "--out",
+            d.join("out").to_str().unwrap(),
+        ],
+        &d,
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["compile"]["status"], "rejected", "{v}");
+    assert!(d.join("out/grade.json").is_file());
+    // A class folder that is not there is named as such, before the secret.
+    assert_one_line_error(
+        &runner_without_secret(
+            &[
+                "grade",
+                "--batch",
+                d.join("missing").to_str().unwrap(),
+                "--rubric",
+                &rubric,
+                "--out",
+                d.join("o").to_str().unwrap(),
+            ],
+            &d,
+        ),
+        "cannot read the class folder",
+    );
+    // Without a GPU, grading names the mode that needs none (with one, it grades).
+    let o = runner_without_secret(&["grade", &twin, "--rubric", &rubric, "--public-only"], &d);
+    if !o.status.success() {
+        assert_one_line_error(
+            &o,
+            "(--compile-only checks and compiles submissions without a GPU)",
+        );
+    }
+    // A gradable submission still needs the secret for hidden tests.
+    assert_one_line_error(
+        &runner_without_secret(&["grade", &twin, "--rubric", &rubric], &d),
+        "the rubric has hidden tests",
+    );
+}
+
+#[test]
+fn a_rubric_toml_error_shows_its_line_and_caret() {
+    let d = tmp("rubric-toml");
+    let bad = d.join("bad.toml");
+    std::fs::write(&bad, "garbage = [\n").unwrap();
+    let k = d.join("k.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    let o = runner(&[
+        "grade",
+        k.to_str().unwrap(),
+        "--rubric",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_without_notes(&o);
+    let lines: Vec<&str> = err.lines().collect();
+    // Where and what on the first line; TOML's source line and caret under it, as drawn.
+    assert!(lines[0].starts_with("error: rubric "), "{err}");
+    assert!(
+        lines[0].contains("line 1, column 12") && lines[0].contains("unclosed array"),
+        "{err}"
+    );
+    let source = lines.iter().position(|l| l.trim() == "1 | garbage = [");
+    let source = source.unwrap_or_else(|| panic!("no source line: {err}"));
+    let caret = lines.get(source + 1).copied().unwrap_or("");
+    assert_eq!(
+        caret.find('^'),
+        lines[source].find('[').map(|c| c + 1),
+        "{err}"
+    );
+}
+
+#[test]
+fn grade_selftest_without_out_writes_nothing_into_the_current_folder() {
+    let cwd = tmp("selftest-cwd");
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(["grade", "--selftest"])
+        .current_dir(&cwd)
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(err.contains("target/grade-selftest"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&cwd).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[test]
+fn runs_and_grading_leave_nothing_in_the_temp_folder() {
+    let d = tmp("leftovers");
+    let t = d.join("tmp");
+    std::fs::create_dir_all(&t).unwrap();
+    let twin = format!(
+        "{}/../steps/step0_naive/src/kernel_sm90.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let rubric = rubric_path("step0-hopper.toml");
+    let runs: [&[&str]; 5] = [
+        &["grade", &twin, "--rubric", &rubric, "--public-only"],
+        &["grade", &twin, "--rubric", &rubric, "--compile-only"],
+        &["step", "0", "--arch", "sm_90a"],
+        &["exercise", "0.2", "--kernel", &twin],
+        &["inspect", "1"],
+    ];
+    for args in runs {
+        let o = runner_env(args, &[("TMPDIR", t.to_str().unwrap())]);
+        assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+        let left: Vec<_> = std::fs::read_dir(&t)
+            .unwrap()
+            .filter_map(|e| e.ok().map(|e| e.file_name()))
+            .collect();
+        assert!(left.is_empty(), "runner {args:?} left {left:?}");
+    }
+}
+
+#[test]
+fn budget_and_glossary_have_json() {
+    let o = runner(&["budget", "3", "--json", "--gpu", "h100,b200", "--m", "8192"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["step"], 3);
+    assert_eq!(v["shape"]["m"], 8192);
+    assert!(v["runner"]["commit"].is_string());
+    let gpus: Vec<&str> = v["gpus"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["gpu"].as_str().unwrap())
+        .collect();
+    assert_eq!(gpus, ["h100", "b200"]);
+    assert!(v["gpus"][0]["mainloop_ns"].as_f64().unwrap() > 0.0);
+    assert!(v["tiles"]["flop_per_kblock"].as_f64().unwrap() > 0.0);
+    assert_one_line_error(
+        &runner(&["budget", "3", "--json", "--m", "100"]),
+        "multiple of",
+    );
+
+    let o = runner(&["glossary", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let terms = v["terms"].as_array().unwrap();
+    assert!(terms.len() > 10);
+    assert!(terms
+        .iter()
+        .all(|t| t["term"].is_string() && t["line"].is_string()));
+    let o = runner(&["glossary", "tmem", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        v["terms"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["term"] == "TMEM"),
+        "{v}"
+    );
+    assert_one_line_error(&runner(&["glossary", "zzzz", "--json"]), "no term matches");
+}
+
+#[test]
+fn every_gpu_command_takes_device_and_ignored_flags_are_named() {
+    // --device N on every command that opens a GPU (exercise 3.1 opens none and passes).
+    let o = runner(&["exercise", "3.1", "--device", "1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for cmd in [
+        &["step", "--help"][..],
+        &["bench", "--help"],
+        &["selftest", "--help"],
+        &["exercise", "--help"],
+        &["workshop", "check", "--help"],
+    ] {
+        let help = stdout(&runner(cmd));
+        assert!(help.contains("--device <N>"), "{cmd:?}: {help}");
+    }
+    // Nothing runs under the emulation here, so a seed for it changes nothing.
+    let o = runner(&["step", "0", "--arch", "sm_90a", "--emu-seed", "5"]);
+    assert!(
+        stderr(&o).contains("warning: --emu-seed applies to runs under the tcgen05 emulation"),
+        "{}",
+        stderr(&o)
+    );
+    let o = runner(&["step", "0", "--timeout", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+    // bench's shapes meet the same bounds as step's, before the GPU is looked for.
+    assert_one_line_error(
+        &runner(&["bench", "--shapes", "4096x4096x4096,2147483648x128x64"]),
+        "must be below 2^31",
+    );
+    assert_one_line_error(
+        &runner(&["bench", "--shapes", "131072x1048576x64"]),
+        "GB of GPU memory",
+    );
+    // selftest multiplies gaussian inputs natively: no emulation default, no --dist to ignore.
+    let help = stdout(&runner(&["selftest", "--help"]));
+    assert!(
+        !help.contains("emulation") && !help.contains("--dist"),
+        "{help}"
+    );
+    let help = stdout(&runner(&["grade", "merge", "--help"]));
+    assert!(help.contains("The output folders to join"), "{help}");
+}
+
+#[test]
+fn kernel_files_and_flags_say_what_is_wrong() {
+    let d = tmp("latin");
+    let k = d.join("latin.cu");
+    std::fs::write(&k, b"// fine\n// caf\xe9\n").unwrap();
+    assert_one_line_error(
+        &runner(&["step", "0", "--kernel", k.to_str().unwrap()]),
+        "is not UTF-8 text (line 2, byte 15 of the file)",
+    );
+    // A Blackwell kernel given as a Hopper twin: ptxas's refusal, then what to do.
+    let blackwell = format!(
+        "{}/../steps/step0_naive/src/kernel.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = runner(&["step", "0", "--kernel", &blackwell, "--arch", "sm_90a"]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr_without_notes(&o);
+    assert!(
+        err.lines().last().unwrap_or("").starts_with("hint: ") && err.contains("--arch sm_100a"),
+        "{err}"
+    );
+    // --help lists every distribution the parser takes.
+    let help = stdout(&runner(&["step", "--help"]));
+    for dist in [
+        "gaussian",
+        "uniform",
+        "int",
+        "all-ones",
+        "wide-range",
+        "exact-int",
+    ] {
+        assert!(help.contains(dist), "{dist}: {help}");
+    }
 }

@@ -48,9 +48,19 @@ macro_rules! per_step {
             fn every_seeded_bug_still_applies() {
                 super::every_seeded_bug_still_applies(step());
             }
+            // Three tests of a third of the seeded bugs each: one test compiling all of them
+            // for the emulation ran for over a minute with nothing printed.
             #[test]
-            fn every_seeded_bug_compiles_for_the_emulation() {
-                super::every_seeded_bug_compiles_for_the_emulation(step());
+            fn every_seeded_bug_compiles_for_the_emulation_part_1_of_3() {
+                super::every_seeded_bug_compiles_for_the_emulation(step(), 0);
+            }
+            #[test]
+            fn every_seeded_bug_compiles_for_the_emulation_part_2_of_3() {
+                super::every_seeded_bug_compiles_for_the_emulation(step(), 1);
+            }
+            #[test]
+            fn every_seeded_bug_compiles_for_the_emulation_part_3_of_3() {
+                super::every_seeded_bug_compiles_for_the_emulation(step(), 2);
             }
             #[test]
             fn hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
@@ -233,12 +243,16 @@ fn hopper_twin_compiles_for_sm90a(step: &'static dyn Step) {
     }
 }
 
-fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step) {
+/// How many parts the seeded bugs of a step are compiled in (the `part_N_of_3` tests).
+const MUTATION_PARTS: usize = 3;
+
+fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step, part: usize) {
     // The GPU check runs each of them; a variant that does not compile would report an error
-    // instead of the bug being caught.
+    // instead of the bug being caught. Part `part` takes every third one that applies.
     let info = step.info();
     let spec = KernelSpec::new(step, Arch::Blackwell);
-    for m in MUTATIONS.iter().filter(|m| m.applies_to(info.number)) {
+    let applicable = MUTATIONS.iter().filter(|m| m.applies_to(info.number));
+    for m in applicable.skip(part).step_by(MUTATION_PARTS) {
         let text = m.apply(info.blackwell.text).expect("applies");
         let src = KernelSource {
             path: info.kernel_path(Arch::Blackwell),

@@ -149,9 +149,66 @@ pub fn gpu_by_key(key: &str) -> Result<&'static GpuSpec> {
 pub fn command(
     step: u32,
     gpus: &[String],
-    (m, n, k): (Option<usize>, Option<usize>, Option<usize>),
+    shape: (Option<usize>, Option<usize>, Option<usize>),
     latency_ns: Option<f64>,
 ) -> Result<String> {
+    let (chosen, shape, assumptions) = inputs(step, gpus, shape, latency_ns)?;
+    markdown(step, &chosen, shape, assumptions)
+}
+
+/// `runner budget N --json`: the same arithmetic as numbers (seconds as ns, bytes, FLOP), one
+/// object per GPU, for scripts.
+pub fn json(
+    step: u32,
+    gpus: &[String],
+    shape: (Option<usize>, Option<usize>, Option<usize>),
+    latency_ns: Option<f64>,
+) -> Result<serde_json::Value> {
+    let (chosen, shape, assumptions) = inputs(step, gpus, shape, latency_ns)?;
+    let rows: Vec<Budget> = chosen
+        .iter()
+        .map(|g| for_step(step, g, shape, assumptions))
+        .collect::<Result<_>>()?;
+    let Some(first) = rows.first() else {
+        bail!("no GPU to compute a budget for");
+    };
+    let i = first.input;
+    Ok(serde_json::json!({
+        "step": step,
+        "shape": {"m": shape.m, "n": shape.n, "k": shape.k},
+        "load_latency_ns": assumptions.load_latency_ns,
+        "tiles": {
+            "tile_m": i.tile_m, "tile_n": i.tile_n, "tile_k": i.tile_k, "stages": i.stages,
+            "cluster": i.cluster, "acc_cols": i.acc_cols(), "lookahead": i.lookahead,
+            "acc_stages": i.acc_stages, "epilogue_overlaps": i.epilogue_overlaps,
+            "elem_bytes": i.elem_bytes,
+            "flop_per_kblock": first.flop_per_kblock, "bytes_per_kblock": first.bytes_per_kblock,
+            "flop_per_byte": first.intensity, "smem_bytes": first.smem_bytes,
+            "tmem_cols": first.tmem_cols,
+        },
+        "gpus": rows.iter().map(|b| serde_json::json!({
+            "gpu": b.gpu.key, "name": b.gpu.name, "tcgen05": b.gpu.tcgen05, "sms": b.gpu.sms,
+            "peak_tflops": b.gpu.dense_f16_tflops, "hbm_tbps": b.gpu.hbm_tbps,
+            "kblock_ns": b.kblock_ns, "kblock_cycles": b.kblock_cycles, "clock_mhz": b.clock_mhz,
+            "demand_per_sm_gbps": b.demand_per_sm_gbps, "demand_tbps": b.demand_tbps,
+            "inflight_bytes": b.inflight_bytes, "needed_inflight_bytes": b.needed_inflight_bytes,
+            "latency_covered_ns": b.latency_covered_ns, "k_blocks": b.k_blocks,
+            "mainloop_ns": b.mainloop_ns, "epilogue_ns": b.epilogue_ns,
+            "c_bytes_per_tile": b.c_bytes_per_tile, "tiles": b.tiles,
+            "clusters_at_once": b.clusters_at_once, "rounds": b.rounds,
+            "last_round_tiles": b.last_round_tiles, "problem_ns": b.problem_ns,
+            "compulsory_bytes": b.compulsory_bytes, "compulsory_ns": b.compulsory_ns,
+        })).collect::<Vec<_>>(),
+    }))
+}
+
+/// The GPUs, shape and assumptions a `runner budget` command line asks for, checked.
+fn inputs(
+    step: u32,
+    gpus: &[String],
+    (m, n, k): (Option<usize>, Option<usize>, Option<usize>),
+    latency_ns: Option<f64>,
+) -> Result<(Vec<&'static GpuSpec>, Shape, Assumptions)> {
     let s = runner::steps::get(step)?;
     let shape = Shape {
         m: m.unwrap_or(Shape::DEFAULT.m),
@@ -173,7 +230,7 @@ pub fn command(
     } else {
         gpus.iter().map(|g| gpu_by_key(g)).collect::<Result<_>>()?
     };
-    markdown(step, &chosen, shape, assumptions)
+    Ok((chosen, shape, assumptions))
 }
 
 /// The budget box of a step as markdown: the tiles' arithmetic, then one column per GPU.

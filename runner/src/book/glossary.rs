@@ -266,6 +266,31 @@ pub fn chapter_name(step: Option<u32>) -> String {
 
 /// The glossary, or the terms matching `filter`, as a markdown list.
 pub fn markdown(filter: Option<&str>) -> Result<String> {
+    Ok(matching(filter)?
+        .iter()
+        .map(|t| format!("- **{}**: {} — {}.\n", t.term, t.line, chapter_name(t.step)))
+        .collect())
+}
+
+/// `runner glossary --json`: the terms matching `filter` as objects (term, aliases, line, the
+/// chapter's step or null for the introduction, and how to read it).
+pub fn json(filter: Option<&str>) -> Result<serde_json::Value> {
+    Ok(matching(filter)?
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "term": t.term,
+                "aliases": t.aliases,
+                "line": t.line,
+                "step": t.step,
+                "chapter": chapter_name(t.step),
+            })
+        })
+        .collect())
+}
+
+/// The terms whose name or an alias contains `filter` (case-insensitive); all without one.
+fn matching(filter: Option<&str>) -> Result<Vec<&'static Term>> {
     let want = filter.map(str::to_lowercase);
     let matches: Vec<&Term> = TERMS
         .iter()
@@ -285,10 +310,7 @@ pub fn markdown(filter: Option<&str>) -> Result<String> {
             TERMS.len()
         );
     }
-    Ok(matches
-        .iter()
-        .map(|t| format!("- **{}**: {} — {}.\n", t.term, t.line, chapter_name(t.step)))
-        .collect())
+    Ok(matches)
 }
 
 #[cfg(test)]

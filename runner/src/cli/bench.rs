@@ -55,9 +55,12 @@ pub struct Args {
     /// heatmap-<gpu>-<date>.json and a heatmap SVG of % of cuBLAS.
     #[arg(long, conflicts_with = "sweep")]
     heatmap: bool,
+    #[command(flatten)]
+    device: super::DeviceArg,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    a.device.apply();
     let steps = if a.steps.is_empty() {
         steps::all()
     } else {
@@ -81,7 +84,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         }
     }
-    if let (Some(arch), GpuStatus::Present(g)) = (a.arch, gpu::open()) {
+    // Every shape within the launch limits and some GPU's memory, before any GPU work; then
+    // the largest within this GPU's free memory.
+    for &shape in &shapes {
+        for &step in &steps {
+            super::step::check_bounds(step, shape)?;
+        }
+    }
+    let gpu = match gpu::open() {
+        GpuStatus::Present(g) => Some(g),
+        GpuStatus::Absent(_) => None,
+    };
+    if let (Some(g), Some(largest)) = (&gpu, shapes.iter().max_by_key(|s| s.device_bytes())) {
+        g.check_fits(largest.device_bytes(), &largest.to_string())?;
+    }
+    if let (Some(arch), Some(g)) = (a.arch, &gpu) {
         let native = crate::bench::native_arch(&g.info)?;
         if arch.arch() != native {
             bail!(
@@ -92,6 +109,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             );
         }
     }
+    // bench opens the GPU itself.
+    drop(gpu);
     let contenders = a
         .contenders
         .iter()

@@ -24,9 +24,19 @@ pub struct Args {
     /// Assumed load latency under load, in ns (not a published figure).
     #[arg(long, value_name = "NS")]
     latency_ns: Option<f64>,
+    /// Print one JSON object {"runner", "step", "shape", "tiles", "gpus": [...]}: the same
+    /// arithmetic as numbers (ns, bytes, FLOP).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.json {
+        let mut v = crate::book::budget::json(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
+        v["runner"] = super::version_info();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let md = crate::book::budget::command(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
     terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)

@@ -26,9 +26,12 @@ pub struct Args {
     /// pass|fail|partial}, e.g. to collect a class's checks.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    device: super::DeviceArg,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    a.device.apply();
     if a.list && a.id.is_some() {
         eprintln!("warning: --list lists every exercise: the exercise given is ignored");
     }

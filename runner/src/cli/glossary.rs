@@ -8,9 +8,20 @@ use std::process::ExitCode;
 pub struct Args {
     /// Only the terms containing this (case-insensitive).
     term: Option<String>,
+    /// Print {"runner", "terms": [{"term", "aliases", "line", "step", "chapter"}]}.
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    if a.json {
+        let v = serde_json::json!({
+            "runner": super::version_info(),
+            "terms": crate::book::glossary::json(a.term.as_deref())?,
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let md = crate::book::glossary::markdown(a.term.as_deref())?;
     terminal::show(&md, true)?;
     Ok(ExitCode::SUCCESS)

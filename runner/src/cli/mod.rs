@@ -39,7 +39,8 @@ const AFTER_HELP: &str = "\
 Environment:
   WORKBOOK_ROOT            the workbook checkout to use (default: the current folder or one above
                            it, else the checkout the runner sits in; else its built-in copies)
-  WORKBOOK_DEVICE          the GPU to run on (default 0; `step --device N` sets it too)
+  WORKBOOK_DEVICE          the GPU to run on (default 0; `--device N` of step, bench, selftest,
+                           exercise and workshop check sets it too)
   WORKBOOK_CUDA            a CUDA toolkit root (12.8 or newer) to compile with
   WORKBOOK_CUDA_CACHE      where the pinned NVRTC, headers, nvdisasm and cuBLAS wheels are installed
                            (default: <checkout>/.cuda/pypi); share one folder across a lab
@@ -175,7 +176,7 @@ pub enum ColorArg {
 /// The problem a run multiplies: its shape, dtype, input distribution and seed.
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
-    /// Rows of A and C (default: 4096 natively, 512 under emulation; `selftest`: 4096).
+    /// Rows of A and C (default: 4096 natively, 512 under emulation).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub m: Option<usize>,
     /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
@@ -187,7 +188,7 @@ pub struct ProblemArgs {
     /// Input and output type: f16 or bf16.
     #[arg(long, default_value = "f16")]
     pub dtype: Dtype,
-    /// Input distribution: gaussian, uniform, int, all-ones or wide-range.
+    /// Input distribution: gaussian, uniform, int, all-ones, wide-range or exact-int.
     #[arg(long, default_value = "gaussian")]
     pub dist: Dist,
     /// Seed of the input generator.
@@ -205,6 +206,24 @@ impl ProblemArgs {
             n: self.n.unwrap_or(default.n),
             k: self.k.unwrap_or(default.k),
         })
+    }
+}
+
+/// `--device N`: the GPU a command runs on (also `WORKBOOK_DEVICE`).
+#[derive(clap::Args, Clone, Copy)]
+pub struct DeviceArg {
+    /// The GPU to run on (CUDA device number; default 0).
+    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE")]
+    pub device: Option<usize>,
+}
+
+impl DeviceArg {
+    /// Make the choice the process's: `common::gpu::open` and the grader's children read
+    /// `WORKBOOK_DEVICE`. Called first thing in a command, before any thread starts.
+    pub fn apply(self) {
+        if let Some(d) = self.device {
+            std::env::set_var("WORKBOOK_DEVICE", d.to_string());
+        }
     }
 }
 

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     no_emulate: bool,
     /// Seconds before a running kernel is declared hung.
-    #[arg(long, default_value_t = 30)]
+    #[arg(long, default_value_t = 30, value_parser = super::at_least::<1>)]
     timeout: u64,
     /// Compile and run this kernel file instead of the step's own (a file that includes
     /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise).
@@ -88,9 +88,8 @@ pub struct Args {
     /// Print one JSON object {"runner", "runs": [...]} instead of the text report.
     #[arg(long)]
     json: bool,
-    /// The GPU to run on (CUDA device number).
-    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE")]
-    device: Option<usize>,
+    #[command(flatten)]
+    device: super::DeviceArg,
 }
 
 /// CUDA's launch limits (gridDim.x < 2^31, gridDim.y <= 65535).
@@ -102,13 +101,14 @@ const MAX_DEVICE_BYTES: u64 = 141_000_000_000;
 /// Refuse a shape no launch of `step` can cover, or whose buffers no GPU holds, before anything
 /// is compiled or allocated (a shape the kernel's tiles do not divide is reported later, by the
 /// kernel's own check).
-fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
+pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     let (m, n, k) = (s.m as u64, s.n as u64, s.k as u64);
     if [m, n, k].iter().any(|&d| d > i32::MAX as u64) {
         bail!("{m}x{n}x{k}: each of M, N and K must be below 2^31 (the kernels index with 32-bit integers)");
     }
-    // A and B in 16 bits, C in 16 bits, the f32 reference product.
-    let bytes = 2 * (m * k + n * k + m * n) + 4 * m * n;
+    // Bounded here by the largest GPU of any kind, so a machine without one refuses it too;
+    // on a GPU, by the memory free there (`Gpu::check_fits`, in step_cmd).
+    let bytes = s.device_bytes();
     if bytes > MAX_DEVICE_BYTES {
         bail!(
             "{m}x{n}x{k} needs {:.0} GB of GPU memory (A, B, C and the f32 reference); the largest GPU the workbook runs on (H200) has 141 GB",
@@ -160,16 +160,13 @@ fn warn_ignored(a: &Args, step: &'static dyn Step) {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    a.device.apply();
     let step = steps::get(a.step)?;
     if let Some(shape) = a.problem.shape(Shape::DEFAULT) {
         check_bounds(step, shape)?;
     }
     if !a.json {
         warn_ignored(&a, step);
-    }
-    if let Some(d) = a.device {
-        // Read by common::gpu::open; set before any thread starts.
-        std::env::set_var("WORKBOOK_DEVICE", d.to_string());
     }
     let opts = RunOptions {
         shape: a.problem.shape(Shape::DEFAULT),

@@ -18,11 +18,16 @@ enum Sub {
         /// collect a lab's machines.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        device: super::DeviceArg,
     },
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     match a.cmd {
-        Sub::Check { json } => crate::workshop::check(json),
+        Sub::Check { json, device } => {
+            device.apply();
+            crate::workshop::check(json)
+        }
     }
 }

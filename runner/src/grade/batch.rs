@@ -5,7 +5,7 @@ use super::job::EnvInfo;
 use super::report::{self, GradeReport};
 use super::rubric::Rubric;
 use super::seeds::Secret;
-use super::submission::{Confinement, Grader, Submission};
+use super::submission::{Confinement, Grader, OwnedScratch, Submission};
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -94,9 +94,16 @@ pub fn grader_for(
         ));
     }
     let exe = std::env::current_exe().context("cannot find the runner binary")?;
-    let scratch = std::env::temp_dir().join(format!("workbook-grade-{}", std::process::id()));
+    // One folder per grader (the selftest makes several in one process).
+    static GRADERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let scratch = std::env::temp_dir().join(format!(
+        "workbook-grade-{}-{}",
+        std::process::id(),
+        GRADERS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+    ));
     std::fs::create_dir_all(&scratch)
         .with_context(|| format!("cannot create {}", scratch.display()))?;
+    let cleanup = (!opts.keep_scratch).then(|| OwnedScratch(scratch.clone()));
     Ok(Grader {
         rubric,
         rubric_path: rubric_path.to_path_buf(),
@@ -109,6 +116,31 @@ pub fn grader_for(
         confinement,
         compile_only: opts.compile_only,
         skip_screen: opts.skip_screen,
+        cleanup,
+    })
+}
+
+/// A grader for a submission [`super::submission::precheck`] refused: its report says why and
+/// runs nothing, so it needs no secret, toolkit, GPU or scratch folder.
+pub fn refusing_grader(rubric: Rubric, rubric_path: &Path, opts: Options) -> Result<Grader> {
+    let compile_only = Options {
+        compile_only: true,
+        ..opts
+    };
+    Ok(Grader {
+        confinement: confinement(&rubric, compile_only)?,
+        rubric,
+        rubric_path: rubric_path.to_path_buf(),
+        secret: None,
+        replay: None,
+        exe: std::env::current_exe().context("cannot find the runner binary")?,
+        // Never created: nothing runs (grade() only removes a folder of its own under it).
+        scratch: std::env::temp_dir().join(format!("workbook-grade-{}", std::process::id())),
+        keep_scratch: false,
+        child_env: Vec::new(),
+        compile_only: true,
+        skip_screen: opts.skip_screen,
+        cleanup: None,
     })
 }
 

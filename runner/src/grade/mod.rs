@@ -44,7 +44,8 @@ pub struct GradeArgs {
     #[arg(long, value_name = "TOML")]
     pub rubric: Option<PathBuf>,
     /// Write grade.json (and with --gradescope results.json) here; a batch writes one folder per
-    /// student plus summary.csv and summary.md.
+    /// student plus summary.csv and summary.md; --selftest writes its class and reports here
+    /// (default: target/grade-selftest in the checkout).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Also write Gradescope's results.json.
@@ -148,11 +149,37 @@ pub enum GradeSub {
     /// Join the grade.json files of several output folders (e.g. one per shard) into one
     /// summary.csv and summary.md.
     Merge {
+        /// The output folders to join (each holding <student>/grade.json, e.g. one per shard).
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
+        /// Where summary.csv and summary.md of the whole class are written.
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+}
+
+/// Where `grade --selftest` writes without `--out`: the checkout's `target/grade-selftest`
+/// (a build folder git ignores), never the current folder; outside any checkout, the user's
+/// cache (as the toolkit's), else the temp folder.
+fn default_selftest_out() -> PathBuf {
+    if let Some(root) = common::project::root() {
+        return root.join("target").join("grade-selftest");
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("blackwell-workbook").join("grade-selftest"))
+        .unwrap_or_else(|| std::env::temp_dir().join("workbook-grade-selftest"))
+}
+
+/// A grading stopped by an unusable GPU names the mode that needs none.
+fn suggest_compile_only(e: anyhow::Error) -> anyhow::Error {
+    let text = format!("{e:#}");
+    if text.contains("cannot be used for grading") {
+        anyhow::anyhow!("{text} (--compile-only checks and compiles submissions without a GPU)")
+    } else {
+        e
+    }
 }
 
 /// `I/N` with 0 <= I < N.
@@ -177,10 +204,17 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if args.selftest {
-        let out = args
-            .out
-            .clone()
-            .unwrap_or_else(|| PathBuf::from("grade-selftest"));
+        let out = match &args.out {
+            Some(out) => out.clone(),
+            None => {
+                let out = default_selftest_out();
+                eprintln!(
+                    "selftest: writing into {} (--out DIR to choose)",
+                    out.display()
+                );
+                out
+            }
+        };
         return selftest::run(&out, &args.gpus, args.keep_scratch);
     }
     let rubric_path = args
@@ -215,16 +249,19 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         if args.student.is_some() || args.replay.is_some() {
             bail!("--student and --replay grade one submission, not a --batch");
         }
+        // The class before the secret and the GPU: a wrong folder is named as such.
+        let rubric = load_rubric()?;
+        let subs = batch::class(dir, shard)?;
         let grader = batch::grader_for(
-            load_rubric()?,
+            rubric,
             &rubric_path,
             args.secret_file.as_deref(),
             None,
             std::slice::from_ref(dir),
             opts,
         )?;
-        let subs = batch::class(dir, shard)?;
-        let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)?;
+        let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)
+            .map_err(suggest_compile_only)?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&reports)?);
         } else {
@@ -278,15 +315,25 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or(from_metadata)
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
-    let grader = batch::grader_for(
-        load_rubric()?,
-        &rubric_path,
-        args.secret_file.as_deref(),
-        replay,
-        std::slice::from_ref(&path),
-        opts,
-    )?;
-    let sub = submission::Submission { student, path };
+    let rubric = load_rubric()?;
+    let sub = submission::Submission {
+        student,
+        path: path.clone(),
+    };
+    // A submission that cannot be graded (no or several .cu files, too large, refused by the
+    // screen) is graded "rejected" at once: it needs no secret and no GPU, so an instructor
+    // learns why on any machine, and Gradescope still gets its results.json.
+    let grader = match submission::precheck(&sub, &rubric, opts.skip_screen) {
+        Ok(()) => batch::grader_for(
+            rubric,
+            &rubric_path,
+            args.secret_file.as_deref(),
+            replay,
+            std::slice::from_ref(&path),
+            opts,
+        )?,
+        Err(_) => batch::refusing_grader(rubric, &rubric_path, opts)?,
+    };
     let reports = batch::grade_all(
         &grader,
         vec![sub],
@@ -294,7 +341,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         args.out.as_deref().unwrap_or(std::path::Path::new("")),
         args.gradescope,
         false,
-    )?;
+    )
+    .map_err(suggest_compile_only)?;
     let r = &reports[0];
     if let Some(out) = &args.out {
         r.write(out, args.gradescope)?;

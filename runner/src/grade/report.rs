@@ -119,8 +119,13 @@ impl GradeReport {
             .iter()
             .flat_map(|t| t.flags.iter().map(|f| f.name.clone()))
             .collect();
+        // Refused by the screen (or a link): a flag. Two .cu files, none, or an oversized or
+        // non-UTF-8 file are mistakes the compile line names, not something to flag.
+        let screened = ["refused before compiling", "links are refused"]
+            .iter()
+            .any(|why| self.compile.message.contains(why));
         let compile_flag = match self.compile.status {
-            CompileStatus::Rejected => Some("forbidden-source"),
+            CompileStatus::Rejected if screened => Some("forbidden-source"),
             CompileStatus::Failed => Some("compile-error"),
             CompileStatus::Timeout => Some("compile-timeout"),
             _ => None,

@@ -230,6 +230,36 @@ pub struct Rubric {
 /// Fewest input sets of a performance test: fewer and a kernel could keep every answer.
 pub const MIN_PERF_SETS: usize = 4;
 
+/// TOML's diagnostic with its message moved up: the first line says where and what ("TOML parse
+/// error at line 1, column 12: unclosed array"), the source line and its caret follow, indented,
+/// as TOML draws them (joined onto one line, the caret pointed nowhere).
+fn toml_error(diagnostic: &str) -> String {
+    let mut lines = diagnostic.lines().map(str::trim_end);
+    let head = lines.next().unwrap_or("TOML parse error");
+    let (snippet, message): (Vec<&str>, Vec<&str>) =
+        lines.filter(|l| !l.trim().is_empty()).partition(|l| {
+            l.trim_start()
+                .split_once('|')
+                .is_some_and(|(gutter, _)| gutter.trim().chars().all(|c| c.is_ascii_digit()))
+        });
+    let mut s = head.to_string();
+    if !message.is_empty() {
+        s.push_str(": ");
+        s.push_str(
+            &message
+                .iter()
+                .map(|l| l.trim())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    for l in snippet.iter().filter(|l| l.trim() != "|") {
+        s.push_str("\n    ");
+        s.push_str(l);
+    }
+    s
+}
+
 impl Rubric {
     pub fn load(path: &Path) -> Result<Rubric> {
         let text = std::fs::read_to_string(path)
@@ -245,12 +275,8 @@ impl Rubric {
     /// Its requirements name the technique of its own step, so with another step they are
     /// dropped (step 0's kernel has no 2-CTA MMA to find).
     pub fn parse_for(text: &str, step: Option<u32>) -> Result<Rubric> {
-        let mut file: RubricFile = toml::from_str(text).map_err(|e| {
-            anyhow!(
-                "{}",
-                e.to_string().lines().collect::<Vec<_>>().join(" ").trim()
-            )
-        })?;
+        let mut file: RubricFile =
+            toml::from_str(text).map_err(|e| anyhow!("{}", toml_error(&e.to_string())))?;
         if let Some(s) = step.filter(|s| *s != file.step) {
             file.step = s;
             file.requirements.clear();
@@ -556,8 +582,15 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         assert!(
             err("name = \"x\"\nstep = 0\narch = \"sm_90a\"\ntests = []\n").contains("no [[tests]]")
         );
-        // One line, whatever TOML says.
-        assert!(!err("name = \n").contains('\n'));
+        // The first line says where and what; TOML's source line and caret follow.
+        let e = err("garbage = [\n");
+        let first = e.lines().next().unwrap();
+        assert!(
+            first.contains("line 1, column 12") && first.contains("unclosed array"),
+            "{e}"
+        );
+        assert!(e.lines().any(|l| l.trim() == "1 | garbage = ["), "{e}");
+        assert!(e.lines().any(|l| l.trim_end().ends_with('^')), "{e}");
     }
 
     const REQ: &str = "\n[[requirements]]\nname = \"multicast\"\npoints = 15\nsass = \"UTMALDG.MULTICAST\"\nwhy = \"B shared by TMA multicast\"\n";

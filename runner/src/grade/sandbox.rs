@@ -283,6 +283,13 @@ mod tests {
         }
     }
 
+    /// [`run`], then the child's folder removed: the tests leave nothing in the temp folder.
+    fn run_clean(spec: &ChildSpec) -> Result<Outcome> {
+        let o = run(spec);
+        let _ = std::fs::remove_dir_all(&spec.cwd);
+        o
+    }
+
     #[test]
     fn a_sleeping_child_and_its_children_are_killed_at_the_limit() {
         let marker =
@@ -290,7 +297,7 @@ mod tests {
         let _ = std::fs::remove_file(&marker);
         // The grandchild would write the marker after 2 s if it survived its group's kill.
         let script = format!("(sleep 2; touch {}) & sleep 30", marker.display());
-        let o = run(&sh(&script, 300, "sleep")).unwrap();
+        let o = run_clean(&sh(&script, 300, "sleep")).unwrap();
         assert_eq!(o.exit, Exit::TimedOut);
         assert!(o.elapsed < Duration::from_secs(5), "{:?}", o.elapsed);
         std::thread::sleep(Duration::from_millis(2500));
@@ -299,7 +306,7 @@ mod tests {
 
     #[test]
     fn a_spinning_child_is_killed_too() {
-        let o = run(&sh("while :; do :; done", 300, "spin")).unwrap();
+        let o = run_clean(&sh("while :; do :; done", 300, "spin")).unwrap();
         assert_eq!(o.exit, Exit::TimedOut);
         assert!(o.describe().contains("killed"));
     }
@@ -307,11 +314,11 @@ mod tests {
     #[test]
     fn the_environment_is_cleared_but_for_what_cuda_needs() {
         std::env::set_var("WORKBOOK_GRADE_SECRET", "must never reach a child");
-        let o = run(&sh("env; echo code; exit 3", 5000, "env")).unwrap();
+        let o = run_clean(&sh("env; echo code; exit 3", 5000, "env")).unwrap();
         assert_eq!(o.exit, Exit::Code(3));
         let mut spec = sh("env", 5000, "env2");
         spec.log_bytes = 1 << 16;
-        let o = run(&spec).unwrap();
+        let o = run_clean(&spec).unwrap();
         assert!(!o.stdout.contains("WORKBOOK_GRADE_SECRET"), "{}", o.stdout);
         assert!(o.stdout.contains("WORKBOOK_DEVICE=3"), "{}", o.stdout);
         assert!(o.stdout.contains("TMPDIR="), "{}", o.stdout);
@@ -327,7 +334,7 @@ mod tests {
 
     #[test]
     fn logs_are_cut_to_the_limit() {
-        let o = run(&sh(
+        let o = run_clean(&sh(
             "i=0; while [ $i -lt 200 ]; do echo line$i; i=$((i+1)); done",
             5000,
             "log",
@@ -352,7 +359,7 @@ mod tests {
         spec.stdin = b"the job\n".to_vec();
         spec.rlimits.file_bytes = 4096;
         spec.log_bytes = 1024;
-        let o = run(&spec).unwrap();
+        let o = run_clean(&spec).unwrap();
         // Not killed by SIGXFSZ: the write failed, the shell went on.
         assert_eq!(o.exit, Exit::Code(0), "{o:?}");
         let mut lines = o.stdout.lines();
@@ -367,14 +374,14 @@ mod tests {
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
         let mut spec = sh("exit 3", 5000, "early-exit");
         spec.stdin = vec![b'x'; 4 << 20]; // far more than a pipe holds
-        let o = run(&spec);
+        let o = run_clean(&spec);
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         assert_eq!(o.unwrap().exit, Exit::Code(3));
     }
 
     #[test]
     fn a_crashing_child_reports_its_signal() {
-        let o = run(&sh("kill -SEGV $$", 5000, "segv")).unwrap();
+        let o = run_clean(&sh("kill -SEGV $$", 5000, "segv")).unwrap();
         assert_eq!(o.exit, Exit::Signal(libc::SIGSEGV));
     }
 }

@@ -103,6 +103,20 @@ pub struct Grader {
     pub compile_only: bool,
     /// Testing only: no include screen.
     pub skip_screen: bool,
+    /// The scratch folder this grader made, removed with it (none with --keep-scratch).
+    #[expect(dead_code, reason = "held for its Drop, which removes the folder")]
+    pub cleanup: Option<OwnedScratch>,
+}
+
+/// A scratch folder the grader made: removed when the grader is done, on every path out
+/// (an error too), so no grading leaves a folder in the temp folder.
+#[derive(Debug)]
+pub struct OwnedScratch(pub PathBuf);
+
+impl Drop for OwnedScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// How the grading children are confined.
@@ -223,6 +237,7 @@ impl Grader {
                     .lines()
                     .find(|l| l.starts_with("error"))
                     .unwrap_or(o.stderr.trim())
+                    .trim_start_matches("error: ")
             )
         })
     }
@@ -375,22 +390,11 @@ impl Grader {
                 return r;
             }
         };
-        if let Err(v) = policy::check(&source)
-            .map_err(|v| v.to_string())
-            .or_else(|v| if self.skip_screen { Ok(()) } else { Err(v) })
-        {
+        if let Err(v) = screen(&source, self.rubric.arch, self.skip_screen) {
             r.compile.status = CompileStatus::Rejected;
             r.compile.message = format!("refused before compiling: kernel.cu {v}");
             not_run(&mut r, "the submission was refused");
             return r;
-        }
-        if self.rubric.arch == common::step::Arch::Blackwell {
-            if let Err(v) = policy::check_arch_neutral(&source) {
-                r.compile.status = CompileStatus::Rejected;
-                r.compile.message = format!("refused before compiling: kernel.cu {v}");
-                not_run(&mut r, "the submission was refused");
-                return r;
-            }
         }
         let chosen = if self.compile_only {
             // No GPU: the native build of the rubric's architecture.
@@ -602,6 +606,27 @@ fn unique() -> u64 {
 }
 
 /// The submission's text (UTF-8, within the size limit) and its SHA-256.
+/// The include screen and, for a Blackwell rubric, the architecture rules: what refuses a
+/// source before anything compiles it.
+fn screen(source: &str, arch: common::step::Arch, skip_screen: bool) -> Result<(), String> {
+    if !skip_screen {
+        policy::check(source).map_err(|v| v.to_string())?;
+    }
+    if arch == common::step::Arch::Blackwell {
+        policy::check_arch_neutral(source).map_err(|v| v.to_string())?;
+    }
+    Ok(())
+}
+
+/// Whether `sub` can be graded at all (one `.cu` file, within the size limit, UTF-8 text that
+/// passes the screen), found without the secret, a toolkit or a GPU: a submission that fails
+/// here is graded "rejected" on any machine, so the grader says so before it asks for either.
+pub fn precheck(sub: &Submission, rubric: &Rubric, skip_screen: bool) -> Result<()> {
+    let (source, _) = read_source(sub, rubric.limits.source_bytes)?;
+    screen(&source, rubric.arch, skip_screen)
+        .map_err(|v| anyhow!("refused before compiling: kernel.cu {v}"))
+}
+
 fn read_source(sub: &Submission, limit: usize) -> Result<(String, String)> {
     let path = sub.kernel_file()?;
     // A link could point the grader (which reads as the instructor) at any file of the machine.
@@ -941,6 +966,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             confinement: Confinement::Landlock(7),
             compile_only: false,
             skip_screen: false,
+            cleanup: None,
         }
     }
 

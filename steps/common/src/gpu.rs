@@ -111,6 +111,32 @@ fn open_device(ordinal: usize) -> Result<Gpu> {
     Ok(Gpu { ctx, stream, info })
 }
 
+/// What a run needs beyond its problem's buffers: the L2 flush buffer (twice the L2), cuBLAS's
+/// workspace and handles, the module. 1 GiB is ample on an H100/H200.
+pub const RUN_OVERHEAD_BYTES: u64 = 1 << 30;
+
+impl Gpu {
+    /// Refuse, before anything is compiled or allocated, a run whose buffers (`bytes`, plus
+    /// [`RUN_OVERHEAD_BYTES`]) exceed the memory free on this GPU now: a clear error instead
+    /// of an allocation failure halfway through.
+    pub fn check_fits(&self, bytes: u64, what: &str) -> Result<()> {
+        let (free, total) = self.ctx.mem_get_info().map_err(|e| anyhow!("{e:?}"))?;
+        let need = bytes.saturating_add(RUN_OVERHEAD_BYTES);
+        if need > free as u64 {
+            bail!(
+                "{what} needs {:.1} GB of GPU memory ({:.1} GB of buffers and {:.1} GB for the flush buffer and cuBLAS); {} has {:.1} GB free of {:.1} GB: choose a smaller shape",
+                need as f64 / 1e9,
+                bytes as f64 / 1e9,
+                RUN_OVERHEAD_BYTES as f64 / 1e9,
+                self.info.name,
+                free as f64 / 1e9,
+                total as f64 / 1e9
+            );
+        }
+        Ok(())
+    }
+}
+
 pub fn check(r: sys::CUresult, what: &str) -> Result<()> {
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())

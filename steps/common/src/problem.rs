@@ -160,6 +160,19 @@ impl Shape {
     pub fn flops(&self) -> f64 {
         2.0 * self.m as f64 * self.n as f64 * self.k as f64
     }
+
+    /// GPU memory one verified run of this shape allocates: A, B and C in 16 bits and cuBLAS's
+    /// f32 reference product (saturating: a nonsense shape must not wrap to a small number).
+    pub fn device_bytes(&self) -> u64 {
+        let (m, n, k) = (self.m as u64, self.n as u64, self.k as u64);
+        let a_b_c = m
+            .saturating_mul(k)
+            .saturating_add(n.saturating_mul(k))
+            .saturating_add(m.saturating_mul(n));
+        a_b_c
+            .saturating_mul(2)
+            .saturating_add(m.saturating_mul(n).saturating_mul(4))
+    }
 }
 
 impl fmt::Display for Shape {
