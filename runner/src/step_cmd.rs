@@ -338,7 +338,7 @@ fn time_emulation(
     let c = run::emulation_cost(spec, &g, opts, reps as usize)?;
     if req.json {
         let v = serde_json::json!({
-            "runner": crate::cli::version_info(),
+            "runner": crate::report::version_info(),
             "date": crate::bench::today(),
             "commit": crate::bench::commit(),
             "emulation_cost": c,

@@ -33,7 +33,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
         let mut v = crate::book::budget::json(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
-        v["runner"] = super::version_info();
+        v["runner"] = crate::report::version_info();
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }

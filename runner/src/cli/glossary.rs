@@ -16,7 +16,7 @@ pub struct Args {
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
         let v = serde_json::json!({
-            "runner": super::version_info(),
+            "runner": crate::report::version_info(),
             "terms": crate::book::glossary::json(a.term.as_deref())?,
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
