@@ -183,3 +183,70 @@ fn a_requirement_written_wrong_is_one_clear_line() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A Blackwell kernel graded under the tcgen05 emulation on Hopper runs its sm_90a build, which
+/// has no tcgen05 by design: the requirements are checked on the native sm_100a build the
+/// compile child also makes. The compile child alone, as the grader starts it (a GPU picks the
+/// emulated target, so the job is written here).
+#[test]
+fn under_the_emulation_the_native_sm100a_build_is_the_one_disassembled() {
+    let tk = common::toolkit::find_or_install().expect("a toolkit");
+    let nvdisasm = tk.nvdisasm().expect("nvdisasm");
+    let toolkit_root = tk.include_dir.parent().unwrap().to_path_buf();
+    let d = tmp("emulated");
+    let source =
+        std::fs::read_to_string(root().join("steps/step3_collective_mma/src/kernel.cu")).unwrap();
+    let job = serde_json::json!({
+        "phase": "compile", "step": 3, "arch": "sm_100a", "params": [],
+        "target": "Sm90aEmulated", "source_name": "kernel.cu", "source": source,
+        "dtypes": ["bf16"], "tests": [], "launch_seconds": 30, "log_bytes": 16384,
+        "disassemble": true,
+    });
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.args(["grade-worker", "--phase", "compile"])
+        .current_dir(&d)
+        .env_clear()
+        .env("WORKBOOK_CUDA", &toolkit_root)
+        .env("WORKBOOK_NO_INSTALL", "1")
+        .env("WORKBOOK_GRADE_NVDISASM", &nvdisasm)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    // Confined as the grader would (nvdisasm runs inside the confinement), where the kernel
+    // has Landlock: the documented version query, as the grader makes it.
+    // SAFETY: no ruleset, size 0, the VERSION flag.
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1 as libc::c_uint,
+        )
+    };
+    if abi <= 0 {
+        c.arg("--unconfined");
+    }
+    let mut child = c.spawn().unwrap();
+    std::io::Write::write_all(
+        &mut child.stdin.take().unwrap(),
+        &serde_json::to_vec(&job).unwrap(),
+    )
+    .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let report: Value =
+        serde_json::from_slice(&std::fs::read(d.join("compile.json")).unwrap()).unwrap();
+    let entries = report.as_array().unwrap();
+    assert_eq!(entries.len(), 2, "{report:#}");
+    assert_eq!(entries[0]["dtype"], "bf16 (native sm_100a)");
+    let native = &entries[0]["sass"]["Ok"];
+    assert!(
+        native["UTCHMMA.2CTA"].as_u64().unwrap_or(0) > 0,
+        "{:#}",
+        entries[0]["sass"]
+    );
+    // The emulated build, which runs the tests, is not the one checked.
+    assert_eq!(entries[1]["dtype"], "bf16");
+    assert!(entries[1]["sass"].is_null(), "{:#}", entries[1]);
+    let _ = std::fs::remove_dir_all(&d);
+}
