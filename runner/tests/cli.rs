@@ -297,7 +297,10 @@ fn missing_nvrtc_that_cannot_be_installed_says_how_to_install() {
     {
         return; // a system toolkit would be found first: nothing to simulate here
     }
-    let empty = tmp("no-cuda");
+    // The cache inside the test's folder: its install lock sits beside it, and goes with it.
+    let scratch = tmp("no-cuda");
+    let empty = scratch.join("cache");
+    std::fs::create_dir_all(&empty).unwrap();
     let o = runner_env(
         &["step", "0"],
         &[
