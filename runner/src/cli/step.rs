@@ -62,7 +62,7 @@ pub struct Args {
     /// with the rules of issue 23 (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
     /// and N with them on, alternating, each build verified once; prints what the rules cost.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "5",
-          value_parser = super::positive_u32)]
+          value_parser = super::positive_u32, conflicts_with = "trace")]
     time_emulation: Option<u32>,
     /// Persistent steps: launch at most N clusters, so each loops over more tiles.
     #[arg(long, value_name = "N", value_parser = super::positive_u32)]

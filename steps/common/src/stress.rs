@@ -135,6 +135,9 @@ impl StressCase {
 /// seed, every stock twin at the default shape and, if persistent, at [`PERSISTENT_SHAPE`] with
 /// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
 /// at the shape most likely to show it (the persistent one where there is one).
+///
+/// Run each case in a process of its own, as `scripts/gpu-check-stress.sh` does: a seeded bug may
+/// hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
 pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
     let mut out = Vec::new();
     let shapes = |persistent: bool| {
