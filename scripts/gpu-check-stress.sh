@@ -10,21 +10,22 @@
 #    at 2048x2048x512 with 2 clusters (many tiles each, short main loops): each must verify;
 # 2. every twin mutation of `runner mutations --json` ("arch": "sm_90a") on each twin it applies
 #    to, at those shapes:
-#    - "caught": "stress": under each seed it must be caught (wrong result, hang or fault); a plain
-#      run beside it (no stress) is kept for the record: where it passes, the bug is stress-only;
+#    - "caught": "stress": it must be caught (wrong result, hang or fault) under at least one seed
+#      on each twin (the table says on how many); a plain run beside it (no stress) is kept for
+#      the record: where it passes and a stress run does not, the bug is stress-only;
 #    - "caught": "static": refused by the twin's static check, naming its rule (caught_by); under
 #      each seed with --no-static-check too, for the record (a delay cannot slow a wgmma or a TMA
 #      copy, so stress is not expected to show a missing wait for one).
 # JOBS runs at a time (default 4; the GPU time-slices the processes, which only adds to the
 # perturbation); every run is under `timeout`.
 # Writes $OUT/stress.json (every case, its expectation and outcome) and prints a summary. Exit 0
-# only if every stock twin verified, every stress-caught mutation was caught on every seed and
-# every static one was refused.
+# only if every stock twin verified under every seed, every stress-caught mutation was caught on
+# each twin under some seed and every static one was refused.
 set -u
 RUNNER=${RUNNER:-target/release/runner}
 OUT=${OUT:-/tmp/wb-gpu-check}
 COMMIT=${WB_COMMIT:-unknown}
-STRESS_SEEDS=${STRESS_SEEDS:-"1 2 3"}
+STRESS_SEEDS=${STRESS_SEEDS:-"3 6 11"}  # common::stress::CHECK_SEEDS: their hot points cover every point
 TWIN_STEPS=${TWIN_STEPS:-"0 1 2 3 4 5 6"}
 JOBS=${JOBS:-4}
 CASES=$(mktemp -d)
@@ -127,9 +128,11 @@ for name, expected, step, shape, clusters, seed, mutation, static, rc, secs in r
         outcome = "refused"
     else:
         outcome = "error"
+    # A stress-caught bug must be caught under some seed on each twin: judged per twin below.
     met = {"pass": outcome == "pass", "caught": outcome in ("wrong", "hang", "fault"),
            "refused": outcome == "refused", "record": outcome != "error"}[expected]
-    ok_all &= met
+    if expected != "caught":
+        ok_all &= met
     lines = err.strip().splitlines()
     cases.append({"name": name, "step": int(step), "shape": shape,
                   "clusters": None if clusters == "-" else int(clusters),
@@ -143,7 +146,8 @@ json.dump({"kind": "twin-stress", "gpu": gpu, "driver": driver, "date": datetime
            "cases": cases}, open(os.path.join(out, "stress.json"), "w"), indent=1)
 print(f"\n{'stress case':<62} {'expected':<8} {'outcome':<8} {'secs':>6}")
 for c in cases:
-    flag = "" if c["met_expectation"] else "  <-- UNEXPECTED"
+    flag = ("" if c["met_expectation"] else
+            "  (not caught under this seed)" if c["expected"] == "caught" else "  <-- UNEXPECTED")
     print(f"{c['name']:<62} {c['expected']:<8} {c['outcome']:<8} {c['seconds']:>6}{flag}")
 # Per mutation: on how many stress seeds it was caught, and whether a plain run caught it too.
 print(f"\n{'twin mutation':<32} {'step':>4} {'shape':<18} {'stress seeds caught':<20} plain")
@@ -161,6 +165,14 @@ for c in cases:
         s["caught"] += bad
 for (m, step, shape), s in seen.items():
     print(f"{m:<32} {step:>4} {shape:<18} {str(s['caught']) + ' of ' + str(s['seeds']):<20} {s['plain']}")
+per_twin = {}
+for c in cases:
+    if c["expected"] == "caught":
+        per_twin.setdefault((c["mutation"], c["step"]), []).append(c["met_expectation"])
+missed = [k for k, v in per_twin.items() if not any(v)]
+for m, step in missed:
+    print(f"{m} on twin {step}: caught under no stress seed  <-- UNEXPECTED")
+ok_all &= not missed
 stock = [c for c in cases if c["expected"] == "pass"]
 print(f"\nstock twins under stress: {sum(c['outcome'] == 'pass' for c in stock)} of {len(stock)} verified")
 print("ALL STRESS CHECKS MET" if ok_all else "SOME STRESS CHECKS FAILED")

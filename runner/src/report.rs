@@ -157,9 +157,10 @@ pub fn print_run(spec: &KernelSpec, r: &RunReport) {
         println!("{:<W$}tcgen05 emulated on sm_90: this proves the kernel's logic; emulated timings mean nothing and are not shown", "mode");
     } else if let Some(seed) = r.stress_seed {
         println!(
-            "{:<W$}native {}, stress build (seed {seed}): seeded delays at the wrappers' named points; verified, not timed",
+            "{:<W$}native {}, stress build (seed {seed}; hot points {}): seeded delays at the wrappers' named points; verified, not timed",
             "mode",
-            r.target.describe()
+            r.target.describe(),
+            common::stress::hot_point_names(seed).join(", ")
         );
     } else {
         println!("{:<W$}native {}", "mode", r.target.describe());

@@ -57,8 +57,13 @@ __device__ void waiting(u64* bar, u32 parity, Watch& watch);
 // points, so that an ordering bug hidden by the usual timing (one thread happens to be done before
 // another looks) meets other interleavings and shows as a wrong result. A point's delay is a
 // hash of the seed, the CTA, the warp, the point and the warp's own call count, so each seed
-// explores its own schedule; each seed also draws, per point, how often it sleeps there (one
-// call in 2, 4, 8 or 16) and for how long at most (about 8, 16, 33 or 65 us). The sleep is
+// explores its own schedule. Each seed also makes some points hot (each with probability 1/4, at
+// least one): a hot point sleeps in one call of four, up to about 65 us; the others only jitter
+// (one call in 64, under 1.1 us). Uniform delays everywhere would mostly slow whichever role
+// passes the most points (the consumers, once per k-block); a few hot points make one role slow
+// against the others, which is what a missing wait for that role needs in order to show. The
+// GPU check's seeds (common::stress::CHECK_SEEDS) are chosen so that their hot points cover
+// every point. The sleep is
 // nanosleep.u32 t (PTX ISA "Miscellaneous Instructions: nanosleep", sm_70 on): a sleep of about
 // t nanoseconds, guaranteed within [0, 2t], at most 1 ms. The points (common::stress::POINTS):
 //   AFTER_WGMMA_COMMIT  hp::wgmma_commit_group        AFTER_WGMMA_WAIT  hp::wgmma_wait_group
@@ -98,14 +103,23 @@ __host__ __device__ constexpr u64 mix(u64 x) {
 }
 constexpr u64 SEED = mix(static_cast<u64>(WB_STRESS_SEED) + 0x9E3779B97F4A7C15ull);
 
-// This seed's choices for a point: four bits of SEED each (POINTS * 4 <= 64).
-static_assert(POINTS * 4 <= 64, "four bits of the seed's hash per point");
-__host__ __device__ constexpr u32 sleep_one_in_log2(Point p) { return 1 + ((SEED >> (4 * p)) & 3); }
-__host__ __device__ constexpr u32 max_scale_log2(Point p) { return 3 + ((SEED >> (4 * p + 2)) & 3); }
+// The seed's hot points: point p is hot when bits 2p and 2p + 1 of SEED are both 0; if none is,
+// point (SEED >> 32) % POINTS. Mirrored by common::stress::hot_points, which passes its result
+// as WB_STRESS_HOT for the assertion below.
+__host__ __device__ constexpr u32 hot_points() {
+  u32 hot = 0;
+  for (u32 p = 0; p < POINTS; ++p)
+    if (((SEED >> (2 * p)) & 3) == 0) hot |= 1u << p;
+  return hot != 0 ? hot : 1u << ((SEED >> 32) % POINTS);
+}
+constexpr u32 HOT = hot_points();
+#if defined(WB_STRESS_HOT)
+static_assert(HOT == WB_STRESS_HOT, "common::stress::hot_points must mirror wb::stress::hot_points");
+#endif
 
 // Called by the lanes of a warp that reach `point` together (one lane or all): one lane counts
-// the call, and all of them sleep the same time, so the warp stays converged. A sleeping call
-// sleeps 0 to 1023 ns scaled by 2^0 .. 2^max_scale_log2 (most sleeps short, a few long).
+// the call, and all of them sleep the same time, so the warp stays converged. A sleeping call at
+// a hot point sleeps 0 to 1023 ns scaled by 1 to 64 (most sleeps short, a few long).
 __device__ __forceinline__ void delay(Point point) {
   const u32 active = __activemask();
   const u32 leader = __ffs(active) - 1;
@@ -115,8 +129,9 @@ __device__ __forceinline__ void delay(Point point) {
   if (threadIdx.x % 32 == leader) call = atomicAdd(&wb_stress_calls[(cta * 32 + warp) % SLOTS], 1u);
   call = __shfl_sync(active, call, leader);
   const u64 r = mix(SEED ^ mix((static_cast<u64>(cta) << 32) | (warp << 8) | point) ^ call);
-  if ((r & ((1u << sleep_one_in_log2(point)) - 1)) != 0) return;
-  const u32 ns = static_cast<u32>((r >> 8) & 1023) << ((r >> 20) % (max_scale_log2(point) + 1));
+  const bool hot = ((HOT >> point) & 1) != 0;
+  if ((r & (hot ? 3 : 63)) != 0) return;
+  const u32 ns = static_cast<u32>((r >> 8) & 1023) << (hot ? (r >> 20) % 7 : 0);
   asm volatile("nanosleep.u32 %0;" ::"r"(ns) : "memory");
 }
 }  // namespace stress

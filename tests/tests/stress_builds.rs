@@ -181,3 +181,24 @@ fn every_twin_mutation_applies_somewhere_and_names_are_unique() {
         .iter()
         .any(|t| t.caught == TwinCatch::Stress && t.mutation.applies_to(5)));
 }
+
+#[test]
+fn the_host_and_the_device_agree_on_a_seed_s_hot_points() {
+    // Every stress build passes the host's hot points (common::stress::hot_points) for the
+    // device to assert against its own: a wrong mirror does not compile.
+    let step = ladder::get(0).expect("step 0");
+    let spec = KernelSpec::new(step, Arch::Hopper);
+    let mut defines = spec.defines(Dtype::F16);
+    defines.extend(common::stress::defines(11));
+    assert!(compile(&spec.source(), Target::Sm90a, &defines).is_ok());
+    let wrong = common::stress::hot_points(11) ^ 1;
+    if let Some(d) = defines
+        .iter_mut()
+        .find(|(k, _)| k == common::stress::HOT_DEFINE)
+    {
+        d.1 = format!("{wrong}u");
+    }
+    let err = compile(&spec.source(), Target::Sm90a, &defines)
+        .expect_err("a hot-point mask that disagrees must not compile");
+    assert!(format!("{err:#}").contains("hot_points"), "{err:#}");
+}

@@ -46,8 +46,11 @@ pub const POINTS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The seeds the GPU check runs every stress case with.
-pub const CHECK_SEEDS: &[u64] = &[1, 2, 3];
+/// The seeds the GPU check runs every stress case with, chosen for their hot points
+/// ([`hot_points`]): together they make every point hot, and seed 11 makes only the TMA load and
+/// store points hot, so the store warp is slow against consumers that are not (a test holds both).
+/// Seed 3 makes the thread barriers hot, seed 6 every point but those.
+pub const CHECK_SEEDS: &[u64] = &[3, 6, 11];
 
 /// The shape a persistent twin's stress case runs with beside the default: small K, so a
 /// consumer's main loop is short against the store warp's stores, and a grid capped to
@@ -59,12 +62,50 @@ pub const PERSISTENT_SHAPE: Shape = Shape {
 };
 pub const PERSISTENT_CLUSTERS: u32 = 2;
 
+/// The compiler definition that checks [`hot_points`] against the device's own computation.
+pub const HOT_DEFINE: &str = "WB_STRESS_HOT";
+
+/// splitmix64's finaliser, as `wb::stress::mix`.
+fn mix(mut x: u64) -> u64 {
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// The hot points of a stress build with `seed` (bit p: [`POINTS`]`[p]`), as the device computes
+/// them (`wb::stress::hot_points`; a stress build asserts that the two agree): point p is hot when
+/// two bits of the seed's hash are both 0, so each with probability 1/4, and at least one is.
+pub fn hot_points(seed: u64) -> u32 {
+    let h = mix(seed.wrapping_add(0x9E37_79B9_7F4A_7C15));
+    let n = POINTS.len() as u32;
+    let hot = (0..n)
+        .filter(|p| (h >> (2 * p)) & 3 == 0)
+        .fold(0, |m, p| m | (1 << p));
+    if hot != 0 {
+        hot
+    } else {
+        1 << ((h >> 32) % u64::from(n))
+    }
+}
+
+/// The names of `seed`'s hot points, for reports.
+pub fn hot_point_names(seed: u64) -> Vec<&'static str> {
+    let hot = hot_points(seed);
+    POINTS
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (hot >> i) & 1 == 1)
+        .map(|(_, (name, _))| *name)
+        .collect()
+}
+
 /// The compiler definitions of a stress build with `seed`.
 pub fn defines(seed: u64) -> Vec<(String, String)> {
     vec![
         (DEFINE.to_string(), "1".to_string()),
         // An unsigned 64-bit literal: any seed the command line takes compiles.
         (SEED_DEFINE.to_string(), format!("{seed}ull")),
+        (HOT_DEFINE.to_string(), format!("{}u", hot_points(seed))),
     ]
 }
 
@@ -87,8 +128,9 @@ pub struct StressCase {
     pub seed: u64,
     /// A twin mutation (`--mutate`), run with the static checks off; None: the stock twin.
     pub mutation: Option<&'static str>,
-    /// What must happen: a stock twin and a harmless edit verify; a bug is caught (a failed
-    /// verification, or a hang the runner's timeout reports).
+    /// What must happen: a stock twin and a harmless edit verify under every seed; a bug is
+    /// caught (a failed verification, or a hang the runner's timeout reports) on at least one of
+    /// the seeds at each step, ideally on all.
     pub expect: Expect,
 }
 
@@ -189,6 +231,40 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
 mod tests {
     use super::*;
 
+    fn point(name: &str) -> u32 {
+        let i = POINTS.iter().position(|(n, _)| *n == name);
+        1 << i.expect("a point of POINTS")
+    }
+
+    #[test]
+    fn the_check_seeds_make_every_point_hot_and_one_a_slow_store_warp() {
+        let all = CHECK_SEEDS.iter().fold(0, |m, &s| m | hot_points(s));
+        assert_eq!(
+            all,
+            (1 << POINTS.len()) - 1,
+            "every point hot under some seed"
+        );
+        // The consumers pass these every k-block: a seed that leaves them cold and makes the TMA
+        // store hot slows the store warp against them (twin-out-empty-same-tile-only).
+        let consumer = [
+            "AFTER_WGMMA_COMMIT",
+            "AFTER_WGMMA_WAIT",
+            "AFTER_WAIT",
+            "BEFORE_ARRIVE",
+        ]
+        .iter()
+        .fold(0, |m, n| m | point(n));
+        assert!(CHECK_SEEDS.iter().any(|&s| {
+            hot_points(s) & point("BEFORE_TMA_STORE") != 0 && hot_points(s) & consumer == 0
+        }));
+        assert_eq!(
+            hot_point_names(11),
+            vec!["BEFORE_TMA_STORE", "BEFORE_TMA_LOAD"]
+        );
+        // Never no hot point.
+        assert!((0..1000).all(|s| hot_points(s) != 0));
+    }
+
     #[test]
     fn the_pass_covers_every_stock_twin_and_stress_mutation_on_every_seed() {
         let steps = [(2, false), (5, true)];
@@ -228,12 +304,12 @@ mod tests {
 
     #[test]
     fn defines_seed_the_build_and_only_twins_take_them() {
+        let d = defines(7);
+        assert_eq!(d[0], ("WB_STRESS".to_string(), "1".to_string()));
+        assert_eq!(d[1], ("WB_STRESS_SEED".to_string(), "7ull".to_string()));
         assert_eq!(
-            defines(7),
-            vec![
-                ("WB_STRESS".to_string(), "1".to_string()),
-                ("WB_STRESS_SEED".to_string(), "7ull".to_string())
-            ]
+            d[2],
+            ("WB_STRESS_HOT".to_string(), format!("{}u", hot_points(7)))
         );
         assert!(check_arch(Arch::Hopper).is_ok());
         assert!(check_arch(Arch::Blackwell)
