@@ -216,7 +216,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       for (int j = 0; j < 32; j += 8) {
         alignas(16) T out[8];
         for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));
-        const u32 chunk = ((col + j) / 8) ^ (lane % 8);
+        const u32 chunk = wb::sw128_chunk(lane, (col + j) / 8);
         *reinterpret_cast<uint4*>(reinterpret_cast<char*>(stage) + lane * 128 + chunk * 16) =
             *reinterpret_cast<const uint4*>(out);
       }
