@@ -57,6 +57,15 @@ struct alignas(64) TmaDesc {
   u64 opaque[16];
 };
 
+// The launch the host plans for a kernel reaches it as WB_LAUNCH_<FACT> (common::step::
+// KernelShape::launch_defines: THREADS, CLUSTER, PERSISTENT, SMEM_BYTES, the cluster's TILE_M and
+// TILE_N of C, and the rows and columns of the TMA boxes). Each kernel ties every one of them to
+// the constants it was written for, so a host and a kernel that disagree fail to compile, on any
+// machine, instead of misbehaving on a GPU. The message names the definition.
+#define WB_EXPECT_LAUNCH(fact, value)                 \
+  static_assert(WB_LAUNCH_##fact == (value), "WB_LAUNCH_" #fact \
+                ": the host plans another launch than this kernel was written for")
+
 namespace wb {
 
 // ---------------------------------------------------------------------------------------------

@@ -56,6 +56,13 @@ macro_rules! per_step {
             fn hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
                 super::hopper_twin_compiles_for_sm90a(step());
             }
+            #[test]
+            fn both_kernels_refuse_a_launch_they_were_not_written_for() {
+                for arch in common::step::Arch::ALL {
+                    let spec = common::step::KernelSpec::new(step(), arch);
+                    super::a_launch_mismatch_fails_to_compile(&spec, &spec.source());
+                }
+            }
         }
     )*};
 }
@@ -164,6 +171,51 @@ fn every_seeded_bug_still_applies(step: &'static dyn Step) {
             "step {}: {} commented out {edited} lines",
             step.info().number,
             m.name
+        );
+    }
+}
+
+/// Every `WB_LAUNCH_<FACT>` the host passes is tied to the kernel by a `static_assert`: changing
+/// any one of them (as a host whose plan drifted from its kernel would) makes the kernel fail to
+/// compile with the definition's name in the log. The unchanged definitions compile (the other
+/// tests of this file).
+fn a_launch_mismatch_fails_to_compile(spec: &KernelSpec, src: &KernelSource) {
+    let target = Target::native(spec.arch);
+    let launch = spec.shape().launch_defines();
+    assert_eq!(launch.len(), 10, "the facts the kernels check");
+    for (name, value) in &launch {
+        let v: u32 = value.parse().expect("a number");
+        let wrong = match name.as_str() {
+            "WB_LAUNCH_PERSISTENT" => 1 - v,
+            // Enough for SharedStorage, but not for aligning it by hand.
+            "WB_LAUNCH_SMEM_BYTES" => v - 1024,
+            _ => v + 1,
+        };
+        let defines: Vec<(String, String)> = spec
+            .defines(Dtype::F16)
+            .into_iter()
+            .map(|(k, val)| {
+                if &k == name {
+                    (k, wrong.to_string())
+                } else {
+                    (k, val)
+                }
+            })
+            .collect();
+        let err = compile(src, target, &defines).err().unwrap_or_else(|| {
+            panic!(
+                "{} compiles with {name}={wrong} (the plan says {v})",
+                src.path
+            )
+        });
+        let log = &err
+            .downcast_ref::<CompileError>()
+            .unwrap_or_else(|| panic!("{}: not a compile error: {err:#}", src.path))
+            .log;
+        assert!(
+            log.contains(&format!("\"{name}: ")),
+            "{} with {name}={wrong}: the error does not name it:\n{log}",
+            src.path
         );
     }
 }

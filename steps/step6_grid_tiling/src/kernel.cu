@@ -65,6 +65,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (step6_grid_tiling's KernelShape), checked at compile time --
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
+WB_EXPECT_LAUNCH(PERSISTENT, 1);
+WB_EXPECT_LAUNCH(TILE_M, CLUSTER * TILE_M);  // the tile of C one cluster computes
+WB_EXPECT_LAUNCH(TILE_N, MMA_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, TILE_N);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, 32);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 // Which tile of the (tiles_m x tiles_n) grid of cluster tiles the persistent loop visits
 // `tile`-th: a planar snake. The grid is cut into bands GRID_TILE_WIDTH tiles wide along the
 // minor dimension; the loop finishes one band before the next, walking it along the major
