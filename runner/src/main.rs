@@ -8,7 +8,6 @@ mod cli;
 mod comparables;
 mod diagnose;
 mod diff;
-mod edits;
 mod exercise;
 mod figures;
 mod glossary;

@@ -50,7 +50,13 @@ int main() {{
     let mut lines = 0;
     for line in text.lines() {
         let v: Vec<u32> = line.split(' ').map(|x| x.parse().unwrap()).collect();
-        assert_eq!(sw128_chunk(v[0], v[1]), v[2], "row {}, chunk {}", v[0], v[1]);
+        assert_eq!(
+            sw128_chunk(v[0], v[1]),
+            v[2],
+            "row {}, chunk {}",
+            v[0],
+            v[1]
+        );
         lines += 1;
     }
     assert_eq!(lines, 256 * 8);

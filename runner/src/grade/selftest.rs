@@ -45,7 +45,7 @@ pub struct Cheat {
     pub name: String,
     pub does: String,
     pub caught_as: String,
-    edit: Vec<crate::edits::Edit>,
+    edit: Vec<common::edits::Edit>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,7 +71,7 @@ impl Suite {
 
     /// The cheat as a complete kernel: the stock step-0 twin with the cheat's edits.
     pub fn kernel(&self, cheat: &Cheat, base: &str) -> Result<String> {
-        crate::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)
+        common::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)
     }
 }
 

@@ -5,7 +5,7 @@
 //! writes its rows of C into a shared `out` tile and returns to its wgmma, and a dedicated store
 //! warp issues the TMA stores. (Ping-pong, where the two consumers take turns on different tiles,
 //! halves the tile each consumer multiplies and loses on Hopper: it is a bench contender and an
-//! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.cu`.)
+//! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.toml`.)
 
 use common::step::{
     Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
