@@ -55,7 +55,7 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
-// ---- the launch the host plans (step2_tiled_epilogue's KernelShape), checked at compile time --
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
 WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
 WB_EXPECT_LAUNCH(CLUSTER, 1);
 WB_EXPECT_LAUNCH(PERSISTENT, 0);

@@ -61,7 +61,7 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
-// ---- the launch the host plans (step5_epilogue_warpgroup's KernelShape), checked at compile time --
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
 WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
 WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
 WB_EXPECT_LAUNCH(PERSISTENT, 1);
