@@ -100,8 +100,8 @@ impl Contender {
 /// `toml_text`): the stock kernel as it is now (the checkout's file, so a fix to it counts
 /// without a rebuild) with the edits applied. Compiler messages name both files.
 pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
-    let file: EditFile = toml::from_str(toml_text).with_context(|| format!("{path}"))?;
-    let arch = file.arch().with_context(|| format!("{path}"))?;
+    let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
+    let arch = file.arch().with_context(|| path.to_string())?;
     let base = crate::steps::get(file.step)?.info().kernel_source(arch);
     let text = edits::apply(path, &base.text, &file.edit, &file.snippets)?;
     Ok(KernelSource {

@@ -250,9 +250,15 @@ mod tests {
         let none = BTreeMap::new();
         let mut e = edit("replace", "{", "[]", None);
         e.through = Some("}".into());
-        assert_eq!(apply("k", base, &[e.clone()], &none).unwrap(), "a\n[]\nz\n");
+        assert_eq!(
+            apply("k", base, std::slice::from_ref(&e), &none).unwrap(),
+            "a\n[]\nz\n"
+        );
         e.text = Some(String::new());
-        assert_eq!(apply("k", base, &[e.clone()], &none).unwrap(), "a\nz\n");
+        assert_eq!(
+            apply("k", base, std::slice::from_ref(&e), &none).unwrap(),
+            "a\nz\n"
+        );
         e.through = Some("w".into());
         let err = apply("k", base, &[e], &none).unwrap_err().to_string();
         assert!(err.contains("no line after the anchor"), "{err}");
@@ -271,7 +277,7 @@ mod tests {
             ..Edit::default()
         };
         assert_eq!(
-            apply("k", base, &[sub.clone()], &none).unwrap(),
+            apply("k", base, std::slice::from_ref(&sub), &none).unwrap(),
             "f(a, 2);\nf(b, 2);\ng(a, 1);\n"
         );
         let out = Edit {
