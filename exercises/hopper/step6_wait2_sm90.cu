@@ -86,6 +86,19 @@ struct SharedStorage {
   alignas(8) u64 out_full[CONSUMERS];   // consumer c -> store warp: `out` holds c's rows
   alignas(8) u64 out_empty[CONSUMERS];  // store warp -> the other consumer: c's rows were read
 };
+
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
+WB_EXPECT_LAUNCH(PERSISTENT, 1);
+WB_EXPECT_LAUNCH(TILE_M, CLUSTER * TILE_M);  // the tile of C one cluster computes
+WB_EXPECT_LAUNCH(TILE_N, TILE_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, B_SHARE_ROWS);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, MMA_M);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
 // ANCHOR_END: storage
 
 // Which tile of the (tiles_m x tiles_n) grid of cluster tiles the persistent loop visits

@@ -6,9 +6,9 @@
 //!
 //! The solutions that edit a kernel live in `exercises/solutions.toml`.
 
-use crate::edits;
 use crate::grade::sandbox::{self, ChildSpec};
 use anyhow::{anyhow, bail, Context, Result};
+use common::edits;
 use common::model::tiling::{tile_coords, MinorDim};
 use common::step::{Arch, KernelSpec};
 use common::verdict::Verdict;

@@ -6,7 +6,6 @@ mod book;
 mod check;
 mod cli;
 mod diff;
-mod edits;
 mod exercise;
 mod grade;
 mod report;

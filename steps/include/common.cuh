@@ -146,6 +146,15 @@ struct alignas(64) TmaDesc {
   u64 opaque[16];
 };
 
+// The launch the host plans for a kernel reaches it as WB_LAUNCH_<FACT> (common::step::
+// KernelShape::launch_defines: THREADS, CLUSTER, PERSISTENT, SMEM_BYTES, the cluster's TILE_M and
+// TILE_N of C, and the rows and columns of the TMA boxes). Each kernel ties every one of them to
+// the constants it was written for, so a host and a kernel that disagree fail to compile, on any
+// machine, instead of misbehaving on a GPU. The message names the definition.
+#define WB_EXPECT_LAUNCH(fact, value)                 \
+  static_assert(WB_LAUNCH_##fact == (value), "WB_LAUNCH_" #fact \
+                ": the host plans another launch than this kernel was written for")
+
 namespace wb {
 
 // ---------------------------------------------------------------------------------------------
@@ -167,6 +176,20 @@ __device__ __forceinline__ Storage& shared_storage(unsigned char* smem_raw) {
   const u32 pad = (1024u - (smem_u32(smem_raw) & 1023u)) & 1023u;
   return *reinterpret_cast<Storage*>(smem_raw + pad);
 }
+
+// The 128-byte swizzle (PTX ISA "Tensors: Tensor Swizzling Modes", CU_TENSOR_MAP_SWIZZLE_128B;
+// the same K-major layout the shared-memory matrix descriptors call the 128B-swizzling canonical
+// layout, "Shared Memory Matrix Layout" under tcgen05 and wgmma): in a 1024-byte aligned tile of
+// 128-byte rows, the 16-byte chunk `chunk` (0..7) of row `row` is stored at chunk
+// `chunk ^ (row % 8)` of that row. Eight consecutive rows writing the same logical chunk then hit
+// eight different groups of four banks. The kernels' epilogues stage C this way for the TMA store;
+// TMA itself writes A and B so. Host twin: common::model::descriptors::sw128_chunk (tests/tests/
+// swizzle_twin.rs compiles this very function on the host and compares the two).
+// ANCHOR: sw128_chunk
+__host__ __device__ __forceinline__ constexpr u32 sw128_chunk(u32 row, u32 chunk) {
+  return chunk ^ (row % 8);
+}
+// ANCHOR_END: sw128_chunk
 
 __device__ __forceinline__ u32 warp_id() { return threadIdx.x / 32; }
 

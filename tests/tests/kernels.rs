@@ -66,6 +66,13 @@ macro_rules! per_step {
             fn hopper_twin_compiles_for_sm90a_with_its_instructions_and_no_spills() {
                 super::hopper_twin_compiles_for_sm90a(step());
             }
+            #[test]
+            fn both_kernels_refuse_a_launch_they_were_not_written_for() {
+                for arch in common::step::Arch::ALL {
+                    let spec = common::step::KernelSpec::new(step(), arch);
+                    super::a_launch_mismatch_fails_to_compile(&spec, &spec.source());
+                }
+            }
         }
     )*};
 }
@@ -178,6 +185,51 @@ fn every_seeded_bug_still_applies(step: &'static dyn Step) {
     }
 }
 
+/// Every `WB_LAUNCH_<FACT>` the host passes is tied to the kernel by a `static_assert`: changing
+/// any one of them (as a host whose plan drifted from its kernel would) makes the kernel fail to
+/// compile with the definition's name in the log. The unchanged definitions compile (the other
+/// tests of this file).
+fn a_launch_mismatch_fails_to_compile(spec: &KernelSpec, src: &KernelSource) {
+    let target = Target::native(spec.arch);
+    let launch = spec.shape().launch_defines();
+    assert_eq!(launch.len(), 10, "the facts the kernels check");
+    for (name, value) in &launch {
+        let v: u32 = value.parse().expect("a number");
+        let wrong = match name.as_str() {
+            "WB_LAUNCH_PERSISTENT" => 1 - v,
+            // Enough for SharedStorage, but not for aligning it by hand.
+            "WB_LAUNCH_SMEM_BYTES" => v - 1024,
+            _ => v + 1,
+        };
+        let defines: Vec<(String, String)> = spec
+            .defines(Dtype::F16)
+            .into_iter()
+            .map(|(k, val)| {
+                if &k == name {
+                    (k, wrong.to_string())
+                } else {
+                    (k, val)
+                }
+            })
+            .collect();
+        let err = compile(src, target, &defines).err().unwrap_or_else(|| {
+            panic!(
+                "{} compiles with {name}={wrong} (the plan says {v})",
+                src.path
+            )
+        });
+        let log = &err
+            .downcast_ref::<CompileError>()
+            .unwrap_or_else(|| panic!("{}: not a compile error: {err:#}", src.path))
+            .log;
+        assert!(
+            log.contains(&format!("\"{name}: ")),
+            "{} with {name}={wrong}: the error does not name it:\n{log}",
+            src.path
+        );
+    }
+}
+
 #[test]
 fn a_compile_error_names_file_line_and_shows_the_source() {
     let src = KernelSource {
@@ -282,50 +334,6 @@ fn the_host_sizes_the_emulation_state_as_the_header_defines_it() {
     )];
     compile(&src, Target::Sm90aEmulated, &defines)
         .unwrap_or_else(|e| panic!("CTA_STATE_BYTES disagrees with tcgen05_emu.cuh: {e:#}"));
-}
-
-#[test]
-fn the_hopper_exercise_kernels_compile() {
-    // Kernels the chapters ask readers to run with `runner step N --arch sm_90a --kernel ...`
-    // (and the bench times as contenders), with the parameters they name.
-    let cases: [(u32, &str, &[&str]); 3] = [
-        (4, "exercises/hopper/step4_snake_sm90.cu", &[]),
-        (5, "exercises/hopper/step5_pingpong_sm90.cu", &["tile_m=64"]),
-        (6, "exercises/hopper/step6_l2hints_sm90.cu", &[]),
-    ];
-    for (n, path, params) in cases {
-        let step = ladder::get(n).expect("step");
-        let mut spec = KernelSpec::new(step, Arch::Hopper);
-        let overrides: Vec<String> = params.iter().map(|p| p.to_string()).collect();
-        spec.params.apply(&overrides).expect("known parameters");
-        let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
-            .expect("the exercise kernel is in the repository");
-        let src = KernelSource {
-            path: path.into(),
-            text,
-        };
-        for dtype in [Dtype::F16, Dtype::Bf16] {
-            let c = compile(&src, Target::Sm90a, &spec.defines(dtype))
-                .unwrap_or_else(|e| panic!("{path} ({dtype}): {e:#}"));
-            assert_eq!(
-                c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-                0,
-                "{path} ({dtype}) spills"
-            );
-            assert!(
-                !c.log
-                    .contains("wgmma.mma_async instructions are serialized"),
-                "{path} ({dtype}): {}",
-                c.log
-            );
-            let sass = disassemble(&c.cubin).expect("nvdisasm");
-            assert!(
-                sass.count("HGMMA") > 0 && sass.count("UTMASTG") > 0,
-                "{path}"
-            );
-            assert_stores_are_typed(&sass, spec.shape().output, &format!("{path} ({dtype})"));
-        }
-    }
 }
 
 #[test]

@@ -1,10 +1,13 @@
 //! Named bench contenders: kernels that are not steps of the ladder but are worth timing beside
 //! it (`runner bench --contenders 5-pingpong`), each a variant of one step's kernel that runs
-//! under that step's host plan with some parameters overridden. Their sources are embedded, so
-//! the runner binary times them without the repository at hand.
+//! under that step's host plan with some parameters overridden. A contender is either a whole
+//! kernel (`.cu`) or, better, edits of the stock kernel it varies (`.toml`, a
+//! [`common::edits::EditFile`]), so that it follows that kernel's fixes. Their sources are
+//! embedded, so the runner binary times them without the repository at hand.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use common::compile::KernelSource;
+use common::edits::{self, EditFile};
 use common::step::{Arch, KernelSpec};
 
 #[derive(Debug, Clone, Copy)]
@@ -14,7 +17,8 @@ pub struct Contender {
     /// The step whose host plan it runs under.
     pub step: u32,
     pub arch: Arch,
-    /// The file in the repository, named in compiler messages.
+    /// The file in the repository, named in compiler messages: a kernel (`.cu`) or edits of a
+    /// stock kernel (`.toml`).
     pub path: &'static str,
     pub text: &'static str,
     /// Overrides of the step's parameters, as `--param` takes them.
@@ -24,11 +28,21 @@ pub struct Contender {
 
 pub const CONTENDERS: &[Contender] = &[
     Contender {
+        name: "4-snake",
+        step: 4,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step4_snake_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step4_snake_sm90.toml"),
+        params: &[],
+        description:
+            "step 4's twin visiting its tiles in step 6's snake order (bands 8 tiles wide across M)",
+    },
+    Contender {
         name: "5-pingpong",
         step: 5,
         arch: Arch::Hopper,
-        path: "exercises/hopper/step5_pingpong_sm90.cu",
-        text: include_str!("../../../exercises/hopper/step5_pingpong_sm90.cu"),
+        path: "exercises/hopper/step5_pingpong_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step5_pingpong_sm90.toml"),
         params: &["tile_m=64"],
         description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
     },
@@ -36,8 +50,8 @@ pub const CONTENDERS: &[Contender] = &[
         name: "6-l2hints",
         step: 6,
         arch: Arch::Hopper,
-        path: "exercises/hopper/step6_l2hints_sm90.cu",
-        text: include_str!("../../../exercises/hopper/step6_l2hints_sm90.cu"),
+        path: "exercises/hopper/step6_l2hints_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step6_l2hints_sm90.toml"),
         params: &[],
         description:
             "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
@@ -105,17 +119,38 @@ impl Contender {
         Ok(spec)
     }
 
-    pub fn source(&self) -> KernelSource {
-        KernelSource {
-            path: self.path.to_string(),
-            text: self.text.to_string(),
+    /// The kernel: the file itself, or its edits applied to the stock kernel they name.
+    pub fn source(&self) -> Result<KernelSource> {
+        if self.path.ends_with(".toml") {
+            edited_kernel(self.path, self.text)
+        } else {
+            Ok(KernelSource {
+                path: self.path.to_string(),
+                text: self.text.to_string(),
+            })
         }
     }
+}
+
+/// A kernel written as edits of a stock one (`path`, a `.toml` [`EditFile`] with text
+/// `toml_text`): the stock kernel as it is now (the checkout's file, so a fix to it counts
+/// without a rebuild) with the edits applied. Compiler messages name both files.
+pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
+    let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
+    let arch = file.arch().with_context(|| path.to_string())?;
+    let base = crate::steps::get(file.step)?.info().kernel_source(arch);
+    let text = edits::apply(path, &base.text, &file.edit, &file.snippets)?;
+    Ok(KernelSource {
+        path: format!("{}+{path}", base.path),
+        text,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use common::compile::{compile, CompileError, Target};
+    use common::Dtype;
 
     #[test]
     fn contenders_are_found_by_name_and_plan_under_their_step() {
@@ -123,7 +158,7 @@ mod tests {
         let spec = c.spec().expect("its parameters are the step's");
         assert_eq!(spec.params.get("tile_m"), 64);
         assert_eq!(spec.shape().cluster_tile, (128, 256));
-        assert!(c.source().text.contains("math_turn"));
+        assert!(c.source().expect("applies").text.contains("math_turn"));
         let err = find("nope").unwrap_err().to_string();
         for name in CONTENDERS.iter().map(|c| c.name) {
             assert!(err.contains(name), "{name} missing from {err}");
@@ -141,11 +176,81 @@ mod tests {
             assert_eq!(spec.params, stock.params, "{name}: step 6's own parameters");
         }
         for c in CONTENDERS {
-            assert!(
-                c.source().text.contains("#include \"hopper.cuh\""),
-                "{}",
-                c.name
-            );
+            let src = c.source().unwrap_or_else(|e| panic!("{}: {e:#}", c.name));
+            assert!(src.text.contains("#include \"hopper.cuh\""), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn edit_files_name_their_stock_kernel() {
+        let e = edited_kernel(
+            "x.toml",
+            "step = 4\narch = \"sm_90a\"\n[[edit]]\nbefore = \"a\"\ntext = \"b\"\n",
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("arch must be"), "{e:#}");
+        let e = edited_kernel(
+            "x.toml",
+            "step = 4\narch = \"hopper\"\n[[edit]]\nreplace = \"no such line\"\ntext = \"b\"\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("matches 0 lines"), "{e:#}");
+        let k = edited_kernel("x.toml", "step = 6\narch = \"blackwell\"\nedit = []\n")
+            .expect("no edits");
+        assert_eq!(k.path, "steps/step6_grid_tiling/src/kernel.cu+x.toml");
+    }
+
+    /// Each contender compiles for its GPU under its step's plan, with both element types, without
+    /// spills, serialized wgmma or generic stores (what tests/tests/kernels.rs checks of the
+    /// steps); and, like the steps' kernels, refuses at compile time a launch it was not written
+    /// for (here: another block size).
+    #[test]
+    fn every_contender_compiles_under_its_plan() {
+        for c in CONTENDERS {
+            let spec = c.spec().expect("plans");
+            let src = c.source().expect("applies");
+            let target = Target::native(c.arch);
+            for dtype in [Dtype::F16, Dtype::Bf16] {
+                let k = compile(&src, target, &spec.defines(dtype))
+                    .unwrap_or_else(|e| panic!("{} ({dtype}): {e:#}", c.name));
+                assert_eq!(
+                    k.resources.spill_store_bytes + k.resources.spill_load_bytes,
+                    0,
+                    "{} ({dtype}) spills",
+                    c.name
+                );
+                assert!(
+                    !k.log
+                        .contains("wgmma.mma_async instructions are serialized"),
+                    "{} ({dtype}): {}",
+                    c.name,
+                    k.log
+                );
+                let sass = common::sass::disassemble(&k.cubin).expect("nvdisasm");
+                assert!(
+                    sass.count("HGMMA") > 0 && sass.count("UTMASTG") > 0,
+                    "{} ({dtype}): {:?}",
+                    c.name,
+                    sass.histogram
+                );
+                // Staging stores keep their shared state space (STS, never a generic ST).
+                assert_eq!(sass.count("ST"), 0, "{} ({dtype})", c.name);
+            }
+            let wrong: Vec<(String, String)> = spec
+                .defines(Dtype::F16)
+                .into_iter()
+                .map(|(k, v)| match k.as_str() {
+                    "WB_LAUNCH_THREADS" => (k, "128".to_string()),
+                    _ => (k, v),
+                })
+                .collect();
+            let err =
+                compile(&src, target, &wrong).expect_err("a block size it was not written for");
+            let log = &err
+                .downcast_ref::<CompileError>()
+                .expect("a compile error")
+                .log;
+            assert!(log.contains("\"WB_LAUNCH_THREADS: "), "{}: {log}", c.name);
         }
     }
 }

@@ -189,7 +189,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
             }
             let spec = c.spec()?;
             bar.set_message(format!("compiling {} ({dtype})", c.name));
-            let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &c.source(), dtype)
+            let kernel = LoadedKernel::load(&gpu, &spec, Target::native(arch), &c.source()?, dtype)
                 .with_context(|| format!("contender {}", c.name))?;
             entries.push(Entry {
                 name: c.name.to_string(),

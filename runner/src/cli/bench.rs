@@ -15,7 +15,7 @@ pub struct Args {
     #[arg(long, value_delimiter = ',')]
     steps: Vec<u32>,
     /// Named variants to time beside the steps, e.g. 5-pingpong (step 5's twin as ping-pong
-    /// consumers, exercises/hopper/step5_pingpong_sm90.cu).
+    /// consumers, exercises/hopper/step5_pingpong_sm90.toml).
     #[arg(long, value_delimiter = ',')]
     contenders: Vec<String>,
     /// Shapes MxNxK (default: 4096x8192x4096 and 8192x8192x8192).

@@ -45,7 +45,8 @@ pub struct Args {
     #[arg(long, default_value_t = 30, value_parser = super::at_least::<1>)]
     timeout: u64,
     /// Compile and run this kernel file instead of the step's own (a file that includes
-    /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise).
+    /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise). A `.toml` file holds
+    /// edits of a stock kernel (e.g. exercises/hopper/step4_snake_sm90.toml).
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
     /// Seed a known bug into the kernel (`runner mutations` lists them) to see it caught. A twin

@@ -67,7 +67,7 @@ pub struct Cheat {
     /// Graded with this compile limit instead of the rubric's.
     #[serde(default)]
     pub compile_seconds: Option<u64>,
-    edit: Vec<crate::edits::Edit>,
+    edit: Vec<common::edits::Edit>,
 }
 
 fn yes() -> bool {
@@ -157,7 +157,7 @@ impl Suite {
     /// replaced by `secret`.
     pub fn kernel(&self, cheat: &Cheat, secret: &Path) -> Result<String> {
         let base = cheat_base(cheat.blackwell())?;
-        let k = crate::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)?;
+        let k = common::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)?;
         Ok(k.replace(SECRET_MARK, &secret.to_string_lossy()))
     }
 }

@@ -1,12 +1,15 @@
-//! Seeded bugs: textual edits of a step kernel that a correct harness must catch. They are the
-//! negative controls of the GPU check script, and a way for students to see what a broken
-//! kernel looks like (`runner step N --mutate wrong-sbo`). The Blackwell kernels' bugs
-//! ([`MUTATIONS`]) are caught by the tcgen05 emulation; the Hopper twins' ([`TWIN_MUTATIONS`])
-//! run natively, so their static check or a stress run (`--stress SEED`) must catch them.
+//! Seeded bugs: textual edits of a step kernel ([`crate::edits`]) that a correct harness must
+//! catch. They are the negative controls of the GPU check script, and a way for students to see
+//! what a broken kernel looks like (`runner step N --mutate wrong-sbo`). The Blackwell kernels'
+//! bugs ([`MUTATIONS`]) are caught by the tcgen05 emulation; the Hopper twins'
+//! ([`TWIN_MUTATIONS`]) run natively, so their static check or a stress run (`--stress SEED`)
+//! must catch them.
 
 use crate::arch::Arch;
+use crate::edits;
 use anyhow::{bail, Result};
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// What the emulation check must observe for a seeded bug.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -447,45 +450,44 @@ impl Mutation {
         self.steps.contains(&step)
     }
 
-    /// The kernel with the bug seeded; an error if an anchor is not in it.
+    /// The kernel with the bug seeded; an error if an anchor is not in it. Each of the
+    /// mutation's line edits is an [`edits::Edit`] of every line its anchor matches.
     pub fn apply(&self, kernel: &str) -> Result<String> {
         let first = Edit {
             anchor: self.anchor,
             from: self.from,
             to: self.to,
         };
-        let mut text = kernel.to_string();
-        for edit in std::iter::once(&first).chain(self.also) {
-            text = edit.apply(self.name, &text)?;
-        }
-        Ok(text)
+        let all: Vec<edits::Edit> = std::iter::once(&first)
+            .chain(self.also)
+            .map(|e| e.as_edit(self.name))
+            .collect();
+        edits::apply(
+            &format!("mutation {}", self.name),
+            kernel,
+            &all,
+            &BTreeMap::new(),
+        )
     }
 }
 
 impl Edit {
-    fn apply(&self, name: &str, kernel: &str) -> Result<String> {
-        let mut hits = 0;
-        let out: Vec<String> = kernel
-            .lines()
-            .map(|l| {
-                if !self.anchor.iter().all(|a| l.contains(a)) {
-                    return l.to_string();
-                }
-                hits += 1;
-                if self.from.is_empty() {
-                    format!("// [mutation {name}] {}", l.trim_start())
-                } else {
-                    l.replace(self.from, self.to)
-                }
-            })
-            .collect();
-        if hits == 0 {
-            bail!(
-                "mutation {name} does not apply: no line contains all of {:?}",
-                self.anchor
-            );
+    fn as_edit(&self, name: &str) -> edits::Edit {
+        let (anchor, containing) = self.anchor.split_first().unwrap_or((&"", &[]));
+        let (from, to, comment_out) = if self.from.is_empty() {
+            (None, None, Some(format!("mutation {name}")))
+        } else {
+            (Some(self.from.to_string()), Some(self.to.to_string()), None)
+        };
+        edits::Edit {
+            replace: Some(anchor.to_string()),
+            containing: containing.iter().map(|c| c.to_string()).collect(),
+            every: true,
+            from,
+            to,
+            comment_out,
+            ..edits::Edit::default()
         }
-        Ok(out.join("\n") + "\n")
     }
 }
 

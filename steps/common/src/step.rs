@@ -6,7 +6,10 @@
 //! `extern "C" __global__ void gemm_kernel(const __grid_constant__ TmaDesc tmap_a,
 //!     const __grid_constant__ TmaDesc tmap_b, <T* C | const __grid_constant__ TmaDesc tmap_c>,
 //!     int M, int N, int K)` compiled with `-DWB_DTYPE=<__half|__nv_bfloat16> -DWB_IS_BF16=<0|1>`
-//! and `-DWB_<PARAM>=<value>` for each tuning parameter.
+//! and `-DWB_<PARAM>=<value>` for each tuning parameter, plus the launch the host plans for
+//! it as `-DWB_LAUNCH_<FACT>=<value>` ([`KernelShape::launch_defines`]), which every kernel
+//! `static_assert`s against its own constants: a host and a kernel that disagree on the block
+//! size, the cluster, the TMA boxes or the shared memory fail to compile, on any machine.
 
 pub use crate::arch::Arch;
 use crate::compile::KernelSource;
@@ -171,13 +174,40 @@ pub struct KernelShape {
     pub smem_bytes: u32,
 }
 
+/// How a Blackwell kernel is launched: what its step crate states, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlackwellLaunch {
+    /// CTAs per cluster, side by side along x.
+    pub cluster: u32,
+    /// Threads per CTA.
+    pub threads: u32,
+    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
+    pub persistent: bool,
+}
+
+/// How a Hopper twin is launched: what its step crate states, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HopperLaunch {
+    /// CTAs per cluster, along M, sharing B.
+    pub cluster: u32,
+    /// Consumer warpgroups; with more than one, a producer warpgroup comes first.
+    pub consumers: u32,
+    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
+    pub persistent: bool,
+}
+
 impl KernelShape {
     /// The Blackwell kernels (`kernel.cu`): per CTA, `tile_m` rows of C (the tensor-memory lanes)
     /// and `tile_n` rows of B; the MMA's N is `cluster * tile_n`, so a cluster covers
     /// `cluster * tile_m` x `cluster * tile_n`. `epilogue_tile_n` = 0: C stored from registers
     /// through a pointer; otherwise the width of the sub-tiles each of 4 epilogue warps stages
     /// (two 32-row buffers each) and stores with TMA.
-    pub fn blackwell(p: &Params, cluster: u32, threads: u32, persistent: bool) -> KernelShape {
+    pub fn blackwell(p: &Params, launch: BlackwellLaunch) -> KernelShape {
+        let BlackwellLaunch {
+            cluster,
+            threads,
+            persistent,
+        } = launch;
         let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
         let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
         let staging = 4 * 2 * 32 * epilogue_tile_n * 2;
@@ -204,7 +234,12 @@ impl KernelShape {
     /// 64 x `tile_n` rows, that the store warp stores from — at their `tile_n` = 256 and
     /// `epilogue_tile_n` = 64 the same byte size (32 KB), which is what is counted here:
     /// `consumers * 2 * 64 * epilogue_tile_n` 16-bit elements.
-    pub fn hopper(p: &Params, cluster: u32, consumers: u32, persistent: bool) -> KernelShape {
+    pub fn hopper(p: &Params, launch: HopperLaunch) -> KernelShape {
+        let HopperLaunch {
+            cluster,
+            consumers,
+            persistent,
+        } = launch;
         let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
         let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
         let staging = consumers * 2 * 64 * epilogue_tile_n * 2;
@@ -221,6 +256,32 @@ impl KernelShape {
             output: tma_output(64, epilogue_tile_n),
             smem_bytes: ring_smem_bytes(p.get("stages"), tile_m, tile_n, tile_k, staging),
         }
+    }
+
+    /// The launch as compiler definitions, `WB_LAUNCH_<FACT>`: each kernel `static_assert`s
+    /// every one of them against the constants it was written for (the static-assert message
+    /// starts with the definition's name), so a plan that does not fit its kernel is a compile
+    /// error. A pointer output has C boxes of 0 x 0.
+    pub fn launch_defines(&self) -> Vec<(String, String)> {
+        let (c_rows, c_cols) = match self.output {
+            OutputArg::Pointer => (0, 0),
+            OutputArg::TensorMap { box_rows, box_cols } => (box_rows, box_cols),
+        };
+        [
+            ("THREADS", self.threads),
+            ("CLUSTER", self.cluster),
+            ("PERSISTENT", u32::from(self.persistent)),
+            ("SMEM_BYTES", self.smem_bytes),
+            ("TILE_M", self.cluster_tile.0),
+            ("TILE_N", self.cluster_tile.1),
+            ("A_BOX_ROWS", self.a_box.0),
+            ("B_BOX_ROWS", self.b_box.0),
+            ("C_BOX_ROWS", c_rows),
+            ("C_BOX_COLS", c_cols),
+        ]
+        .into_iter()
+        .map(|(k, v)| (format!("WB_LAUNCH_{k}"), v.to_string()))
+        .collect()
     }
 
     /// M, N and K must be multiples of what one cluster covers; `what` names the kernel in
@@ -357,6 +418,7 @@ impl KernelSpec {
                 .iter()
                 .map(|(k, v)| (format!("WB_{}", k.to_ascii_uppercase()), v.to_string())),
         );
+        d.extend(self.shape().launch_defines());
         d
     }
 }
@@ -416,6 +478,14 @@ mod tests {
         k: 4096,
     };
 
+    fn launch(cluster: u32, threads: u32, persistent: bool) -> BlackwellLaunch {
+        BlackwellLaunch {
+            cluster,
+            threads,
+            persistent,
+        }
+    }
+
     fn blackwell_params(tile_n: u32, epilogue_tile_n: u32) -> Params {
         Params::new(&[
             ("tile_m", 128),
@@ -428,12 +498,12 @@ mod tests {
 
     #[test]
     fn blackwell_plans_follow_the_kernel_shape() {
-        let one = KernelShape::blackwell(&blackwell_params(256, 0), 1, 128, false);
+        let one = KernelShape::blackwell(&blackwell_params(256, 0), launch(1, 128, false));
         let p = one.plan(S, 148);
         assert_eq!(p.dims.grid, (32, 32, 1));
         assert_eq!(p.output, OutputArg::Pointer);
         assert_eq!(p.dims.smem_bytes, 198656);
-        let pair = KernelShape::blackwell(&blackwell_params(128, 64), 2, 128, false);
+        let pair = KernelShape::blackwell(&blackwell_params(128, 64), launch(2, 128, false));
         let p = pair.plan(S, 74);
         assert_eq!(
             p.dims.grid,
@@ -450,8 +520,23 @@ mod tests {
             }
         );
         assert_eq!(p.dims.smem_bytes, 4 * 32768 + 32768 + 2048);
-        let persistent = KernelShape::blackwell(&blackwell_params(128, 64), 2, 256, true);
+        let persistent = KernelShape::blackwell(&blackwell_params(128, 64), launch(2, 256, true));
         assert_eq!(persistent.plan(S, 74).dims.grid, (148, 1, 1));
+        let d = persistent.launch_defines();
+        let get = |k: &str| d.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("WB_LAUNCH_THREADS"), Some("256"));
+        assert_eq!(get("WB_LAUNCH_CLUSTER"), Some("2"));
+        assert_eq!(get("WB_LAUNCH_PERSISTENT"), Some("1"));
+        assert_eq!(get("WB_LAUNCH_TILE_N"), Some("256"));
+        assert_eq!(get("WB_LAUNCH_C_BOX_ROWS"), Some("32"));
+        let smem = persistent.smem_bytes.to_string();
+        assert_eq!(get("WB_LAUNCH_SMEM_BYTES"), Some(smem.as_str()));
+        let d = one.launch_defines();
+        assert_eq!(
+            d.iter().find(|(n, _)| n == "WB_LAUNCH_C_BOX_COLS"),
+            Some(&("WB_LAUNCH_C_BOX_COLS".to_string(), "0".to_string())),
+            "C through a pointer"
+        );
         assert_eq!(persistent.default_max_clusters(None), 74);
         let few = Shape {
             m: 512,
@@ -483,7 +568,14 @@ mod tests {
             ("stages", 4),
             ("epilogue_tile_n", 64),
         ]);
-        let pair = KernelShape::hopper(&p, 2, 2, false);
+        let pair = KernelShape::hopper(
+            &p,
+            HopperLaunch {
+                cluster: 2,
+                consumers: 2,
+                persistent: false,
+            },
+        );
         assert_eq!(pair.cluster_tile, (256, 256));
         assert_eq!(pair.threads, 384, "a producer and two consumer warpgroups");
         assert_eq!(pair.a_box, (128, 64));
@@ -501,7 +593,14 @@ mod tests {
             ("tile_k", 64),
             ("stages", 4),
         ]);
-        let one = KernelShape::hopper(&basic, 1, 1, false);
+        let one = KernelShape::hopper(
+            &basic,
+            HopperLaunch {
+                cluster: 1,
+                consumers: 1,
+                persistent: false,
+            },
+        );
         assert_eq!(one.threads, 128, "step 0: one warpgroup does everything");
         assert_eq!(one.output, OutputArg::Pointer);
         assert_eq!(one.plan(S, 132).dims.grid, (64, 32, 1));

@@ -2,7 +2,9 @@
 //! loads and the tcgen05 MMAs; the accumulator lives in tensor memory. The Hopper twin: one
 //! warpgroup issues both the loads and wgmma; the accumulator lives in its registers.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -53,9 +55,23 @@ impl Step for Step0 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
-            Arch::Blackwell => KernelShape::blackwell(p, 1, 128, false),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 1,
+                    threads: 128,
+                    persistent: false,
+                },
+            ),
             // One warpgroup per 128 x 128 tile: its registers hold the accumulator, which caps the tile.
-            Arch::Hopper => KernelShape::hopper(p, 1, 1, false),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 1,
+                    consumers: 1,
+                    persistent: false,
+                },
+            ),
         }
     }
 }

@@ -42,6 +42,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, 1);
+WB_EXPECT_LAUNCH(PERSISTENT, 0);
+WB_EXPECT_LAUNCH(TILE_M, TILE_M);  // the tile of C one CTA computes
+WB_EXPECT_LAUNCH(TILE_N, TILE_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, TILE_N);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, 0);  // C is a pointer: no tensor map
+WB_EXPECT_LAUNCH(C_BOX_COLS, 0);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                 T* __restrict__ C, int M, int N, int K) {

@@ -3,7 +3,9 @@
 //! producer warpgroup only loads, two consumer warpgroups only multiply, and setmaxnreg moves
 //! the producer's registers to the consumers.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -54,9 +56,23 @@ impl Step for Step1 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // As step 0: only the roles inside the CTA changed.
-            Arch::Blackwell => KernelShape::blackwell(p, 1, 128, false),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 1,
+                    threads: 128,
+                    persistent: false,
+                },
+            ),
             // A producer warpgroup and two consumer warpgroups of 64 x 256 each.
-            Arch::Hopper => KernelShape::hopper(p, 1, 2, false),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 1,
+                    consumers: 2,
+                    persistent: false,
+                },
+            ),
         }
     }
 }

@@ -47,6 +47,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, 1);
+WB_EXPECT_LAUNCH(PERSISTENT, 0);
+WB_EXPECT_LAUNCH(TILE_M, TILE_M);  // the tile of C one CTA computes
+WB_EXPECT_LAUNCH(TILE_N, TILE_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, TILE_N);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, 32);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                 const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
@@ -146,7 +159,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       for (int j = 0; j < 32; j += 8) {
         alignas(16) T out[8];
         for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));
-        const u32 chunk = ((col + j) / 8) ^ (lane % 8);
+        const u32 chunk = wb::sw128_chunk(lane, (col + j) / 8);
         *reinterpret_cast<uint4*>(reinterpret_cast<char*>(stage) + lane * 128 + chunk * 16) =
             *reinterpret_cast<const uint4*>(out);
       }

@@ -2,7 +2,9 @@
 //! shared-memory staging tile and TMA stores, so tensor-memory reads overlap global writes. The
 //! Hopper twin does the same from the consumers' registers.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -55,9 +57,23 @@ impl Step for Step2 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // C leaves through per-warp staging tiles and TMA stores.
-            Arch::Blackwell => KernelShape::blackwell(p, 1, 128, false),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 1,
+                    threads: 128,
+                    persistent: false,
+                },
+            ),
             // C leaves through per-warpgroup staging tiles and TMA stores.
-            Arch::Hopper => KernelShape::hopper(p, 1, 2, false),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 1,
+                    consumers: 2,
+                    persistent: false,
+                },
+            ),
         }
     }
 }

@@ -62,6 +62,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
+WB_EXPECT_LAUNCH(PERSISTENT, 0);
+WB_EXPECT_LAUNCH(TILE_M, CLUSTER * TILE_M);  // the tile of C one cluster computes
+WB_EXPECT_LAUNCH(TILE_N, TILE_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, B_SHARE_ROWS);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, MMA_M);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
                 const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
@@ -180,7 +193,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
           const u32 r = wg_warp * 16 + lane / 4 + 8 * half;
           for (int q = 0; q < EPILOGUE_TILE_N / 8; ++q) {
             const int i = col0 / 8 + q;  // the value pair's 8-column block in the fragment
-            const u32 chunk = q ^ (r % 8);
+            const u32 chunk = wb::sw128_chunk(r, q);
             *reinterpret_cast<u32*>(reinterpret_cast<char*>(stage) + r * 128 + chunk * 16 +
                                     (lane % 4) * 4) =
                 hp::pack_pair<T>(acc[mb][4 * i + 2 * half], acc[mb][4 * i + 2 * half + 1]);

@@ -2,7 +2,9 @@
 //! M = 256: each CTA loads its own rows of A and half of B's rows, halving B traffic per SM. The
 //! Hopper twin: each CTA of the pair loads half of the shared B tile and multicasts it to both.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -55,9 +57,23 @@ impl Step for Step3 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // Pairs of CTAs share one M = 256 MMA.
-            Arch::Blackwell => KernelShape::blackwell(p, 2, 128, false),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 128,
+                    persistent: false,
+                },
+            ),
             // Pairs of CTAs along M share B through TMA multicast.
-            Arch::Hopper => KernelShape::hopper(p, 2, 2, false),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 2,
+                    consumers: 2,
+                    persistent: false,
+                },
+            ),
         }
     }
 }

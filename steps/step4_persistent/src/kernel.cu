@@ -56,6 +56,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
+WB_EXPECT_LAUNCH(PERSISTENT, 1);
+WB_EXPECT_LAUNCH(TILE_M, CLUSTER * TILE_M);  // the tile of C one cluster computes
+WB_EXPECT_LAUNCH(TILE_N, MMA_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, TILE_N);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, 32);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 // Which tile of the (tiles_m x tiles_n) grid of cluster tiles the persistent loop visits
 // `tile`-th: row by row.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tile_m,
@@ -108,99 +121,98 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   trace.enter(wb::TRACE_IDLE);
 
   // ---- the persistent loop: cluster c takes tiles c, c + num_clusters, ... ------------------
-  // (Its body keeps step 3's indentation, so that `runner diff 3 4` shows only what changed.)
   int local = 0;  // the cluster's tiles so far; the producer tail needs their number
   for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters, ++local) {
-  trace.start_tile(tile);
-  int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and MMA_N columns
-  tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
-  const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
+    trace.start_tile(tile);
+    int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and MMA_N columns
+    tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
+    const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
 
-  // ANCHOR: mainloop
-  // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
-  if (warp == 0) {
-    // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
-    // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int it = local * num_k_blocks + kb;
-      const int slot = it % STAGES;
-      trace.enter(wb::TRACE_SLOT_WAIT, kb);
-      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
-      trace.enter(wb::TRACE_LOAD, kb);
-      // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
-      if (rank == 0)
-        wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
-      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),
-                           A_TILE_BYTES, kb * TILE_K, row0);
-      bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], bw::pair_leader(rank),
-                           B_TILE_BYTES, kb * TILE_K, tile_n * MMA_N + rank * TILE_N);
-    }
-  } else if (warp == 1 && rank == 0) {
-    // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
-    const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
-    // The previous tile's epilogue must have read the accumulator before it is overwritten.
-    trace.enter(wb::TRACE_ACC_EMPTY_WAIT);
-    if (local > 0) wb::mbarrier_wait_cluster(&smem.acc_empty, (local - 1) & 1);
-    bw::tcgen05_fence_after_thread_sync();
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int it = local * num_k_blocks + kb;
-      const int slot = it % STAGES;
-      trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
-      trace.enter(wb::TRACE_MMA, kb);
+    // ANCHOR: mainloop
+    // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
+    if (warp == 0) {
+      // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
+      // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
+      for (int kb = 0; kb < num_k_blocks; ++kb) {
+        const int it = local * num_k_blocks + kb;
+        const int slot = it % STAGES;
+        trace.enter(wb::TRACE_SLOT_WAIT, kb);
+        if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+        trace.enter(wb::TRACE_LOAD, kb);
+        // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
+        if (rank == 0)
+          wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], CLUSTER * (A_TILE_BYTES + B_TILE_BYTES));
+        bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),
+                             A_TILE_BYTES, kb * TILE_K, row0);
+        bw::tma_load_2d_2cta(smem.b[slot], &tmap_b, &smem.load_full[slot], bw::pair_leader(rank),
+                             B_TILE_BYTES, kb * TILE_K, tile_n * MMA_N + rank * TILE_N);
+      }
+    } else if (warp == 1 && rank == 0) {
+      // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
+      const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
+      // The previous tile's epilogue must have read the accumulator before it is overwritten.
+      trace.enter(wb::TRACE_ACC_EMPTY_WAIT);
+      if (local > 0) wb::mbarrier_wait_cluster(&smem.acc_empty, (local - 1) & 1);
       bw::tcgen05_fence_after_thread_sync();
-      const u32 a_addr = wb::smem_u32(smem.a[slot]);
-      const u32 b_addr = wb::smem_u32(smem.b[slot]);
-      for (int k = 0; k < TILE_K / MMA_K; ++k) {
-        // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
-        const u32 k_bytes = k * MMA_K * sizeof(T);
-        bw::mma_f16_2cta(tmem_acc, bw::make_smem_desc_sw128(a_addr + k_bytes, SWIZZLE_GROUP_BYTES),
-                    bw::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES), idesc,
-                    /*accumulate=*/kb > 0 || k > 0);
+      for (int kb = 0; kb < num_k_blocks; ++kb) {
+        const int it = local * num_k_blocks + kb;
+        const int slot = it % STAGES;
+        trace.enter(wb::TRACE_DATA_WAIT, kb);
+        wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+        trace.enter(wb::TRACE_MMA, kb);
+        bw::tcgen05_fence_after_thread_sync();
+        const u32 a_addr = wb::smem_u32(smem.a[slot]);
+        const u32 b_addr = wb::smem_u32(smem.b[slot]);
+        for (int k = 0; k < TILE_K / MMA_K; ++k) {
+          // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
+          const u32 k_bytes = k * MMA_K * sizeof(T);
+          bw::mma_f16_2cta(tmem_acc, bw::make_smem_desc_sw128(a_addr + k_bytes, SWIZZLE_GROUP_BYTES),
+                      bw::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES), idesc,
+                      /*accumulate=*/kb > 0 || k > 0);
+        }
+        bw::mma_commit_2cta_multicast(&smem.load_empty[slot], 0b11);  // frees the slot in both CTAs
       }
-      bw::mma_commit_2cta_multicast(&smem.load_empty[slot], 0b11);  // frees the slot in both CTAs
+      bw::mma_commit_2cta_multicast(&smem.acc_full, 0b11);  // both accumulators are final
     }
-    bw::mma_commit_2cta_multicast(&smem.acc_full, 0b11);  // both accumulators are final
-  }
-  // ANCHOR_END: mainloop
+    // ANCHOR_END: mainloop
 
-  // ANCHOR: epilogue
-  // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
-  trace.enter(wb::TRACE_ACC_WAIT);
-  wb::mbarrier_wait(&smem.acc_full, local & 1);
-  trace.enter(wb::TRACE_EPILOGUE);
-  bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
+    // ANCHOR: epilogue
+    // ---- epilogue: tensor memory -> registers -> shared -> TMA store, sub-tile by sub-tile -----
+    trace.enter(wb::TRACE_ACC_WAIT);
+    wb::mbarrier_wait(&smem.acc_full, local & 1);
+    trace.enter(wb::TRACE_EPILOGUE);
+    bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
-  // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
-  // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
-  const u32 lane = wb::lane_id();
-  for (int sub = 0; sub < MMA_N / EPILOGUE_TILE_N; ++sub) {
-    T* stage = smem.epilogue[warp][sub % 2];
-    // The store issued from this buffer two sub-tiles ago must have finished reading it.
-    wb::tma_store_wait_read<1>();
-    for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
-      u32 acc[32];
-      bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
-      bw::tmem_wait_ld(acc);  // acc is usable from here on
-      // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
-      // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
-      for (int j = 0; j < 32; j += 8) {
-        alignas(16) T out[8];
-        for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));
-        const u32 chunk = ((col + j) / 8) ^ (lane % 8);
-        *reinterpret_cast<uint4*>(reinterpret_cast<char*>(stage) + lane * 128 + chunk * 16) =
-            *reinterpret_cast<const uint4*>(out);
+    // Warp w may only read tensor-memory lanes 32w..32w+31, i.e. rows 32w..32w+31 of the tile,
+    // so each warp stages and stores its own 32-row slice, with no CTA-wide barrier.
+    const u32 lane = wb::lane_id();
+    for (int sub = 0; sub < MMA_N / EPILOGUE_TILE_N; ++sub) {
+      T* stage = smem.epilogue[warp][sub % 2];
+      // The store issued from this buffer two sub-tiles ago must have finished reading it.
+      wb::tma_store_wait_read<1>();
+      for (int col = 0; col < EPILOGUE_TILE_N; col += 32) {
+        u32 acc[32];
+        bw::tmem_ld_32x32b_x32(tmem_acc + ((warp * 32) << 16) + sub * EPILOGUE_TILE_N + col, acc);
+        bw::tmem_wait_ld(acc);  // acc is usable from here on
+        // Row `lane` of the staging tile, in the 128-byte swizzle the tensor map of C declares:
+        // 16-byte chunk q of row r sits at chunk q ^ (r % 8), so the 32 lanes spread over the banks.
+        for (int j = 0; j < 32; j += 8) {
+          alignas(16) T out[8];
+          for (int e = 0; e < 8; ++e) out[e] = static_cast<T>(__uint_as_float(acc[j + e]));
+          const u32 chunk = wb::sw128_chunk(lane, (col + j) / 8);
+          *reinterpret_cast<uint4*>(reinterpret_cast<char*>(stage) + lane * 128 + chunk * 16) =
+              *reinterpret_cast<const uint4*>(out);
+        }
       }
+      wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+      __syncwarp();
+      wb::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + warp * 32);
+      wb::tma_store_commit();
     }
-    wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
-    __syncwarp();
-    wb::tma_store_2d(&tmap_c, stage, tile_n * MMA_N + sub * EPILOGUE_TILE_N, row0 + warp * 32);
-    wb::tma_store_commit();
-  }
-  // This warp's tensor-memory loads are complete (tcgen05.wait::ld): release the accumulator.
-  bw::tcgen05_fence_before_thread_sync();
-  wb::mbarrier_arrive_cluster(&smem.acc_empty, 0);
-  // ANCHOR_END: epilogue
+    // This warp's tensor-memory loads are complete (tcgen05.wait::ld): release the accumulator.
+    bw::tcgen05_fence_before_thread_sync();
+    wb::mbarrier_arrive_cluster(&smem.acc_empty, 0);
+    // ANCHOR_END: epilogue
   }  // the persistent loop
 
   if (warp == 0) {

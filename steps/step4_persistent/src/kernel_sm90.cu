@@ -64,6 +64,19 @@ struct SharedStorage {
 };
 // ANCHOR_END: storage
 
+// ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
+WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
+WB_EXPECT_LAUNCH(CLUSTER, CLUSTER);
+WB_EXPECT_LAUNCH(PERSISTENT, 1);
+WB_EXPECT_LAUNCH(TILE_M, CLUSTER * TILE_M);  // the tile of C one cluster computes
+WB_EXPECT_LAUNCH(TILE_N, TILE_N);
+WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count
+WB_EXPECT_LAUNCH(B_BOX_ROWS, B_SHARE_ROWS);
+WB_EXPECT_LAUNCH(C_BOX_ROWS, MMA_M);  // one staged sub-tile of C
+WB_EXPECT_LAUNCH(C_BOX_COLS, EPILOGUE_TILE_N);
+static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES,
+              "WB_LAUNCH_SMEM_BYTES: SharedStorage and the slack to align it must fit");
+
 // Which tile of the (tiles_m x tiles_n) grid of cluster tiles the persistent loop visits
 // `tile`-th: row by row.
 __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, int& tile_m,
@@ -115,27 +128,26 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     if (warp == 0) {
       // producer: load k-block `kb` into its slot, once the wgmma that last read it (in both
       // CTAs) are done. The slot's barrier expects this CTA's A and both halves of B.
-      // The persistent loop: cluster c takes tiles c, c + num_clusters, ... (its body keeps
-      // step 3's indentation, so that `runner diff 3 4 --arch sm_90a` shows only what changed).
+      // The persistent loop: cluster c takes tiles c, c + num_clusters, ...
       for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
-      trace.start_tile(tile);
-      int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
-      tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
-      const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A
-      // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
-      for (int kb = 0; kb < num_k_blocks; ++kb) {
-        const int it = local * num_k_blocks + kb;
-        const int slot = it % STAGES;
-        trace.enter(wb::TRACE_SLOT_WAIT, kb);
-        if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
-        trace.enter(wb::TRACE_LOAD, kb);
-        wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
-        wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, row0);
-        // This CTA's half of B, into the same place in both CTAs; each counts it on its own barrier.
-        wb::tma_load_2d_multicast(smem.b[slot] + rank * B_SHARE_ROWS * TILE_K, &tmap_b,
-                                  &smem.load_full[slot], (1 << CLUSTER) - 1, kb * TILE_K,
-                                  tile_n * TILE_N + rank * B_SHARE_ROWS);
-      }
+        trace.start_tile(tile);
+        int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
+        tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
+        const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A
+        // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
+        for (int kb = 0; kb < num_k_blocks; ++kb) {
+          const int it = local * num_k_blocks + kb;
+          const int slot = it % STAGES;
+          trace.enter(wb::TRACE_SLOT_WAIT, kb);
+          if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+          trace.enter(wb::TRACE_LOAD, kb);
+          wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
+          wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, row0);
+          // This CTA's half of B, into the same place in both CTAs; each counts it on its own barrier.
+          wb::tma_load_2d_multicast(smem.b[slot] + rank * B_SHARE_ROWS * TILE_K, &tmap_b,
+                                    &smem.load_full[slot], (1 << CLUSTER) - 1, kb * TILE_K,
+                                    tile_n * TILE_N + rank * B_SHARE_ROWS);
+        }
       }  // the persistent loop
     }
   } else {
@@ -149,84 +161,84 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     float acc[M_BLOCKS][TILE_N / 2];
     // The persistent loop, in step with the producer's.
     for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
-    trace.start_tile(tile);
-    int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
-    tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
-    const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int it = local * num_k_blocks + kb;
-      const int slot = it % STAGES;
-      trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
-      trace.enter(wb::TRACE_MMA, kb);
-      const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
-      const u32 b_addr = wb::smem_u32(smem.b[slot]);
-      hp::wgmma_fence();  // the accumulators were last written by wgmma before this
-      for (int k = 0; k < TILE_K / MMA_K; ++k) {
-        // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
-        const u32 k_bytes = k * MMA_K * sizeof(T);
-        for (int mb = 0; mb < M_BLOCKS; ++mb) {
-          const u32 a_rows = mb * MMA_M * TILE_K * sizeof(T);  // 64 rows further down A
-          hp::wgmma_m64k16<TILE_N, IS_BF16>(
-              acc[mb], hp::make_smem_desc_sw128(a_addr + a_rows + k_bytes, SWIZZLE_GROUP_BYTES),
-              hp::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES),
-              /*accumulate=*/kb > 0 || k > 0);
-        }
-      }
-      hp::wgmma_commit_group();
-      // At most this k-block's group still runs: the previous one has finished reading its slot.
-      trace.enter(wb::TRACE_MMA_WAIT, kb);
-      hp::wgmma_wait_group<1>();
-      // Release the previous slot in both CTAs: both producers' multicasts refill it.
-      if (kb > 0)
-        for (int r = 0; r < CLUSTER; ++r)
-          wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(it - 1) % STAGES], r);
-    }
-    trace.enter(wb::TRACE_ACC_WAIT);
-    hp::wgmma_wait_group<0>();
-    for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
-    // The tile's last slot too: the producer refills it with the next tile while we store.
-    for (int r = 0; r < CLUSTER; ++r)
-      wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(local * num_k_blocks + num_k_blocks - 1) % STAGES], r);
-    // ANCHOR_END: mainloop
-
-    // ANCHOR: epilogue
-    // ---- epilogue: registers -> shared -> TMA store, sub-tile by sub-tile --------------------
-    trace.enter(wb::TRACE_EPILOGUE);
-    // wgmma's fragment of a 64-row block: warp w (of the warpgroup) holds rows 16w..16w+15;
-    // lane l holds row 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3),
-    // at columns 8i + 2(l%4) and the next one. Each pair is written as one 32-bit word.
-    const u32 barrier = 1 + consumer;  // this warpgroup's named barrier (0 is the CTA's)
-    int sub = 0;                       // sub-tiles so far: picks the staging buffer
-    for (int mb = 0; mb < M_BLOCKS; ++mb) {
-      for (int col0 = 0; col0 < TILE_N; col0 += EPILOGUE_TILE_N, ++sub) {
-        T* stage = smem.epilogue[consumer][sub % 2];
-        // The store issued from this buffer two sub-tiles ago must have finished reading it.
-        if (wg_warp == 0) wb::tma_store_wait_read<1>();
-        hp::named_barrier_sync(barrier, 128);
-        // Row r of the staging tile in the 128-byte swizzle the tensor map of C declares: 16-byte
-        // chunk q of row r sits at chunk q ^ (r % 8), so the 8 rows a warp writes at once spread
-        // over all 32 banks.
-        for (int half = 0; half < 2; ++half) {
-          const u32 r = wg_warp * 16 + lane / 4 + 8 * half;
-          for (int q = 0; q < EPILOGUE_TILE_N / 8; ++q) {
-            const int i = col0 / 8 + q;  // the value pair's 8-column block in the fragment
-            const u32 chunk = q ^ (r % 8);
-            *reinterpret_cast<u32*>(reinterpret_cast<char*>(stage) + r * 128 + chunk * 16 +
-                                    (lane % 4) * 4) =
-                hp::pack_pair<T>(acc[mb][4 * i + 2 * half], acc[mb][4 * i + 2 * half + 1]);
+      trace.start_tile(tile);
+      int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
+      tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
+      const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
+      for (int kb = 0; kb < num_k_blocks; ++kb) {
+        const int it = local * num_k_blocks + kb;
+        const int slot = it % STAGES;
+        trace.enter(wb::TRACE_DATA_WAIT, kb);
+        wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+        trace.enter(wb::TRACE_MMA, kb);
+        const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
+        const u32 b_addr = wb::smem_u32(smem.b[slot]);
+        hp::wgmma_fence();  // the accumulators were last written by wgmma before this
+        for (int k = 0; k < TILE_K / MMA_K; ++k) {
+          // Stepping K inside the 128-byte swizzled row is a plain byte offset on the start address.
+          const u32 k_bytes = k * MMA_K * sizeof(T);
+          for (int mb = 0; mb < M_BLOCKS; ++mb) {
+            const u32 a_rows = mb * MMA_M * TILE_K * sizeof(T);  // 64 rows further down A
+            hp::wgmma_m64k16<TILE_N, IS_BF16>(
+                acc[mb], hp::make_smem_desc_sw128(a_addr + a_rows + k_bytes, SWIZZLE_GROUP_BYTES),
+                hp::make_smem_desc_sw128(b_addr + k_bytes, SWIZZLE_GROUP_BYTES),
+                /*accumulate=*/kb > 0 || k > 0);
           }
         }
-        wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
-        hp::named_barrier_sync(barrier, 128);
-        if (wg_warp == 0) {
-          wb::tma_store_2d(&tmap_c, stage, tile_n * TILE_N + col0,
-                           row0 + consumer * WG_M + mb * MMA_M);
-          wb::tma_store_commit();
+        hp::wgmma_commit_group();
+        // At most this k-block's group still runs: the previous one has finished reading its slot.
+        trace.enter(wb::TRACE_MMA_WAIT, kb);
+        hp::wgmma_wait_group<1>();
+        // Release the previous slot in both CTAs: both producers' multicasts refill it.
+        if (kb > 0)
+          for (int r = 0; r < CLUSTER; ++r)
+            wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(it - 1) % STAGES], r);
+      }
+      trace.enter(wb::TRACE_ACC_WAIT);
+      hp::wgmma_wait_group<0>();
+      for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
+      // The tile's last slot too: the producer refills it with the next tile while we store.
+      for (int r = 0; r < CLUSTER; ++r)
+        wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(local * num_k_blocks + num_k_blocks - 1) % STAGES], r);
+      // ANCHOR_END: mainloop
+
+      // ANCHOR: epilogue
+      // ---- epilogue: registers -> shared -> TMA store, sub-tile by sub-tile --------------------
+      trace.enter(wb::TRACE_EPILOGUE);
+      // wgmma's fragment of a 64-row block: warp w (of the warpgroup) holds rows 16w..16w+15;
+      // lane l holds row 16w + l/4 (values 4i, 4i+1) and row 16w + l/4 + 8 (values 4i+2, 4i+3),
+      // at columns 8i + 2(l%4) and the next one. Each pair is written as one 32-bit word.
+      const u32 barrier = 1 + consumer;  // this warpgroup's named barrier (0 is the CTA's)
+      int sub = 0;                       // sub-tiles so far: picks the staging buffer
+      for (int mb = 0; mb < M_BLOCKS; ++mb) {
+        for (int col0 = 0; col0 < TILE_N; col0 += EPILOGUE_TILE_N, ++sub) {
+          T* stage = smem.epilogue[consumer][sub % 2];
+          // The store issued from this buffer two sub-tiles ago must have finished reading it.
+          if (wg_warp == 0) wb::tma_store_wait_read<1>();
+          hp::named_barrier_sync(barrier, 128);
+          // Row r of the staging tile in the 128-byte swizzle the tensor map of C declares: 16-byte
+          // chunk q of row r sits at chunk q ^ (r % 8), so the 8 rows a warp writes at once spread
+          // over all 32 banks.
+          for (int half = 0; half < 2; ++half) {
+            const u32 r = wg_warp * 16 + lane / 4 + 8 * half;
+            for (int q = 0; q < EPILOGUE_TILE_N / 8; ++q) {
+              const int i = col0 / 8 + q;  // the value pair's 8-column block in the fragment
+              const u32 chunk = wb::sw128_chunk(r, q);
+              *reinterpret_cast<u32*>(reinterpret_cast<char*>(stage) + r * 128 + chunk * 16 +
+                                      (lane % 4) * 4) =
+                  hp::pack_pair<T>(acc[mb][4 * i + 2 * half], acc[mb][4 * i + 2 * half + 1]);
+            }
+          }
+          wb::fence_proxy_async_shared();  // make the generic-proxy writes visible to the TMA engine
+          hp::named_barrier_sync(barrier, 128);
+          if (wg_warp == 0) {
+            wb::tma_store_2d(&tmap_c, stage, tile_n * TILE_N + col0,
+                             row0 + consumer * WG_M + mb * MMA_M);
+            wb::tma_store_commit();
+          }
         }
       }
-    }
-    // ANCHOR_END: epilogue
+      // ANCHOR_END: epilogue
     }  // the persistent loop
     if (wg_warp == 0) wb::tma_store_wait_read<0>();  // shared memory must outlive the stores' reads
   }

@@ -3,7 +3,9 @@
 //! The Hopper twin loops the same way: the producer loads the next tile while the consumers
 //! store this one.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -56,9 +58,23 @@ impl Step for Step4 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // One cluster per SM pair, looping over tiles.
-            Arch::Blackwell => KernelShape::blackwell(p, 2, 128, true),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 128,
+                    persistent: true,
+                },
+            ),
             // As many clusters as fit, looping over tiles.
-            Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 2,
+                    consumers: 2,
+                    persistent: true,
+                },
+            ),
         }
     }
 }

@@ -5,9 +5,11 @@
 //! writes its rows of C into a shared `out` tile and returns to its wgmma, and a dedicated store
 //! warp issues the TMA stores. (Ping-pong, where the two consumers take turns on different tiles,
 //! halves the tile each consumer multiplies and loses on Hopper: it is a bench contender and an
-//! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.cu`.)
+//! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.toml`.)
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -60,10 +62,24 @@ impl Step for Step5 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // Two warpgroups: producer/MMA and epilogue.
-            Arch::Blackwell => KernelShape::blackwell(p, 2, 256, true),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 256,
+                    persistent: true,
+                },
+            ),
             // As step 4's twin: the store warp is one of the producer warpgroup's, and `out`
             // (one consumer's 64 rows) is the size of step 4's staging buffers.
-            Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 2,
+                    consumers: 2,
+                    persistent: true,
+                },
+            ),
         }
     }
 }

@@ -2,7 +2,9 @@
 //! `grid_tile_width` tiles, so the tiles in flight at once share operand blocks in L2. The Hopper
 //! twin visits its tiles in the same order, from the same function.
 
-use common::step::{Arch, KernelFile, KernelShape, Params, Step, StepInfo};
+use common::step::{
+    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+};
 
 // ANCHOR: config
 /// Tuning parameters of the Blackwell kernel; each reaches it as `WB_<NAME>`.
@@ -73,9 +75,23 @@ impl Step for Step6 {
     fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
         match arch {
             // As step 5: only the order of the tiles changed.
-            Arch::Blackwell => KernelShape::blackwell(p, 2, 256, true),
+            Arch::Blackwell => KernelShape::blackwell(
+                p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 256,
+                    persistent: true,
+                },
+            ),
             // As step 5's twin: only the order of the tiles changed.
-            Arch::Hopper => KernelShape::hopper(p, 2, 2, true),
+            Arch::Hopper => KernelShape::hopper(
+                p,
+                HopperLaunch {
+                    cluster: 2,
+                    consumers: 2,
+                    persistent: true,
+                },
+            ),
         }
     }
 }

@@ -79,12 +79,20 @@ pub fn decode_idesc(d: u32) -> InstrDesc {
     }
 }
 
+/// Mirror of `wb::sw128_chunk` (`common.cuh`): where the 128-byte swizzle stores 16-byte chunk
+/// `chunk` (0..7) of row `row` of a 1024-byte aligned tile of 128-byte rows (PTX ISA "Tensor
+/// Swizzling Modes"). `tests/tests/swizzle_twin.rs` compares the two over every row of a
+/// 256-row tile.
+pub fn sw128_chunk(row: u32, chunk: u32) -> u32 {
+    chunk ^ (row % 8)
+}
+
 /// Byte offset of element (row, k) of a K-major, 128B-swizzled tile of 16-bit elements whose
 /// base is 1024-byte aligned: the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the one
-/// the descriptors above describe (8-row groups of 1024 B; 16-byte chunk index XOR row % 8).
+/// the descriptors above describe (8-row groups of 1024 B, chunks placed by [`sw128_chunk`]).
 pub fn sw128_offset(row: u32, k: u32) -> u32 {
-    let logical = (row / 8) * 1024 + (row % 8) * 128 + k * 2;
-    logical ^ (((logical >> 7) & 7) << 4)
+    let byte = k * 2;
+    (row / 8) * 1024 + (row % 8) * 128 + sw128_chunk(row, byte / 16) * 16 + byte % 16
 }
 
 #[cfg(test)]
@@ -166,5 +174,17 @@ mod tests {
         assert_eq!(sw128_offset(0, 8), 16);
         assert_eq!(sw128_offset(1, 0), 128 + 16);
         assert_eq!(sw128_offset(9, 0), 1024 + 128 + 16);
+    }
+
+    #[test]
+    fn sw128_offset_is_the_address_form_of_the_swizzle() {
+        // The same permutation as the emulator's address form (tcgen05_emu.cuh): XOR bits [4,7)
+        // of the byte offset with bits [7,10), its row within the 8-row group.
+        for row in 0..256 {
+            for k in 0..64 {
+                let logical = (row / 8) * 1024 + (row % 8) * 128 + k * 2;
+                assert_eq!(sw128_offset(row, k), logical ^ (((logical >> 7) & 7) << 4));
+            }
+        }
     }
 }
