@@ -4,7 +4,9 @@
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
-//! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
+//! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `measure`:
+//! `{{#speed-of-light}}`, `{{#measured-vs-model N}}`, `{{#trace-shares N}}`,
+//! `{{#exercise-timing N.M}}`.
 
 use crate::results::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
@@ -535,6 +537,10 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "twins-summary", crate::measured::twins_summary)?;
     let md = expand_marker(&md, "emulation-caught", crate::measured::emulation_caught)?;
     let md = expand_marker(&md, "bench", crate::measured::bench)?;
+    let md = expand_marker(&md, "speed-of-light", crate::roofline::speed_of_light)?;
+    let md = expand_marker(&md, "measured-vs-model", crate::roofline::measured_vs_model)?;
+    let md = expand_marker(&md, "trace-shares", crate::roofline::trace_shares)?;
+    let md = expand_marker(&md, "exercise-timing", crate::measure::timing_marker)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 

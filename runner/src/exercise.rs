@@ -595,8 +595,21 @@ impl Lines {
 /// Exit code of a check that could only run in part (no GPU): neither a pass nor a failure.
 pub const PARTIAL: u8 = 3;
 
+/// How `runner exercise` was asked to check: the student's files and prediction.
+pub struct Options<'a> {
+    /// Replaces the committed solution of the Blackwell kernel.
+    pub kernel: Option<&'a Path>,
+    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::measure`).
+    pub twin: Option<&'a Path>,
+    /// The student's prediction for a timed exercise (else asked on a terminal).
+    pub predict: Option<crate::measure::Verdict>,
+    pub write: Option<&'a Path>,
+    pub json: bool,
+}
+
 /// Run the exercise's checks; `kernel` replaces the committed solution.
-pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) -> Result<ExitCode> {
+pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
+    let (kernel, write, json) = (o.kernel, o.write, o.json);
     let ex = find(id)?;
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
@@ -734,6 +747,22 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
     if kernel.is_none() {
         let _ = std::fs::remove_file(&temp);
     }
+    // The timed Hopper counterpart, after the prediction is recorded.
+    let mut measured = serde_json::Value::Null;
+    if let Some(m) = crate::measure::find(id) {
+        let predicted = o
+            .predict
+            .or_else(|| (!json).then(|| crate::measure::prompt(m)).flatten());
+        let r = crate::measure::run(m, o.twin, predicted)?;
+        for (mark, text) in r.lines {
+            out.emit(mark, text);
+        }
+        failed |= r.failed;
+        partial |= r.partial;
+        measured = r.json;
+    } else if o.twin.is_some() || o.predict.is_some() {
+        eprintln!("warning: exercise {id} times nothing on the Hopper twin: --twin and --predict are not used");
+    }
     let verdict = if failed {
         format!("exercise {id}: the check fails")
     } else if partial {
@@ -747,6 +776,7 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
             "exercise": id, "step": ex.step, "title": ex.title,
             "kernel": kernel.map(|k| k.display().to_string()),
             "checks": out.items,
+            "measured": measured,
             "result": if failed { "fail" } else if partial { "partial" } else { "pass" },
             "summary": verdict,
         });
