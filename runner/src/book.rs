@@ -6,7 +6,7 @@
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `measure`:
 //! `{{#speed-of-light}}`, `{{#measured-vs-model N}}`, `{{#trace-shares N}}`,
-//! `{{#exercise-timing N.M}}`.
+//! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`.
 
 use crate::results::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
@@ -28,6 +28,30 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/emulation.md",
         include_str!("../../book/src/emulation.md"),
+    ),
+    (
+        "book/src/prerequisites.md",
+        include_str!("../../book/src/prerequisites.md"),
+    ),
+    (
+        "book/src/no-gpu.md",
+        include_str!("../../book/src/no-gpu.md"),
+    ),
+    (
+        "book/src/running.md",
+        include_str!("../../book/src/running.md"),
+    ),
+    (
+        "book/src/speed-of-light.md",
+        include_str!("../../book/src/speed-of-light.md"),
+    ),
+    (
+        "book/src/barriers.md",
+        include_str!("../../book/src/barriers.md"),
+    ),
+    (
+        "book/src/verification.md",
+        include_str!("../../book/src/verification.md"),
     ),
     ("book/src/step0.md", include_str!("../../book/src/step0.md")),
     ("book/src/step1.md", include_str!("../../book/src/step1.md")),
@@ -540,6 +564,8 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "speed-of-light", crate::roofline::speed_of_light)?;
     let md = expand_marker(&md, "measured-vs-model", crate::roofline::measured_vs_model)?;
     let md = expand_marker(&md, "trace-shares", crate::roofline::trace_shares)?;
+    let md = expand_marker(&md, "published-gain", crate::roofline::published_gain)?;
+    let md = expand_marker(&md, "twin-gain", crate::roofline::twin_gain)?;
     let md = expand_marker(&md, "exercise-timing", crate::measure::timing_marker)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
@@ -893,7 +919,15 @@ mod tests {
             .iter()
             .map(|s| s.info().chapter.to_string())
             .collect();
-        for c in ["barriers", "prerequisites", "no-gpu", "emulation"] {
+        for c in [
+            "barriers",
+            "prerequisites",
+            "no-gpu",
+            "emulation",
+            "speed-of-light",
+            "running",
+            "verification",
+        ] {
             chapters.push(format!("book/src/{c}.md"));
         }
         for c in chapters {

@@ -550,3 +550,88 @@ mod tests {
         assert!(md.contains("| 3 | 128.0 |"), "{md}");
     }
 }
+
+// ---- the introduction's map of the ladder -----------------------------------------------------
+
+/// Tensor-core utilization Pallas:MGPU's guide published for its version of step `step` (the
+/// first number of its row in `comparables::ALL`).
+fn pallas_utilization(step: u32) -> Option<f64> {
+    let row = crate::comparables::ALL
+        .iter()
+        .find(|c| c.step == step && c.source.contains("Pallas:MGPU"))?;
+    row.result.split(" %").next()?.trim().parse().ok()
+}
+
+/// `{{#published-gain N}}`: what step N's idea gained in Pallas:MGPU's Blackwell guide, the one
+/// published ladder with a version of every step (its utilization, from the comparables table).
+pub fn published_gain(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("published-gain wants a step number, got {spec:?}"))?;
+    let now = pallas_utilization(step)
+        .ok_or_else(|| anyhow!("no Pallas:MGPU utilization for step {step} in the comparables"))?;
+    Ok(match step.checked_sub(1).and_then(pallas_utilization) {
+        Some(before) => format!(
+            "{:+.0} % ({before:.1} → {now:.1} % util.)",
+            100.0 * (now / before - 1.0)
+        ),
+        None => format!("{now:.1} % util."),
+    })
+}
+
+/// `{{#twin-gain N}}`: step N's twin against step N - 1's in the committed bench, at the default
+/// shape in f16 (step 0: its share of cuBLAS in the same run).
+pub fn twin_gain(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("twin-gain wants a step number, got {spec:?}"))?;
+    runner::steps::get(step)?;
+    let Some((_, bench)) = latest_bench() else {
+        return Ok("not timed yet".into());
+    };
+    let find = |n: u32| {
+        bench["cases"].as_array().into_iter().flatten().find(|c| {
+            c["step"].as_u64() == Some(u64::from(n))
+                && c["dtype"] == "f16"
+                && shape_of(c) == Some(Shape::DEFAULT)
+        })
+    };
+    let tf = |n: u32| find(n).and_then(|c| c["tflops"].as_f64());
+    let Some(now) = tf(step) else {
+        return Ok("not timed".into());
+    };
+    Ok(match step.checked_sub(1).and_then(tf) {
+        Some(before) => format!(
+            "{:+.0} % ({before:.0} → {now:.0} TFLOP/s)",
+            100.0 * (now / before - 1.0)
+        ),
+        None => format!(
+            "{now:.0} TFLOP/s ({:.0} % of cuBLAS)",
+            find(step)
+                .and_then(|c| c["pct_of_cublas"].as_f64())
+                .unwrap_or(f64::NAN)
+        ),
+    })
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::*;
+
+    #[test]
+    fn every_step_has_a_published_and_a_measured_gain() {
+        for n in 0..runner::steps::all().len() as u32 {
+            let p = published_gain(&n.to_string()).unwrap();
+            assert!(p.contains("util."), "{p}");
+            let t = twin_gain(&n.to_string()).unwrap();
+            assert!(!t.contains("NaN"), "{t}");
+        }
+        // Pallas's ladder: 37.62 % utilization at its step 0, 45.47 % at step 1.
+        assert_eq!(pallas_utilization(0), Some(37.62));
+        assert_eq!(published_gain("1").unwrap(), "+21 % (37.6 → 45.5 % util.)");
+        assert!(published_gain("x").is_err());
+        assert!(twin_gain("9").is_err());
+    }
+}

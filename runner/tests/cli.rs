@@ -1133,3 +1133,38 @@ fn exercise_json_and_kernel_size_are_bounded_and_machine_readable() {
         "not a kernel source",
     );
 }
+
+#[test]
+fn phases_prints_the_timeline_the_barriers_figure_draws() {
+    let o = runner(&[
+        "phases",
+        "--step",
+        "1",
+        "--bug",
+        "wrong-parity",
+        "--timing",
+        "slow-mmas",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("phase model: step 1, 4 stages, 8 k-blocks, wait lines: wrong-parity"),
+        "{out}"
+    );
+    assert!(out.contains("load_empty[") && out.contains("\n=> "), "{out}");
+    assert!(!out.contains("```"), "plain text for the terminal: {out}");
+    let ok = stdout(&runner(&["phases", "--step", "1"]));
+    assert!(ok.contains("wait lines: none") && ok.contains("=> completes"), "{ok}");
+    assert_one_line_error(&runner(&["phases", "--step", "9"]), "no step 9");
+    assert_one_line_error(
+        &runner(&["phases", "--step", "1", "--k-blocks", "99"]),
+        "1 to 64",
+    );
+}
+
+#[test]
+fn exercise_predict_is_a_choice_of_three() {
+    let o = runner(&["exercise", "1.2", "--predict", "quicker"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("faster"), "{}", stderr(&o));
+}
