@@ -138,11 +138,11 @@ pub fn measured_vs_model(spec: &str) -> Result<String> {
         .iter()
         .map(|v| {
             format!(
-                "at {} {} the budget says {}, the twin measured {:.0} µs ({:.0} %{})",
+                "at {} {} the budget says {}, the twin measured {} ({:.0} %{})",
                 v.shape,
                 v.dtype,
                 fmt_ns(v.budget_us * 1e3),
-                v.measured_us,
+                fmt_ns(v.measured_us * 1e3),
                 v.percent(),
                 v.sm_mhz
                     .map(|m| format!(", SM clock {m:.0} MHz"))
@@ -187,7 +187,7 @@ pub fn speed_of_light(_spec: &str) -> Result<String> {
                     .find(|x| x.shape == shape)
             })
             .map_or("-".to_string(), |x| {
-                format!("{:.0} µs ({:.0} %)", x.measured_us, x.percent())
+                format!("{} ({:.0} %)", fmt_ns(x.measured_us * 1e3), x.percent())
             });
         md.push_str(&format!(
             "| {n} | {:.1} | {:.1} TB/s = {:.1}× HBM | {} | {:.1} | {:.1} TB/s = {:.1}× HBM | {} | {measured} |\n",
@@ -272,9 +272,7 @@ fn shares_table(v: &Value, file: &str) -> Result<String> {
         bail!("{file} holds no timed events");
     }
     let o = &v["otherData"];
-    let mut md = format!(
-        "| role | where its time went (share of the traced time) |\n|---|---|\n"
-    );
+    let mut md = String::from("| role | where its time went (share of the traced time) |\n|---|---|\n");
     for (role, acts) in &roles {
         let total: f64 = acts.iter().map(|(_, t)| t).sum();
         let mut acts = acts.clone();
