@@ -239,11 +239,10 @@ struct TwinSolutionFile {
 pub fn twin_solution(id: &str, step: u32) -> Result<String> {
     let file: TwinSolutionFile =
         toml::from_str(TWIN_SOLUTIONS).context("exercises/twin-solutions.toml")?;
-    let sol = file
-        .solution
-        .iter()
-        .find(|s| s.id == id)
-        .ok_or_else(|| anyhow!("exercises/twin-solutions.toml has no edit for exercise {id}"))?;
+    let sol =
+        file.solution.iter().find(|s| s.id == id).ok_or_else(|| {
+            anyhow!("exercises/twin-solutions.toml has no edit for exercise {id}")
+        })?;
     let base = runner::steps::get(step)?.info().kernel(Arch::Hopper).text;
     edits::apply(
         &format!("twin solution {id}"),
@@ -254,13 +253,13 @@ pub fn twin_solution(id: &str, step: u32) -> Result<String> {
 }
 
 /// One kernel to time: a name for the report, its spec and source.
-struct Kernel {
+struct Build {
     name: String,
     spec: KernelSpec,
     source: common::compile::KernelSource,
 }
 
-fn kernels(m: &Measure, twin: Option<&Path>) -> Result<Vec<Kernel>> {
+fn kernels(m: &Measure, twin: Option<&Path>) -> Result<Vec<Build>> {
     let step = runner::steps::get(m.step)?;
     let stock = KernelSpec::new(step, Arch::Hopper);
     let edited = match twin {
@@ -274,7 +273,7 @@ fn kernels(m: &Measure, twin: Option<&Path>) -> Result<Vec<Kernel>> {
         }),
         None => None,
     };
-    let mut out = vec![Kernel {
+    let mut out = vec![Build {
         name: format!("stock: {}", m.stock),
         source: stock.source(),
         spec: stock.clone(),
@@ -289,7 +288,7 @@ fn kernels(m: &Measure, twin: Option<&Path>) -> Result<Vec<Kernel>> {
             (Some(src), true) => src.clone(),
             _ => spec.source(),
         };
-        out.push(Kernel {
+        out.push(Build {
             name: v.label.to_string(),
             spec,
             source,
@@ -360,8 +359,10 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
         if let Err(e) =
             common::compile::compile(&k.source, common::Target::Sm90a, &k.spec.defines(DTYPE))
         {
-            r.lines
-                .push(("FAIL", format!("{} does not compile for sm_90a: {e:#}", k.name)));
+            r.lines.push((
+                "FAIL",
+                format!("{} does not compile for sm_90a: {e:#}", k.name),
+            ));
             r.failed = true;
         }
     }
@@ -484,7 +485,7 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
 }
 
 /// Time the kernels with cuBLAS in the rounds of the one protocol (what `runner bench` does).
-fn time(gpu: &common::gpu::Gpu, ks: &[Kernel]) -> Result<Vec<crate::bench::BenchCase>> {
+fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::bench::BenchCase>> {
     use common::run::{open_nvml, LoadedKernel};
     let blas = common::cublas::Blas::new(gpu)?;
     let flush = common::run::L2Flush::new(gpu)?;
@@ -611,8 +612,14 @@ mod tests {
                  "stats": {"median_us": 500.0, "q1_us": q1, "q3_us": q3}}]})
         };
         let files = vec![
-            ("bench-a.json".to_string(), bench("2026-11-20", 490.0, 510.0)),
-            ("bench-b.json".to_string(), bench("2026-11-25", 495.0, 505.0)),
+            (
+                "bench-a.json".to_string(),
+                bench("2026-11-20", 490.0, 510.0),
+            ),
+            (
+                "bench-b.json".to_string(),
+                bench("2026-11-25", 495.0, 505.0),
+            ),
         ];
         let sp = spread_in(&files, 1, SHAPE, DTYPE).unwrap();
         assert!((sp.relative - 0.02).abs() < 1e-12, "{sp:?}");
@@ -654,7 +661,10 @@ mod tests {
     #[test]
     fn the_chapter_line_quotes_a_committed_run_or_says_how_to_make_one() {
         let none = timing_in(&[], "1.2").unwrap();
-        assert!(none.contains("Not timed yet") && none.contains("2 stages"), "{none}");
+        assert!(
+            none.contains("Not timed yet") && none.contains("2 stages"),
+            "{none}"
+        );
         let run = json!({"kind": "exercise-timings", "runs": [{"measured": {
             "exercise": "1.2", "gpu": "NVIDIA H100 80GB HBM3", "date": "2026-11-26", "commit": "abc1234",
             "stock": {"label": "4 stages", "median_us": 470.0},

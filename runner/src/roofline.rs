@@ -125,7 +125,10 @@ pub fn measured_vs_model(spec: &str) -> Result<String> {
     };
     let gpu_name = bench["gpu"]["name"].as_str().unwrap_or("?");
     if bench["arch"] != "hopper" {
-        bail!("{name} timed {} kernels: this line is about the Hopper twins", s(&bench, "arch"));
+        bail!(
+            "{name} timed {} kernels: this line is about the Hopper twins",
+            s(&bench, "arch")
+        );
     }
     let Some(gpu) = spec_of(gpu_name) else {
         return Ok(format!("*Model against measurement: {name} ran on {gpu_name}, whose published figures the budget's table lacks.*\n"));
@@ -272,7 +275,8 @@ fn shares_table(v: &Value, file: &str) -> Result<String> {
         bail!("{file} holds no timed events");
     }
     let o = &v["otherData"];
-    let mut md = String::from("| role | where its time went (share of the traced time) |\n|---|---|\n");
+    let mut md =
+        String::from("| role | where its time went (share of the traced time) |\n|---|---|\n");
     for (role, acts) in &roles {
         let total: f64 = acts.iter().map(|(_, t)| t).sum();
         let mut acts = acts.clone();
@@ -307,7 +311,8 @@ fn esc(t: &str) -> String {
 /// bandwidth each step asks for at peak against HBM.
 pub fn figure() -> Result<String> {
     let shape = Shape::DEFAULT;
-    let gpus: [(&GpuSpec, &str, bool); 2] = [(&B200, "#1f5fa8", false), (&H100_SXM, "#c0561b", true)];
+    let gpus: [(&GpuSpec, &str, bool); 2] =
+        [(&B200, "#1f5fa8", false), (&H100_SXM, "#c0561b", true)];
     let (w, h) = (900.0, 420.0);
     let mut body = String::new();
     let mut text = |x: f64, y: f64, size: u32, anchor: &str, fill: &str, t: &str| {
@@ -321,7 +326,14 @@ pub fn figure() -> Result<String> {
     let (imin, imax, fmin, fmax) = (16.0f64, 4096.0f64, 50.0f64, 4000.0f64);
     let px = |i: f64| x0 + (x1 - x0) * (i.ln() - imin.ln()) / (imax.ln() - imin.ln());
     let py = |f: f64| y0 - (y0 - y1) * (f.ln() - fmin.ln()) / (fmax.ln() - fmin.ln());
-    text(270.0, 24.0, 14, "middle", "#000", "Roofline: attainable TFLOP/s against FLOP per byte");
+    text(
+        270.0,
+        24.0,
+        14,
+        "middle",
+        "#000",
+        "Roofline: attainable TFLOP/s against FLOP per byte",
+    );
     let mut lines = String::new();
     for i in [16.0, 64.0, 256.0, 1024.0, 4096.0] {
         lines.push_str(&format!(
@@ -337,7 +349,14 @@ pub fn figure() -> Result<String> {
         ));
         text(x0 - 6.0, py(f) + 4.0, 11, "end", "#444", &format!("{f:.0}"));
     }
-    text((x0 + x1) / 2.0, y0 + 34.0, 12, "middle", "#000", "FLOP per byte (log)");
+    text(
+        (x0 + x1) / 2.0,
+        y0 + 34.0,
+        12,
+        "middle",
+        "#000",
+        "FLOP per byte (log)",
+    );
     text(18.0, (y0 + y1) / 2.0, 12, "middle", "#000", "TFLOP/s");
     let mut marks = String::new();
     let whole = for_step(0, &B200, shape, Assumptions::DEFAULT)?;
@@ -354,7 +373,10 @@ pub fn figure() -> Result<String> {
             11,
             "end",
             color,
-            &format!("{}: {} TFLOP/s, {} TB/s HBM", g.name, g.dense_f16_tflops, g.hbm_tbps),
+            &format!(
+                "{}: {} TFLOP/s, {} TB/s HBM",
+                g.name, g.dense_f16_tflops, g.hbm_tbps
+            ),
         );
         // Each step's tile schedule, where HBM alone would cap it; steps sharing an intensity
         // share a mark.
@@ -366,7 +388,10 @@ pub fn figure() -> Result<String> {
             } else {
                 for_step(n, g, shape, Assumptions::DEFAULT)?
             };
-            match groups.iter_mut().find(|(i, _)| (i - b.intensity).abs() < 1e-9) {
+            match groups
+                .iter_mut()
+                .find(|(i, _)| (i - b.intensity).abs() < 1e-9)
+            {
                 Some((_, v)) => v.push(n),
                 None => groups.push((b.intensity, vec![n])),
             }
@@ -391,6 +416,24 @@ pub fn figure() -> Result<String> {
             );
         }
     }
+    // The H200 is the H100's die with faster HBM: only its memory roof differs.
+    let h200 = &common::model::budget::H200_SXM;
+    let ridge = h200.dense_f16_tflops / h200.hbm_tbps;
+    marks.push_str(&format!(
+        "  <polyline points=\"{:.1},{:.1} {:.1},{:.1}\" fill=\"none\" stroke=\"#c0561b\" stroke-dasharray=\"6,3\"/>\n",
+        px(imin),
+        py(h200.hbm_tbps * imin),
+        px(ridge),
+        py(h200.dense_f16_tflops)
+    ));
+    text(
+        px(imin) + 4.0,
+        py(h200.hbm_tbps * imin) - 6.0,
+        10,
+        "start",
+        "#c0561b",
+        &format!("{} (dashed): {} TB/s HBM", h200.name, h200.hbm_tbps),
+    );
     let xp = px(problem_intensity);
     marks.push_str(&format!(
         "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{y1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
@@ -405,7 +448,14 @@ pub fn figure() -> Result<String> {
     );
     // Right panel: L2 -> SM demand per step at peak, against each GPU's HBM bandwidth.
     let (bx0, bx1, by0, by1) = (560.0, 880.0, 360.0, 50.0);
-    text(720.0, 24.0, 14, "middle", "#000", "L2 → SM bandwidth each step asks for at peak");
+    text(
+        720.0,
+        24.0,
+        14,
+        "middle",
+        "#000",
+        "L2 → SM bandwidth each step asks for at peak",
+    );
     let mut demand: Vec<(u32, f64, f64)> = Vec::new();
     for st in runner::steps::all() {
         let n = st.info().number;
@@ -434,21 +484,49 @@ pub fn figure() -> Result<String> {
                 by0 - by(*v)
             ));
         }
-        text(x + slot / 2.0, by0 + 16.0, 11, "middle", "#444", &format!("{n}"));
+        text(
+            x + slot / 2.0,
+            by0 + 16.0,
+            11,
+            "middle",
+            "#444",
+            &format!("{n}"),
+        );
     }
     for (g, color, _) in &gpus {
         bars.push_str(&format!(
             "  <line x1=\"{bx0}\" y1=\"{0:.1}\" x2=\"{bx1}\" y2=\"{0:.1}\" stroke=\"{color}\" stroke-dasharray=\"5,3\"/>\n",
             by(g.hbm_tbps)
         ));
-        text(bx1, by(g.hbm_tbps) - 4.0, 10, "end", color, &format!("{} HBM {} TB/s", g.name, g.hbm_tbps));
+        text(
+            bx1,
+            by(g.hbm_tbps) - 4.0,
+            10,
+            "end",
+            color,
+            &format!("{} HBM {} TB/s", g.name, g.hbm_tbps),
+        );
     }
     let mut t = 0.0;
     while t <= top {
-        text(bx0 - 6.0, by(t) + 4.0, 11, "end", "#444", &format!("{t:.0}"));
+        text(
+            bx0 - 6.0,
+            by(t) + 4.0,
+            11,
+            "end",
+            "#444",
+            &format!("{t:.0}"),
+        );
         t += 10.0;
     }
-    text((bx0 + bx1) / 2.0, by0 + 34.0, 12, "middle", "#000", "step (B200 kernel | H100 twin)");
+    text(
+        (bx0 + bx1) / 2.0,
+        by0 + 34.0,
+        12,
+        "middle",
+        "#000",
+        "step (B200 kernel | H100 twin)",
+    );
     text(bx0 - 34.0, (by0 + by1) / 2.0, 12, "middle", "#000", "TB/s");
     text(
         450.0,
@@ -488,7 +566,10 @@ mod tests {
 
     #[test]
     fn gpu_names_map_to_their_published_figures() {
-        assert_eq!(spec_of("NVIDIA H100 80GB HBM3").map(|g| g.key), Some("h100"));
+        assert_eq!(
+            spec_of("NVIDIA H100 80GB HBM3").map(|g| g.key),
+            Some("h100")
+        );
         assert_eq!(spec_of("NVIDIA H200").map(|g| g.key), Some("h200"));
         assert_eq!(spec_of("NVIDIA B200").map(|g| g.key), Some("b200"));
         assert!(spec_of("NVIDIA H100 PCIe").is_none());
@@ -533,8 +614,14 @@ mod tests {
             {"ph": "X", "name": "wait for data", "pid": 0, "tid": 5, "dur": 2.0},
             {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 5, "dur": 2.0}]});
         let t = shares_table(&v, "t.json").unwrap();
-        assert!(t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"), "{t}");
-        assert!(t.contains("| consumer | issue MMAs 80 %, wait for data 20 % |"), "{t}");
+        assert!(
+            t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| consumer | issue MMAs 80 %, wait for data 20 % |"),
+            "{t}"
+        );
         for n in 0..runner::steps::all().len() {
             trace_shares(&n.to_string()).unwrap();
         }
@@ -543,7 +630,10 @@ mod tests {
     #[test]
     fn the_speed_of_light_table_has_a_row_per_step() {
         let md = speed_of_light("").unwrap();
-        let rows = md.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| step")).count();
+        let rows = md
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| step"))
+            .count();
         assert_eq!(rows, runner::steps::all().len(), "{md}");
         assert!(md.contains("| 3 | 128.0 |"), "{md}");
     }

@@ -69,10 +69,13 @@ fn paragraphs(md: &str) -> Vec<String> {
         }
         s = s.trim_start_matches('>').trim_start();
         // A list item starts a paragraph of its own.
-        let item = s.strip_prefix("- ").or_else(|| s.strip_prefix("* ")).or_else(|| {
-            let (d, rest) = s.split_once(". ")?;
-            d.parse::<u32>().ok().map(|_| rest)
-        });
+        let item = s
+            .strip_prefix("- ")
+            .or_else(|| s.strip_prefix("* "))
+            .or_else(|| {
+                let (d, rest) = s.split_once(". ")?;
+                d.parse::<u32>().ok().map(|_| rest)
+            });
         if let Some(rest) = item {
             flush(&mut cur, &mut out);
             s = rest;
@@ -157,10 +160,7 @@ fn the_check_splits_sentences_and_skips_code_and_tables() {
         sentences(&plain(&ps[0])),
         ["One two three.", "Four five:", "Six seven."]
     );
-    assert_eq!(
-        plain(&ps[1]),
-        "an item with X and [a link]."
-    );
+    assert_eq!(plain(&ps[1]), "an item with X and [a link].");
     let long = format!("{}.", vec!["word"; LONG + 1].join(" "));
     assert_eq!(long_sentences(&long).len(), 1);
     assert!(long_sentences(&format!("{}.", vec!["word"; LONG].join(" "))).is_empty());
@@ -170,7 +170,11 @@ fn the_check_splits_sentences_and_skips_code_and_tables() {
 fn sentences_stay_short() {
     let mut rest = Vec::new();
     for path in chapters() {
-        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
         let md = std::fs::read_to_string(&path).expect("chapter");
         let long = long_sentences(&md);
         if FIRST_READ.contains(&name.as_str()) {

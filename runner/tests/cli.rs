@@ -1151,10 +1151,16 @@ fn phases_prints_the_timeline_the_barriers_figure_draws() {
         out.starts_with("phase model: step 1, 4 stages, 8 k-blocks, wait lines: wrong-parity"),
         "{out}"
     );
-    assert!(out.contains("load_empty[") && out.contains("\n=> "), "{out}");
+    assert!(
+        out.contains("load_empty[") && out.contains("\n=> "),
+        "{out}"
+    );
     assert!(!out.contains("```"), "plain text for the terminal: {out}");
     let ok = stdout(&runner(&["phases", "--step", "1"]));
-    assert!(ok.contains("wait lines: none") && ok.contains("=> completes"), "{ok}");
+    assert!(
+        ok.contains("wait lines: none") && ok.contains("=> completes"),
+        "{ok}"
+    );
     assert_one_line_error(&runner(&["phases", "--step", "9"]), "no step 9");
     assert_one_line_error(
         &runner(&["phases", "--step", "1", "--k-blocks", "99"]),
