@@ -1028,6 +1028,12 @@ fn explain_reaches_every_chapter() {
         ("emulation", "emulation"),
         ("instructor", "offline lab"),
         ("intro", "#"),
+        ("speed-of-light", "the budget says"),
+        ("verification", "Three layers of verification"),
+        ("running", "runner phases --step N"),
+        ("barriers", "parity"),
+        ("prerequisites", "TMA"),
+        ("no-gpu", "GPU"),
     ] {
         let o = runner(&["explain", topic, "--markdown"]);
         assert!(o.status.success(), "{topic}: {}", stderr(&o));
