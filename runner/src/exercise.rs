@@ -797,7 +797,12 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
 pub fn list() {
     for e in EXERCISES {
-        println!("{:<5} step {}  {}", e.id, e.step, e.title);
+        let timed = if crate::measure::find(e.id).is_some() {
+            "  (also timed on the Hopper twin: --predict)"
+        } else {
+            ""
+        };
+        println!("{:<5} step {}  {}{timed}", e.id, e.step, e.title);
     }
 }
 
