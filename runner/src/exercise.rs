@@ -594,8 +594,21 @@ impl Lines {
     }
 }
 
+/// How `runner exercise` was asked to check: the student's files and prediction.
+pub struct Options<'a> {
+    /// Replaces the committed solution of the Blackwell kernel.
+    pub kernel: Option<&'a Path>,
+    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::measure`).
+    pub twin: Option<&'a Path>,
+    /// The student's prediction for a timed exercise (else asked on a terminal).
+    pub predict: Option<crate::measure::Verdict>,
+    pub write: Option<&'a Path>,
+    pub json: bool,
+}
+
 /// Run the exercise's checks; `kernel` replaces the committed solution.
-pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) -> Result<ExitCode> {
+pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
+    let (kernel, write, json) = (o.kernel, o.write, o.json);
     let ex = find(id)?;
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
@@ -733,6 +746,22 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
     if kernel.is_none() {
         let _ = std::fs::remove_file(&temp);
     }
+    // The timed Hopper counterpart, after the prediction is recorded.
+    let mut measured = serde_json::Value::Null;
+    if let Some(m) = crate::measure::find(id) {
+        let predicted = o
+            .predict
+            .or_else(|| (!json).then(|| crate::measure::prompt(m)).flatten());
+        let r = crate::measure::run(m, o.twin, predicted)?;
+        for (mark, text) in r.lines {
+            out.emit(mark, text);
+        }
+        failed |= r.failed;
+        partial |= r.partial;
+        measured = r.json;
+    } else if o.twin.is_some() || o.predict.is_some() {
+        eprintln!("warning: exercise {id} times nothing on the Hopper twin: --twin and --predict are not used");
+    }
     let verdict = if failed {
         format!("exercise {id}: the check fails")
     } else if partial {
@@ -746,6 +775,7 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
             "exercise": id, "step": ex.step, "title": ex.title,
             "kernel": kernel.map(|k| k.display().to_string()),
             "checks": out.items,
+            "measured": measured,
             "result": if failed { "fail" } else if partial { "partial" } else { "pass" },
             "summary": verdict,
         });
@@ -767,7 +797,12 @@ pub fn run(id: &str, kernel: Option<&Path>, write: Option<&Path>, json: bool) ->
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
 pub fn list() {
     for e in EXERCISES {
-        println!("{:<5} step {}  {}", e.id, e.step, e.title);
+        let timed = if crate::measure::find(e.id).is_some() {
+            "  (also timed on the Hopper twin: --predict)"
+        } else {
+            ""
+        };
+        println!("{:<5} step {}  {}{timed}", e.id, e.step, e.title);
     }
 }
 

@@ -157,6 +157,18 @@ fn step_entries(
         .collect()
 }
 
+impl Entry {
+    /// A kernel to time under `name` (the measuring exercises time variants of a twin this way).
+    pub fn new(name: String, step: Option<u32>, spec: KernelSpec, kernel: LoadedKernel) -> Entry {
+        Entry {
+            name,
+            step,
+            spec,
+            kernel,
+        }
+    }
+}
+
 pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let gpu = match gpu::open() {
         GpuStatus::Present(g) => g,
@@ -407,7 +419,9 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     Ok(())
 }
 
-fn bench_shape(
+/// cuBLAS and every kernel of `entries` at one shape and dtype, by the one protocol: the cases,
+/// cuBLAS first.
+pub fn bench_shape(
     ctx: &Ctx<'_>,
     entries: &[Entry],
     shape: Shape,

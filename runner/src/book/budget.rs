@@ -83,6 +83,13 @@ pub fn value(b: &Budget, key: &str) -> Option<String> {
         "problem" => fmt_ns(b.problem_ns),
         "compulsory" => fmt_ns(b.compulsory_ns),
         "sms" => b.gpu.sms.to_string(),
+        "peak_tflops" => format!("{} TFLOP/s", trim(b.gpu.dense_f16_tflops, 1)),
+        "hbm_tbps" => format!("{} TB/s", trim(b.gpu.hbm_tbps, 2)),
+        // FLOP per byte where the HBM roof meets the compute roof.
+        "ridge" => format!("{:.0}", b.gpu.dense_f16_tflops / b.gpu.hbm_tbps),
+        // FLOP per byte of the whole problem moving A, B and C once.
+        "problem_intensity" => format!("{:.0}", b.shape.flops() / b.compulsory_bytes),
+        "problem_at_peak" => fmt_ns(b.shape.flops() / (b.gpu.dense_f16_tflops * 1e12) * 1e9),
         _ => return None,
     })
 }
@@ -113,6 +120,11 @@ pub const KEYS: &[&str] = &[
     "problem",
     "compulsory",
     "sms",
+    "peak_tflops",
+    "hbm_tbps",
+    "ridge",
+    "problem_intensity",
+    "problem_at_peak",
 ];
 
 /// `{{#budget-value STEP KEY [GPU]}}`: one number in the prose, B200 unless a GPU is named.

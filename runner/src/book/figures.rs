@@ -34,6 +34,10 @@ pub const FIGURES: &[Figure] = &[
         file: "step3-pair.svg",
         draw: pair_data_flow,
     },
+    Figure {
+        file: "roofline.svg",
+        draw: crate::roofline::figure,
+    },
 ];
 
 /// A minimal SVG writer: absolute coordinates, escaped text.

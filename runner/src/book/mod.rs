@@ -4,7 +4,9 @@
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
-//! `{{#trace-figure N ARCH}}` and `{{#glossary}}`.
+//! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `measure`:
+//! `{{#speed-of-light}}`, `{{#measured-vs-model N}}`, `{{#trace-shares N}}`,
+//! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`.
 
 pub mod budget;
 pub mod comparables;
@@ -62,6 +64,30 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/step6.md",
         include_str!("../../../book/src/step6.md"),
+    ),
+    (
+        "book/src/prerequisites.md",
+        include_str!("../../../book/src/prerequisites.md"),
+    ),
+    (
+        "book/src/no-gpu.md",
+        include_str!("../../../book/src/no-gpu.md"),
+    ),
+    (
+        "book/src/running.md",
+        include_str!("../../../book/src/running.md"),
+    ),
+    (
+        "book/src/speed-of-light.md",
+        include_str!("../../../book/src/speed-of-light.md"),
+    ),
+    (
+        "book/src/barriers.md",
+        include_str!("../../../book/src/barriers.md"),
+    ),
+    (
+        "book/src/verification.md",
+        include_str!("../../../book/src/verification.md"),
     ),
     (
         "book/src/instructor.md",
@@ -542,6 +568,12 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
     let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
     let md = expand_marker(&md, "bench", measured::bench)?;
+    let md = expand_marker(&md, "speed-of-light", crate::roofline::speed_of_light)?;
+    let md = expand_marker(&md, "measured-vs-model", crate::roofline::measured_vs_model)?;
+    let md = expand_marker(&md, "trace-shares", crate::roofline::trace_shares)?;
+    let md = expand_marker(&md, "published-gain", crate::roofline::published_gain)?;
+    let md = expand_marker(&md, "twin-gain", crate::roofline::twin_gain)?;
+    let md = expand_marker(&md, "exercise-timing", crate::measure::timing_marker)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -892,7 +924,15 @@ mod tests {
             .iter()
             .map(|s| s.info().chapter.to_string())
             .collect();
-        for c in ["barriers", "prerequisites", "no-gpu", "emulation"] {
+        for c in [
+            "barriers",
+            "prerequisites",
+            "no-gpu",
+            "emulation",
+            "speed-of-light",
+            "running",
+            "verification",
+        ] {
             chapters.push(format!("book/src/{c}.md"));
         }
         for c in chapters {

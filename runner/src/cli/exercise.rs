@@ -16,6 +16,14 @@ pub struct Args {
     /// exercises/solutions.toml.
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
+    /// In an exercise timed on the Hopper twin (0.1, 1.2, 2.1, 6.2): your edited copy of the
+    /// twin (kernel_sm90.cu), timed against the stock twin instead of the committed edit.
+    #[arg(long, value_name = "FILE")]
+    twin: Option<PathBuf>,
+    /// Your prediction for a timed exercise, recorded before the GPU answers: the variant
+    /// against the stock twin (asked on a terminal when not given).
+    #[arg(long, value_name = "WHICH")]
+    predict: Option<crate::measure::Verdict>,
     /// Write the solution's kernel to FILE instead of checking.
     #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
     write: Option<PathBuf>,
@@ -40,5 +48,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
-    crate::exercise::run(&id, a.kernel.as_deref(), a.write.as_deref(), a.json)
+    crate::exercise::run(
+        &id,
+        &crate::exercise::Options {
+            kernel: a.kernel.as_deref(),
+            twin: a.twin.as_deref(),
+            predict: a.predict,
+            write: a.write.as_deref(),
+            json: a.json,
+        },
+    )
 }

@@ -8,6 +8,12 @@ use std::process::ExitCode;
 /// The chapters that are not a step's, by the names `explain` takes.
 const CHAPTERS: &[(&str, &str)] = &[
     ("introduction", "book/src/introduction.md"),
+    ("prerequisites", "book/src/prerequisites.md"),
+    ("no-gpu", "book/src/no-gpu.md"),
+    ("running", "book/src/running.md"),
+    ("speed-of-light", "book/src/speed-of-light.md"),
+    ("barriers", "book/src/barriers.md"),
+    ("verification", "book/src/verification.md"),
     ("emulation", "book/src/emulation.md"),
     ("instructor", "book/src/instructor.md"),
     ("further-reading", "book/src/further-reading.md"),
@@ -15,8 +21,9 @@ const CHAPTERS: &[(&str, &str)] = &[
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A step number (0-6), or a chapter: introduction, emulation, instructor, further-reading
-    /// (`runner glossary` prints the glossary).
+    /// A step number (0-6), or a chapter: introduction, prerequisites, no-gpu, running,
+    /// speed-of-light, barriers, verification, emulation, instructor, further-reading (`runner
+    /// glossary` prints the glossary).
     #[arg(value_name = "STEP|CHAPTER")]
     topic: String,
     /// Print the markdown instead of rendering it.

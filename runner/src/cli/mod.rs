@@ -16,6 +16,7 @@ pub mod inspect;
 pub mod json;
 pub mod list;
 pub mod mutations;
+pub mod phases;
 pub mod selftest;
 pub mod step;
 pub mod workshop;
@@ -98,6 +99,9 @@ pub enum Command {
     /// The seeded bugs `runner step N --mutate NAME` can plant, with the steps they apply to and
     /// what the emulation check must see.
     Mutations(mutations::Args),
+    /// The mbarrier phase model's timeline of one run of a step's ring, event by event: what
+    /// the barriers chapter's figure draws (`--bug wrong-parity --timing slow-loads`).
+    Phases(phases::Args),
     /// Time every step's native kernel against cuBLAS (the Hopper twins on an H100/H200, the
     /// Blackwell kernels on a B200), over shapes and dtypes; write a results JSON and an SVG plot.
     Bench(bench::Args),
@@ -138,6 +142,7 @@ pub fn dispatch(cmd: Command) -> Result<ExitCode> {
         Command::Glossary(a) => glossary::run(a),
         Command::Book(a) => book::run(a),
         Command::Mutations(a) => mutations::run(a),
+        Command::Phases(a) => phases::run(a),
         Command::Bench(a) => bench::run(a),
         Command::Grade(a) => grade::run(*a),
         Command::Exercise(a) => exercise::run(a),

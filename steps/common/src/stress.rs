@@ -5,7 +5,7 @@
 //! such as the twin mutations caught by [`TwinCatch::Stress`]) should give a wrong result on some.
 //! The kernels are not edited: only the wrappers they call.
 //!
-//! [`cases`] is the stress pass of the twin check (scripts/gpu-check-twins.sh, gpu/stress.sh and
+//! [`cases`] is the stress pass of the twin check (scripts/gpu-check-stress.sh, gpu/stress.sh and
 //! any `runner check twins --stress`): the stock twins at their default shape and, persistent
 //! ones, with a capped grid; and every twin mutation caught by stress, on each seed.
 

@@ -7,7 +7,7 @@
 //! function ([`BudgetInput::from_step`]), so a change to the trait touches only that function.
 
 use crate::problem::Shape;
-use crate::step::{ring_smem_bytes, Arch, KernelSpec, Step};
+use crate::step::{Arch, KernelSpec, Step};
 
 /// What the arithmetic needs to know about a step's kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,6 +33,9 @@ pub struct BudgetInput {
     pub epilogue_overlaps: bool,
     /// Bytes per element of A, B and C (f16/bf16).
     pub elem_bytes: u32,
+    /// Dynamic shared memory per CTA, as the host's plan (`KernelShape::smem_bytes`) sizes it:
+    /// the ring, any staging of C, the barriers.
+    pub smem_bytes: u32,
 }
 
 impl BudgetInput {
@@ -63,6 +66,42 @@ impl BudgetInput {
             acc_stages: if dedicated_epilogue { 2 } else { 1 },
             epilogue_overlaps: dedicated_epilogue,
             elem_bytes: 2,
+            smem_bytes: k.smem_bytes,
+        }
+    }
+
+    /// The same arithmetic for a Hopper twin with parameters `spec.params` (its defaults, or
+    /// the ones a bench recorded), so a measured twin can be set beside its own budget. A twin's
+    /// CTA computes `tile_m` x `tile_n` of C; its cluster lies along M and shares B by
+    /// multicast, so each CTA loads `tile_n / cluster` of B's rows per k-block: that share is
+    /// this struct's `tile_n`, and `acc_cols()` (cluster x that share) is the twin's `tile_n`.
+    /// Two facts follow the twins' code: step 0's twin prefetches `STAGES - 2` k-blocks; later
+    /// consumers release a slot only after the next k-block's wgmma group was issued
+    /// (`wgmma_wait_group<1>`), so the producer runs `STAGES - 1` ahead. The epilogue overlaps
+    /// the next tile where a store warp takes C through the `out_full` barrier (twins 5 and 6),
+    /// which the kernel's source says.
+    pub fn from_twin(spec: &KernelSpec) -> BudgetInput {
+        let (p, k) = (&spec.params, spec.shape());
+        let stages = p.get("stages");
+        let store_warp = spec.source().text.contains("out_full");
+        BudgetInput {
+            tile_m: p.get("tile_m"),
+            tile_n: k.b_box.0,
+            tile_k: k.tile_k,
+            stages,
+            cluster: k.cluster,
+            epilogue_tile_n: p.get_or("epilogue_tile_n", 0),
+            threads: k.threads,
+            persistent: k.persistent,
+            lookahead: if spec.info().number == 0 {
+                stages.saturating_sub(2)
+            } else {
+                stages.saturating_sub(1)
+            },
+            acc_stages: 1,
+            epilogue_overlaps: store_warp,
+            elem_bytes: 2,
+            smem_bytes: k.smem_bytes,
         }
     }
 
@@ -255,7 +294,6 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
     };
     let (m, n, k) = (shape.m as f64, shape.n as f64, shape.k as f64);
     let compulsory_bytes = (m * k + n * k + m * n) * e;
-    let staging = 4 * 2 * 32 * i.epilogue_tile_n * i.elem_bytes;
     Budget {
         input,
         gpu: *gpu,
@@ -264,7 +302,7 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
         flop_per_kblock,
         bytes_per_kblock,
         intensity: flop_per_kblock / bytes_per_kblock,
-        smem_bytes: ring_smem_bytes(i.stages, i.tile_m, i.tile_n, i.tile_k, staging),
+        smem_bytes: i.smem_bytes,
         tmem_cols: i.acc_cols() * i.acc_stages,
         kblock_ns,
         kblock_cycles: flop_per_kblock / gpu.flop_per_clock_per_sm,
@@ -306,6 +344,8 @@ mod tests {
         acc_stages: 1,
         epilogue_overlaps: false,
         elem_bytes: 2,
+        // The plan's formula, worked by hand in the test below.
+        smem_bytes: 4 * (128 + 256) * 64 * 2 + 1024 + 1024,
     };
 
     fn close(a: f64, b: f64) -> bool {

@@ -1,0 +1,725 @@
+//! The speed of light, and each step's model beside its measurement, generated from the budget
+//! model (`common::model::budget`, whose GPU table cites a source for every figure) and the
+//! committed bench (`assets/results/bench-*.json`):
+//! - `{{#speed-of-light}}`: per step, the FLOP per byte of its tile schedule, the L2 -> SM
+//!   bandwidth it asks for at the published peak, and the budget's time, for the Blackwell kernel
+//!   on a B200 and the twin on an H100;
+//! - `{{#measured-vs-model N}}`: "the budget says X µs, the twin measured Y µs (Z %)";
+//! - `{{#trace-shares N}}`: where each role of the twin's committed trace spends its time;
+//! - the roofline figure (`assets/roofline.svg`, drawn here, listed in `figures`).
+
+use crate::budget::{fmt_ns, for_step};
+use crate::results::{results_files, s};
+use anyhow::{anyhow, bail, Context, Result};
+use common::model::budget::{budget, Assumptions, Budget, BudgetInput, GpuSpec, B200, H100_SXM};
+use common::step::{Arch, KernelSpec};
+use common::Shape;
+use serde_json::Value;
+
+/// The budget of step `step`'s Hopper twin on `gpu`, with `overrides` (`name=value`) of its
+/// parameters (what a bench recorded) over its defaults.
+pub fn twin_budget(step: u32, gpu: &GpuSpec, shape: Shape, overrides: &[String]) -> Result<Budget> {
+    let mut spec = KernelSpec::new(runner::steps::get(step)?, Arch::Hopper);
+    spec.params
+        .apply(overrides)
+        .map_err(|e| anyhow!("step {step}'s twin: {e}"))?;
+    Ok(budget(
+        BudgetInput::from_twin(&spec),
+        gpu,
+        shape,
+        Assumptions::DEFAULT,
+    ))
+}
+
+/// The published figures of the GPU a results file names (`NVIDIA H100 80GB HBM3`), if the
+/// budget's table has them: the SXM parts only (a PCIe or NVL part has other clocks and power).
+pub fn spec_of(name: &str) -> Option<&'static GpuSpec> {
+    let n = name.to_ascii_uppercase();
+    if n.contains("PCIE") || n.contains("NVL") {
+        return None;
+    }
+    common::model::budget::GPUS
+        .iter()
+        .find(|g| n.contains(g.key.to_ascii_uppercase().as_str()))
+}
+
+/// The latest bench (by its date), if one is committed.
+fn latest_bench() -> Option<(String, Value)> {
+    let mut b: Vec<(String, Value)> = results_files()
+        .into_iter()
+        .filter(|(_, v)| v["kind"] == "bench")
+        .collect();
+    b.sort_by_key(|(_, v)| s(v, "date"));
+    b.pop()
+}
+
+fn shape_of(c: &Value) -> Option<Shape> {
+    let d = |k: &str| c["shape"][k].as_u64().map(|x| x as usize);
+    Some(Shape {
+        m: d("m")?,
+        n: d("n")?,
+        k: d("k")?,
+    })
+}
+
+/// A bench case's parameters as `name=value` overrides.
+fn params_of(c: &Value) -> Vec<String> {
+    c["params"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|p| Some(format!("{}={}", p[0].as_str()?, p[1].as_u64()?)))
+        .collect()
+}
+
+/// One measured twin beside its budget.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versus {
+    pub shape: Shape,
+    pub dtype: String,
+    pub budget_us: f64,
+    pub measured_us: f64,
+    /// The SM clock's median during the twin's timed launches, if NVML read it.
+    pub sm_mhz: Option<f64>,
+}
+
+impl Versus {
+    /// The share of the budget's speed the twin reached.
+    pub fn percent(&self) -> f64 {
+        100.0 * self.budget_us / self.measured_us
+    }
+}
+
+/// Every case of step `step`'s twin in `bench` (one dtype: f16 where timed), with its budget on
+/// `gpu`.
+pub fn versus(bench: &Value, step: u32, gpu: &GpuSpec) -> Result<Vec<Versus>> {
+    let mut out = Vec::new();
+    for c in bench["cases"].as_array().into_iter().flatten() {
+        if c["step"].as_u64() != Some(u64::from(step)) || c["dtype"] != "f16" {
+            continue;
+        }
+        let (Some(shape), Some(med)) = (shape_of(c), c["stats"]["median_us"].as_f64()) else {
+            continue;
+        };
+        let b = twin_budget(step, gpu, shape, &params_of(c))?;
+        out.push(Versus {
+            shape,
+            dtype: s(c, "dtype"),
+            budget_us: b.problem_ns / 1e3,
+            measured_us: med,
+            sm_mhz: c["clocks"]["sm_mhz_median"].as_f64(),
+        });
+    }
+    Ok(out)
+}
+
+/// `{{#measured-vs-model N}}`: the budget's time for step N's twin against the bench's median.
+pub fn measured_vs_model(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("measured-vs-model wants a step number, got {spec:?}"))?;
+    runner::steps::get(step)?;
+    let Some((name, bench)) = latest_bench() else {
+        return Ok(format!("*Model against measurement: no bench committed yet; `runner bench` on an H100 or H200 records step {step}'s twin.*\n"));
+    };
+    let gpu_name = bench["gpu"]["name"].as_str().unwrap_or("?");
+    if bench["arch"] != "hopper" {
+        bail!(
+            "{name} timed {} kernels: this line is about the Hopper twins",
+            s(&bench, "arch")
+        );
+    }
+    let Some(gpu) = spec_of(gpu_name) else {
+        return Ok(format!("*Model against measurement: {name} ran on {gpu_name}, whose published figures the budget's table lacks.*\n"));
+    };
+    let rows = versus(&bench, step, gpu)?;
+    if rows.is_empty() {
+        bail!("{name} holds no f16 time of step {step}'s twin");
+    }
+    let each: Vec<String> = rows
+        .iter()
+        .map(|v| {
+            format!(
+                "at {} {} the budget says {}, the twin measured {} ({:.0} %{})",
+                v.shape,
+                v.dtype,
+                fmt_ns(v.budget_us * 1e3),
+                fmt_ns(v.measured_us * 1e3),
+                v.percent(),
+                v.sm_mhz
+                    .map(|m| format!(", SM clock {m:.0} MHz"))
+                    .unwrap_or_default()
+            )
+        })
+        .collect();
+    Ok(format!(
+        "> **Model against measurement (generated).** On the {} ({:.0} MHz assumed by its {} TFLOP/s peak), {}. The percentage is the budget's time over the measured one: how close the twin came to the budget's speed. *Budget: `runner budget` arithmetic with the twin's own tiles; measured: `assets/results/{name}`, {}, commit `{}`.*\n",
+        gpu.name,
+        gpu.dense_f16_tflops * 1e12 / f64::from(gpu.sms) / gpu.flop_per_clock_per_sm / 1e6,
+        gpu.dense_f16_tflops,
+        each.join("; "),
+        s(&bench, "date"),
+        s(&bench, "commit")
+    ))
+}
+
+/// `{{#speed-of-light}}`: per step, what its tiles ask of the GPU at the published peak.
+pub fn speed_of_light(_spec: &str) -> Result<String> {
+    let shape = Shape::DEFAULT;
+    let bench = latest_bench();
+    let measured_gpu = bench
+        .as_ref()
+        .and_then(|(_, v)| v["gpu"]["name"].as_str())
+        .and_then(spec_of);
+    let twin_gpu = measured_gpu.unwrap_or(&H100_SXM);
+    let mut md = format!(
+        "| step | B200 kernel: FLOP/B | L2 → SM at peak | budget | {} twin: FLOP/B | L2 → SM at peak | budget | twin measured |\n|---|---|---|---|---|---|---|---|\n",
+        twin_gpu.name
+    );
+    for st in runner::steps::all() {
+        let n = st.info().number;
+        let b = for_step(n, &B200, shape, Assumptions::DEFAULT)?;
+        let t = twin_budget(n, twin_gpu, shape, &[])?;
+        let measured = bench
+            .as_ref()
+            .and_then(|(_, v)| {
+                versus(v, n, twin_gpu)
+                    .ok()?
+                    .into_iter()
+                    .find(|x| x.shape == shape)
+            })
+            .map_or("-".to_string(), |x| {
+                format!("{} ({:.0} %)", fmt_ns(x.measured_us * 1e3), x.percent())
+            });
+        md.push_str(&format!(
+            "| {n} | {:.1} | {:.1} TB/s = {:.1}× HBM | {} | {:.1} | {:.1} TB/s = {:.1}× HBM | {} | {measured} |\n",
+            b.intensity,
+            b.demand_tbps,
+            b.demand_tbps / b.gpu.hbm_tbps,
+            fmt_ns(b.problem_ns),
+            t.intensity,
+            t.demand_tbps,
+            t.demand_tbps / t.gpu.hbm_tbps,
+            fmt_ns(t.problem_ns),
+        ));
+    }
+    let whole = for_step(0, &B200, shape, Assumptions::DEFAULT)?;
+    md.push_str(&format!(
+        "\n*{shape} f16. FLOP/B: FLOP per byte of A and B one SM loads per k-block (its tile schedule). L2 → SM: those bytes per second, all SMs together, if the tensor cores ran at the published peak. Budget: the whole problem at peak, round by round (`runner budget N`). Twin measured: the median of the committed bench{}, and the budget's time over it. The whole problem moves A, B and C once in {} at HBM speed on a B200, against {} of tensor-core work at peak: it is compute-bound by far ({:.0} FLOP per compulsory byte), so every byte above that is re-read from L2.*\n",
+        bench.as_ref().map(|(name, _)| format!(" (`assets/results/{name}`)")).unwrap_or_default(),
+        fmt_ns(whole.compulsory_ns),
+        fmt_ns(shape.flops() / (B200.dense_f16_tflops * 1e12) * 1e9),
+        shape.flops() / whole.compulsory_bytes
+    ));
+    Ok(md)
+}
+
+/// `{{#trace-shares N}}`: per role of step N's twin in its committed trace, the share of the
+/// recorded time each activity took (the traced CTAs, from set-up to exit).
+pub fn trace_shares(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("trace-shares wants a step number, got {spec:?}"))?;
+    runner::steps::get(step)?;
+    let file = format!("trace-step{step}-sm_90a.json");
+    let path = common::toolkit::project_root()
+        .join("assets/results")
+        .join(&file);
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        return Ok(format!("*No trace of step {step}'s twin committed yet: `runner step {step} --arch sm_90a --trace assets/results/trace` records one.*\n"));
+    };
+    let v: Value = serde_json::from_str(&text).with_context(|| format!("{file} is not JSON"))?;
+    shares_table(&v, &file)
+}
+
+fn shares_table(v: &Value, file: &str) -> Result<String> {
+    let events: &[Value] = v["traceEvents"].as_array().map_or(&[], |a| a.as_slice());
+    // Thread names say "warp 3 (warpgroup 0): producer": the role is after the colon.
+    let mut role_of = std::collections::BTreeMap::new();
+    for e in events {
+        if e["ph"] == "M" && e["name"] == "thread_name" {
+            let name = e["args"]["name"].as_str().unwrap_or("");
+            let role = name.rsplit_once(": ").map_or(name, |(_, r)| r).to_string();
+            role_of.insert((e["pid"].as_u64(), e["tid"].as_u64()), role);
+        }
+    }
+    // Role -> activity -> total µs, in order of first appearance.
+    let mut roles: Vec<(String, Vec<(String, f64)>)> = Vec::new();
+    for e in events {
+        if e["ph"] != "X" {
+            continue;
+        }
+        let (Some(role), Some(dur), Some(act)) = (
+            role_of.get(&(e["pid"].as_u64(), e["tid"].as_u64())),
+            e["dur"].as_f64(),
+            e["name"].as_str(),
+        ) else {
+            continue;
+        };
+        let i = match roles.iter().position(|(r, _)| r == role) {
+            Some(i) => i,
+            None => {
+                roles.push((role.clone(), Vec::new()));
+                roles.len() - 1
+            }
+        };
+        let acts = &mut roles[i].1;
+        match acts.iter_mut().find(|(a, _)| a == act) {
+            Some((_, t)) => *t += dur,
+            None => acts.push((act.to_string(), dur)),
+        }
+    }
+    if roles.is_empty() {
+        bail!("{file} holds no timed events");
+    }
+    let o = &v["otherData"];
+    let mut md =
+        String::from("| role | where its time went (share of the traced time) |\n|---|---|\n");
+    for (role, acts) in &roles {
+        let total: f64 = acts.iter().map(|(_, t)| t).sum();
+        let mut acts = acts.clone();
+        acts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let cells: Vec<String> = acts
+            .iter()
+            .filter(|(_, t)| *t >= 0.01 * total)
+            .map(|(a, t)| format!("{a} {:.0} %", 100.0 * t / total))
+            .collect();
+        md.push_str(&format!("| {role} | {} |\n", cells.join(", ")));
+    }
+    md.push_str(&format!(
+        "\n*Summed over the traced warps of each role in `assets/results/{file}` ({}, {}, commit {}): activities under 1 % left out. The traced CTAs are the first ones, so the first wave's cold start weighs in.*\n",
+        s(o, "gpu"),
+        s(o, "date"),
+        s(o, "commit")
+    ));
+    Ok(md)
+}
+
+// ---- the roofline figure ----------------------------------------------------------------------
+
+fn esc(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+/// `assets/roofline.svg`: attainable TFLOP/s against FLOP per byte (log-log) for the B200 and
+/// the H100, their roofs from the budget's cited table, each step's tile schedule marked where
+/// HBM alone would cap it, and the whole problem's compulsory intensity; beside it, the L2 -> SM
+/// bandwidth each step asks for at peak against HBM.
+pub fn figure() -> Result<String> {
+    let shape = Shape::DEFAULT;
+    let gpus: [(&GpuSpec, &str, bool); 2] =
+        [(&B200, "#1f5fa8", false), (&H100_SXM, "#c0561b", true)];
+    let (w, h) = (900.0, 420.0);
+    let mut body = String::new();
+    let mut text = |x: f64, y: f64, size: u32, anchor: &str, fill: &str, t: &str| {
+        body.push_str(&format!(
+            "  <text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"{size}\" text-anchor=\"{anchor}\" fill=\"{fill}\">{}</text>\n",
+            esc(t)
+        ));
+    };
+    // Left panel: the roofline.
+    let (x0, x1, y0, y1) = (70.0, 470.0, 360.0, 50.0);
+    let (imin, imax, fmin, fmax) = (16.0f64, 4096.0f64, 50.0f64, 4000.0f64);
+    let px = |i: f64| x0 + (x1 - x0) * (i.ln() - imin.ln()) / (imax.ln() - imin.ln());
+    let py = |f: f64| y0 - (y0 - y1) * (f.ln() - fmin.ln()) / (fmax.ln() - fmin.ln());
+    text(
+        270.0,
+        24.0,
+        14,
+        "middle",
+        "#000",
+        "Roofline: attainable TFLOP/s against FLOP per byte",
+    );
+    let mut lines = String::new();
+    for i in [16.0, 64.0, 256.0, 1024.0, 4096.0] {
+        lines.push_str(&format!(
+            "  <line x1=\"{0:.1}\" y1=\"{y0}\" x2=\"{0:.1}\" y2=\"{y1}\" stroke=\"#eee\"/>\n",
+            px(i)
+        ));
+        text(px(i), y0 + 16.0, 11, "middle", "#444", &format!("{i:.0}"));
+    }
+    for f in [100.0, 300.0, 1000.0, 3000.0] {
+        lines.push_str(&format!(
+            "  <line x1=\"{x0}\" y1=\"{0:.1}\" x2=\"{x1}\" y2=\"{0:.1}\" stroke=\"#eee\"/>\n",
+            py(f)
+        ));
+        text(x0 - 6.0, py(f) + 4.0, 11, "end", "#444", &format!("{f:.0}"));
+    }
+    text(
+        (x0 + x1) / 2.0,
+        y0 + 34.0,
+        12,
+        "middle",
+        "#000",
+        "FLOP per byte (log)",
+    );
+    text(18.0, (y0 + y1) / 2.0, 12, "middle", "#000", "TFLOP/s");
+    let mut marks = String::new();
+    let whole = for_step(0, &B200, shape, Assumptions::DEFAULT)?;
+    let problem_intensity = shape.flops() / whole.compulsory_bytes;
+    for (k, (g, color, twin)) in gpus.iter().enumerate() {
+        let ridge = g.dense_f16_tflops / g.hbm_tbps;
+        marks.push_str(&format!(
+            "  <polyline points=\"{:.1},{:.1} {:.1},{:.1} {:.1},{:.1}\" fill=\"none\" stroke=\"{color}\" stroke-width=\"2\"/>\n",
+            px(imin), py(g.hbm_tbps * imin), px(ridge), py(g.dense_f16_tflops), px(imax), py(g.dense_f16_tflops)
+        ));
+        text(
+            x1,
+            py(g.dense_f16_tflops) - 6.0,
+            11,
+            "end",
+            color,
+            &format!(
+                "{}: {} TFLOP/s, {} TB/s HBM",
+                g.name, g.dense_f16_tflops, g.hbm_tbps
+            ),
+        );
+        // Each step's tile schedule, where HBM alone would cap it; steps sharing an intensity
+        // share a mark.
+        let mut groups: Vec<(f64, Vec<u32>)> = Vec::new();
+        for st in runner::steps::all() {
+            let n = st.info().number;
+            let b = if *twin {
+                twin_budget(n, g, shape, &[])?
+            } else {
+                for_step(n, g, shape, Assumptions::DEFAULT)?
+            };
+            match groups
+                .iter_mut()
+                .find(|(i, _)| (i - b.intensity).abs() < 1e-9)
+            {
+                Some((_, v)) => v.push(n),
+                None => groups.push((b.intensity, vec![n])),
+            }
+        }
+        for (i, steps) in &groups {
+            let (x, y) = (px(*i), py((g.hbm_tbps * i).min(g.dense_f16_tflops)));
+            marks.push_str(&format!(
+                "  <circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"4\" fill=\"{color}\"/>\n"
+            ));
+            let label = match (steps.first(), steps.last()) {
+                (Some(a), Some(b)) if a != b => format!("{a}–{b}"),
+                (Some(a), _) => format!("{a}"),
+                _ => String::new(),
+            };
+            text(
+                x + 6.0,
+                y + if k == 0 { -6.0 } else { 14.0 },
+                10,
+                "start",
+                color,
+                &format!("{} {label}: {i:.0}", if *twin { "twin" } else { "step" }),
+            );
+        }
+    }
+    // The H200 is the H100's die with faster HBM: only its memory roof differs.
+    let h200 = &common::model::budget::H200_SXM;
+    let ridge = h200.dense_f16_tflops / h200.hbm_tbps;
+    marks.push_str(&format!(
+        "  <polyline points=\"{:.1},{:.1} {:.1},{:.1}\" fill=\"none\" stroke=\"#c0561b\" stroke-dasharray=\"6,3\"/>\n",
+        px(imin),
+        py(h200.hbm_tbps * imin),
+        px(ridge),
+        py(h200.dense_f16_tflops)
+    ));
+    text(
+        px(imin) + 4.0,
+        py(h200.hbm_tbps * imin) - 6.0,
+        10,
+        "start",
+        "#c0561b",
+        &format!("{} (dashed): {} TB/s HBM", h200.name, h200.hbm_tbps),
+    );
+    let xp = px(problem_intensity);
+    marks.push_str(&format!(
+        "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{y1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
+    ));
+    text(
+        xp - 4.0,
+        y0 - 8.0,
+        10,
+        "end",
+        "#333",
+        &format!("whole problem, A B C once: {problem_intensity:.0}"),
+    );
+    // Right panel: L2 -> SM demand per step at peak, against each GPU's HBM bandwidth.
+    let (bx0, bx1, by0, by1) = (560.0, 880.0, 360.0, 50.0);
+    text(
+        720.0,
+        24.0,
+        14,
+        "middle",
+        "#000",
+        "L2 → SM bandwidth each step asks for at peak",
+    );
+    let mut demand: Vec<(u32, f64, f64)> = Vec::new();
+    for st in runner::steps::all() {
+        let n = st.info().number;
+        demand.push((
+            n,
+            for_step(n, &B200, shape, Assumptions::DEFAULT)?.demand_tbps,
+            twin_budget(n, &H100_SXM, shape, &[])?.demand_tbps,
+        ));
+    }
+    let top = demand
+        .iter()
+        .map(|d| d.1.max(d.2))
+        .fold(B200.hbm_tbps, f64::max)
+        * 1.1;
+    let by = |t: f64| by0 - (by0 - by1) * t / top;
+    let slot = (bx1 - bx0) / demand.len() as f64;
+    let mut bars = String::new();
+    for (j, (n, b, t)) in demand.iter().enumerate() {
+        let x = bx0 + slot * j as f64;
+        for (k, (v, color)) in [(*b, gpus[0].1), (*t, gpus[1].1)].iter().enumerate() {
+            let bw = slot * 0.38;
+            let xx = x + slot * 0.1 + bw * k as f64;
+            bars.push_str(&format!(
+                "  <rect x=\"{xx:.1}\" y=\"{:.1}\" width=\"{bw:.1}\" height=\"{:.1}\" fill=\"{color}\"/>\n",
+                by(*v),
+                by0 - by(*v)
+            ));
+        }
+        text(
+            x + slot / 2.0,
+            by0 + 16.0,
+            11,
+            "middle",
+            "#444",
+            &format!("{n}"),
+        );
+    }
+    for (g, color, _) in &gpus {
+        bars.push_str(&format!(
+            "  <line x1=\"{bx0}\" y1=\"{0:.1}\" x2=\"{bx1}\" y2=\"{0:.1}\" stroke=\"{color}\" stroke-dasharray=\"5,3\"/>\n",
+            by(g.hbm_tbps)
+        ));
+        text(
+            bx1,
+            by(g.hbm_tbps) - 4.0,
+            10,
+            "end",
+            color,
+            &format!("{} HBM {} TB/s", g.name, g.hbm_tbps),
+        );
+    }
+    let mut t = 0.0;
+    while t <= top {
+        text(
+            bx0 - 6.0,
+            by(t) + 4.0,
+            11,
+            "end",
+            "#444",
+            &format!("{t:.0}"),
+        );
+        t += 10.0;
+    }
+    text(
+        (bx0 + bx1) / 2.0,
+        by0 + 34.0,
+        12,
+        "middle",
+        "#000",
+        "step (B200 kernel | H100 twin)",
+    );
+    text(bx0 - 34.0, (by0 + by1) / 2.0, 12, "middle", "#000", "TB/s");
+    text(
+        450.0,
+        h - 12.0,
+        11,
+        "middle",
+        "#444",
+        &format!("{shape} f16. Figures: NVIDIA's B200 and H100 specifications (common::model::budget). Dots: a step's tile schedule if every operand byte came from HBM."),
+    );
+    Ok(format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n  <title>Roofline of the B200 and the H100 with each step's tile schedule, and the L2 to SM bandwidth each step asks for</title>\n  <rect width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n{lines}{marks}{bars}{body}</svg>\n"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_twin_budget_reads_the_twins_own_tiles() {
+        // Step 0's twin: 128 x 128 per CTA, no cluster: 2*128*128*64 FLOP on (128+128)*64*2 B.
+        let b = twin_budget(0, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
+        assert!((b.intensity - 64.0).abs() < 1e-9, "{}", b.intensity);
+        // Step 3's twin: a pair along M shares B, each CTA loads 128 of B's 256 rows.
+        let b = twin_budget(3, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
+        assert!((b.intensity - 128.0).abs() < 1e-9, "{}", b.intensity);
+        assert_eq!((b.tiles, b.clusters_at_once), (16 * 32, 66));
+        // A bench's parameters override the defaults.
+        let small = twin_budget(0, &H100_SXM, Shape::DEFAULT, &["tile_n=256".into()]).unwrap();
+        assert!((small.intensity - 256.0 / 3.0).abs() < 1e-9);
+        // The twins with a store warp overlap the epilogue; step 4's does not.
+        let four = twin_budget(4, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
+        let five = twin_budget(5, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
+        assert!(!four.input.epilogue_overlaps && five.input.epilogue_overlaps);
+        assert!(five.problem_ns < four.problem_ns);
+    }
+
+    #[test]
+    fn gpu_names_map_to_their_published_figures() {
+        assert_eq!(
+            spec_of("NVIDIA H100 80GB HBM3").map(|g| g.key),
+            Some("h100")
+        );
+        assert_eq!(spec_of("NVIDIA H200").map(|g| g.key), Some("h200"));
+        assert_eq!(spec_of("NVIDIA B200").map(|g| g.key), Some("b200"));
+        assert!(spec_of("NVIDIA H100 PCIe").is_none());
+        assert!(spec_of("NVIDIA A100").is_none());
+    }
+
+    #[test]
+    fn the_measured_line_divides_the_budget_by_the_bench() {
+        let bench = serde_json::json!({"kind": "bench", "arch": "hopper", "cases": [
+            {"kernel": "step 2", "step": 2, "dtype": "f16", "shape": {"m": 4096, "n": 8192, "k": 4096},
+             "params": [["tile_m", 128], ["tile_n", 256], ["tile_k", 64], ["stages", 4], ["epilogue_tile_n", 64]],
+             "stats": {"median_us": 433.0}, "clocks": {"sm_mhz_median": 1515.0}},
+            {"kernel": "step 2", "step": 2, "dtype": "bf16", "shape": {"m": 4096, "n": 8192, "k": 4096},
+             "stats": {"median_us": 999.0}}]});
+        let v = versus(&bench, 2, &H100_SXM).unwrap();
+        assert_eq!(v.len(), 1, "f16 only");
+        let b = twin_budget(2, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
+        assert!((v[0].budget_us - b.problem_ns / 1e3).abs() < 1e-9);
+        assert!((v[0].percent() - 100.0 * b.problem_ns / 1e3 / 433.0).abs() < 1e-9);
+        assert_eq!(v[0].sm_mhz, Some(1515.0));
+        // The committed bench renders for every step, or says none is there.
+        for n in 0..runner::steps::all().len() as u32 {
+            let line = measured_vs_model(&n.to_string()).unwrap();
+            assert!(
+                line.contains("the budget says") || line.contains("no bench committed"),
+                "{line}"
+            );
+        }
+        assert!(measured_vs_model("x").is_err());
+        assert!(measured_vs_model("42").is_err());
+    }
+
+    #[test]
+    fn the_trace_shares_sum_per_role() {
+        let v = serde_json::json!({"otherData": {"gpu": "G", "date": "d", "commit": "c"}, "traceEvents": [
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "warp 0 (warpgroup 0): producer"}},
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": 4, "args": {"name": "warp 4 (warpgroup 1): consumer"}},
+            {"ph": "M", "name": "thread_name", "pid": 0, "tid": 5, "args": {"name": "warp 5 (warpgroup 1): consumer"}},
+            {"ph": "X", "name": "issue loads", "pid": 0, "tid": 0, "dur": 1.0},
+            {"ph": "X", "name": "wait for a free slot", "pid": 0, "tid": 0, "dur": 3.0},
+            {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 4, "dur": 6.0},
+            {"ph": "X", "name": "wait for data", "pid": 0, "tid": 5, "dur": 2.0},
+            {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 5, "dur": 2.0}]});
+        let t = shares_table(&v, "t.json").unwrap();
+        assert!(
+            t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"),
+            "{t}"
+        );
+        assert!(
+            t.contains("| consumer | issue MMAs 80 %, wait for data 20 % |"),
+            "{t}"
+        );
+        for n in 0..runner::steps::all().len() {
+            trace_shares(&n.to_string()).unwrap();
+        }
+    }
+
+    #[test]
+    fn the_speed_of_light_table_has_a_row_per_step() {
+        let md = speed_of_light("").unwrap();
+        let rows = md
+            .lines()
+            .filter(|l| l.starts_with("| ") && !l.starts_with("| step"))
+            .count();
+        assert_eq!(rows, runner::steps::all().len(), "{md}");
+        assert!(md.contains("| 3 | 128.0 |"), "{md}");
+    }
+}
+
+// ---- the introduction's map of the ladder -----------------------------------------------------
+
+/// Tensor-core utilization Pallas:MGPU's guide published for its version of step `step` (the
+/// first number of its row in `comparables::ALL`).
+fn pallas_utilization(step: u32) -> Option<f64> {
+    let row = crate::comparables::ALL
+        .iter()
+        .find(|c| c.step == step && c.source.contains("Pallas:MGPU"))?;
+    row.result.split(" %").next()?.trim().parse().ok()
+}
+
+/// `{{#published-gain N}}`: what step N's idea gained in Pallas:MGPU's Blackwell guide, the one
+/// published ladder with a version of every step (its utilization, from the comparables table).
+pub fn published_gain(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("published-gain wants a step number, got {spec:?}"))?;
+    let now = pallas_utilization(step)
+        .ok_or_else(|| anyhow!("no Pallas:MGPU utilization for step {step} in the comparables"))?;
+    Ok(match step.checked_sub(1).and_then(pallas_utilization) {
+        Some(before) => format!(
+            "{:+.0} % ({before:.1} → {now:.1} % util.)",
+            100.0 * (now / before - 1.0)
+        ),
+        None => format!("{now:.1} % util."),
+    })
+}
+
+/// `{{#twin-gain N}}`: step N's twin against step N - 1's in the committed bench, at the default
+/// shape in f16 (step 0: its share of cuBLAS in the same run).
+pub fn twin_gain(spec: &str) -> Result<String> {
+    let step: u32 = spec
+        .trim()
+        .parse()
+        .with_context(|| format!("twin-gain wants a step number, got {spec:?}"))?;
+    runner::steps::get(step)?;
+    let Some((_, bench)) = latest_bench() else {
+        return Ok("not timed yet".into());
+    };
+    let find = |n: u32| {
+        bench["cases"].as_array().into_iter().flatten().find(|c| {
+            c["step"].as_u64() == Some(u64::from(n))
+                && c["dtype"] == "f16"
+                && shape_of(c) == Some(Shape::DEFAULT)
+        })
+    };
+    let tf = |n: u32| find(n).and_then(|c| c["tflops"].as_f64());
+    let Some(now) = tf(step) else {
+        return Ok("not timed".into());
+    };
+    Ok(match step.checked_sub(1).and_then(tf) {
+        Some(before) => format!(
+            "{:+.0} % ({before:.0} → {now:.0} TFLOP/s)",
+            100.0 * (now / before - 1.0)
+        ),
+        None => format!(
+            "{now:.0} TFLOP/s ({:.0} % of cuBLAS)",
+            find(step)
+                .and_then(|c| c["pct_of_cublas"].as_f64())
+                .unwrap_or(f64::NAN)
+        ),
+    })
+}
+
+#[cfg(test)]
+mod map_tests {
+    use super::*;
+
+    #[test]
+    fn every_step_has_a_published_and_a_measured_gain() {
+        for n in 0..runner::steps::all().len() as u32 {
+            let p = published_gain(&n.to_string()).unwrap();
+            assert!(p.contains("util."), "{p}");
+            let t = twin_gain(&n.to_string()).unwrap();
+            assert!(!t.contains("NaN"), "{t}");
+        }
+        // Pallas's ladder: 37.62 % utilization at its step 0, 45.47 % at step 1.
+        assert_eq!(pallas_utilization(0), Some(37.62));
+        assert_eq!(published_gain("1").unwrap(), "+21 % (37.6 → 45.5 % util.)");
+        assert!(published_gain("x").is_err());
+        assert!(twin_gain("9").is_err());
+    }
+}
