@@ -18,8 +18,8 @@
 //! measurement; `gpu/book.sh` collects them into `assets/results/exercises-*.json`, which
 //! `{{#exercise-timing N.M}}` quotes in the chapter.
 
-use crate::edits;
-use crate::results::{results_files, s};
+use common::edits;
+use crate::results::untyped::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
 use common::problem::{Dtype, Shape};
 use common::step::{Arch, KernelSpec};
@@ -485,7 +485,7 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
 }
 
 /// Time the kernels with cuBLAS in the rounds of the one protocol (what `runner bench` does).
-fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::bench::BenchCase>> {
+fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::BenchCase>> {
     use common::run::{open_nvml, LoadedKernel};
     let blas = common::cublas::Blas::new(gpu)?;
     let flush = common::run::L2Flush::new(gpu)?;

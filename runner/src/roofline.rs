@@ -8,8 +8,8 @@
 //! - `{{#trace-shares N}}`: where each role of the twin's committed trace spends its time;
 //! - the roofline figure (`assets/roofline.svg`, drawn here, listed in `figures`).
 
-use crate::budget::{fmt_ns, for_step};
-use crate::results::{results_files, s};
+use crate::book::budget::{fmt_ns, for_step};
+use crate::results::untyped::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
 use common::model::budget::{budget, Assumptions, Budget, BudgetInput, GpuSpec, B200, H100_SXM};
 use common::step::{Arch, KernelSpec};
@@ -644,7 +644,7 @@ mod tests {
 /// Tensor-core utilization Pallas:MGPU's guide published for its version of step `step` (the
 /// first number of its row in `comparables::ALL`).
 fn pallas_utilization(step: u32) -> Option<f64> {
-    let row = crate::comparables::ALL
+    let row = crate::book::comparables::ALL
         .iter()
         .find(|c| c.step == step && c.source.contains("Pallas:MGPU"))?;
     row.result.split(" %").next()?.trim().parse().ok()

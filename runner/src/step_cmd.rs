@@ -142,7 +142,7 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     let file = match &req.kernel_file {
         // Edits of a stock kernel, applied to it as it is now.
         Some(path) if path.extension().is_some_and(|e| e == "toml") => Some(
-            runner::contenders::edited_kernel(&path.display().to_string(), &read_kernel(path)?)?,
+            crate::bench::contenders::edited_kernel(&path.display().to_string(), &read_kernel(path)?)?,
         ),
         Some(path) => Some(KernelSource {
             path: path.display().to_string(),

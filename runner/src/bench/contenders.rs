@@ -138,7 +138,7 @@ impl Contender {
 pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
     let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
     let arch = file.arch().with_context(|| path.to_string())?;
-    let base = crate::steps::get(file.step)?.info().kernel_source(arch);
+    let base = runner::steps::get(file.step)?.info().kernel_source(arch);
     let text = edits::apply(path, &base.text, &file.edit, &file.snippets)?;
     Ok(KernelSource {
         path: format!("{}+{path}", base.path),

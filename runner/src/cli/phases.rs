@@ -54,7 +54,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         name(&|| a.timing.to_possible_value()),
         a.k_blocks
     );
-    let md = crate::phase_tables::timeline(&spec)?;
+    let md = crate::book::phase_tables::timeline(&spec)?;
     // The timeline is a fenced block for the book; the terminal gets its lines.
     for line in md.lines().filter(|l| !l.starts_with("```")) {
         println!("{line}");
