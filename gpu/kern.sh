@@ -34,9 +34,9 @@ export R WORK
       clusters_h=""; clusters_b=""
       if [ "$step" -ge 4 ]; then clusters_h="--clusters 2"; clusters_b="--clusters 1"; fi
       echo "twin$step-default-$dtype step $step --arch sm_90a --dtype $dtype"
-      echo "twin$step-odd-$dtype step $step --arch sm_90a --dtype $dtype --m 768 --n 1280 --k 192 $clusters_h"
+      echo "twin$step-odd-$dtype step $step --arch sm_90a --dtype $dtype --m 768 --n 1280 --k 192${clusters_h:+ $clusters_h}"
       echo "emu$step-default-$dtype step $step --arch sm_100a --emulate --dtype $dtype"
-      echo "emu$step-odd-$dtype step $step --arch sm_100a --emulate --dtype $dtype --m 256 --n 768 --k 320 $clusters_b"
+      echo "emu$step-odd-$dtype step $step --arch sm_100a --emulate --dtype $dtype --m 256 --n 768 --k 320${clusters_b:+ $clusters_b}"
     done
     echo "4-snake-$dtype step 4 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step4_snake_sm90.toml"
     echo "5-pingpong-$dtype step 5 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step5_pingpong_sm90.toml --param tile_m=64"
@@ -46,6 +46,7 @@ export R WORK
 
 : >"$WORK/cases.tsv"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$WORK/log.txt" 2>&1
+# Every line ends without a blank: xargs -L joins a line that ends in one with the next.
 timeout 175 xargs -P "$JOBS" -L 1 bash -c 'one "$@"' _ <"$WORK/cases.txt"
 for f in "$WORK"/*.out; do
   echo "=== $(basename "$f" .out)" >>"$WORK/log.txt"
