@@ -18,9 +18,9 @@
 //! measurement; `gpu/book.sh` collects them into `assets/results/exercises-*.json`, which
 //! `{{#exercise-timing N.M}}` quotes in the chapter.
 
-use common::edits;
 use crate::results::untyped::{results_files, s};
 use anyhow::{anyhow, bail, Context, Result};
+use common::edits;
 use common::problem::{Dtype, Shape};
 use common::step::{Arch, KernelSpec};
 use serde::Deserialize;

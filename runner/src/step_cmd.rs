@@ -141,9 +141,12 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     let n = req.step.info().number;
     let file = match &req.kernel_file {
         // Edits of a stock kernel, applied to it as it is now.
-        Some(path) if path.extension().is_some_and(|e| e == "toml") => Some(
-            crate::bench::contenders::edited_kernel(&path.display().to_string(), &read_kernel(path)?)?,
-        ),
+        Some(path) if path.extension().is_some_and(|e| e == "toml") => {
+            Some(crate::bench::contenders::edited_kernel(
+                &path.display().to_string(),
+                &read_kernel(path)?,
+            )?)
+        }
         Some(path) => Some(KernelSource {
             path: path.display().to_string(),
             text: read_kernel(path)?,

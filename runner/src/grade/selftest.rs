@@ -173,7 +173,9 @@ pub fn cheat_base(blackwell: bool) -> Result<&'static str> {
 }
 
 /// A submission of the selftest and what it must come to (the results file's rows carry it).
-pub use crate::results::{GradeSelftestCase as Case, GradeSelftestCatch as Catch, GradeSelftestExpect as Expect};
+pub use crate::results::{
+    GradeSelftestCase as Case, GradeSelftestCatch as Catch, GradeSelftestExpect as Expect,
+};
 
 /// Write the class the step-0 rubric grades: the stock twin, a seeded bug, every cheat not
 /// graded apart ([`Cheat::apart`]), and a submission without a kernel.

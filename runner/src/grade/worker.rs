@@ -1222,7 +1222,7 @@ mod tests {
         let step = runner::steps::get(4).unwrap();
         let text = step.info().blackwell.text;
         let source = KernelSource {
-            path: super::super::submission::SOURCE_NAME.into(),
+            path: super::super::job::SOURCE_NAME.into(),
             text: common::mutation::find("alloc-cta-group-1")
                 .unwrap()
                 .apply(text)
