@@ -253,6 +253,30 @@ impl Drop for Cluster {
     }
 }
 
+/// A kernel without its `WB_EXPECT_LAUNCH` lines and the shared-memory `static_assert` that
+/// follows them.
+fn without_launch_checks(text: &str) -> String {
+    let mut out = String::new();
+    let mut skip_next = false;
+    for line in text.lines() {
+        if skip_next {
+            skip_next = false;
+            continue;
+        }
+        if line.starts_with("WB_EXPECT_LAUNCH(") {
+            continue;
+        }
+        if line.starts_with("static_assert(sizeof(SharedStorage) + 1023 <= WB_LAUNCH_SMEM_BYTES") {
+            skip_next = true;
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    assert!(!out.contains("WB_LAUNCH_"), "every launch check removed");
+    out
+}
+
 fn write_class(class: &Path) {
     let put = |name: &str, text: &str| {
         let d = class.join(name);
@@ -260,10 +284,14 @@ fn write_class(class: &Path) {
         std::fs::write(d.join("kernel.cu"), text).unwrap();
     };
     let read = |p: &str| std::fs::read_to_string(root().join(p)).unwrap();
-    // Honest: step 3's Blackwell kernel. Correct but without the technique: step 0's. Refused:
-    // an include of a file outside the toolkit.
+    // Honest: step 3's Blackwell kernel. Correct but without the technique: step 0's, as a
+    // student would write it without the workbook's compile-time launch checks (with them it
+    // builds only for step 0's own launch). Refused: an include of a file outside the toolkit.
     put("alice", &read("steps/step3_collective_mma/src/kernel.cu"));
-    put("bob", &read("steps/step0_naive/src/kernel.cu"));
+    put(
+        "bob",
+        &without_launch_checks(&read("steps/step0_naive/src/kernel.cu")),
+    );
     put(
         "carol",
         "#include \"/etc/passwd\"\nextern \"C\" __global__ void gemm_kernel() {}\n",

@@ -84,11 +84,12 @@ fn the_stock_step3_blackwell_kernel_meets_its_rubrics_sass_requirements() {
 
 #[test]
 fn step0s_blackwell_kernel_loses_exactly_the_2cta_points_with_the_instruction_named() {
-    let r = grade(
-        "steps/step0_naive/src/kernel.cu",
-        &rubric_file("step3-blackwell.toml"),
-        "step0bw",
-    );
+    // The step-3 rubric's requirements under step 0's launch plan: every kernel checks the
+    // launch it was planned for at compile time, so step 0's kernel builds only for its own.
+    let d = tmp("rubric-bw");
+    let rubric = d.join("step3-blackwell-as-step0.toml");
+    std::fs::write(&rubric, step0_rubric("step3-blackwell.toml")).unwrap();
+    let r = grade("steps/step0_naive/src/kernel.cu", &rubric, "step0bw");
     assert_eq!(r["compile"]["status"], "ok", "{r:#}");
     let reqs = requirements(&r);
     assert_eq!(reqs.len(), 2);
@@ -113,17 +114,24 @@ fn step0s_blackwell_kernel_loses_exactly_the_2cta_points_with_the_instruction_na
         (Some(0.0), Some(30.0))
     );
     assert_eq!(r["flags"], serde_json::json!(["technique-missing"]));
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+/// A rubric of `rubrics/` with its step set to 0, its requirements kept (`--rubric` keeps a
+/// file's own step and requirements; only the selftest's override drops them).
+fn step0_rubric(name: &str) -> String {
+    let text = std::fs::read_to_string(rubric_file(name)).unwrap();
+    assert!(text.contains("\nstep = 3\n"), "{name} names step 3");
+    text.replacen("\nstep = 3\n", "\nstep = 0\n", 1)
 }
 
 #[test]
 fn step0s_hopper_twin_lacks_only_the_multicast() {
-    // Step 0's twin holds its accumulator in registers for tiles 128 wide: the step-3 rubric
-    // with that tile, so it compiles, and with it the multicast requirement it cannot meet.
-    let text = std::fs::read_to_string(rubric_file("step3-hopper.toml")).unwrap();
-    let text = text.replacen("[limits]", "[params]\ntile_n = 128\n\n[limits]", 1);
+    // The step-3 rubric's requirements under step 0's own launch plan (the kernel checks its
+    // launch at compile time): step 0's twin has the fp32 wgmma but no multicast load.
     let d = tmp("rubric");
-    let rubric = d.join("step3-hopper-tile128.toml");
-    std::fs::write(&rubric, text).unwrap();
+    let rubric = d.join("step3-hopper-as-step0.toml");
+    std::fs::write(&rubric, step0_rubric("step3-hopper.toml")).unwrap();
     let r = grade("steps/step0_naive/src/kernel_sm90.cu", &rubric, "step0");
     assert_eq!(r["compile"]["status"], "ok", "{r:#}");
     let reqs = requirements(&r);
@@ -143,7 +151,7 @@ fn step0s_hopper_twin_lacks_only_the_multicast() {
 }
 
 #[test]
-fn a_requirement_written_wrong_is_one_clear_line() {
+fn a_requirement_written_wrong_is_one_clear_error() {
     let d = tmp("bad");
     let sub = d.join("k.cu");
     std::fs::write(&sub, "extern \"C\" __global__ void gemm_kernel() {}\n").unwrap();
@@ -178,8 +186,11 @@ fn a_requirement_written_wrong_is_one_clear_line() {
             .unwrap();
         let err = String::from_utf8_lossy(&o.stderr);
         assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(err.starts_with("error: rubric ") && err.contains(says), "{err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+        // One `error:` line says where and what; a TOML syntax error adds TOML's source line
+        // and caret below it (no other `error:` line).
+        let first = err.lines().next().unwrap_or_default();
+        assert!(first.starts_with("error: rubric ") && first.contains(says), "{err}");
+        assert_eq!(err.matches("error:").count(), 1, "{err}");
     }
     let _ = std::fs::remove_dir_all(&d);
 }
