@@ -26,6 +26,7 @@ pub mod seeds;
 pub mod selftest;
 pub mod submission;
 pub mod technique;
+pub mod trace_facts;
 pub mod worker;
 
 use anyhow::{bail, Context, Result};

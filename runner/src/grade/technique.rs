@@ -10,6 +10,7 @@
 //! against it here. No GPU is needed, so `--compile-only` checks them too.
 
 use super::job::Flag;
+use super::trace_facts::Fact;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -105,8 +106,12 @@ impl std::fmt::Display for Pattern {
 pub struct RequirementSpec {
     pub name: String,
     pub points: f64,
-    /// The instruction pattern ([`Pattern`]).
-    pub sass: String,
+    /// The instruction pattern ([`Pattern`]); exactly one of `sass` and `trace` is given.
+    #[serde(default)]
+    pub sass: Option<String>,
+    /// A fact of the warps' trace records, on Hopper ([`super::trace_facts::Fact`]).
+    #[serde(default)]
+    pub trace: Option<String>,
     /// At least this many in the kernel (default 1; 0 when only `max` is given).
     pub min: Option<usize>,
     /// At most this many (`max = 0` forbids the instruction).
@@ -134,11 +139,14 @@ fn as_text<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
 
 impl RequirementSpec {
     pub fn resolve(&self) -> Result<Requirement> {
-        super::rubric::check_name(&self.name)?;
-        if !(self.points.is_finite() && self.points >= 0.0) {
-            bail!("points must be a non-negative number");
+        self.check_common()?;
+        let Some(sass) = &self.sass else {
+            bail!("give sass = \"OPCODE.MOD\" (or trace = \"fact\")");
+        };
+        if self.trace.is_some() {
+            bail!("give either sass or trace, not both: write two requirements");
         }
-        let pattern = Pattern::parse(&self.sass)?;
+        let pattern = Pattern::parse(sass)?;
         let min = self
             .min
             .unwrap_or(if self.max.is_some() && self.min.is_none() {
@@ -153,9 +161,6 @@ impl RequirementSpec {
         } else if min == 0 {
             bail!("min = 0 without max requires nothing: give min >= 1, or max");
         }
-        if self.why.len() > 200 || self.why.chars().any(|c| c.is_control()) {
-            bail!("why must be one line of at most 200 characters");
-        }
         Ok(Requirement {
             name: self.name.clone(),
             points: self.points,
@@ -164,6 +169,39 @@ impl RequirementSpec {
             max: self.max,
             why: self.why.trim().to_string(),
         })
+    }
+}
+
+impl RequirementSpec {
+    /// Name, points and why: what every kind of requirement shares.
+    fn check_common(&self) -> Result<()> {
+        super::rubric::check_name(&self.name)?;
+        if !(self.points.is_finite() && self.points >= 0.0) {
+            bail!("points must be a non-negative number");
+        }
+        if self.why.len() > 200 || self.why.chars().any(|c| c.is_control()) {
+            bail!("why must be one line of at most 200 characters");
+        }
+        Ok(())
+    }
+
+    /// A `trace = "fact"` requirement: the fact it names. Traces are recorded on Hopper only
+    /// (`hopper`: the rubric's architecture), and a fact has no count.
+    pub fn resolve_trace(&self, hopper: bool) -> Result<Fact> {
+        self.check_common()?;
+        let Some(trace) = &self.trace else {
+            bail!("internal: not a trace requirement");
+        };
+        if self.sass.is_some() {
+            bail!("give either sass or trace, not both: write two requirements");
+        }
+        if self.min.is_some() || self.max.is_some() {
+            bail!("min and max count instructions: a trace fact holds or not");
+        }
+        if !hopper {
+            bail!("trace facts are checked on Hopper (sm_90a) rubrics only");
+        }
+        Fact::parse(trace)
     }
 }
 
@@ -352,7 +390,8 @@ mod tests {
         RequirementSpec {
             name: "r".into(),
             points: 10.0,
-            sass: sass.into(),
+            sass: Some(sass.into()),
+            trace: None,
             min,
             max,
             why: "the 2-CTA MMA".into(),
@@ -403,7 +442,8 @@ mod tests {
         let spec = |min, max| RequirementSpec {
             name: "r".into(),
             points: 1.0,
-            sass: "HGMMA".into(),
+            sass: Some("HGMMA".into()),
+            trace: None,
             min,
             max,
             why: String::new(),
