@@ -579,15 +579,17 @@ fn run_kernel(
 /// The check's lines: printed as they come, or kept for one JSON object at the end.
 struct Lines {
     json: bool,
-    items: Vec<serde_json::Value>,
+    items: Vec<crate::results::ExerciseLine>,
 }
 
 impl Lines {
     /// One line: `mark` is ok, FAIL, part (could not run here), note or run.
     fn emit(&mut self, mark: &str, text: String) {
         if self.json {
-            self.items
-                .push(serde_json::json!({"status": mark.to_ascii_lowercase(), "detail": text}));
+            self.items.push(crate::results::ExerciseLine {
+                status: mark.to_ascii_lowercase(),
+                detail: text,
+            });
         } else {
             println!("  {mark:<4}  {text}");
         }
@@ -747,7 +749,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         let _ = std::fs::remove_file(&temp);
     }
     // The timed Hopper counterpart, after the prediction is recorded.
-    let mut measured = serde_json::Value::Null;
+    let mut measured = None;
     if let Some(m) = crate::measure::find(id) {
         let predicted = o
             .predict
@@ -770,15 +772,27 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         format!("exercise {id}: the check passes")
     };
     if json {
-        let v = serde_json::json!({
-            "runner": crate::report::version_info(),
-            "exercise": id, "step": ex.step, "title": ex.title,
-            "kernel": kernel.map(|k| k.display().to_string()),
-            "checks": out.items,
-            "measured": measured,
-            "result": if failed { "fail" } else if partial { "partial" } else { "pass" },
-            "summary": verdict,
-        });
+        let v = crate::results::ExerciseRun {
+            runner: crate::results::RunnerVersion {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                commit: env!("WB_BUILD_COMMIT").to_string(),
+            },
+            exercise: id.to_string(),
+            step: ex.step,
+            title: ex.title.to_string(),
+            kernel: kernel.map(|k| k.display().to_string()),
+            checks: out.items,
+            measured,
+            result: if failed {
+                "fail"
+            } else if partial {
+                "partial"
+            } else {
+                "pass"
+            }
+            .to_string(),
+            summary: verdict,
+        };
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{verdict}");

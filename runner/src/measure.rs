@@ -18,13 +18,12 @@
 //! measurement; `gpu/book.sh` collects them into `assets/results/exercises-*.json`, which
 //! `{{#exercise-timing N.M}}` quotes in the chapter.
 
-use crate::results::untyped::{results_files, s};
+use crate::results::{ExerciseMeasured, ExerciseSpread, ExerciseStock, ExerciseVariant, Results};
 use anyhow::{anyhow, bail, Context, Result};
 use common::edits;
 use common::problem::{Dtype, Shape};
 use common::step::{Arch, KernelSpec};
 use serde::Deserialize;
-use serde_json::{json, Value};
 use std::path::Path;
 
 const TWIN_SOLUTIONS: &str = include_str!("../../exercises/twin-solutions.toml");
@@ -183,31 +182,26 @@ pub struct Spread {
 /// The committed bench's spread for step `step`'s twin at `shape` and `dtype`: the latest file
 /// of kind `bench` (by its date) that timed it.
 pub fn spread(step: u32, shape: Shape, dtype: Dtype) -> Result<Spread> {
-    spread_in(&results_files(), step, shape, dtype)
+    spread_in(&crate::results::committed()?, step, shape, dtype)
 }
 
-fn spread_in(files: &[(String, Value)], step: u32, shape: Shape, dtype: Dtype) -> Result<Spread> {
-    let mut benches: Vec<&(String, Value)> =
-        files.iter().filter(|(_, v)| v["kind"] == "bench").collect();
-    benches.sort_by_key(|(_, v)| s(v, "date"));
-    for (name, v) in benches.iter().rev() {
-        let case = v["cases"].as_array().into_iter().flatten().find(|c| {
-            c["kernel"] == format!("step {step}").as_str()
-                && c["dtype"] == dtype.to_string().as_str()
-                && c["shape"]["m"].as_u64() == Some(shape.m as u64)
-                && c["shape"]["n"].as_u64() == Some(shape.n as u64)
-                && c["shape"]["k"].as_u64() == Some(shape.k as u64)
-        });
-        let Some(st) = case.map(|c| &c["stats"]) else {
+fn spread_in(files: &[(String, Results)], step: u32, shape: Shape, dtype: Dtype) -> Result<Spread> {
+    let benches = crate::results::oldest_first(files, |r| match r {
+        Results::Bench(b) => Some(b),
+        _ => None,
+    });
+    for (name, bench, _) in benches.iter().rev() {
+        let Some(st) = bench
+            .find(shape, dtype, &format!("step {step}"))
+            .and_then(|c| c.stats.as_ref())
+        else {
             continue;
         };
-        let (Some(q1), Some(q3), Some(med)) = (
-            st["q1_us"].as_f64(),
-            st["q3_us"].as_f64(),
-            st["median_us"].as_f64(),
-        ) else {
+        // Files written before the quartiles were recorded read them as 0: no spread there.
+        let (q1, q3, med) = (st.q1_us, st.q3_us, st.median_us);
+        if q1 == 0.0 && q3 == 0.0 {
             continue;
-        };
+        }
         if med > 0.0 && q3 >= q1 {
             return Ok(Spread {
                 relative: (q3 - q1) / med,
@@ -305,7 +299,7 @@ pub struct Report {
     /// Compiled, not timed (no H100/H200 here).
     pub partial: bool,
     /// The measurement, for `--json` and `gpu/book.sh`.
-    pub json: Value,
+    pub json: Option<ExerciseMeasured>,
 }
 
 /// Ask for a prediction on a terminal, when none was given.
@@ -330,7 +324,7 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
         lines: Vec::new(),
         failed: false,
         partial: false,
-        json: Value::Null,
+        json: None,
     };
     let ks = kernels(m, twin)?;
     r.lines.push((
@@ -438,10 +432,20 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
                 verdict.word()
             ),
         ));
-        variants.push(json!({
-            "label": k.name, "params": k.spec.params, "median_us": st.median_us,
-            "q1_us": st.q1_us, "q3_us": st.q3_us, "relative_pct": rel, "verdict": verdict.word(),
-        }));
+        variants.push(ExerciseVariant {
+            label: k.name.clone(),
+            params: k
+                .spec
+                .params
+                .iter()
+                .map(|(n, v)| (n.to_string(), v))
+                .collect(),
+            median_us: st.median_us,
+            q1_us: st.q1_us,
+            q3_us: st.q3_us,
+            relative_pct: rel,
+            verdict: verdict.word().to_string(),
+        });
     }
     r.lines.push((
         "note",
@@ -453,7 +457,7 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
     ));
     let measured: Vec<String> = variants
         .iter()
-        .map(|v| format!("{} {}", s(v, "label"), s(v, "verdict")))
+        .map(|v| format!("{} {}", v.label, v.verdict))
         .collect();
     r.lines.push((
         "note",
@@ -467,19 +471,31 @@ pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Resu
             None => format!("the GPU measured: {}", measured.join("; ")),
         },
     ));
-    r.json = json!({
-        "exercise": m.id, "step": m.step, "gpu": gpu.info.name,
-        "driver_version": gpu.info.driver_version, "date": crate::bench::today(),
-        "commit": crate::bench::commit(), "shape": SHAPE, "dtype": DTYPE,
-        "protocol": crate::bench::PROTOCOL,
-        "stock": {"label": m.stock, "median_us": stock_us,
-                  "q1_us": stock.and_then(|c| c.stats.as_ref()).map(|s| s.q1_us),
-                  "q3_us": stock.and_then(|c| c.stats.as_ref()).map(|s| s.q3_us),
-                  "clocks": stock.and_then(|c| c.clocks.clone())},
-        "cublas_median_us": blas.and_then(|c| c.stats.as_ref()).map(|s| s.median_us),
-        "spread": {"relative": spread.relative, "source": spread.source},
-        "prediction": predicted.map(Verdict::word),
-        "variants": variants,
+    let stock_stats = stock.and_then(|c| c.stats.as_ref());
+    r.json = Some(ExerciseMeasured {
+        exercise: m.id.to_string(),
+        step: m.step,
+        gpu: gpu.info.name.clone(),
+        driver_version: gpu.info.driver_version.clone(),
+        date: crate::bench::today(),
+        commit: crate::bench::commit(),
+        shape: SHAPE,
+        dtype: DTYPE,
+        protocol: crate::bench::PROTOCOL.to_string(),
+        stock: ExerciseStock {
+            label: m.stock.to_string(),
+            median_us: stock_us,
+            q1_us: stock_stats.map(|s| s.q1_us),
+            q3_us: stock_stats.map(|s| s.q3_us),
+            clocks: stock.and_then(|c| c.clocks.clone()),
+        },
+        cublas_median_us: blas.and_then(|c| c.stats.as_ref()).map(|s| s.median_us),
+        spread: ExerciseSpread {
+            relative: spread.relative,
+            source: spread.source,
+        },
+        prediction: predicted.map(|p| p.word().to_string()),
+        variants,
     });
     Ok(r)
 }
@@ -536,25 +552,26 @@ fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::Benc
 /// (`assets/results/exercises-*.json`, written by `gpu/book.sh`) measured for exercise N.M, or
 /// how to measure it until one is committed.
 pub fn timing_marker(spec: &str) -> Result<String> {
-    timing_in(&results_files(), spec.trim())
+    timing_in(&crate::results::committed()?, spec.trim())
 }
 
-fn timing_in(files: &[(String, Value)], id: &str) -> Result<String> {
+fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
     let m = find(id).ok_or_else(|| anyhow!("exercise {id} has no timed counterpart"))?;
-    let mut runs: Vec<(&String, &Value)> = files
+    let mut runs: Vec<(&String, &ExerciseMeasured)> = files
         .iter()
-        .filter(|(_, v)| v["kind"] == "exercise-timings")
-        .flat_map(|(name, v)| {
-            v["runs"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(move |r| (name, r))
+        .filter_map(|(name, r)| match r {
+            Results::ExerciseTimings(t) => Some((name, t)),
+            _ => None,
         })
-        .filter(|(_, r)| r["measured"]["exercise"] == id)
+        .flat_map(|(name, t)| {
+            t.runs
+                .iter()
+                .filter_map(move |r| Some((name, r.measured.as_ref()?)))
+        })
+        .filter(|(_, v)| v.exercise == id)
         .collect();
-    runs.sort_by_key(|(_, r)| s(&r["measured"], "date"));
-    let Some((name, run)) = runs.last() else {
+    runs.sort_by(|a, b| a.1.date.cmp(&b.1.date));
+    let Some((name, v)) = runs.last() else {
         return Ok(format!(
             "*Not timed yet: on an H100 or H200, `runner exercise {id} --predict …` times {} against {} on step {}'s twin.*\n",
             m.variants.iter().map(|v| v.label).collect::<Vec<_>>().join(", "),
@@ -562,31 +579,26 @@ fn timing_in(files: &[(String, Value)], id: &str) -> Result<String> {
             m.step
         ));
     };
-    let v = &run["measured"];
-    let each: Vec<String> = v["variants"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let each: Vec<String> = v
+        .variants
+        .iter()
         .map(|x| {
             format!(
                 "{} {:.1} µs ({:+.1} %, {})",
-                s(x, "label"),
-                x["median_us"].as_f64().unwrap_or(f64::NAN),
-                x["relative_pct"].as_f64().unwrap_or(f64::NAN),
-                s(x, "verdict")
+                x.label, x.median_us, x.relative_pct, x.verdict
             )
         })
         .collect();
     Ok(format!(
         "*Measured on the twin ({}, {}, commit `{}`, {} f16, `assets/results/{name}`): {} {:.1} µs; {}. \"Same\" is within ±{:.1} %, the stock twin's spread in the committed bench.*\n",
-        s(v, "gpu"),
-        s(v, "date"),
-        s(v, "commit"),
+        v.gpu,
+        v.date,
+        v.commit,
         SHAPE,
-        s(&v["stock"], "label"),
-        v["stock"]["median_us"].as_f64().unwrap_or(f64::NAN),
+        v.stock.label,
+        v.stock.median_us,
         each.join("; "),
-        100.0 * v["spread"]["relative"].as_f64().unwrap_or(f64::NAN)
+        100.0 * v.spread.relative
     ))
 }
 
@@ -607,9 +619,18 @@ mod tests {
     #[test]
     fn the_spread_comes_from_the_latest_bench_that_timed_the_step() {
         let bench = |date: &str, q1: f64, q3: f64| {
-            json!({"kind": "bench", "date": date, "cases": [
-                {"kernel": "step 1", "dtype": "f16", "shape": {"m": 4096, "n": 8192, "k": 4096},
-                 "stats": {"median_us": 500.0, "q1_us": q1, "q3_us": q3}}]})
+            let mut case = crate::results::fixtures::case(SHAPE, DTYPE, Some(1), 100.0);
+            case.stats = Some(common::timing::Stats {
+                median_us: 500.0,
+                min_us: 490.0,
+                max_us: 510.0,
+                q1_us: q1,
+                q3_us: q3,
+                runs: 30,
+            });
+            let mut report = crate::results::fixtures::report(vec![case]);
+            report.date = date.to_string();
+            Results::Bench(report)
         };
         let files = vec![
             (
@@ -665,11 +686,57 @@ mod tests {
             none.contains("Not timed yet") && none.contains("2 stages"),
             "{none}"
         );
-        let run = json!({"kind": "exercise-timings", "runs": [{"measured": {
-            "exercise": "1.2", "gpu": "NVIDIA H100 80GB HBM3", "date": "2026-11-26", "commit": "abc1234",
-            "stock": {"label": "4 stages", "median_us": 470.0},
-            "spread": {"relative": 0.02},
-            "variants": [{"label": "2 stages", "median_us": 520.0, "relative_pct": 10.6, "verdict": "slower"}]}}]});
+        let run = Results::ExerciseTimings(crate::results::ExerciseTimings {
+            gpu: "NVIDIA H100 80GB HBM3".into(),
+            date: "2026-11-26".into(),
+            commit: "abc1234".into(),
+            runs: vec![crate::results::ExerciseRun {
+                runner: crate::results::RunnerVersion {
+                    version: "0".into(),
+                    commit: "abc1234".into(),
+                },
+                exercise: "1.2".into(),
+                step: 1,
+                title: "t".into(),
+                kernel: None,
+                checks: Vec::new(),
+                measured: Some(ExerciseMeasured {
+                    exercise: "1.2".into(),
+                    step: 1,
+                    gpu: "NVIDIA H100 80GB HBM3".into(),
+                    driver_version: "13.0".into(),
+                    date: "2026-11-26".into(),
+                    commit: "abc1234".into(),
+                    shape: SHAPE,
+                    dtype: DTYPE,
+                    protocol: "p".into(),
+                    stock: ExerciseStock {
+                        label: "4 stages".into(),
+                        median_us: 470.0,
+                        q1_us: None,
+                        q3_us: None,
+                        clocks: None,
+                    },
+                    cublas_median_us: None,
+                    spread: ExerciseSpread {
+                        relative: 0.02,
+                        source: "s".into(),
+                    },
+                    prediction: None,
+                    variants: vec![ExerciseVariant {
+                        label: "2 stages".into(),
+                        params: Vec::new(),
+                        median_us: 520.0,
+                        q1_us: 510.0,
+                        q3_us: 530.0,
+                        relative_pct: 10.6,
+                        verdict: "slower".into(),
+                    }],
+                }),
+                result: "pass".into(),
+                summary: "s".into(),
+            }],
+        });
         let files = vec![("exercises-h100-2026-11-26.json".to_string(), run)];
         let line = timing_in(&files, "1.2").unwrap();
         assert!(

@@ -33,6 +33,15 @@ pub enum Results {
     Twins(TwinCheck),
     /// `runner check emulation`'s first part: cuBLAS against the CPU reference.
     Selftest(SelftestSummary),
+    /// `gpu/book.sh`: `runner exercise N.M --json` of every measuring exercise on one GPU.
+    #[serde(rename = "exercise-timings")]
+    ExerciseTimings(ExerciseTimings),
+    /// `gpu/stress.sh`'s stress pass of the twins, as `scripts/gpu-check-stress.sh` wrote it.
+    #[serde(rename = "twin-stress")]
+    TwinStress(TwinStress),
+    /// `gpu/stress.sh`: the wall time the emulation's strict rules add, per step.
+    #[serde(rename = "emulation-cost")]
+    EmulationCost(EmulationCost),
 }
 
 impl Results {
@@ -45,10 +54,14 @@ impl Results {
             Results::Emulation(_) => "emulation",
             Results::Twins(_) => "twins",
             Results::Selftest(_) => "selftest",
+            Results::ExerciseTimings(_) => "exercise-timings",
+            Results::TwinStress(_) => "twin-stress",
+            Results::EmulationCost(_) => "emulation-cost",
         }
     }
 
-    /// The date the file records (ISO, so it sorts).
+    /// The date the file records (ISO, so it sorts); empty where the file records none (an
+    /// emulation cost, which sits in its dated folder).
     pub fn date(&self) -> &str {
         match self {
             Results::Bench(r) | Results::Heatmap(r) => &r.date,
@@ -56,6 +69,9 @@ impl Results {
             Results::Emulation(r) => &r.head.date,
             Results::Twins(r) => &r.head.date,
             Results::Selftest(r) => &r.head.date,
+            Results::ExerciseTimings(r) => &r.date,
+            Results::TwinStress(r) => &r.head.date,
+            Results::EmulationCost(_) => "",
         }
     }
 
@@ -296,6 +312,88 @@ pub struct TwinCase {
     pub detail: String,
 }
 
+/// The twins' stress pass: stock twins under stress seeds, and twin mutations with what each
+/// must come to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TwinStress {
+    #[serde(flatten)]
+    pub head: Provenance,
+    pub mode: String,
+    pub cases: Vec<TwinStressCase>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct TwinStressCase {
+    pub name: String,
+    pub step: u32,
+    /// `MxNxK`.
+    pub shape: String,
+    pub clusters: Option<u32>,
+    /// The `--stress SEED`; none for a plain run.
+    pub stress_seed: Option<u64>,
+    pub mutation: Option<String>,
+    /// Whether the static check ran before the build.
+    pub static_check: bool,
+    pub expected: StressExpected,
+    pub outcome: StressOutcome,
+    pub met_expectation: bool,
+    pub exit_code: i32,
+    pub rel_error_norm: Option<f64>,
+    pub seconds: f64,
+    pub detail: String,
+}
+
+/// What a stress case must come to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StressExpected {
+    /// A stock twin verifies.
+    Pass,
+    /// A static mutation is refused by the static check.
+    Refused,
+    /// A stress mutation is caught (wrong output or a hang) on some seed.
+    Caught,
+    /// A plain run beside a mutation, for the record only.
+    Record,
+}
+
+/// How a stress case ended, in the script's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StressOutcome {
+    Pass,
+    Wrong,
+    Hang,
+    /// The driver or the kernel reported a fault.
+    Fault,
+    Refused,
+    Error,
+}
+
+/// The wall time of `runner step N --emulate` with the strict rules off and on.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmulationCost {
+    pub commit: String,
+    pub mode: String,
+    pub steps: Vec<EmulationCostStep>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EmulationCostStep {
+    pub step: u32,
+    pub gpu: String,
+    /// `MxNxK`.
+    pub shape: String,
+    pub grid: [u32; 3],
+    pub off_median_ms: f64,
+    pub on_median_ms: f64,
+    pub off_ms: Vec<f64>,
+    pub on_ms: Vec<f64>,
+    pub cost_pct: f64,
+    /// Off, then on.
+    pub verified: Vec<bool>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SelftestSummary {
     #[serde(flatten)]
@@ -313,6 +411,104 @@ pub struct SelftestCase {
     pub peak_tflops: Option<f64>,
     pub verified: bool,
     pub rel_error_norm: f64,
+}
+
+// ---------------------------------------------------------------------------------------------
+// the measuring exercises (`runner exercise N.M --json`, gathered by `gpu/book.sh`)
+
+/// Every measuring exercise's run on one GPU.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseTimings {
+    pub gpu: String,
+    pub date: String,
+    pub commit: String,
+    pub runs: Vec<ExerciseRun>,
+}
+
+/// What `runner exercise N.M --json` prints.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseRun {
+    pub runner: RunnerVersion,
+    /// `N.M`.
+    pub exercise: String,
+    pub step: u32,
+    pub title: String,
+    /// The student's kernel (`--kernel`), if one replaced the committed solution.
+    pub kernel: Option<String>,
+    pub checks: Vec<ExerciseLine>,
+    /// The timing on the Hopper twin, where the exercise has one and a GPU ran it.
+    pub measured: Option<ExerciseMeasured>,
+    /// `pass`, `fail` or `partial`.
+    pub result: String,
+    pub summary: String,
+}
+
+/// The runner that wrote a file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerVersion {
+    pub version: String,
+    pub commit: String,
+}
+
+/// One line of an exercise's check.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseLine {
+    /// ok, fail, part, note or run.
+    pub status: String,
+    pub detail: String,
+}
+
+/// The variants of a measuring exercise timed against the stock twin.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseMeasured {
+    pub exercise: String,
+    pub step: u32,
+    pub gpu: String,
+    /// The CUDA driver API's version.
+    pub driver_version: String,
+    pub date: String,
+    pub commit: String,
+    pub shape: Shape,
+    pub dtype: Dtype,
+    pub protocol: String,
+    pub stock: ExerciseStock,
+    pub cublas_median_us: Option<f64>,
+    /// What "the same" means.
+    pub spread: ExerciseSpread,
+    /// faster, slower or same, as the student predicted.
+    pub prediction: Option<String>,
+    pub variants: Vec<ExerciseVariant>,
+}
+
+/// The stock twin's time.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseStock {
+    pub label: String,
+    pub median_us: f64,
+    pub q1_us: Option<f64>,
+    pub q3_us: Option<f64>,
+    pub clocks: Option<Clocks>,
+}
+
+/// The stock twin's relative interquartile range, and the bench it comes from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseSpread {
+    pub relative: f64,
+    pub source: String,
+}
+
+/// One variant against the stock twin.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ExerciseVariant {
+    pub label: String,
+    /// The kernel's parameters, name and value.
+    pub params: Vec<(String, u32)>,
+    pub median_us: f64,
+    pub q1_us: f64,
+    pub q3_us: f64,
+    pub relative_pct: f64,
+    /// faster, slower or same.
+    pub verdict: String,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -529,13 +725,16 @@ pub fn parse(text: &str) -> anyhow::Result<Option<Results>> {
     struct Head {
         kind: Option<String>,
     }
-    const KINDS: [&str; 6] = [
+    const KINDS: [&str; 9] = [
         "bench",
         "heatmap",
         "diagnose",
         "emulation",
         "twins",
         "selftest",
+        "exercise-timings",
+        "twin-stress",
+        "emulation-cost",
     ];
     let head: Head = serde_json::from_str(text)?;
     match head.kind {
@@ -672,6 +871,9 @@ mod tests {
             "emulation",
             "twins",
             "selftest",
+            "exercise-timings",
+            "twin-stress",
+            "emulation-cost",
             "trace",
             "grade",
             "gradescope",
@@ -712,36 +914,5 @@ mod tests {
             _ => None,
         });
         assert!(benches.windows(2).all(|w| w[0].2 <= w[1].2));
-    }
-}
-
-/// Untyped access for the two readers not yet moved onto the types above (`roofline`, `measure`:
-/// they arrived with the speed-of-light chapter while the types were written). Every committed
-/// JSON file as a value, in name order; a value's field as text ("-" when absent).
-pub mod untyped {
-    use serde_json::Value;
-    use std::path::PathBuf;
-
-    pub fn results_files() -> Vec<(String, Value)> {
-        let mut files: Vec<PathBuf> = std::fs::read_dir(super::dir())
-            .map(|rd| rd.filter_map(|e| e.ok().map(|e| e.path())).collect())
-            .unwrap_or_default();
-        files.retain(|p| p.extension().is_some_and(|e| e == "json"));
-        files.sort();
-        files
-            .into_iter()
-            .filter_map(|p| {
-                let v: Value = serde_json::from_str(&std::fs::read_to_string(&p).ok()?).ok()?;
-                Some((p.file_name()?.to_string_lossy().into_owned(), v))
-            })
-            .collect()
-    }
-
-    pub fn s(v: &Value, k: &str) -> String {
-        match &v[k] {
-            Value::String(s) => s.clone(),
-            Value::Null => "-".into(),
-            other => other.to_string(),
-        }
     }
 }

@@ -9,12 +9,12 @@
 //! - the roofline figure (`assets/roofline.svg`, drawn here, listed in `figures`).
 
 use crate::book::budget::{fmt_ns, for_step};
-use crate::results::untyped::{results_files, s};
+use crate::results::{BenchCase, BenchReport, Results, TraceHead};
 use anyhow::{anyhow, bail, Context, Result};
 use common::model::budget::{budget, Assumptions, Budget, BudgetInput, GpuSpec, B200, H100_SXM};
 use common::step::{Arch, KernelSpec};
-use common::Shape;
-use serde_json::Value;
+use common::{Dtype, Shape};
+use serde::Deserialize;
 
 /// The budget of step `step`'s Hopper twin on `gpu`, with `overrides` (`name=value`) of its
 /// parameters (what a bench recorded) over its defaults.
@@ -44,31 +44,23 @@ pub fn spec_of(name: &str) -> Option<&'static GpuSpec> {
 }
 
 /// The latest bench (by its date), if one is committed.
-fn latest_bench() -> Option<(String, Value)> {
-    let mut b: Vec<(String, Value)> = results_files()
-        .into_iter()
-        .filter(|(_, v)| v["kind"] == "bench")
-        .collect();
-    b.sort_by_key(|(_, v)| s(v, "date"));
-    b.pop()
-}
-
-fn shape_of(c: &Value) -> Option<Shape> {
-    let d = |k: &str| c["shape"][k].as_u64().map(|x| x as usize);
-    Some(Shape {
-        m: d("m")?,
-        n: d("n")?,
-        k: d("k")?,
-    })
+fn latest_bench() -> Result<Option<(String, BenchReport)>> {
+    let files = crate::results::committed()?;
+    let benches = crate::results::oldest_first(&files, |r| match r {
+        Results::Bench(b) => Some(b),
+        _ => None,
+    });
+    Ok(benches
+        .last()
+        .map(|(name, b, _)| (name.clone(), (*b).clone())))
 }
 
 /// A bench case's parameters as `name=value` overrides.
-fn params_of(c: &Value) -> Vec<String> {
-    c["params"]
-        .as_array()
-        .into_iter()
+fn params_of(c: &BenchCase) -> Vec<String> {
+    c.params
+        .iter()
         .flatten()
-        .filter_map(|p| Some(format!("{}={}", p[0].as_str()?, p[1].as_u64()?)))
+        .map(|(k, v)| format!("{k}={v}"))
         .collect()
 }
 
@@ -92,22 +84,22 @@ impl Versus {
 
 /// Every case of step `step`'s twin in `bench` (one dtype: f16 where timed), with its budget on
 /// `gpu`.
-pub fn versus(bench: &Value, step: u32, gpu: &GpuSpec) -> Result<Vec<Versus>> {
+pub fn versus(bench: &BenchReport, step: u32, gpu: &GpuSpec) -> Result<Vec<Versus>> {
     let mut out = Vec::new();
-    for c in bench["cases"].as_array().into_iter().flatten() {
-        if c["step"].as_u64() != Some(u64::from(step)) || c["dtype"] != "f16" {
+    for c in &bench.cases {
+        if c.step != Some(step) || c.dtype != Dtype::F16 {
             continue;
         }
-        let (Some(shape), Some(med)) = (shape_of(c), c["stats"]["median_us"].as_f64()) else {
+        let Some(med) = c.stats.as_ref().map(|st| st.median_us) else {
             continue;
         };
-        let b = twin_budget(step, gpu, shape, &params_of(c))?;
+        let b = twin_budget(step, gpu, c.shape, &params_of(c))?;
         out.push(Versus {
-            shape,
-            dtype: s(c, "dtype"),
+            shape: c.shape,
+            dtype: c.dtype.to_string(),
             budget_us: b.problem_ns / 1e3,
             measured_us: med,
-            sm_mhz: c["clocks"]["sm_mhz_median"].as_f64(),
+            sm_mhz: c.clocks.as_ref().map(|k| k.sm_mhz_median),
         });
     }
     Ok(out)
@@ -120,14 +112,14 @@ pub fn measured_vs_model(spec: &str) -> Result<String> {
         .parse()
         .with_context(|| format!("measured-vs-model wants a step number, got {spec:?}"))?;
     runner::steps::get(step)?;
-    let Some((name, bench)) = latest_bench() else {
+    let Some((name, bench)) = latest_bench()? else {
         return Ok(format!("*Model against measurement: no bench committed yet; `runner bench` on an H100 or H200 records step {step}'s twin.*\n"));
     };
-    let gpu_name = bench["gpu"]["name"].as_str().unwrap_or("?");
-    if bench["arch"] != "hopper" {
+    let gpu_name = bench.gpu.name.as_str();
+    if bench.arch != Arch::Hopper {
         bail!(
             "{name} timed {} kernels: this line is about the Hopper twins",
-            s(&bench, "arch")
+            bench.arch
         );
     }
     let Some(gpu) = spec_of(gpu_name) else {
@@ -159,19 +151,16 @@ pub fn measured_vs_model(spec: &str) -> Result<String> {
         gpu.dense_f16_tflops * 1e12 / f64::from(gpu.sms) / gpu.flop_per_clock_per_sm / 1e6,
         gpu.dense_f16_tflops,
         each.join("; "),
-        s(&bench, "date"),
-        s(&bench, "commit")
+        bench.date,
+        bench.commit
     ))
 }
 
 /// `{{#speed-of-light}}`: per step, what its tiles ask of the GPU at the published peak.
 pub fn speed_of_light(_spec: &str) -> Result<String> {
     let shape = Shape::DEFAULT;
-    let bench = latest_bench();
-    let measured_gpu = bench
-        .as_ref()
-        .and_then(|(_, v)| v["gpu"]["name"].as_str())
-        .and_then(spec_of);
+    let bench = latest_bench()?;
+    let measured_gpu = bench.as_ref().and_then(|(_, b)| spec_of(&b.gpu.name));
     let twin_gpu = measured_gpu.unwrap_or(&H100_SXM);
     let mut md = format!(
         "| step | B200 kernel: FLOP/B | L2 → SM at peak | budget | {} twin: FLOP/B | L2 → SM at peak | budget | twin measured |\n|---|---|---|---|---|---|---|---|\n",
@@ -230,34 +219,65 @@ pub fn trace_shares(spec: &str) -> Result<String> {
     let Ok(text) = std::fs::read_to_string(&path) else {
         return Ok(format!("*No trace of step {step}'s twin committed yet: `runner step {step} --arch sm_90a --trace assets/results/trace` records one.*\n"));
     };
-    let v: Value = serde_json::from_str(&text).with_context(|| format!("{file} is not JSON"))?;
-    shares_table(&v, &file)
+    let t: TraceEvents =
+        serde_json::from_str(&text).with_context(|| format!("{file} is not a trace"))?;
+    shares_table(&t, &file)
 }
 
-fn shares_table(v: &Value, file: &str) -> Result<String> {
-    let events: &[Value] = v["traceEvents"].as_array().map_or(&[], |a| a.as_slice());
+/// A trace file with the Perfetto events this table sums (the book's other readers need only
+/// its `otherData`: [`crate::results::TraceFile`]).
+#[derive(Deserialize)]
+struct TraceEvents {
+    #[serde(rename = "otherData")]
+    other: TraceHead,
+    #[serde(rename = "traceEvents")]
+    events: Vec<TraceEvent>,
+}
+
+/// One Perfetto event: `M` names a thread (`args.name`), `X` is an activity of `dur` µs.
+#[derive(Deserialize)]
+struct TraceEvent {
+    ph: String,
+    name: String,
+    pid: u64,
+    tid: u64,
+    #[serde(default)]
+    dur: Option<f64>,
+    #[serde(default)]
+    args: Option<ThreadName>,
+}
+
+#[derive(Deserialize)]
+struct ThreadName {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+fn shares_table(t: &TraceEvents, file: &str) -> Result<String> {
+    let events = &t.events;
     // Thread names say "warp 3 (warpgroup 0): producer": the role is after the colon.
     let mut role_of = std::collections::BTreeMap::new();
     for e in events {
-        if e["ph"] == "M" && e["name"] == "thread_name" {
-            let name = e["args"]["name"].as_str().unwrap_or("");
+        if e.ph == "M" && e.name == "thread_name" {
+            let name = e
+                .args
+                .as_ref()
+                .and_then(|a| a.name.as_deref())
+                .unwrap_or("");
             let role = name.rsplit_once(": ").map_or(name, |(_, r)| r).to_string();
-            role_of.insert((e["pid"].as_u64(), e["tid"].as_u64()), role);
+            role_of.insert((e.pid, e.tid), role);
         }
     }
     // Role -> activity -> total µs, in order of first appearance.
     let mut roles: Vec<(String, Vec<(String, f64)>)> = Vec::new();
     for e in events {
-        if e["ph"] != "X" {
+        if e.ph != "X" {
             continue;
         }
-        let (Some(role), Some(dur), Some(act)) = (
-            role_of.get(&(e["pid"].as_u64(), e["tid"].as_u64())),
-            e["dur"].as_f64(),
-            e["name"].as_str(),
-        ) else {
+        let (Some(role), Some(dur)) = (role_of.get(&(e.pid, e.tid)), e.dur) else {
             continue;
         };
+        let act = e.name.as_str();
         let i = match roles.iter().position(|(r, _)| r == role) {
             Some(i) => i,
             None => {
@@ -274,7 +294,7 @@ fn shares_table(v: &Value, file: &str) -> Result<String> {
     if roles.is_empty() {
         bail!("{file} holds no timed events");
     }
-    let o = &v["otherData"];
+    let o = &t.other.meta;
     let mut md =
         String::from("| role | where its time went (share of the traced time) |\n|---|---|\n");
     for (role, acts) in &roles {
@@ -290,9 +310,9 @@ fn shares_table(v: &Value, file: &str) -> Result<String> {
     }
     md.push_str(&format!(
         "\n*Summed over the traced warps of each role in `assets/results/{file}` ({}, {}, commit {}): activities under 1 % left out. The traced CTAs are the first ones, so the first wave's cold start weighs in.*\n",
-        s(o, "gpu"),
-        s(o, "date"),
-        s(o, "commit")
+        o.gpu,
+        o.date,
+        o.commit
     ));
     Ok(md)
 }
@@ -578,12 +598,41 @@ mod tests {
 
     #[test]
     fn the_measured_line_divides_the_budget_by_the_bench() {
-        let bench = serde_json::json!({"kind": "bench", "arch": "hopper", "cases": [
-            {"kernel": "step 2", "step": 2, "dtype": "f16", "shape": {"m": 4096, "n": 8192, "k": 4096},
-             "params": [["tile_m", 128], ["tile_n", 256], ["tile_k", 64], ["stages", 4], ["epilogue_tile_n", 64]],
-             "stats": {"median_us": 433.0}, "clocks": {"sm_mhz_median": 1515.0}},
-            {"kernel": "step 2", "step": 2, "dtype": "bf16", "shape": {"m": 4096, "n": 8192, "k": 4096},
-             "stats": {"median_us": 999.0}}]});
+        use crate::results::fixtures::{case, report};
+        let mut f16 = case(Shape::DEFAULT, Dtype::F16, Some(2), 100.0);
+        f16.params = Some(
+            [
+                ("tile_m", 128),
+                ("tile_n", 256),
+                ("tile_k", 64),
+                ("stages", 4),
+                ("epilogue_tile_n", 64),
+            ]
+            .iter()
+            .map(|&(k, v)| (k.to_string(), v))
+            .collect(),
+        );
+        let stats = |median_us: f64| common::timing::Stats {
+            median_us,
+            min_us: median_us,
+            max_us: median_us,
+            q1_us: median_us,
+            q3_us: median_us,
+            runs: 1,
+        };
+        f16.stats = Some(stats(433.0));
+        f16.clocks = Some(common::timing::Clocks {
+            readings: 1,
+            sm_mhz_median: 1515.0,
+            sm_mhz_min: 1515,
+            sm_mhz_max: 1515,
+            power_w_median: None,
+            temperature_c_max: None,
+            clock_event_reasons: Vec::new(),
+        });
+        let mut bf16 = case(Shape::DEFAULT, Dtype::Bf16, Some(2), 100.0);
+        bf16.stats = Some(stats(999.0));
+        let bench = report(vec![f16, bf16]);
         let v = versus(&bench, 2, &H100_SXM).unwrap();
         assert_eq!(v.len(), 1, "f16 only");
         let b = twin_budget(2, &H100_SXM, Shape::DEFAULT, &[]).unwrap();
@@ -604,7 +653,11 @@ mod tests {
 
     #[test]
     fn the_trace_shares_sum_per_role() {
-        let v = serde_json::json!({"otherData": {"gpu": "G", "date": "d", "commit": "c"}, "traceEvents": [
+        // A committed trace's head, with events made up to sum.
+        let text =
+            std::fs::read_to_string(crate::results::dir().join("trace-step0-sm_90a.json")).unwrap();
+        let other = crate::results::TraceFile::parse(&text).unwrap().other;
+        let events = serde_json::json!([
             {"ph": "M", "name": "thread_name", "pid": 0, "tid": 0, "args": {"name": "warp 0 (warpgroup 0): producer"}},
             {"ph": "M", "name": "thread_name", "pid": 0, "tid": 4, "args": {"name": "warp 4 (warpgroup 1): consumer"}},
             {"ph": "M", "name": "thread_name", "pid": 0, "tid": 5, "args": {"name": "warp 5 (warpgroup 1): consumer"}},
@@ -612,7 +665,11 @@ mod tests {
             {"ph": "X", "name": "wait for a free slot", "pid": 0, "tid": 0, "dur": 3.0},
             {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 4, "dur": 6.0},
             {"ph": "X", "name": "wait for data", "pid": 0, "tid": 5, "dur": 2.0},
-            {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 5, "dur": 2.0}]});
+            {"ph": "X", "name": "issue MMAs", "pid": 0, "tid": 5, "dur": 2.0}]);
+        let v = TraceEvents {
+            other,
+            events: serde_json::from_value(events).unwrap(),
+        };
         let t = shares_table(&v, "t.json").unwrap();
         assert!(
             t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"),
@@ -676,17 +733,16 @@ pub fn twin_gain(spec: &str) -> Result<String> {
         .parse()
         .with_context(|| format!("twin-gain wants a step number, got {spec:?}"))?;
     runner::steps::get(step)?;
-    let Some((_, bench)) = latest_bench() else {
+    let Some((_, bench)) = latest_bench()? else {
         return Ok("not timed yet".into());
     };
     let find = |n: u32| {
-        bench["cases"].as_array().into_iter().flatten().find(|c| {
-            c["step"].as_u64() == Some(u64::from(n))
-                && c["dtype"] == "f16"
-                && shape_of(c) == Some(Shape::DEFAULT)
-        })
+        bench
+            .cases
+            .iter()
+            .find(|c| c.step == Some(n) && c.dtype == Dtype::F16 && c.shape == Shape::DEFAULT)
     };
-    let tf = |n: u32| find(n).and_then(|c| c["tflops"].as_f64());
+    let tf = |n: u32| find(n).and_then(|c| c.tflops);
     let Some(now) = tf(step) else {
         return Ok("not timed".into());
     };
@@ -697,9 +753,7 @@ pub fn twin_gain(spec: &str) -> Result<String> {
         ),
         None => format!(
             "{now:.0} TFLOP/s ({:.0} % of cuBLAS)",
-            find(step)
-                .and_then(|c| c["pct_of_cublas"].as_f64())
-                .unwrap_or(f64::NAN)
+            find(step).and_then(|c| c.pct_of_cublas).unwrap_or(f64::NAN)
         ),
     })
 }
