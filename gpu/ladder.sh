@@ -140,7 +140,7 @@ fi
 
 if [[ " $STAGES " == *" round3 "* ]]; then
   # The control: is 6-streamk's whole-tile phase slower because of its 17 MB of module globals?
-  case_run workspace-768x1280x192-c4 --kernel exercises/hopper/step6_workspace_sm90.cu --m 768 --n 1280 --k 192 --clusters 4
+  case_run workspace-768x1280x192-c4 --kernel exercises/hopper/step6_workspace_sm90.toml --m 768 --n 1280 --k 192 --clusters 4
   left 40 "bench control" && timeout $((BUDGET - SECONDS - 20)) "$R" bench --steps 6 --contenders 6-streamk,6-workspace \
     --out "$O/control" >"$O/bench-control.txt" 2>&1
   note "bench control rc=$?"

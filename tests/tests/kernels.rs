@@ -342,11 +342,26 @@ fn the_step6_gap_contenders_compile_and_pass_the_twin_check() {
     // groups in flight, the stream-K control), under step 6's parameters: they build without
     // spills or wgmma serialization, keep the twin's instructions and typed stores, and pass the
     // static check `runner bench` runs before it launches them.
-    for name in ["streamk", "waves", "wait2", "workspace"] {
-        let path = format!("exercises/hopper/step6_{name}_sm90.cu");
+    // Full kernels (.cu) and edit files of step 6's twin (.toml).
+    for path in [
+        "exercises/hopper/step6_streamk_sm90.cu",
+        "exercises/hopper/step6_waves_sm90.cu",
+        "exercises/hopper/step6_wait2_sm90.toml",
+        "exercises/hopper/step6_workspace_sm90.toml",
+    ] {
+        let path = path.to_string();
         let spec = KernelSpec::new(ladder::get(6).expect("step 6"), Arch::Hopper);
         let text = std::fs::read_to_string(format!("{}/../{path}", env!("CARGO_MANIFEST_DIR")))
             .expect("the contender kernel is in the repository");
+        let text = if path.ends_with(".toml") {
+            let file: common::edits::EditFile = toml::from_str(&text).expect("an edit file");
+            assert_eq!((file.step, file.arch.as_str()), (6, "hopper"), "{path}");
+            let base = spec.source();
+            common::edits::apply(&path, &base.text, &file.edit, &file.snippets)
+                .unwrap_or_else(|e| panic!("{path}: {e:#}"))
+        } else {
+            text
+        };
         let src = KernelSource {
             path: path.clone(),
             text,
