@@ -19,8 +19,12 @@ fn tmp(name: &str) -> PathBuf {
 }
 
 /// Grade `kernel` (a path under steps/) with `rubric`, compile only; the report as JSON.
+/// The scratch folder is named after the rubric too: tests run in parallel, and two of them
+/// grade a submission called `stock` (one folder would let one test copy its kernel over the
+/// other's).
 fn grade(kernel: &str, rubric: &std::path::Path, name: &str) -> Value {
-    let d = tmp(name);
+    let stem = rubric.file_stem().unwrap().to_string_lossy();
+    let d = tmp(&format!("{stem}-{name}"));
     let sub = d.join(format!("{name}.cu"));
     std::fs::copy(root().join(kernel), &sub).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_runner"))
