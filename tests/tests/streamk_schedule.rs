@@ -14,6 +14,9 @@ use workbook_tests::run_host_cpp;
 
 const KERNEL: &str = "exercises/hopper/step6_streamk_sm90.cu";
 
+/// A launch: (tiles, clusters, k-blocks).
+type Launch = (i64, i64, i64);
+
 /// The kernel's schedule block, between `// ANCHOR: schedule` and `// ANCHOR_END: schedule`.
 fn schedule_text() -> String {
     let path = format!("{}/../{KERNEL}", env!("CARGO_MANIFEST_DIR"));
@@ -49,7 +52,7 @@ fn program(schedule: &str, main_body: &str) -> String {
 }
 
 /// `split_tail` for each (tiles, clusters, k-blocks), run on the host.
-fn decisions(schedule: &str, name: &str, cases: &[(i64, i64, i64)]) -> Vec<bool> {
+fn decisions(schedule: &str, name: &str, cases: &[Launch]) -> Vec<bool> {
     let calls: String = cases
         .iter()
         .map(|(t, c, k)| format!("  std::printf(\"%d\\n\", split_tail({t}, {c}, {k}) ? 1 : 0);\n"))
@@ -62,27 +65,102 @@ fn decisions(schedule: &str, name: &str, cases: &[(i64, i64, i64)]) -> Vec<bool>
 fn the_tail_is_split_only_where_it_saves_more_than_the_fixup_costs() {
     let schedule = schedule_text();
     let fixup = fixup_k_blocks(&schedule);
-    assert_eq!(fixup, 24, "the table below is written for the measured cost");
+    assert_eq!(
+        fixup, 24,
+        "the table below is written for the measured cost"
+    );
     // (tiles, clusters, k-blocks, split?, why). 66 clusters: an H100's or H200's 132 SMs.
     let table: &[(i64, i64, i64, bool, &str)] = &[
-        (512, 66, 64, false, "4096x8192x4096: 50 tail tiles, 49 of 64 k-blocks, saves 15"),
-        (1024, 66, 128, true, "8192^3: 34 tail tiles, 66 of 128 k-blocks, saves 62"),
-        (1024, 66, 64, true, "8192x8192x4096: 34 tail tiles, 33 of 64, saves 31"),
-        (512, 66, 128, true, "4096x8192x8192: 50 tail tiles, 97 of 128, saves 31"),
+        (
+            512,
+            66,
+            64,
+            false,
+            "4096x8192x4096: 50 tail tiles, 49 of 64 k-blocks, saves 15",
+        ),
+        (
+            1024,
+            66,
+            128,
+            true,
+            "8192^3: 34 tail tiles, 66 of 128 k-blocks, saves 62",
+        ),
+        (
+            1024,
+            66,
+            64,
+            true,
+            "8192x8192x4096: 34 tail tiles, 33 of 64, saves 31",
+        ),
+        (
+            512,
+            66,
+            128,
+            true,
+            "4096x8192x8192: 50 tail tiles, 97 of 128, saves 31",
+        ),
         (462, 66, 64, false, "7 whole waves: no tail"),
         (66, 66, 128, false, "one whole wave"),
-        (67, 66, 25, false, "one tail tile: 1 of 25 k-blocks, saves 24 = the fix-up"),
-        (67, 66, 26, true, "one tail tile: 1 of 26 k-blocks, saves 25 > the fix-up"),
-        (65, 66, 128, false, "fewer tiles than clusters (the host launches one per tile)"),
-        (132, 67, 128, false, "67 clusters: more than the workspace's 66 slots"),
+        (
+            67,
+            66,
+            25,
+            false,
+            "one tail tile: 1 of 25 k-blocks, saves 24 = the fix-up",
+        ),
+        (
+            67,
+            66,
+            26,
+            true,
+            "one tail tile: 1 of 26 k-blocks, saves 25 > the fix-up",
+        ),
+        (
+            65,
+            66,
+            128,
+            false,
+            "fewer tiles than clusters (the host launches one per tile)",
+        ),
+        (
+            132,
+            67,
+            128,
+            false,
+            "67 clusters: more than the workspace's 66 slots",
+        ),
         (67, 66, 500_000, false, "66 x 66 x k-blocks past 32 bits"),
         (67, 66, 400_000, true, "66 x 66 x k-blocks within 32 bits"),
-        (15, 7, 64, true, "768x1280x4096 on 7 clusters: 1 tail tile, 10 of 64"),
-        (15, 4, 64, false, "768x1280x4096 on 4 clusters: 3 tail tiles, 48 of 64, saves 16"),
-        (99, 8, 128, true, "2304x2816x8192 on 8 clusters: 3 tail tiles, 48 of 128"),
-        (99, 4, 11, false, "2304x2816x704 on 4 clusters: 11 k-blocks a tile, never worth it"),
+        (
+            15,
+            7,
+            64,
+            true,
+            "768x1280x4096 on 7 clusters: 1 tail tile, 10 of 64",
+        ),
+        (
+            15,
+            4,
+            64,
+            false,
+            "768x1280x4096 on 4 clusters: 3 tail tiles, 48 of 64, saves 16",
+        ),
+        (
+            99,
+            8,
+            128,
+            true,
+            "2304x2816x8192 on 8 clusters: 3 tail tiles, 48 of 128",
+        ),
+        (
+            99,
+            4,
+            11,
+            false,
+            "2304x2816x704 on 4 clusters: 11 k-blocks a tile, never worth it",
+        ),
     ];
-    let cases: Vec<(i64, i64, i64)> = table.iter().map(|&(t, c, k, _, _)| (t, c, k)).collect();
+    let cases: Vec<Launch> = table.iter().map(|&(t, c, k, _, _)| (t, c, k)).collect();
     let got = decisions(&schedule, "streamk-decision", &cases);
     assert_eq!(got.len(), table.len());
     for (&(t, c, k, want, why), split) in table.iter().zip(got) {
@@ -101,14 +179,17 @@ struct Item {
     units: i64,
 }
 
+/// Per launch: whether the tail is split, and every cluster's items.
+type Schedules = BTreeMap<Launch, (bool, Vec<Vec<Item>>)>;
+
 /// Every cluster's items for each launch, from the kernel's `work_item` run on the host, with
 /// FIXUP_K_BLOCKS replaced by `fixup` (0: split every tail that shortens the last wave at all).
-fn schedules(
-    fixup: i64,
-    launches: &[(i64, i64, i64)],
-) -> BTreeMap<(i64, i64, i64), (bool, Vec<Vec<Item>>)> {
+fn schedules(fixup: i64, launches: &[Launch]) -> Schedules {
     let schedule = schedule_text();
-    let stated = format!("constexpr int FIXUP_K_BLOCKS = {};", fixup_k_blocks(&schedule));
+    let stated = format!(
+        "constexpr int FIXUP_K_BLOCKS = {};",
+        fixup_k_blocks(&schedule)
+    );
     let schedule = schedule.replace(&stated, &format!("constexpr int FIXUP_K_BLOCKS = {fixup};"));
     let list: String = launches
         .iter()
@@ -126,9 +207,12 @@ fn schedules(
            }}\n\
          }}"
     );
-    let out = run_host_cpp(&format!("streamk-schedule-{fixup}"), &program(&schedule, &body));
+    let out = run_host_cpp(
+        &format!("streamk-schedule-{fixup}"),
+        &program(&schedule, &body),
+    );
     let mut result = BTreeMap::new();
-    let mut current: Option<(i64, i64, i64)> = None;
+    let mut current: Option<Launch> = None;
     for line in out.lines() {
         let v: Vec<i64> = line
             .trim_start_matches("L ")
@@ -157,7 +241,7 @@ fn schedules(
 }
 
 /// The properties the kernel relies on, for one launch.
-fn check_launch((tiles, clusters, kbs): (i64, i64, i64), split: bool, lists: &[Vec<Item>]) {
+fn check_launch((tiles, clusters, kbs): Launch, split: bool, lists: &[Vec<Item>]) {
     let what = format!("{tiles} tiles, {clusters} clusters, {kbs} k-blocks (split {split})");
     let waves = if split {
         tiles / clusters
@@ -188,7 +272,10 @@ fn check_launch((tiles, clusters, kbs): (i64, i64, i64), split: bool, lists: &[V
                 .take_while(|&t| t < tiles)
                 .collect();
             let got: Vec<i64> = items.iter().map(|w| w.tile).collect();
-            assert_eq!(got, step6, "{what}: unsplit, cluster {c} must follow step 6");
+            assert_eq!(
+                got, step6,
+                "{what}: unsplit, cluster {c} must follow step 6"
+            );
         }
         let mut helper_pieces = 0;
         let mut owned_tail_tile = false;
@@ -242,10 +329,7 @@ fn check_launch((tiles, clusters, kbs): (i64, i64, i64), split: bool, lists: &[V
         let helpers = pieces.remove(&tile).unwrap_or_default();
         let listed: BTreeSet<i64> = (item.first_helper..item.last_helper)
             .filter(|&h| {
-                let (b, e) = (
-                    item.units * h / clusters,
-                    item.units * (h + 1) / clusters,
-                );
+                let (b, e) = (item.units * h / clusters, item.units * (h + 1) / clusters);
                 b < e
             })
             .collect();
@@ -256,7 +340,7 @@ fn check_launch((tiles, clusters, kbs): (i64, i64, i64), split: bool, lists: &[V
     }
 }
 
-fn launches() -> Vec<(i64, i64, i64)> {
+fn launches() -> Vec<Launch> {
     let mut v = Vec::new();
     for clusters in 1..=12 {
         for tiles in clusters..=40 {
@@ -289,6 +373,9 @@ fn every_k_block_is_computed_once_and_every_split_tile_is_fixed_up_by_its_owner(
             check_launch(launch, *s, lists);
             split += usize::from(*s);
         }
-        assert!(split > 100, "FIXUP_K_BLOCKS {fixup}: only {split} launches split");
+        assert!(
+            split > 100,
+            "FIXUP_K_BLOCKS {fixup}: only {split} launches split"
+        );
     }
 }
