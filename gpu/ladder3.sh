@@ -135,6 +135,6 @@ for v in stock forced streamk; do
   grep -E '^ +[a-z]+__' "$O/ncu-$v.txt" >>"$SUMMARY"
 done
 
+note "done in ${SECONDS}s"
 cp "$SUMMARY" "$OUT/ladder3/summary.txt"
 timeout 30 tar -C "$W" -czf "$OUT/ladder3/ladder3.tar.gz" ladder3
-note "done in ${SECONDS}s"
