@@ -14,6 +14,9 @@
 // cluster's range starts inside at most one tile it does not own, so the workspace has one slot
 // per cluster. Every cluster of the persistent grid is resident at once (the host launches only
 // as many as fit), so an owner's wait always ends.
+// The split is not free: every cluster pays a fix-up (partials written, waited for, read back),
+// so it is made only where it saves more than that costs (split_tail below); elsewhere, e.g. at
+// 4096 x 8192 x 4096, the kernel hands out whole tiles exactly as step 6 does.
 //
 // Step 6, Hopper twin (stream-K tail variant): grid tiling.
 //
@@ -129,29 +132,35 @@ __device__ __forceinline__ void tile_coords(int tile, int tiles_m, int tiles_n, 
 }
 
 // ---- the stream-K tail -------------------------------------------------------------------------
-// One workspace slot per (cluster, CTA, consumer): a consumer's 64 x 256 f32 partial sums, laid
-// out so that a warp's accesses are contiguous: pair p (accumulator values 2p, 2p + 1) of thread
-// t at [p][t]. Module globals, so the host plan needs no extra buffer: 66 clusters take 17 MB.
-// A grid of more clusters runs without the stream-K tail (whole tiles only).
-constexpr int MAX_CLUSTERS = 66;
-constexpr int PAIRS = TILE_N / 4;  // f32 pairs per consumer thread (64 x 256 / 128 / 2)
-__device__ float2 sk_partials[MAX_CLUSTERS * CLUSTER * CONSUMERS][PAIRS * 128];
-// 1 while a slot holds partial sums its owner has not read; the owner sets it back to 0, so the
-// next launch finds every flag down.
-__device__ u32 sk_flags[MAX_CLUSTERS * CLUSTER * CONSUMERS];
+// ANCHOR: schedule
+// Which clusters compute which k-blocks of which tiles: pure functions of the launch (tests/tests/
+// streamk_schedule.rs compiles this part with the host C++ compiler and checks it).
 
-// ld.acquire.gpu, red.release.gpu, st.relaxed.gpu (PTX ISA "ld", "red", "st"; "Memory
-// Consistency Model"): the flag handshake between a piece's writer and the tile's owner.
-__device__ __forceinline__ u32 ld_acquire_gpu(const u32* p) {
-  u32 v;
-  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ void red_release_gpu_add(u32* p, u32 v) {
-  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void st_relaxed_gpu(u32* p, u32 v) {
-  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+// One workspace slot per (cluster, CTA, consumer), so a grid of more clusters runs without the
+// stream-K tail (whole tiles only).
+constexpr int MAX_CLUSTERS = 66;
+
+// What the fix-up costs, in k-blocks of a cluster's time (one 128 x 256 x 64 k-block per CTA:
+// ~0.75 us at the 1.4-1.7 GHz the power cap leaves an H100). Measured on an H100 when every tail
+// was split (commit 4da9e01; assets/results/step6-experiments-h100-2026-11-25/README.md): at
+// 4096 x 8192 x 4096 the split shortened the last wave by 15 k-blocks (~12 us) and the kernel
+// lost 1.6-5.9 us against step 6; at 8192^3 it shortened it by 62 k-blocks (~46 us) and the
+// kernel gained 27.7-31.0 us. Both put the fix-up at 17-24 k-blocks (13-18 us: a helper writes
+// 128 KB of f32 partials per CTA, 5-6 us in the traces, an owner waits for, reads and adds them,
+// 8-10 us against a whole tile's 1 us epilogue). The upper end, so that a split that is made pays.
+constexpr int FIXUP_K_BLOCKS = 24;
+
+// Whether the last, partial wave is split over every cluster: only if that shortens it by more
+// k-blocks than the fix-up costs. Unsplit, the wave takes a whole tile (k_blocks); split, the
+// longest share of its units = tail tiles x k_blocks, ceil(units / clusters). No tail (whole
+// waves), more clusters than workspace slots, or units * clusters beyond 32 bits (tail_range's
+// arithmetic): no split.
+__device__ __forceinline__ bool split_tail(int num_tiles, int num_clusters, int k_blocks) {
+  const int tail_tiles = num_tiles % num_clusters;
+  if (tail_tiles == 0 || num_clusters > MAX_CLUSTERS) return false;
+  if ((long long)num_clusters * num_clusters * k_blocks >= (1ll << 31)) return false;
+  const int longest = (tail_tiles * k_blocks + num_clusters - 1) / num_clusters;
+  return k_blocks - longest > FIXUP_K_BLOCKS;
 }
 
 // One item of a cluster's work: k-blocks [kb_begin, kb_end) of the tile visited `tile`-th.
@@ -164,8 +173,7 @@ struct Work {
 
 // The tail's k-blocks [begin, end) that `cluster` takes: an even share of the k-blocks of the
 // tiles the whole waves leave over. 32-bit arithmetic (64-bit division is a slow subroutine call
-// that also cost registers): work_item falls back to whole tiles where units * clusters would
-// not fit.
+// that also cost registers): split_tail refuses a split where units * clusters would not fit.
 __device__ __forceinline__ void tail_range(int cluster, int num_clusters, int units, int& begin,
                                            int& end) {
   begin = units * cluster / num_clusters;
@@ -173,11 +181,11 @@ __device__ __forceinline__ void tail_range(int cluster, int num_clusters, int un
 }
 
 // Item `i` of `cluster`'s list (the same in every role): whole tiles first, one per wave as in
-// step 6, then the pieces of the tail range in order. False past the last item.
+// step 6 (unsplit, nothing else), then the pieces of the tail range in order. False past the
+// last item.
 __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, int num_tiles,
                                           int k_blocks, Work& w) {
-  const bool stream_k = num_clusters <= MAX_CLUSTERS &&
-                        (long long)num_clusters * num_clusters * k_blocks < (1ll << 31);
+  const bool stream_k = split_tail(num_tiles, num_clusters, k_blocks);
   const int waves = stream_k ? num_tiles / num_clusters : (num_tiles + num_clusters - 1) / num_clusters;
   w.first_helper = w.last_helper = w.units = 0;
   if (i < waves || !stream_k) {
@@ -208,6 +216,30 @@ __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, 
     }
   }
   return true;
+}
+// ANCHOR_END: schedule
+
+// The workspace: a consumer's 64 x 256 f32 partial sums per slot, laid out so that a warp's
+// accesses are contiguous: pair p (accumulator values 2p, 2p + 1) of thread t at [p][t]. Module
+// globals, so the host plan needs no extra buffer: 66 clusters take 17 MB.
+constexpr int PAIRS = TILE_N / 4;  // f32 pairs per consumer thread (64 x 256 / 128 / 2)
+__device__ float2 sk_partials[MAX_CLUSTERS * CLUSTER * CONSUMERS][PAIRS * 128];
+// 1 while a slot holds partial sums its owner has not read; the owner sets it back to 0, so the
+// next launch finds every flag down.
+__device__ u32 sk_flags[MAX_CLUSTERS * CLUSTER * CONSUMERS];
+
+// ld.acquire.gpu, red.release.gpu, st.relaxed.gpu (PTX ISA "ld", "red", "st"; "Memory
+// Consistency Model"): the flag handshake between a piece's writer and the tile's owner.
+__device__ __forceinline__ u32 ld_acquire_gpu(const u32* p) {
+  u32 v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void red_release_gpu_add(u32* p, u32 v) {
+  asm volatile("red.release.gpu.global.add.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed_gpu(u32* p, u32 v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)

@@ -95,7 +95,8 @@ pub fn chrome_json(t: &Timeline, m: &Meta) -> Value {
             for tile in &w.tiles {
                 events.push(json!({"name": format!("tile {}", tile.tile), "cat": "tile",
                     "ph": "i", "s": "t", "ts": us(tile.start_ns), "pid": pid, "tid": tid,
-                    "args": {"tile": tile.tile, "until_us": us(tile.end_ns)}}));
+                    "args": {"tile": tile.tile, "until_us": us(tile.end_ns),
+                        "clock": tile.clock, "timer_us": us(tile.timer_ns)}}));
             }
         }
     }
@@ -592,6 +593,9 @@ mod tests {
         assert_eq!(tiles.len(), 1);
         assert_eq!(tiles[0]["ph"], "i");
         assert_eq!(tiles[0]["args"]["until_us"], 13.0);
+        // The raw readings of its start: the SM's cycles and the timer, for per-tile clocks.
+        assert_eq!(tiles[0]["args"]["clock"], 9_500);
+        assert_eq!(tiles[0]["args"]["timer_us"], 9.5);
         let o = &v["otherData"];
         assert_eq!(o["kind"], "trace");
         assert_eq!(o["gpu"], "Test GPU");

@@ -63,7 +63,7 @@ pub const CONTENDERS: &[Contender] = &[
         path: "exercises/hopper/step6_streamk_sm90.cu",
         text: include_str!("../../../exercises/hopper/step6_streamk_sm90.cu"),
         params: &[],
-        description: "step 6's twin with a stream-K tail: the last, partial wave's k-blocks split evenly over every cluster",
+        description: "step 6's twin with a stream-K tail: the last, partial wave's k-blocks split evenly over every cluster where that saves more than the fix-up costs (8192^3, not 4096x8192x4096)",
     },
     Contender {
         name: "6-waves",

@@ -308,6 +308,12 @@ pub struct TileSpan {
     pub tile: u32,
     pub start_ns: f64,
     pub end_ns: f64,
+    /// The raw readings of the tile's start record: `%clock64` (this SM's cycles) and
+    /// `%globaltimer` in ns after the recording's first. Between two tiles of a warp they give
+    /// the cycles the tile took and the SM clock it ran at (the fitted map above is one line per
+    /// CTA, so it cannot show the clock changing within the launch).
+    pub clock: u64,
+    pub timer_ns: f64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -460,6 +466,8 @@ pub fn timeline(rec: &Recording, arch: Arch, max_clock_mhz: f64) -> Timeline {
                         tile: r.arg,
                         start_ns: t,
                         end_ns: t,
+                        clock: r.clock,
+                        timer_ns: (i128::from(r.globaltimer) - i128::from(origin)) as f64,
                     });
                     continue;
                 }
@@ -794,6 +802,9 @@ mod tests {
             .map(|s| (s.tile, s.start_ns.round(), s.end_ns.round()))
             .collect();
         assert_eq!(tiles, vec![(5, 110.0, 420.0), (9, 420.0, 500.0)]);
+        // The start records' raw readings: 2 cycles a ns from 1000, the timer from the origin.
+        let raw: Vec<(u64, f64)> = w.tiles.iter().map(|s| (s.clock, s.timer_ns)).collect();
+        assert_eq!(raw, vec![(1220, 110.0), (1840, 420.0)]);
         assert_eq!(t.end_ns.round(), 950.0);
     }
 
