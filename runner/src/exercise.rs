@@ -600,10 +600,10 @@ impl Lines {
 pub struct Options<'a> {
     /// Replaces the committed solution of the Blackwell kernel.
     pub kernel: Option<&'a Path>,
-    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::measure`).
+    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::bench::measure`).
     pub twin: Option<&'a Path>,
     /// The student's prediction for a timed exercise (else asked on a terminal).
-    pub predict: Option<crate::measure::Verdict>,
+    pub predict: Option<crate::bench::measure::Verdict>,
     pub write: Option<&'a Path>,
     pub json: bool,
 }
@@ -750,11 +750,18 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     }
     // The timed Hopper counterpart, after the prediction is recorded.
     let mut measured = None;
-    if let Some(m) = crate::measure::find(id) {
+    if let Some(m) = crate::bench::measure::find(id) {
         let predicted = o
             .predict
-            .or_else(|| (!json).then(|| crate::measure::prompt(m)).flatten());
-        let r = crate::measure::run(m, o.twin, predicted)?;
+            .or_else(|| (!json).then(|| crate::bench::measure::prompt(m)).flatten());
+        let twin = match o.twin {
+            Some(p) => Some(common::compile::KernelSource {
+                path: p.display().to_string(),
+                text: crate::step_cmd::read_kernel(p)?,
+            }),
+            None => None,
+        };
+        let r = crate::bench::measure::run(m, twin.as_ref(), predicted)?;
         for (mark, text) in r.lines {
             out.emit(mark, text);
         }
@@ -811,7 +818,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
 pub fn list() {
     for e in EXERCISES {
-        let timed = if crate::measure::find(e.id).is_some() {
+        let timed = if crate::bench::measure::find(e.id).is_some() {
             "  (also timed on the Hopper twin: --predict)"
         } else {
             ""
@@ -879,6 +886,14 @@ mod tests {
                 &spec.defines(common::Dtype::F16),
             )
             .unwrap_or_else(|e| panic!("{}: {e:#}", ex.id));
+        }
+    }
+
+    #[test]
+    fn every_timed_counterpart_is_an_exercise_of_the_book() {
+        for m in crate::bench::measure::MEASURES {
+            let ex = find(m.id).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(ex.step, m.step, "exercise {}", m.id);
         }
     }
 

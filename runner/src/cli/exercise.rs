@@ -23,7 +23,7 @@ pub struct Args {
     /// Your prediction for a timed exercise, recorded before the GPU answers: the variant
     /// against the stock twin (asked on a terminal when not given).
     #[arg(long, value_name = "WHICH")]
-    predict: Option<crate::measure::Verdict>,
+    predict: Option<crate::bench::measure::Verdict>,
     /// Write the solution's kernel to FILE instead of checking.
     #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
     write: Option<PathBuf>,
