@@ -33,7 +33,8 @@ pub enum Results {
     Twins(TwinCheck),
     /// `runner check emulation`'s first part: cuBLAS against the CPU reference.
     Selftest(SelftestSummary),
-    /// `gpu/book.sh`: `runner exercise N.M --json` of every measuring exercise on one GPU.
+    /// `runner exercise --timings` (`gpu/book.sh`): `runner exercise N.M --json` of every
+    /// measuring exercise on one GPU.
     #[serde(rename = "exercise-timings")]
     ExerciseTimings(ExerciseTimings),
     /// `runner check twins --stress`: the twins and their seeded bugs under stress builds.
@@ -436,7 +437,7 @@ pub struct SelftestCase {
 }
 
 // ---------------------------------------------------------------------------------------------
-// the measuring exercises (`runner exercise N.M --json`, gathered by `gpu/book.sh`)
+// the measuring exercises (`runner exercise N.M --json`, gathered by `runner exercise --timings`)
 
 /// Every measuring exercise's run on one GPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]

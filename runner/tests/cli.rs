@@ -1224,6 +1224,10 @@ fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
         ]);
         assert_one_line_error(&o, "runner check");
         assert!(!out.join("stress.json").exists());
+        // Nor does --timings write a file of exercises that were compiled and not timed.
+        let o = runner(&["exercise", "--timings", "--out", out.to_str().unwrap()]);
+        assert_one_line_error(&o, "runner exercise --timings needs a GPU");
+        assert!(std::fs::read_dir(&*out).map_or(true, |mut d| d.next().is_none()));
     }
     let help = stdout(&runner(&["--help"]));
     for code in ["0    success", "1    failed", "2    error", "124  hang"] {

@@ -15,8 +15,8 @@
 //! Edits of a twin (a single staging buffer) are written as edits of the stock twin in
 //! `exercises/twin-solutions.toml`, in the format of `exercises/solutions.toml` (`crate::edits`);
 //! `--twin FILE` times the student's own edited twin instead. The JSON of every run carries the
-//! measurement; `gpu/book.sh` collects them into `assets/results/exercises-*.json`, which
-//! `{{#exercise-timing N.M}}` quotes in the chapter.
+//! measurement; `runner exercise --timings` collects them into
+//! `assets/results/exercises-*.json`, which `{{#exercise-timing N.M}}` quotes in the chapter.
 
 use crate::results::{ExerciseMeasured, ExerciseSpread, ExerciseStock, ExerciseVariant, Results};
 use anyhow::{anyhow, bail, Context, Result};
@@ -297,7 +297,7 @@ pub struct Report {
     pub failed: bool,
     /// Compiled, not timed (no H100/H200 here).
     pub partial: bool,
-    /// The measurement, for `--json` and `gpu/book.sh`.
+    /// The measurement, for `--json` and `runner exercise --timings`.
     pub json: Option<ExerciseMeasured>,
 }
 

@@ -7,7 +7,7 @@ use crate::results::{ExerciseMeasured, Results};
 use anyhow::{anyhow, Result};
 
 /// `{{#exercise-timing N.M}}`: what the committed run of the measuring exercises
-/// (`assets/results/exercises-*.json`, written by `gpu/book.sh`) measured for exercise N.M, or
+/// (`assets/results/exercises-*.json`, written by `runner exercise --timings`) measured for exercise N.M, or
 /// how to measure it until one is committed.
 pub fn marker(spec: &str) -> Result<String> {
     timing_in(&crate::results::committed()?, spec.trim())

@@ -58,23 +58,24 @@ impl Pool {
     }
 }
 
-/// Both checks run sm_90a code on the GPU itself (the twins natively, the Blackwell kernels
+/// The checks run sm_90a code on the GPU itself (the twins natively, the Blackwell kernels
 /// under the emulation): without such a GPU a `runner step` child only reports its builds and
-/// exits 0, which must not pass for a verified case.
-fn require_hopper() -> Result<()> {
+/// exits 0, which must not pass for a verified case (nor a partial exercise for a timed one).
+/// `what` is the command, for the error.
+pub fn require_hopper(what: &str) -> Result<()> {
     match common::gpu::open() {
         common::gpu::GpuStatus::Present(g) if g.info.compute_capability == (9, 0) => Ok(()),
         common::gpu::GpuStatus::Present(g) => anyhow::bail!(
-            "runner check runs sm_90a kernels on an H100 or H200; this GPU is a {} ({})",
+            "{what} runs sm_90a kernels on an H100 or H200; this GPU is a {} ({})",
             g.info.name,
             g.info.sm()
         ),
-        common::gpu::GpuStatus::Absent(why) => anyhow::bail!("runner check needs a GPU: {why}"),
+        common::gpu::GpuStatus::Absent(why) => anyhow::bail!("{what} needs a GPU: {why}"),
     }
 }
 
 /// The GPU, driver, date and commit a check file records.
-fn provenance() -> Provenance {
+pub fn provenance() -> Provenance {
     let smi = crate::bench::smi("name,driver_version").unwrap_or_default();
     let mut parts = smi.splitn(2, ", ");
     Provenance {
@@ -194,7 +195,7 @@ fn twin_row(case: &TwinCase, ran: &Ran) -> TwinRow {
 }
 
 /// Each case's name, verdict and errors, for the log beside the results file.
-fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
+pub fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
     let mut log = String::new();
     for (name, r) in names.iter().zip(ran) {
         log.push_str(&format!(
@@ -204,6 +205,10 @@ fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
             r.seconds,
             crate::grade::sandbox::truncate_log(r.stderr.trim_end(), 4096)
         ));
+    }
+    // The log is written first: its folder (`--out`) may not exist yet.
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))
 }
@@ -275,7 +280,7 @@ fn selftest(pool: &Pool, head: &Provenance) -> Result<(SelftestSummary, bool)> {
 /// `emulation.json`, `selftest.json` and `emulation-log.txt` in `pool.out`.
 pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result<Verdict> {
     let cases = cases::emulation_cases(set)?;
-    require_hopper()?;
+    require_hopper("runner check")?;
     let head = provenance();
     let mut ok = true;
     if with_selftest {
@@ -366,7 +371,7 @@ pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result
 /// each must verify. Writes `twins.json` and `twins-log.txt` in `pool.out`.
 pub fn twins(set: &TwinSet, pool: &Pool) -> Result<Verdict> {
     let cases = cases::twin_cases(set);
-    require_hopper()?;
+    require_hopper("runner check")?;
     let head = provenance();
     println!(
         "{} twin cases, {} at a time on each of GPUs {:?}",
@@ -561,7 +566,7 @@ pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
         .iter()
         .map(StressCaseRun::child)
         .collect::<Result<Vec<_>>>()?;
-    require_hopper()?;
+    require_hopper("runner check")?;
     let head = provenance();
     println!(
         "{} stress cases (seeds {:?}), {} at a time on each of GPUs {:?}",
