@@ -961,7 +961,7 @@ fn reports_name_the_file_that_was_compiled() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// The `--json` contract scripts rely on (cli/json.rs): checked field by field.
+/// The `--json` contract scripts rely on (report/json.rs): checked field by field.
 fn assert_run_schema(run: &serde_json::Value) {
     let ctx = run.to_string();
     assert!(run["step"].is_u64(), "{ctx}");
