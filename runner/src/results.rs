@@ -317,12 +317,12 @@ pub struct TwinStress {
     #[serde(flatten)]
     pub head: Provenance,
     pub mode: String,
-    /// The stress seeds every case ran under (absent in the script's file).
+    /// The stress seeds every case ran under (absent in the file the shell script wrote).
     #[serde(default)]
     pub seeds: Vec<u64>,
     pub cases: Vec<TwinStressCase>,
-    /// Per twin mutation and twin: under which seeds it was caught (absent in the script's file,
-    /// whose summary was printed only).
+    /// Per twin mutation and twin: under which seeds it was caught (absent in the shell
+    /// script's file, whose summary was printed only).
     #[serde(default)]
     pub mutations: Vec<TwinStressVerdict>,
 }
@@ -380,7 +380,8 @@ pub enum StressExpected {
     Record,
 }
 
-/// How a stress case ended, in the script's words.
+/// How a stress case ended: its exit status, with a fault and a static refusal told apart
+/// from other errors by what the run said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StressOutcome {
