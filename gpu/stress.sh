@@ -8,15 +8,16 @@
 #    build without the rules of issue 23 (WB_EMU_STRICT=0: async proxy, bulk groups, tcgen05.ld
 #    poison, cta_group) and with them, each verified once, then 3 launches each, alternating (the
 #    static checks are skipped: they are not what is timed). First, so nothing else runs on the GPU.
-# 2. The stress pass (scripts/gpu-check-stress.sh): every twin 0-6 under --stress 3, 6, 11 at the
-#    default shape and (twins 4-6) 2048x2048x512 on 2 clusters; every twin mutation of `runner
-#    mutations` under the same seeds (with a plain run beside each stress-caught one), the
+# 2. The stress pass (`runner check twins --stress`): every twin 0-6 under --stress 3, 6, 11 at
+#    the default shape and (twins 4-6) 2048x2048x512 on 2 clusters; every twin mutation of
+#    `runner mutations` under the same seeds (with a plain run beside each stress-caught one), the
 #    static ones also refused by the static check.
-# Writes $OUT/stress/emulation-cost.json and $OUT/stress/stress.json. Takes about 2.5 minutes.
+# Writes $OUT/stress/emulation-cost.json, $OUT/stress/stress.json (kind twin-stress) and
+# stress-log.txt. Takes about 2.5 minutes.
 # Success: the last line is "ALL STRESS CHECKS MET" (every stock twin verified under every seed,
-# every stress-caught mutation caught on each twin under at least one seed -- the table says how
-# many, and whether a plain run caught it too --, every static one refused) and the cost table
-# shows both builds verified for every step; exit 0.
+# every stress-caught mutation caught on each twin under at least one seed -- the table says
+# under which, and what a plain run did --, every static one refused) and the cost table shows
+# both builds verified for every step; exit 0.
 set -u
 RUNNER=${R:-${RUNNER:-target/release/runner}}
 OUT=${OUT:-/tmp/wb-stress}
@@ -62,6 +63,7 @@ sys.exit(0 if ok else 1)
 PY
 COST_RC=$?
 
-RUNNER="$RUNNER" OUT="$DIR" WB_COMMIT="$COMMIT" JOBS=${JOBS:-6} timeout 300 bash scripts/gpu-check-stress.sh
+# Exit 0 every check met, 1 some did not, 2 an error, 124 the whole pass ran past its limit.
+timeout 300 "$RUNNER" check twins --stress --jobs "${JOBS:-6}" --out "$DIR"
 STRESS_RC=$?
 exit $((COST_RC != 0 || STRESS_RC != 0))

@@ -444,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
           const u32 r = wg_warp * 16 + lane / 4 + 8 * half;
           for (int q = 0; q < EPILOGUE_TILE_N / 8; ++q) {
             const int i = col0 / 8 + q;  // the value pair's 8-column block in the fragment
-            const u32 chunk = q ^ (r % 8);
+            const u32 chunk = wb::sw128_chunk(r, q);
             *reinterpret_cast<u32*>(reinterpret_cast<char*>(stage) + r * 128 + chunk * 16 +
                                     (lane % 4) * 4) =
                 hp::pack_pair<T>(acc[mb][4 * i + 2 * half], acc[mb][4 * i + 2 * half + 1]);

@@ -600,10 +600,10 @@ impl Lines {
 pub struct Options<'a> {
     /// Replaces the committed solution of the Blackwell kernel.
     pub kernel: Option<&'a Path>,
-    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::measure`).
+    /// Replaces the committed edit of the Hopper twin in a timed exercise (`crate::bench::measure`).
     pub twin: Option<&'a Path>,
     /// The student's prediction for a timed exercise (else asked on a terminal).
-    pub predict: Option<crate::measure::Verdict>,
+    pub predict: Option<crate::bench::measure::Verdict>,
     pub write: Option<&'a Path>,
     pub json: bool,
 }
@@ -750,11 +750,18 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     }
     // The timed Hopper counterpart, after the prediction is recorded.
     let mut measured = None;
-    if let Some(m) = crate::measure::find(id) {
+    if let Some(m) = crate::bench::measure::find(id) {
         let predicted = o
             .predict
-            .or_else(|| (!json).then(|| crate::measure::prompt(m)).flatten());
-        let r = crate::measure::run(m, o.twin, predicted)?;
+            .or_else(|| (!json).then(|| crate::bench::measure::prompt(m)).flatten());
+        let twin = match o.twin {
+            Some(p) => Some(common::compile::KernelSource {
+                path: p.display().to_string(),
+                text: crate::step_cmd::read_kernel(p)?,
+            }),
+            None => None,
+        };
+        let r = crate::bench::measure::run(m, twin.as_ref(), predicted)?;
         for (mark, text) in r.lines {
             out.emit(mark, text);
         }
@@ -808,10 +815,96 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     .into())
 }
 
+/// `runner exercise --timings`: every exercise with a timed Hopper counterpart
+/// ([`crate::bench::measure::MEASURES`]), each `runner exercise N.M --json` in a child of the
+/// check's sandbox, one at a time (they time the GPU), read back through
+/// [`crate::results::ExerciseRun`] and written as one `exercise-timings` file,
+/// `exercises-<gpu>-<date>.json` in `out` (which `{{#exercise-timing N.M}}` quotes once it is
+/// committed to assets/results/), with each child's errors in `exercises-log.txt`. Verified only
+/// if every exercise passed and was timed.
+pub fn timings(out: &Path) -> Result<Verdict> {
+    use crate::bench::measure::MEASURES;
+    use crate::check::pool::{self, Child};
+    use crate::results::{ExerciseRun, ExerciseTimings, Results};
+    crate::check::require_hopper("runner exercise --timings")?;
+    let head = crate::check::provenance();
+    let children = MEASURES
+        .iter()
+        .map(|m| Child {
+            args: vec!["exercise".into(), m.id.into(), "--json".into()],
+            // One emulated run of the Blackwell solution, a few twin builds, 35 timed rounds.
+            limit: Duration::from_secs(150),
+        })
+        .collect();
+    // One GPU, one at a time: a timing shares the GPU with nothing else.
+    let gpu = crate::grade::batch::default_gpus(&[])
+        .first()
+        .copied()
+        .unwrap_or(0);
+    let ran = pool::run_all(children, &[gpu], 1, &|i, r| {
+        println!(
+            "exercise {}: {} ({:.0} s)",
+            MEASURES[i].id, r.verdict, r.seconds
+        );
+    })?;
+    let names: Vec<String> = MEASURES
+        .iter()
+        .map(|m| format!("exercise {}", m.id))
+        .collect();
+    crate::check::write_log(&out.join("exercises-log.txt"), &names, &ran)?;
+    let mut runs = Vec::new();
+    let mut ok = true;
+    for (m, r) in MEASURES.iter().zip(&ran) {
+        // The verdict is the exit status; the run is kept wherever it printed its JSON.
+        ok &= r.verdict == Verdict::Verified;
+        match serde_json::from_str::<ExerciseRun>(&r.stdout) {
+            Ok(run) => {
+                ok &= run.measured.is_some();
+                for c in &run.checks {
+                    if c.detail.contains("the GPU measured") || c.status == "fail" {
+                        println!("  {} {}: {}", m.id, c.status, c.detail);
+                    }
+                }
+                runs.push(run);
+            }
+            Err(e) => {
+                ok = false;
+                eprintln!("exercise {}: no results ({e}); see exercises-log.txt", m.id);
+            }
+        }
+    }
+    let file = out.join(format!(
+        "exercises-{}-{}.json",
+        crate::bench::gpu_slug(&head.gpu),
+        head.date
+    ));
+    Results::ExerciseTimings(ExerciseTimings {
+        gpu: head.gpu,
+        date: head.date,
+        commit: head.commit,
+        runs,
+    })
+    .write(&file)?;
+    println!(
+        "wrote {}: {}",
+        file.display(),
+        if ok {
+            "every measuring exercise passed and was timed"
+        } else {
+            "SOME MEASURING EXERCISE FAILED OR WAS NOT TIMED"
+        }
+    );
+    Ok(if ok {
+        Verdict::Verified
+    } else {
+        Verdict::Failed
+    })
+}
+
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
 pub fn list() {
     for e in EXERCISES {
-        let timed = if crate::measure::find(e.id).is_some() {
+        let timed = if crate::bench::measure::find(e.id).is_some() {
             "  (also timed on the Hopper twin: --predict)"
         } else {
             ""
@@ -879,6 +972,14 @@ mod tests {
                 &spec.defines(common::Dtype::F16),
             )
             .unwrap_or_else(|e| panic!("{}: {e:#}", ex.id));
+        }
+    }
+
+    #[test]
+    fn every_timed_counterpart_is_an_exercise_of_the_book() {
+        for m in crate::bench::measure::MEASURES {
+            let ex = find(m.id).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(ex.step, m.step, "exercise {}", m.id);
         }
     }
 

@@ -33,10 +33,11 @@ pub enum Results {
     Twins(TwinCheck),
     /// `runner check emulation`'s first part: cuBLAS against the CPU reference.
     Selftest(SelftestSummary),
-    /// `gpu/book.sh`: `runner exercise N.M --json` of every measuring exercise on one GPU.
+    /// `runner exercise --timings` (`gpu/book.sh`): `runner exercise N.M --json` of every
+    /// measuring exercise on one GPU.
     #[serde(rename = "exercise-timings")]
     ExerciseTimings(ExerciseTimings),
-    /// `gpu/stress.sh`'s stress pass of the twins, as `scripts/gpu-check-stress.sh` wrote it.
+    /// `runner check twins --stress`: the twins and their seeded bugs under stress builds.
     #[serde(rename = "twin-stress")]
     TwinStress(TwinStress),
     /// `gpu/stress.sh`: the wall time the emulation's strict rules add, per step.
@@ -302,9 +303,6 @@ pub struct TwinCase {
     pub clusters: Option<u32>,
     /// The launch grid, where the run reported it.
     pub grid: Option<[u32; 3]>,
-    /// The `--stress SEED` of the run, where the case asked for one (absent before).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stress: Option<u64>,
     pub outcome: Verdict,
     pub exit_code: i32,
     pub rel_error_norm: Option<f64>,
@@ -319,7 +317,32 @@ pub struct TwinStress {
     #[serde(flatten)]
     pub head: Provenance,
     pub mode: String,
+    /// The stress seeds every case ran under (absent in the file the shell script wrote).
+    #[serde(default)]
+    pub seeds: Vec<u64>,
     pub cases: Vec<TwinStressCase>,
+    /// Per twin mutation and twin: under which seeds it was caught (absent in the shell
+    /// script's file, whose summary was printed only).
+    #[serde(default)]
+    pub mutations: Vec<TwinStressVerdict>,
+}
+
+/// One twin mutation on one twin, over the stress seeds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TwinStressVerdict {
+    pub mutation: String,
+    pub step: u32,
+    /// How it must be caught: `stress` (a wrong result, hang or fault under some seed) or
+    /// `static` (the twin's static check refuses it; its stress runs are for the record).
+    pub caught_by: String,
+    /// The seeds it ran under, and those under which the run was wrong, hung or faulted.
+    pub seeds: Vec<u64>,
+    pub caught_under: Vec<u64>,
+    /// A plain run beside it (no stress), where one ran: whether the bug is stress-only.
+    pub plain: Option<StressOutcome>,
+    /// A static one: whether the static check refused it, naming its rule.
+    pub refused: Option<bool>,
+    pub met_expectation: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -357,7 +380,8 @@ pub enum StressExpected {
     Record,
 }
 
-/// How a stress case ended, in the script's words.
+/// How a stress case ended: its exit status, with a fault and a static refusal told apart
+/// from other errors by what the run said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StressOutcome {
@@ -414,7 +438,7 @@ pub struct SelftestCase {
 }
 
 // ---------------------------------------------------------------------------------------------
-// the measuring exercises (`runner exercise N.M --json`, gathered by `gpu/book.sh`)
+// the measuring exercises (`runner exercise N.M --json`, gathered by `runner exercise --timings`)
 
 /// Every measuring exercise's run on one GPU.
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -306,11 +306,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         }
     }
     if req.json {
-        // Always {"runner", "runs": [...]}, one or two runs (crate::cli::json).
+        // Always {"runner", "runs": [...]}, one or two runs (crate::report::json).
         for v in &mut outputs {
-            crate::cli::json::normalise(v);
+            crate::report::json::normalise(v);
         }
-        let v = crate::cli::json::runs(outputs);
+        let v = crate::report::json::runs(outputs);
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
     if opts.emu_seed != 0 && emulated == 0 && !req.json {

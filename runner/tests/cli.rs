@@ -961,7 +961,7 @@ fn reports_name_the_file_that_was_compiled() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// The `--json` contract scripts rely on (cli/json.rs): checked field by field.
+/// The `--json` contract scripts rely on (report/json.rs): checked field by field.
 fn assert_run_schema(run: &serde_json::Value) {
     let ctx = run.to_string();
     assert!(run["step"].is_u64(), "{ctx}");
@@ -1196,6 +1196,16 @@ fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
     assert_one_line_error(&o, "unknown mutation \"nope\"");
     let o = runner(&["check", "twins", "--jobs", "0"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    // The stress pass is the twins' (the emulation perturbs its schedule with --emu-seeds), and
+    // it runs its own problems.
+    assert_one_line_error(
+        &runner(&["check", "emulation", "--quick", "--stress"]),
+        "--stress applies to the Hopper twins",
+    );
+    assert_one_line_error(
+        &runner(&["check", "twins", "--stress", "--dtypes", "bf16"]),
+        "the stress pass runs its own",
+    );
     // Without a GPU a `runner step` child only reports its builds and exits 0: the check must
     // stop before, not record those as verified. (Where nvidia-smi runs there may be a GPU, and
     // this would be the whole quick check: the GPU script runs that.)
@@ -1204,6 +1214,20 @@ fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
         let o = runner(&["check", "twins", "--quick", "--out", out.to_str().unwrap()]);
         assert_one_line_error(&o, "runner check");
         assert!(!out.join("twins.json").exists());
+        let o = runner(&[
+            "check",
+            "twins",
+            "--stress",
+            "--quick",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_one_line_error(&o, "runner check");
+        assert!(!out.join("stress.json").exists());
+        // Nor does --timings write a file of exercises that were compiled and not timed.
+        let o = runner(&["exercise", "--timings", "--out", out.to_str().unwrap()]);
+        assert_one_line_error(&o, "runner exercise --timings needs a GPU");
+        assert!(std::fs::read_dir(&*out).map_or(true, |mut d| d.next().is_none()));
     }
     let help = stdout(&runner(&["--help"]));
     for code in ["0    success", "1    failed", "2    error", "124  hang"] {

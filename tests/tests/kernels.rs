@@ -345,7 +345,7 @@ fn the_step6_gap_contenders_compile_and_pass_the_twin_check() {
     // Full kernels (.cu) and edit files of step 6's twin (.toml).
     for path in [
         "exercises/hopper/step6_streamk_sm90.cu",
-        "exercises/hopper/step6_waves_sm90.cu",
+        "exercises/hopper/step6_waves_sm90.toml",
         "exercises/hopper/step6_wait2_sm90.toml",
         "exercises/hopper/step6_workspace_sm90.toml",
     ] {

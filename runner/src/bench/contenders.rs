@@ -60,6 +60,13 @@ pub const CONTENDERS: &[Contender] = &[
         name: "6-streamk",
         step: 6,
         arch: Arch::Hopper,
+        // The one contender kept as a whole kernel, not as edits of step 6's twin: stream-K
+        // changes who computes what in all three roles (an 80-line work list and flag handshake
+        // before the kernel, every persistent loop header, the k-block counter carried across
+        // items, the accumulate and release conditions, a 30-line partial-sum exchange in the
+        // epilogue). As edits that is some fifteen anchors, half of them rewriting loop headers
+        // whose meaning shows only against the stock kernel beside them; the copy reads as one
+        // kernel. It uses the stock swizzle helper (wb::sw128_chunk), so it restates no formula.
         path: "exercises/hopper/step6_streamk_sm90.cu",
         text: include_str!("../../../exercises/hopper/step6_streamk_sm90.cu"),
         params: &[],
@@ -69,8 +76,8 @@ pub const CONTENDERS: &[Contender] = &[
         name: "6-waves",
         step: 6,
         arch: Arch::Hopper,
-        path: "exercises/hopper/step6_waves_sm90.cu",
-        text: include_str!("../../../exercises/hopper/step6_waves_sm90.cu"),
+        path: "exercises/hopper/step6_waves_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step6_waves_sm90.toml"),
         params: &[],
         description: "step 6's twin on a grid of whole waves: as few clusters as take the same number of waves",
     },

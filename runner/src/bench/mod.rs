@@ -13,6 +13,7 @@
 pub mod contenders;
 pub mod diagnose;
 pub mod heatmap;
+pub mod measure;
 
 use crate::results::{BenchCase, BenchReport, Results};
 use anyhow::{anyhow, bail, Context, Result};
@@ -169,6 +170,8 @@ impl Entry {
     }
 }
 
+/// Time everything `opts` names and write its results file; returns the report, that file and
+/// where its figure goes (drawn here for a heatmap; the ladder plot is `book::plot::ladder`'s).
 pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let gpu = match gpu::open() {
         GpuStatus::Present(g) => g,
@@ -258,10 +261,11 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let json = opts.out.join(format!("{base}.json"));
     let svg = opts.out.join(format!("{base}.svg"));
     file.write(&json)?;
+    // The heatmap is the bench's own figure; the ladder plot is the book's, which the caller
+    // draws (`book::plot` reads bench reports: drawing it here would make the two modules
+    // import each other).
     if opts.heatmap {
         heatmap::write(&report, &svg)?;
-    } else {
-        crate::book::plot::ladder(&report, &svg)?;
     }
     Ok((report, json, svg))
 }

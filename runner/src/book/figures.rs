@@ -36,7 +36,7 @@ pub const FIGURES: &[Figure] = &[
     },
     Figure {
         file: "roofline.svg",
-        draw: crate::roofline::figure,
+        draw: super::roofline::figure,
     },
 ];
 

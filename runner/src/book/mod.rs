@@ -4,17 +4,19 @@
 //! `assets/results/*.json`, `{{#diff A B}}`, `{{#grid-order ...}}`, `{{#grid-footprint STEP GPU}}`,
 //! `{{#budget N}}` / `{{#budget-value N KEY [GPU]}}`, `{{#phase-outcomes ring|per-tile}}`,
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
-//! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `measure`:
+//! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `exercise_timing`:
 //! `{{#speed-of-light}}`, `{{#measured-vs-model N}}`, `{{#trace-shares N}}`,
 //! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`.
 
 pub mod budget;
 pub mod comparables;
+pub mod exercise_timing;
 pub mod figures;
 pub mod glossary;
 pub mod measured;
 pub mod phase_tables;
 pub mod plot;
+pub mod roofline;
 pub mod terminal;
 
 use crate::results::{self, EmulationCase, Expected, Provenance, TraceFile};
@@ -568,12 +570,12 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
     let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
     let md = expand_marker(&md, "bench", measured::bench)?;
-    let md = expand_marker(&md, "speed-of-light", crate::roofline::speed_of_light)?;
-    let md = expand_marker(&md, "measured-vs-model", crate::roofline::measured_vs_model)?;
-    let md = expand_marker(&md, "trace-shares", crate::roofline::trace_shares)?;
-    let md = expand_marker(&md, "published-gain", crate::roofline::published_gain)?;
-    let md = expand_marker(&md, "twin-gain", crate::roofline::twin_gain)?;
-    let md = expand_marker(&md, "exercise-timing", crate::measure::timing_marker)?;
+    let md = expand_marker(&md, "speed-of-light", roofline::speed_of_light)?;
+    let md = expand_marker(&md, "measured-vs-model", roofline::measured_vs_model)?;
+    let md = expand_marker(&md, "trace-shares", roofline::trace_shares)?;
+    let md = expand_marker(&md, "published-gain", roofline::published_gain)?;
+    let md = expand_marker(&md, "twin-gain", roofline::twin_gain)?;
+    let md = expand_marker(&md, "exercise-timing", exercise_timing::marker)?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 

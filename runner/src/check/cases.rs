@@ -1,11 +1,14 @@
 //! The case lists of the GPU checks, as data: which runs of `runner step` each check makes and
-//! what each must come to. Pure functions of the ladder, the seeded bugs and a [`EmulationSet`]
-//! or [`TwinSet`], so the lists are tested here without a GPU.
+//! what each must come to. Pure functions of the ladder, the seeded bugs and an [`EmulationSet`],
+//! [`TwinSet`] or [`StressSet`], so the lists are tested here without a GPU.
 
 use super::pool::Child;
-use crate::results::Expected;
-use common::mutation::{self, Mutation, MUTATIONS};
+use crate::results::{Expected, StressExpected};
+use anyhow::Result;
+use common::mutation::{self, Expect, Mutation, TwinCatch, TwinMutation, MUTATIONS};
+use common::run::RunOptions;
 use common::step::{Arch, KernelSpec};
+use common::stress::{self, StressCase};
 use common::{Dist, Dtype, Shape};
 use std::time::Duration;
 
@@ -291,24 +294,19 @@ pub struct TwinCase {
     pub seed: u64,
     pub dist: Dist,
     pub clusters: Option<u32>,
-    /// `runner step --stress SEED`: a run that perturbs the native schedule with this seed.
-    /// Set by `check twins --stress` where the runner has that option.
-    pub stress: Option<u64>,
 }
 
 impl TwinCase {
     pub fn name(&self) -> String {
         format!(
-            "t{} {} {} seed{} {}{}{}",
+            "t{} {} {} seed{} {}{}",
             self.step,
             self.shape,
             self.dtype,
             self.seed,
             self.dist,
             self.clusters
-                .map_or(String::new(), |c| format!(" clusters={c}")),
-            self.stress
-                .map_or(String::new(), |s| format!(" stress={s}"))
+                .map_or(String::new(), |c| format!(" clusters={c}"))
         )
     }
 
@@ -326,9 +324,6 @@ impl TwinCase {
         ]);
         if let Some(c) = self.clusters {
             a.extend(["--clusters".into(), c.to_string()]);
-        }
-        if let Some(s) = self.stress {
-            a.extend(["--stress".into(), s.to_string()]);
         }
         a
     }
@@ -356,7 +351,6 @@ pub fn twin_cases(set: &TwinSet) -> Vec<TwinCase> {
             seed,
             dist,
             clusters,
-            stress: None,
         };
         // Only shapes this twin accepts (its tiles divide them; the runner refuses the others).
         let fits = |s: &Shape| spec.check_shape(*s).is_ok();
@@ -379,6 +373,240 @@ pub fn twin_cases(set: &TwinSet) -> Vec<TwinCase> {
                     Dist::Gaussian,
                     Some(c),
                 ));
+            }
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// the twins' stress pass (`runner check twins --stress`)
+
+/// What the stress pass runs.
+#[derive(Debug, Clone)]
+pub struct StressSet {
+    /// The stress seeds (`--stress SEED`) every stressed case runs under.
+    pub seeds: Vec<u64>,
+    /// Each stock twin at every shape of [`common::stress::cases`]; else only at the shape its
+    /// mutations run at (the capped persistent grid for twins 4-6).
+    pub every_stock_shape: bool,
+    /// Beside each stress-caught mutation, a plain run (no stress) for the record: where it
+    /// passes and a stressed one does not, the bug is stress-only.
+    pub plain: bool,
+}
+
+impl StressSet {
+    pub fn full() -> StressSet {
+        StressSet {
+            seeds: stress::CHECK_SEEDS.to_vec(),
+            every_stock_shape: true,
+            plain: true,
+        }
+    }
+
+    /// Every stock twin and every twin mutation under every seed, without the plain runs and
+    /// the stock twins' second shape.
+    pub fn quick() -> StressSet {
+        StressSet {
+            every_stock_shape: false,
+            plain: false,
+            ..StressSet::full()
+        }
+    }
+}
+
+/// How a case of the stress pass runs its [`StressCase`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StressRun {
+    /// Built with the case's stress seed, as [`StressCase::options`] makes it.
+    Stressed,
+    /// The same without stress (the seed unused), for the record.
+    Plain,
+    /// Without stress and with the static checks on: the twin's static check must refuse the
+    /// mutation, naming its rule.
+    Refusal,
+}
+
+/// One run of the stress pass: a [`StressCase`] of `common::stress` (or of a statically caught
+/// twin mutation, which that list leaves out), how it runs and what it must come to.
+#[derive(Debug, Clone)]
+pub struct StressCaseRun {
+    pub case: StressCase,
+    pub run: StressRun,
+    pub expected: StressExpected,
+}
+
+/// The options every stress child starts from, before [`StressCase::options`]: f16 inputs of
+/// seed 5 and a short hang limit for a seeded bug (one may hang by design, and the runner must
+/// then say so, exit 124).
+fn stress_base(mutation: bool) -> RunOptions {
+    RunOptions {
+        dtype: Dtype::F16,
+        dist: Dist::Gaussian,
+        seed: 5,
+        timeout: Duration::from_secs(if mutation { 15 } else { 30 }),
+        ..RunOptions::default()
+    }
+}
+
+impl StressCaseRun {
+    pub fn mutation(&self) -> Option<&'static TwinMutation> {
+        self.case.mutation.and_then(mutation::find_twin)
+    }
+
+    /// `t5-2048x2048x512-c2-s3-twin-no-out-empty-wait`; `-plain-` or `-static-` in place of
+    /// the seed for a run without stress.
+    pub fn name(&self) -> String {
+        let c = &self.case;
+        let mut s = format!("t{}-{}", c.step, c.shape);
+        if let Some(n) = c.clusters {
+            s.push_str(&format!("-c{n}"));
+        }
+        s.push_str(&match self.run {
+            StressRun::Stressed => format!("-s{}", c.seed),
+            StressRun::Plain => "-plain".into(),
+            StressRun::Refusal => "-static".into(),
+        });
+        if let Some(m) = c.mutation {
+            s.push('-');
+            s.push_str(m);
+        }
+        s
+    }
+
+    /// The run options of the child: [`StressCase::options`] over [`stress_base`], less the
+    /// stress for a plain run, with the static checks on for a refusal.
+    pub fn options(&self) -> Result<RunOptions> {
+        let step = runner::steps::get(self.case.step)?;
+        let mut o = self
+            .case
+            .options(step, &stress_base(self.case.mutation.is_some()))?;
+        match self.run {
+            StressRun::Stressed => {}
+            StressRun::Plain => o.stress = None,
+            StressRun::Refusal => {
+                o.stress = None;
+                o.static_check = true;
+            }
+        }
+        Ok(o)
+    }
+
+    /// `runner step` arguments that make [`Self::options`] (a test parses them back): the
+    /// mutation by name (`--mutate`), which the child applies to the same twin.
+    pub fn args(&self) -> Result<Vec<String>> {
+        let o = self.options()?;
+        let shape = o.shape.unwrap_or(Shape::DEFAULT);
+        let mut a = step_args(self.case.step, shape, o.dtype, o.seed);
+        a.extend([
+            "--arch".into(),
+            Arch::Hopper.sm().into(),
+            "--dist".into(),
+            o.dist.to_string(),
+            "--iters".into(),
+            o.iters.to_string(),
+            "--timeout".into(),
+            o.timeout.as_secs().to_string(),
+        ]);
+        if let Some(c) = o.clusters {
+            a.extend(["--clusters".into(), c.to_string()]);
+        }
+        if let Some(s) = o.stress {
+            a.extend(["--stress".into(), s.to_string()]);
+        }
+        if let Some(m) = self.case.mutation {
+            a.extend(["--mutate".into(), m.into()]);
+        }
+        if !o.static_check {
+            a.push("--no-static-check".into());
+        }
+        Ok(a)
+    }
+
+    /// The child that runs it, killed at 90 s: past the runner's own `--timeout`.
+    pub fn child(&self) -> Result<Child> {
+        Ok(Child {
+            args: self.args()?,
+            limit: Duration::from_secs(90),
+        })
+    }
+}
+
+/// The stress pass, in the order it is reported: [`common::stress::cases`] over every twin
+/// (the stock twins, each to verify under every seed, and the stress-caught twin mutations,
+/// each to be caught under some seed on each twin), a plain run beside each of those
+/// mutations; then each statically caught twin mutation on each twin it applies to: refused by
+/// the static check, and under every seed with the check off, for the record.
+pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
+    let steps: Vec<(u32, bool)> = runner::steps::all()
+        .iter()
+        .map(|s| {
+            let n = s.info().number;
+            (n, persistent(n, Arch::Hopper))
+        })
+        .collect();
+    let last_shape = |step: u32| {
+        if steps.iter().any(|&(n, p)| n == step && p) {
+            (stress::PERSISTENT_SHAPE, Some(stress::PERSISTENT_CLUSTERS))
+        } else {
+            (Shape::DEFAULT, None)
+        }
+    };
+    let expected = |c: &StressCase| match (c.mutation, c.expect) {
+        (None, _) | (Some(_), Expect::Harmless) => StressExpected::Pass,
+        (Some(_), Expect::Caught) => StressExpected::Caught,
+    };
+    let mut out = Vec::new();
+    let mut plain_done = Vec::new();
+    for case in stress::cases(&steps, &set.seeds) {
+        if case.mutation.is_none()
+            && !set.every_stock_shape
+            && (case.shape, case.clusters) != last_shape(case.step)
+        {
+            continue;
+        }
+        if let Some(m) = case.mutation.filter(|_| set.plain) {
+            // One plain run per mutation and twin, before its stressed ones.
+            if !plain_done.contains(&(m, case.step)) {
+                plain_done.push((m, case.step));
+                out.push(StressCaseRun {
+                    case: case.clone(),
+                    run: StressRun::Plain,
+                    expected: StressExpected::Record,
+                });
+            }
+        }
+        out.push(StressCaseRun {
+            expected: expected(&case),
+            case,
+            run: StressRun::Stressed,
+        });
+    }
+    for t in mutation::TWIN_MUTATIONS
+        .iter()
+        .filter(|t| t.caught == TwinCatch::Static)
+    {
+        for &(step, _) in steps.iter().filter(|s| t.mutation.applies_to(s.0)) {
+            let (shape, clusters) = last_shape(step);
+            let case = |seed| StressCase {
+                step,
+                shape,
+                clusters,
+                seed,
+                mutation: Some(t.mutation.name),
+                expect: t.mutation.expect,
+            };
+            out.push(StressCaseRun {
+                case: case(set.seeds.first().copied().unwrap_or(0)),
+                run: StressRun::Refusal,
+                expected: StressExpected::Refused,
+            });
+            for &seed in &set.seeds {
+                out.push(StressCaseRun {
+                    case: case(seed),
+                    run: StressRun::Stressed,
+                    expected: StressExpected::Record,
+                });
             }
         }
     }
@@ -493,11 +721,150 @@ mod tests {
         }
         assert!(cases.iter().any(|c| c.shape == shape(2304, 2816, 704)));
         assert!(cases.iter().filter(|c| c.clusters == Some(3)).count() >= 3);
-        let stressed = TwinCase {
-            stress: Some(7),
-            ..cases[0].clone()
-        };
-        assert!(stressed.args().join(" ").ends_with("--stress 7"));
         assert!(twin_cases(&TwinSet::quick()).len() < cases.len());
+    }
+
+    /// The stress pass over every twin: `common::stress::cases` for the stock twins and the
+    /// stress-caught mutations, plus the static ones; each under every seed.
+    #[test]
+    fn the_stress_pass_runs_every_stock_twin_and_twin_mutation_under_every_seed() {
+        let set = StressSet::full();
+        assert_eq!(set.seeds, common::stress::CHECK_SEEDS);
+        let cases = stress_cases(&set);
+        let twins = runner::steps::all().len() as u32;
+        let n_persistent = (0..twins).filter(|&n| persistent(n, Arch::Hopper)).count();
+        assert_eq!(n_persistent, 3, "twins 4-6 keep a persistent grid");
+        let seeds = set.seeds.len();
+        // Stock: every twin at the default shape, the persistent ones at the capped grid too,
+        // under every seed; each must verify.
+        let stock: Vec<_> = cases.iter().filter(|c| c.case.mutation.is_none()).collect();
+        assert_eq!(stock.len(), (twins as usize + n_persistent) * seeds);
+        assert!(stock
+            .iter()
+            .all(|c| c.run == StressRun::Stressed && c.expected == StressExpected::Pass));
+        for n in 0..twins {
+            for &seed in &set.seeds {
+                assert!(
+                    stock
+                        .iter()
+                        .any(|c| c.case.step == n && c.case.seed == seed),
+                    "twin {n} seed {seed}"
+                );
+            }
+        }
+        // Every twin mutation on every twin it applies to, under every seed.
+        for t in mutation::TWIN_MUTATIONS {
+            let m = t.mutation.name;
+            for &n in t.mutation.steps {
+                let mine: Vec<_> = cases
+                    .iter()
+                    .filter(|c| c.case.mutation == Some(m) && c.case.step == n)
+                    .collect();
+                let stressed: Vec<u64> = mine
+                    .iter()
+                    .filter(|c| c.run == StressRun::Stressed)
+                    .map(|c| c.case.seed)
+                    .collect();
+                assert_eq!(stressed, set.seeds, "{m} on twin {n}");
+                let (others, want) = match t.caught {
+                    TwinCatch::Stress => (StressRun::Plain, StressExpected::Caught),
+                    TwinCatch::Static => (StressRun::Refusal, StressExpected::Record),
+                };
+                assert_eq!(
+                    mine.iter().filter(|c| c.run == others).count(),
+                    1,
+                    "{m} on twin {n}: one {others:?} run"
+                );
+                assert!(mine
+                    .iter()
+                    .filter(|c| c.run == StressRun::Stressed)
+                    .all(|c| c.expected == want));
+                // Where a store warp is slow against a short main loop, for the persistent ones.
+                assert!(mine
+                    .iter()
+                    .all(|c| (c.case.shape == stress::PERSISTENT_SHAPE)
+                        == persistent(n, Arch::Hopper)));
+            }
+        }
+        let names: std::collections::BTreeSet<String> = cases.iter().map(|c| c.name()).collect();
+        assert_eq!(names.len(), cases.len(), "every case has its own name");
+        assert!(names.contains("t5-2048x2048x512-c2-s11-twin-no-out-empty-wait"));
+        assert!(names.contains("t5-2048x2048x512-c2-plain-twin-no-out-empty-wait"));
+        assert!(names.contains("t0-4096x8192x4096-static-twin-wgmma-wait-shallow"));
+        // The quick pass: no plain runs and one shape per stock twin, every mutation still
+        // under every seed.
+        let quick = stress_cases(&StressSet::quick());
+        assert!(quick.iter().all(|c| c.run != StressRun::Plain));
+        assert_eq!(
+            quick.iter().filter(|c| c.case.mutation.is_none()).count(),
+            twins as usize * seeds
+        );
+        let muts = |v: &[StressCaseRun]| {
+            v.iter()
+                .filter(|c| c.case.mutation.is_some() && c.run == StressRun::Stressed)
+                .count()
+        };
+        assert_eq!(muts(&quick), muts(&cases));
+    }
+
+    /// What each child is asked is what `StressCase::options` says: its arguments, parsed back
+    /// by `runner step`'s own parser, give the same run options and the same mutation.
+    #[test]
+    fn each_stress_child_is_asked_for_its_cases_options() {
+        use clap::Parser;
+        let mut kinds = std::collections::BTreeSet::new();
+        for c in stress_cases(&StressSet::full()) {
+            let want = c.options().unwrap();
+            let args = c.args().unwrap();
+            let cli = crate::cli::Cli::try_parse_from(
+                std::iter::once("runner".to_string()).chain(args.iter().cloned()),
+            )
+            .unwrap_or_else(|e| panic!("{}: {e}", args.join(" ")));
+            let crate::cli::Command::Step(a) = cli.command else {
+                panic!("{}: not a step command", args.join(" "))
+            };
+            let (req, got) = crate::cli::step::request(*a).unwrap();
+            let what = c.name();
+            assert_eq!(req.step.info().number, c.case.step, "{what}");
+            assert_eq!(req.arch, Some(Arch::Hopper), "{what}");
+            assert_eq!(req.mutate.as_deref(), c.case.mutation, "{what}");
+            assert_eq!(got.shape, want.shape, "{what}");
+            assert_eq!(got.shape, Some(c.case.shape), "{what}");
+            assert_eq!(got.clusters, want.clusters, "{what}");
+            assert_eq!(got.stress, want.stress, "{what}");
+            assert_eq!(got.static_check, want.static_check, "{what}");
+            assert_eq!(
+                (got.dtype, got.dist, got.seed, got.iters, got.timeout),
+                (want.dtype, want.dist, want.seed, want.iters, want.timeout),
+                "{what}"
+            );
+            assert_eq!(got.trace_clusters, None, "{what}");
+            assert_eq!(want.iters, 0, "{what}: verified, not timed");
+            // The mutation the child applies (--mutate) is the source the case's options hold.
+            match (c.case.mutation, &want.source) {
+                (Some(m), Some(src)) => {
+                    let stock = runner::steps::get(c.case.step)
+                        .unwrap()
+                        .info()
+                        .kernel_source(Arch::Hopper);
+                    let t = mutation::find_twin(m).unwrap();
+                    assert_eq!(t.mutation.apply(&stock.text).unwrap(), src.text, "{what}");
+                }
+                (None, None) => {}
+                _ => panic!("{what}: a mutation and a source go together"),
+            }
+            match c.run {
+                StressRun::Stressed => assert_eq!(got.stress, Some(c.case.seed), "{what}"),
+                StressRun::Plain | StressRun::Refusal => assert_eq!(got.stress, None, "{what}"),
+            }
+            // Stock twins and refusals keep the static check; stressed mutations run without.
+            assert_eq!(
+                got.static_check,
+                c.case.mutation.is_none() || c.run == StressRun::Refusal,
+                "{what}"
+            );
+            kinds.insert(format!("{:?}", c.run));
+        }
+        assert_eq!(kinds.len(), 3, "{kinds:?}");
     }
 }

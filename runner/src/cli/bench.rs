@@ -141,6 +141,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let (report, json, svg) = crate::bench::run(&opts)?;
+    if !opts.heatmap {
+        crate::book::plot::ladder(&report, &svg)?;
+    }
     crate::bench::print_table(&report, &json, &svg);
     let failed = report.cases.iter().any(|c| {
         c.kernel != "cublas"

@@ -1,9 +1,9 @@
-//! `runner check emulation|twins`: the GPU checks (the work is in `check`).
+//! `runner check emulation|twins [--stress]`: the GPU checks (the work is in `check`).
 
 use super::parse_shape;
-use crate::check::cases::{EmulationSet, TwinSet};
+use crate::check::cases::{EmulationSet, StressSet, TwinSet};
 use crate::check::{self, Pool};
-use anyhow::Result;
+use anyhow::{bail, Result};
 use common::{Dtype, Shape};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -28,7 +28,10 @@ enum Which {
     Emulation(EmulationArgs),
     /// Every step's Hopper twin natively on every check shape it accepts (odd sizes included),
     /// both dtypes, seeds, other input distributions, and the persistent twins with capped grids.
-    /// Writes twins.json and twins-log.txt.
+    /// Writes twins.json and twins-log.txt. With --stress, the stress pass instead: stress
+    /// builds (`runner step --stress SEED`) of every stock twin, which must verify, and of every
+    /// twin mutation, each of which must be caught (wrong result, hang or fault) under some seed
+    /// on each twin, or refused by the static check; writes stress.json and stress-log.txt.
     Twins(TwinArgs),
 }
 
@@ -88,6 +91,9 @@ struct EmulationArgs {
     /// Skip the selftest.
     #[arg(long)]
     no_selftest: bool,
+    /// Not for the emulation (hidden): refused with the reason.
+    #[arg(long, hide = true)]
+    stress: bool,
 }
 
 #[derive(clap::Args)]
@@ -96,6 +102,14 @@ struct TwinArgs {
     pool: PoolArgs,
     #[command(flatten)]
     problems: ProblemArgs,
+    /// The stress pass (common::stress) instead of the twin check: its own shapes (the default
+    /// and, for the persistent twins, 2048x2048x512 on 2 clusters), f16. --quick leaves out the
+    /// plain runs beside the mutations and the persistent twins' default shape.
+    #[arg(long)]
+    stress: bool,
+    /// The stress seeds (default: 3,6,11, whose hot points together cover every point).
+    #[arg(long, value_delimiter = ',', value_name = "SEEDS", requires = "stress")]
+    stress_seeds: Vec<u64>,
 }
 
 /// `given` if the user gave any, else the set's own.
@@ -110,6 +124,9 @@ fn or<T: Clone>(given: &[T], default: Vec<T>) -> Vec<T> {
 pub fn run(a: Args) -> Result<ExitCode> {
     let verdict = match a.check {
         Which::Emulation(e) => {
+            if e.stress {
+                bail!("--stress applies to the Hopper twins (runner check twins --stress), which run natively; the emulation perturbs the Blackwell kernels' schedule with --emu-seeds instead");
+            }
             let base = if e.pool.quick {
                 EmulationSet::quick()
             } else {
@@ -124,6 +141,22 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 ..base
             };
             check::emulation(&set, &e.pool.pool(), !e.no_selftest)?
+        }
+        Which::Twins(t) if t.stress => {
+            let p = &t.problems;
+            if !(p.shapes.is_empty() && p.dtypes.is_empty() && p.seeds.is_empty()) {
+                bail!("--shapes, --dtypes and --seeds choose the twin check's problems; the stress pass runs its own (common::stress): give --stress-seeds to change its seeds");
+            }
+            let base = if t.pool.quick {
+                StressSet::quick()
+            } else {
+                StressSet::full()
+            };
+            let set = StressSet {
+                seeds: or(&t.stress_seeds, base.seeds),
+                ..base
+            };
+            check::stress(&set, &t.pool.pool())?
         }
         Which::Twins(t) => {
             let base = if t.pool.quick {

@@ -6,11 +6,11 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 #[command(
-    after_help = "Exit status: 0 every check passed; 1 a check failed; 2 an error (e.g. no such exercise); 3 the check ran only in part (a kernel compiled but could not run here: no GPU)."
+    after_help = "Exit status: 0 every check passed; 1 a check failed; 2 an error (e.g. no such exercise); 3 the check ran only in part (a kernel compiled but could not run here: no GPU). With --timings: 0 every timed exercise passed and was timed, 1 not, 2 an error (no H100/H200)."
 )]
 pub struct Args {
     /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
-    #[arg(value_name = "N.M", required_unless_present = "list")]
+    #[arg(value_name = "N.M", required_unless_present_any = ["list", "timings"])]
     id: Option<String>,
     /// Check this kernel file (your edited copy) instead of the solution in
     /// exercises/solutions.toml.
@@ -23,13 +23,21 @@ pub struct Args {
     /// Your prediction for a timed exercise, recorded before the GPU answers: the variant
     /// against the stock twin (asked on a terminal when not given).
     #[arg(long, value_name = "WHICH")]
-    predict: Option<crate::measure::Verdict>,
+    predict: Option<crate::bench::measure::Verdict>,
     /// Write the solution's kernel to FILE instead of checking.
     #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
     write: Option<PathBuf>,
     /// List the exercises.
     #[arg(long)]
     list: bool,
+    /// On an H100/H200: run every exercise timed on the Hopper twin (0.1, 1.2, 2.1, 6.2), each
+    /// as `runner exercise N.M --json`, and write them as one results file,
+    /// exercises-<gpu>-<date>.json (kind exercise-timings), in --out.
+    #[arg(long, conflicts_with_all = ["id", "kernel", "twin", "predict", "write", "list", "json"])]
+    timings: bool,
+    /// With --timings: the folder of the results file (default: assets/results).
+    #[arg(long, value_name = "DIR", requires = "timings")]
+    out: Option<PathBuf>,
     /// Print one JSON object {"runner", "exercise", "checks": [{status, detail}], "result":
     /// pass|fail|partial}, e.g. to collect a class's checks.
     #[arg(long)]
@@ -46,6 +54,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.list {
         crate::exercise::list();
         return Ok(ExitCode::SUCCESS);
+    }
+    if a.timings {
+        let out = a
+            .out
+            .unwrap_or_else(|| common::toolkit::project_root().join("assets/results"));
+        return Ok(crate::exercise::timings(&out)?.into());
     }
     let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
     crate::exercise::run(

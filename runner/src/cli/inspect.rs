@@ -63,10 +63,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             "compile": &compiled, "smem_bytes": smem, "sass": &listing,
             "missing_instructions": report::missing_instructions(&listing, expect),
         });
-        super::json::normalise(&mut v);
+        crate::report::json::normalise(&mut v);
         println!(
             "{}",
-            serde_json::to_string_pretty(&super::json::runs(vec![v]))?
+            serde_json::to_string_pretty(&crate::report::json::runs(vec![v]))?
         );
     } else {
         report::print_header(&spec, &source.path);

@@ -13,7 +13,6 @@ pub mod glossary;
 pub mod grade;
 pub mod grade_worker;
 pub mod inspect;
-pub mod json;
 pub mod list;
 pub mod mutations;
 pub mod phases;

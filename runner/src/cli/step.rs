@@ -169,6 +169,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if !a.json {
         warn_ignored(&a, step);
     }
+    let (request, opts) = request(a)?;
+    step_cmd::run(&request, opts)
+}
+
+/// What `runner step` with these arguments asks of `step_cmd`: the request and the run options
+/// (the GPU checks' tests parse their children's arguments back through this).
+pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
+    let step = steps::get(a.step)?;
     let opts = RunOptions {
         shape: a.problem.shape(Shape::DEFAULT),
         dtype: a.problem.dtype,
@@ -203,5 +211,5 @@ pub fn run(a: Args) -> Result<ExitCode> {
         trace: a.trace,
         time_emulation: a.time_emulation,
     };
-    step_cmd::run(&request, opts)
+    Ok((request, opts))
 }

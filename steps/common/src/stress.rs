@@ -5,9 +5,10 @@
 //! such as the twin mutations caught by [`TwinCatch::Stress`]) should give a wrong result on some.
 //! The kernels are not edited: only the wrappers they call.
 //!
-//! [`cases`] is the stress pass of the twin check (scripts/gpu-check-stress.sh, gpu/stress.sh and
-//! any `runner check twins --stress`): the stock twins at their default shape and, persistent
-//! ones, with a capped grid; and every twin mutation caught by stress, on each seed.
+//! [`cases`] is the plan of the twins' stress pass (`runner check twins --stress`, which
+//! `gpu/stress.sh` runs): the stock twins at their default shape and, persistent ones, with a
+//! capped grid; and every twin mutation caught by stress, on each seed. (The pass adds the
+//! statically caught twin mutations, which must be refused, and plain runs for the record.)
 
 use crate::mutation::{Expect, TwinCatch, TWIN_MUTATIONS};
 use crate::problem::Shape;
@@ -178,8 +179,8 @@ impl StressCase {
 /// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
 /// at the shape most likely to show it (the persistent one where there is one).
 ///
-/// Run each case in a process of its own, as `scripts/gpu-check-stress.sh` does: a seeded bug may
-/// hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
+/// Run each case in a process of its own, as `runner check twins --stress` does: a seeded bug
+/// may hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
 pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
     let mut out = Vec::new();
     let shapes = |persistent: bool| {

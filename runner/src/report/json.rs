@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 /// The whole output of a command that reports runs.
 pub fn runs(runs: Vec<Value>) -> Value {
-    serde_json::json!({ "runner": crate::report::version_info(), "runs": runs })
+    serde_json::json!({ "runner": super::version_info(), "runs": runs })
 }
 
 /// Rewrite one run (or compile report) into the contract's shape, recursively.

@@ -15,18 +15,18 @@
 //! Edits of a twin (a single staging buffer) are written as edits of the stock twin in
 //! `exercises/twin-solutions.toml`, in the format of `exercises/solutions.toml` (`crate::edits`);
 //! `--twin FILE` times the student's own edited twin instead. The JSON of every run carries the
-//! measurement; `gpu/book.sh` collects them into `assets/results/exercises-*.json`, which
-//! `{{#exercise-timing N.M}}` quotes in the chapter.
+//! measurement; `runner exercise --timings` collects them into
+//! `assets/results/exercises-*.json`, which `{{#exercise-timing N.M}}` quotes in the chapter.
 
 use crate::results::{ExerciseMeasured, ExerciseSpread, ExerciseStock, ExerciseVariant, Results};
 use anyhow::{anyhow, bail, Context, Result};
+use common::compile::KernelSource;
 use common::edits;
 use common::problem::{Dtype, Shape};
 use common::step::{Arch, KernelSpec};
 use serde::Deserialize;
-use std::path::Path;
 
-const TWIN_SOLUTIONS: &str = include_str!("../../exercises/twin-solutions.toml");
+const TWIN_SOLUTIONS: &str = include_str!("../../../exercises/twin-solutions.toml");
 
 /// One variant of the twin, timed against the stock twin.
 #[derive(Debug, Clone, Copy)]
@@ -250,18 +250,17 @@ pub fn twin_solution(id: &str, step: u32) -> Result<String> {
 struct Build {
     name: String,
     spec: KernelSpec,
-    source: common::compile::KernelSource,
+    source: KernelSource,
 }
 
-fn kernels(m: &Measure, twin: Option<&Path>) -> Result<Vec<Build>> {
+/// The stock twin and every variant; `twin` is the student's edited twin (`--twin FILE`, read by
+/// the caller), else the committed edit where a variant is edited.
+fn kernels(m: &Measure, twin: Option<&KernelSource>) -> Result<Vec<Build>> {
     let step = runner::steps::get(m.step)?;
     let stock = KernelSpec::new(step, Arch::Hopper);
     let edited = match twin {
-        Some(p) => Some(common::compile::KernelSource {
-            path: p.display().to_string(),
-            text: crate::step_cmd::read_kernel(p)?,
-        }),
-        None if m.variants.iter().any(|v| v.edited) => Some(common::compile::KernelSource {
+        Some(src) => Some(src.clone()),
+        None if m.variants.iter().any(|v| v.edited) => Some(KernelSource {
             path: format!("twin-solution-{}.cu", m.id),
             text: twin_solution(m.id, m.step)?,
         }),
@@ -298,7 +297,7 @@ pub struct Report {
     pub failed: bool,
     /// Compiled, not timed (no H100/H200 here).
     pub partial: bool,
-    /// The measurement, for `--json` and `gpu/book.sh`.
+    /// The measurement, for `--json` and `runner exercise --timings`.
     pub json: Option<ExerciseMeasured>,
 }
 
@@ -319,7 +318,7 @@ pub fn prompt(m: &Measure) -> Option<Verdict> {
 }
 
 /// Compile every variant for sm_90a, then, on an H100/H200, time them against the stock twin.
-pub fn run(m: &Measure, twin: Option<&Path>, predicted: Option<Verdict>) -> Result<Report> {
+pub fn run(m: &Measure, twin: Option<&KernelSource>, predicted: Option<Verdict>) -> Result<Report> {
     let mut r = Report {
         lines: Vec::new(),
         failed: false,
@@ -548,60 +547,6 @@ fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::Benc
     )
 }
 
-/// `{{#exercise-timing N.M}}`: what the committed run of the measuring exercises
-/// (`assets/results/exercises-*.json`, written by `gpu/book.sh`) measured for exercise N.M, or
-/// how to measure it until one is committed.
-pub fn timing_marker(spec: &str) -> Result<String> {
-    timing_in(&crate::results::committed()?, spec.trim())
-}
-
-fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
-    let m = find(id).ok_or_else(|| anyhow!("exercise {id} has no timed counterpart"))?;
-    let mut runs: Vec<(&String, &ExerciseMeasured)> = files
-        .iter()
-        .filter_map(|(name, r)| match r {
-            Results::ExerciseTimings(t) => Some((name, t)),
-            _ => None,
-        })
-        .flat_map(|(name, t)| {
-            t.runs
-                .iter()
-                .filter_map(move |r| Some((name, r.measured.as_ref()?)))
-        })
-        .filter(|(_, v)| v.exercise == id)
-        .collect();
-    runs.sort_by(|a, b| a.1.date.cmp(&b.1.date));
-    let Some((name, v)) = runs.last() else {
-        return Ok(format!(
-            "*Not timed yet: on an H100 or H200, `runner exercise {id} --predict …` times {} against {} on step {}'s twin.*\n",
-            m.variants.iter().map(|v| v.label).collect::<Vec<_>>().join(", "),
-            m.stock,
-            m.step
-        ));
-    };
-    let each: Vec<String> = v
-        .variants
-        .iter()
-        .map(|x| {
-            format!(
-                "{} {:.1} µs ({:+.1} %, {})",
-                x.label, x.median_us, x.relative_pct, x.verdict
-            )
-        })
-        .collect();
-    Ok(format!(
-        "*Measured on the twin ({}, {}, commit `{}`, {} f16, `assets/results/{name}`): {} {:.1} µs; {}. \"Same\" is within ±{:.1} %, the stock twin's spread in the committed bench.*\n",
-        v.gpu,
-        v.date,
-        v.commit,
-        SHAPE,
-        v.stock.label,
-        v.stock.median_us,
-        each.join("; "),
-        100.0 * v.spread.relative
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -675,75 +620,6 @@ mod tests {
                 common::compile::compile(&k.source, common::Target::Sm90a, &k.spec.defines(DTYPE))
                     .unwrap_or_else(|e| panic!("{} {}: {e:#}", m.id, k.name));
             }
-            crate::exercise::find(m.id).unwrap_or_else(|e| panic!("{e}"));
         }
-    }
-
-    #[test]
-    fn the_chapter_line_quotes_a_committed_run_or_says_how_to_make_one() {
-        let none = timing_in(&[], "1.2").unwrap();
-        assert!(
-            none.contains("Not timed yet") && none.contains("2 stages"),
-            "{none}"
-        );
-        let run = Results::ExerciseTimings(crate::results::ExerciseTimings {
-            gpu: "NVIDIA H100 80GB HBM3".into(),
-            date: "2026-11-26".into(),
-            commit: "abc1234".into(),
-            runs: vec![crate::results::ExerciseRun {
-                runner: crate::results::RunnerVersion {
-                    version: "0".into(),
-                    commit: "abc1234".into(),
-                },
-                exercise: "1.2".into(),
-                step: 1,
-                title: "t".into(),
-                kernel: None,
-                checks: Vec::new(),
-                measured: Some(ExerciseMeasured {
-                    exercise: "1.2".into(),
-                    step: 1,
-                    gpu: "NVIDIA H100 80GB HBM3".into(),
-                    driver_version: "13.0".into(),
-                    date: "2026-11-26".into(),
-                    commit: "abc1234".into(),
-                    shape: SHAPE,
-                    dtype: DTYPE,
-                    protocol: "p".into(),
-                    stock: ExerciseStock {
-                        label: "4 stages".into(),
-                        median_us: 470.0,
-                        q1_us: None,
-                        q3_us: None,
-                        clocks: None,
-                    },
-                    cublas_median_us: None,
-                    spread: ExerciseSpread {
-                        relative: 0.02,
-                        source: "s".into(),
-                    },
-                    prediction: None,
-                    variants: vec![ExerciseVariant {
-                        label: "2 stages".into(),
-                        params: Vec::new(),
-                        median_us: 520.0,
-                        q1_us: 510.0,
-                        q3_us: 530.0,
-                        relative_pct: 10.6,
-                        verdict: "slower".into(),
-                    }],
-                }),
-                result: "pass".into(),
-                summary: "s".into(),
-            }],
-        });
-        let files = vec![("exercises-h100-2026-11-26.json".to_string(), run)];
-        let line = timing_in(&files, "1.2").unwrap();
-        assert!(
-            line.contains("4 stages 470.0 µs; 2 stages 520.0 µs (+10.6 %, slower)"),
-            "{line}"
-        );
-        assert!(line.contains("±2.0 %") && line.contains("exercises-h100-2026-11-26.json"));
-        assert!(timing_in(&files, "4.1").is_err());
     }
 }

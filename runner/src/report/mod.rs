@@ -1,4 +1,6 @@
-//! The text reports of `runner`.
+//! The reports of `runner`: the text a run prints, and ([`json`]) the `--json` contract.
+
+pub mod json;
 
 use common::compile::Compiled;
 use common::run::{RunReport, SelfTest};

@@ -1,0 +1,135 @@
+//! `{{#exercise-timing N.M}}`: a chapter quotes what the committed run of its measuring
+//! exercise (`crate::bench::measure`, gathered by `runner exercise --timings`) measured on the
+//! Hopper twin.
+
+use crate::bench::measure;
+use crate::results::{ExerciseMeasured, Results};
+use anyhow::{anyhow, Result};
+
+/// `{{#exercise-timing N.M}}`: what the committed run of the measuring exercises
+/// (`assets/results/exercises-*.json`, written by `runner exercise --timings`) measured for exercise N.M, or
+/// how to measure it until one is committed.
+pub fn marker(spec: &str) -> Result<String> {
+    timing_in(&crate::results::committed()?, spec.trim())
+}
+
+fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
+    let m = measure::find(id).ok_or_else(|| anyhow!("exercise {id} has no timed counterpart"))?;
+    let mut runs: Vec<(&String, &ExerciseMeasured)> = files
+        .iter()
+        .filter_map(|(name, r)| match r {
+            Results::ExerciseTimings(t) => Some((name, t)),
+            _ => None,
+        })
+        .flat_map(|(name, t)| {
+            t.runs
+                .iter()
+                .filter_map(move |r| Some((name, r.measured.as_ref()?)))
+        })
+        .filter(|(_, v)| v.exercise == id)
+        .collect();
+    runs.sort_by(|a, b| a.1.date.cmp(&b.1.date));
+    let Some((name, v)) = runs.last() else {
+        return Ok(format!(
+            "*Not timed yet: on an H100 or H200, `runner exercise {id} --predict …` times {} against {} on step {}'s twin.*\n",
+            m.variants.iter().map(|v| v.label).collect::<Vec<_>>().join(", "),
+            m.stock,
+            m.step
+        ));
+    };
+    let each: Vec<String> = v
+        .variants
+        .iter()
+        .map(|x| {
+            format!(
+                "{} {:.1} µs ({:+.1} %, {})",
+                x.label, x.median_us, x.relative_pct, x.verdict
+            )
+        })
+        .collect();
+    Ok(format!(
+        "*Measured on the twin ({}, {}, commit `{}`, {} f16, `assets/results/{name}`): {} {:.1} µs; {}. \"Same\" is within ±{:.1} %, the stock twin's spread in the committed bench.*\n",
+        v.gpu,
+        v.date,
+        v.commit,
+        measure::SHAPE,
+        v.stock.label,
+        v.stock.median_us,
+        each.join("; "),
+        100.0 * v.spread.relative
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{ExerciseSpread, ExerciseStock, ExerciseVariant};
+
+    #[test]
+    fn the_chapter_line_quotes_a_committed_run_or_says_how_to_make_one() {
+        let none = timing_in(&[], "1.2").unwrap();
+        assert!(
+            none.contains("Not timed yet") && none.contains("2 stages"),
+            "{none}"
+        );
+        let run = Results::ExerciseTimings(crate::results::ExerciseTimings {
+            gpu: "NVIDIA H100 80GB HBM3".into(),
+            date: "2026-11-26".into(),
+            commit: "abc1234".into(),
+            runs: vec![crate::results::ExerciseRun {
+                runner: crate::results::RunnerVersion {
+                    version: "0".into(),
+                    commit: "abc1234".into(),
+                },
+                exercise: "1.2".into(),
+                step: 1,
+                title: "t".into(),
+                kernel: None,
+                checks: Vec::new(),
+                measured: Some(ExerciseMeasured {
+                    exercise: "1.2".into(),
+                    step: 1,
+                    gpu: "NVIDIA H100 80GB HBM3".into(),
+                    driver_version: "13.0".into(),
+                    date: "2026-11-26".into(),
+                    commit: "abc1234".into(),
+                    shape: measure::SHAPE,
+                    dtype: measure::DTYPE,
+                    protocol: "p".into(),
+                    stock: ExerciseStock {
+                        label: "4 stages".into(),
+                        median_us: 470.0,
+                        q1_us: None,
+                        q3_us: None,
+                        clocks: None,
+                    },
+                    cublas_median_us: None,
+                    spread: ExerciseSpread {
+                        relative: 0.02,
+                        source: "s".into(),
+                    },
+                    prediction: None,
+                    variants: vec![ExerciseVariant {
+                        label: "2 stages".into(),
+                        params: Vec::new(),
+                        median_us: 520.0,
+                        q1_us: 510.0,
+                        q3_us: 530.0,
+                        relative_pct: 10.6,
+                        verdict: "slower".into(),
+                    }],
+                }),
+                result: "pass".into(),
+                summary: "s".into(),
+            }],
+        });
+        let files = vec![("exercises-h100-2026-11-26.json".to_string(), run)];
+        let line = timing_in(&files, "1.2").unwrap();
+        assert!(
+            line.contains("4 stages 470.0 µs; 2 stages 520.0 µs (+10.6 %, slower)"),
+            "{line}"
+        );
+        assert!(line.contains("±2.0 %") && line.contains("exercises-h100-2026-11-26.json"));
+        assert!(timing_in(&files, "4.1").is_err());
+    }
+}
