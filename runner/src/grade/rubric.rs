@@ -48,7 +48,7 @@
 //! why = "tcgen05.mma.cta_group::2"  # shown to the student with the verdict
 //! ```
 
-use super::technique::{Requirement, RequirementSpec};
+use super::technique::{Requirement, RequirementSpec, TraceRequirement};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
@@ -223,6 +223,10 @@ pub struct Rubric {
     pub tests: Vec<Test>,
     /// What the launched kernel's SASS must hold (reported after the tests).
     pub requirements: Vec<Requirement>,
+    /// What the warps' trace records must show (Hopper; reported after the SASS ones).
+    pub trace_requirements: Vec<TraceRequirement>,
+    /// The shape of the one traced launch that checks them ([`trace_shape`]).
+    pub trace_shape: Option<Shape>,
     /// SHA-256 of the rubric's text, recorded in every report.
     pub sha256: String,
 }
@@ -320,30 +324,35 @@ impl Rubric {
             tests.push(test);
         }
         let mut requirements: Vec<Requirement> = Vec::new();
+        let mut trace_requirements: Vec<TraceRequirement> = Vec::new();
         for (i, q) in file.requirements.iter().enumerate() {
+            let context = || format!("requirements[{i}] ({:?})", q.name);
+            let used = |name: &str| {
+                tests.iter().any(|t| t.name == name)
+                    || requirements.iter().any(|o| o.name == name)
+                    || trace_requirements.iter().any(|o| o.name == name)
+            };
             if q.trace.is_some() {
-                let fact = q
+                let req = q
                     .resolve_trace(arch == Arch::Hopper)
-                    .with_context(|| format!("requirements[{i}] ({:?})", q.name))?;
-                // The facts are defined and tested (`trace_facts`), but the grader's run child
-                // does not yet make the traced launch that would check them: refuse rather
-                // than grade a requirement nothing checks.
-                bail!(
-                    "requirements[{i}] ({:?}): trace = {:?} is not checked by this grader yet (the traced launch in the run child is missing): use a sass requirement",
-                    q.name,
-                    fact.name()
-                );
+                    .with_context(context)?;
+                if used(&req.name) {
+                    bail!("requirements[{i}]: the name {:?} is used twice", req.name);
+                }
+                trace_requirements.push(req);
+                continue;
             }
-            let req = q
-                .resolve()
-                .with_context(|| format!("requirements[{i}] ({:?})", q.name))?;
-            if tests.iter().any(|t| t.name == req.name)
-                || requirements.iter().any(|o| o.name == req.name)
-            {
+            let req = q.resolve().with_context(context)?;
+            if used(&req.name) {
                 bail!("requirements[{i}]: the name {:?} is used twice", req.name);
             }
             requirements.push(req);
         }
+        let trace_shape = if trace_requirements.is_empty() {
+            None
+        } else {
+            Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
+        };
         Ok(Rubric {
             name: file.name,
             step: file.step,
@@ -352,6 +361,8 @@ impl Rubric {
             params,
             tests,
             requirements,
+            trace_requirements,
+            trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
     }
@@ -359,6 +370,20 @@ impl Rubric {
     pub fn has_hidden_tests(&self) -> bool {
         self.tests.iter().any(Test::hidden)
     }
+}
+
+/// The shape of the traced launch: two cluster tiles by two (several clusters, so the first two
+/// that record are ordinary ones) and eight k-blocks (more than any step's stages, so every
+/// pipeline slot is reused). Small and public: it is not one of the rubric's tests.
+pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
+    let k = spec.shape();
+    let s = Shape {
+        m: 2 * k.cluster_tile.0 as usize,
+        n: 2 * k.cluster_tile.1 as usize,
+        k: 8 * k.tile_k as usize,
+    };
+    spec.check_shape(s).map_err(|e| anyhow!(e))?;
+    Ok(s)
 }
 
 /// Test and requirement names: what reports and Gradescope show.

@@ -9,6 +9,7 @@
 //! decoded [`Recording`], defined over the phases the warps entered (the records carry phases,
 //! not individual instructions).
 
+use super::job::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
 use common::trace::{Phase, Record, Recording, KIND_ENTER, KIND_TILE};
 use std::collections::BTreeSet;
@@ -51,7 +52,7 @@ impl Fact {
 
     /// Whether the recording shows the fact: `Ok(summary)` or `Err(why not)`, one line each.
     /// `runner step N --arch sm_90a --trace` prints each fact's verdict; the grader's run child
-    /// does not call it yet (issue 22, item 6), so the rubric refuses trace requirements.
+    /// calls it through [`evaluate`] on its one traced launch.
     pub fn check(self, rec: &Recording) -> Result<String, String> {
         if rec.warps.is_empty() {
             return Err("the traced launch wrote no records".into());
@@ -70,6 +71,63 @@ impl Fact {
             Fact::DedicatedStoreWarp => dedicated_store_warp(rec, &ctas),
         }
     }
+}
+
+/// What the run child's one traced launch came to.
+#[derive(Debug, Clone)]
+pub enum Traced {
+    /// It ran: the flags of the checks of its output and of the grader's buffers (none: all
+    /// right), their summary, and its records (or why they could not be decoded).
+    Ran {
+        flags: Vec<Flag>,
+        summary: String,
+        recording: Result<Recording, String>,
+    },
+    /// It could not be made, or it faulted.
+    Failed { detail: String, flags: Vec<Flag> },
+    /// It was not made (an earlier test lost the GPU context): why.
+    NotRun(String),
+}
+
+/// Each fact's result from the traced launch: a fact is checked only on a launch whose output
+/// was right and whose records decoded, so a kernel that traces well but computes wrong (or
+/// writes where it must not) shows no fact.
+pub fn evaluate(facts: &[Fact], traced: &Traced) -> Vec<FactResult> {
+    facts
+        .iter()
+        .map(|&f| {
+            let (status, detail, flags) = match traced {
+                Traced::NotRun(why) => (Status::Error, why.clone(), Vec::new()),
+                Traced::Failed { detail, flags } => (Status::Failed, detail.clone(), flags.clone()),
+                Traced::Ran { flags, summary, .. } if !flags.is_empty() => (
+                    Status::Failed,
+                    format!(
+                        "the traced launch was wrong ({summary}): its records count for nothing"
+                    ),
+                    flags.clone(),
+                ),
+                Traced::Ran {
+                    recording: Err(e), ..
+                } => (
+                    Status::Failed,
+                    format!("the trace buffer is malformed: {e}"),
+                    Vec::new(),
+                ),
+                Traced::Ran {
+                    recording: Ok(rec), ..
+                } => match f.check(rec) {
+                    Ok(summary) => (Status::Passed, summary, Vec::new()),
+                    Err(why) => (Status::Failed, why, Vec::new()),
+                },
+            };
+            FactResult {
+                fact: f.name().to_string(),
+                status,
+                detail,
+                flags,
+            }
+        })
+        .collect()
 }
 
 fn entered(records: &[Record], p: Phase) -> bool {
