@@ -403,3 +403,71 @@ pub enum RunLine {
     /// A trace fact, from the traced launch after the tests.
     Fact(FactResult),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUBRIC: &str = r#"
+name = "t"
+step = 3
+arch = "sm_90a"
+[[tests]]
+name = "public"
+kind = "correctness"
+shape = [512, 512, 256]
+points = 10
+seed = 1
+[[requirements]]
+name = "producer"
+points = 5
+trace = "loads-by-producer-only"
+[[requirements]]
+name = "store"
+points = 5
+trace = "dedicated-store-warp"
+[[requirements]]
+name = "producer-again"
+points = 5
+trace = "loads-by-producer-only"
+"#;
+
+    #[test]
+    fn jobs_carry_the_rubrics_trace_facts_over_the_pipe() {
+        let rubric = Rubric::parse(RUBRIC).unwrap();
+        for phase in [Phase::Compile, Phase::Run] {
+            let job = Job::for_rubric(&rubric, phase, "src", Vec::new(), &[]);
+            let back = Job::read_from(job.to_bytes().unwrap().as_slice()).unwrap();
+            let t = back.trace.expect("the trace job");
+            // Each fact once, in the rubric's order; the launch is the rubric's trace shape.
+            assert_eq!(t.facts, ["loads-by-producer-only", "dedicated-store-warp"]);
+            let s = rubric.trace_shape.unwrap();
+            assert_eq!(t.shape, [s.m, s.n, s.k]);
+            assert_eq!((t.seed, t.clusters), (TraceJob::SEED, 2));
+            assert_eq!(Some(t), job.trace);
+        }
+        // Its inputs are a public test's: one set, from the fixed seed.
+        let test = TraceJob::for_rubric(&rubric).unwrap().as_test();
+        assert_eq!(test.seeds.sets, [TraceJob::SEED]);
+        assert_eq!(
+            (test.dtype.as_str(), test.dist.as_str()),
+            ("f16", "gaussian")
+        );
+        // No trace facts: no trace job; an older job without the key reads as none.
+        let plain = Rubric::parse(&RUBRIC[..RUBRIC.find("[[requirements]]").unwrap()]).unwrap();
+        assert!(
+            Job::for_rubric(&plain, Phase::Compile, "src", Vec::new(), &[])
+                .trace
+                .is_none()
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(
+            &Job::for_rubric(&plain, Phase::Run, "src", Vec::new(), &[])
+                .to_bytes()
+                .unwrap(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("trace");
+        let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
+        assert!(old.trace.is_none());
+    }
+}

@@ -685,13 +685,35 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         let sass = "sass = \"UTMALDG.MULTICAST\"";
         let with = |to: &str| format!("{GOOD}{}", REQ.replacen(sass, to, 1));
         let fact = "trace = \"dedicated-store-warp\"";
-        // Well formed: refused only because nothing checks it yet, naming the fact.
-        let e = err(&with(fact));
-        assert!(
-            e.contains("\"dedicated-store-warp\" is not checked by this grader yet"),
-            "{e}"
+        // Well formed on a Hopper rubric: accepted, with the shape of its one traced launch
+        // (step 0's twin: 128 x 128 tiles, 64-wide k-blocks).
+        let r = Rubric::parse(&with(fact)).unwrap();
+        assert!(r.requirements.is_empty());
+        assert_eq!(r.trace_requirements.len(), 1);
+        let q = &r.trace_requirements[0];
+        assert_eq!((q.name.as_str(), q.points), ("multicast", 15.0));
+        assert_eq!(q.fact, super::super::trace_facts::Fact::DedicatedStoreWarp);
+        assert_eq!(
+            r.trace_shape,
+            Some(Shape {
+                m: 256,
+                n: 256,
+                k: 512
+            })
         );
-        assert!(err(&with("trace = \"loads-by-producer-only\"")).contains("not checked"));
+        assert!(Rubric::parse(GOOD).unwrap().trace_shape.is_none());
+        // Next to a SASS requirement, under its own name.
+        let both = format!(
+            "{GOOD}{REQ}{}",
+            REQ.replacen(sass, fact, 1)
+                .replacen("\"multicast\"", "\"store-warp\"", 1)
+        );
+        let r = Rubric::parse(&both).unwrap();
+        assert_eq!((r.requirements.len(), r.trace_requirements.len()), (1, 1));
+        assert!(err(&format!("{GOOD}{REQ}{}", REQ.replacen(sass, fact, 1))).contains("used twice"));
+        assert!(
+            err(&with("trace = \"loads-by-producer-only\"\nname2 = 1")).contains("unknown field")
+        );
         let e = err(&with("trace = \"stores-by-magic\""));
         assert!(
             e.contains("requirements[0]") && e.contains("unknown trace fact"),
@@ -699,7 +721,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         assert!(err(&with(&format!("{sass}\n{fact}"))).contains("either sass or trace"));
         assert!(err(&with(&format!("{fact}\nmin = 2"))).contains("a trace fact holds or not"));
+        // Blackwell: one clear error (the rubric, the requirement, why).
         let blackwell = with(fact).replacen("arch = \"sm_90a\"", "arch = \"sm_100a\"", 1);
-        assert!(err(&blackwell).contains("Hopper (sm_90a) rubrics only"));
+        let e = err(&blackwell);
+        assert_eq!(
+            e,
+            "requirements[0] (\"multicast\"): trace facts are checked on Hopper (sm_90a) rubrics only"
+        );
     }
 }
