@@ -46,7 +46,18 @@
 //! min = 1                      # at least this many in gemm_kernel (default 1)
 //! max = 64                     # optional: at most this many (max = 0 forbids it)
 //! why = "tcgen05.mma.cta_group::2"  # shown to the student with the verdict
+//!
+//! [[requirements]]             # Hopper (sm_90a) only: a fact of the warps' trace records
+//! name = "store-warp"
+//! points = 10
+//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `trace_facts`)
+//! why = "a warp that never multiplies ships every tile"
 //! ```
+//!
+//! A `trace` requirement is checked on a Hopper GPU by one traced launch of the f16 build with
+//! `-DWB_TRACE=1`, at [`trace_shape`], after the tests and never timed; `--compile-only` reports
+//! it skipped. The records are the submission's own writing, so a hostile kernel can forge them:
+//! give a fact fewer points than, and pair it with, a `sass` requirement.
 
 use super::technique::{Requirement, RequirementSpec, TraceRequirement};
 use anyhow::{anyhow, bail, Context, Result};
