@@ -431,6 +431,10 @@ impl Grader {
         // Compile, in a child of its own: it learns the dtypes, not the tests.
         let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, Vec::new(), &tests);
         job.target = Some(target_name(target).into());
+        if self.compile_only {
+            // No traced launch follows: the traced build would be compiled for nothing.
+            job.trace = None;
+        }
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
         let compiled = compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric);
@@ -1312,6 +1316,52 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
         r.tally();
         assert_eq!(r.score, 30.0);
         assert_eq!(r.flags, vec!["suspiciously-fast".to_string()]);
+    }
+
+    #[test]
+    fn a_traced_build_that_fails_costs_the_facts_alone_and_shows_only_the_students_lines() {
+        let d = std::env::temp_dir().join(format!("grade-traced-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let entry = |dtype: &str, ok: bool, log: &str, traced: bool| CompiledDtype {
+            dtype: dtype.into(),
+            ok,
+            log: log.into(),
+            registers: if traced { 200 } else { 90 },
+            spill_bytes: 0,
+            compile_ms: 10.0,
+            nvrtc_version: "13.0".into(),
+            sass: None,
+            traced,
+        };
+        let entries = vec![
+            entry("f16", true, "", false),
+            entry("bf16", true, "", false),
+            entry(
+                "f16 (traced)",
+                false,
+                "/etc/passwd(1): error: root:x:0:0\nkernel.cu(12): error: identifier \"t\" is undefined\n",
+                true,
+            ),
+        ];
+        let path = d.join("compile.json");
+        std::fs::write(&path, serde_json::to_vec(&entries).unwrap()).unwrap();
+        let o = compile_outcome(Ok(outcome(Exit::Code(0))), &path, &rubric()).unwrap();
+        // The compile is the launched builds': ok, their registers, no traced build named.
+        assert_eq!(o.report.status, CompileStatus::Ok);
+        assert_eq!(
+            o.report.message,
+            "compiled for f16 and bf16 with NVRTC 13.0"
+        );
+        assert_eq!(o.report.registers, 90);
+        // The traced build's first line a student may see, never the toolkit's or the system's.
+        assert_eq!(
+            o.traced,
+            Some(Err(
+                "kernel.cu(12): error: identifier \"t\" is undefined".to_string()
+            ))
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]
