@@ -8,6 +8,10 @@
 //! cubin inside the confinement) and reports the instruction histogram of `gemm_kernel` and the
 //! functions it calls ([`common::sass::Sass::of_kernel`]); the grader checks the requirements
 //! against it here. No GPU is needed, so `--compile-only` checks them too.
+//!
+//! A `trace = "fact"` requirement ([`TraceRequirement`]) is checked on Hopper by the run child's
+//! one traced launch ([`super::trace_facts::evaluate`]) and scored here the same way; compiled
+//! only, it is skipped.
 
 use super::job::{FactResult, Flag, Status};
 use super::trace_facts::Fact;
