@@ -3,9 +3,8 @@
 #
 #   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/trace.sh
 #
-# The grader does not check `trace = "..."` requirements yet (its run child makes no traced
-# launch; the rubric refuses them), so this checks what a rubric would rely on: that the stock
-# Hopper twins meet the facts. `runner step N --arch sm_90a --trace` prints one "fact" line per
+# What a rubric's `trace = "..."` requirements rely on: that the stock Hopper twins meet the
+# facts (gpu/gtrace.sh checks the grader's own traced launch). `runner step N --arch sm_90a --trace` prints one "fact" line per
 # fact on the launch's records (runner/src/grade/trace_facts.rs). Expected:
 #   step 5 twin: loads-by-producer-only met, dedicated-store-warp met;
 #   step 3 twin: loads-by-producer-only met, dedicated-store-warp not met (its consumers store).

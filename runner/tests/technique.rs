@@ -53,18 +53,47 @@ fn rubric_file(name: &str) -> PathBuf {
     root().join("rubrics").join(name)
 }
 
-/// The stock kernel meets every requirement, which are worth `points` together; the tests
-/// are skipped (compile only), so the score is the requirements' alone.
-fn meets_all(kernel: &str, rubric: &str, points: f64) {
+/// The stock kernel meets every SASS requirement, which are worth `points` together; the tests
+/// are skipped (compile only), and so are the trace requirements (`trace`: their names), which
+/// need the traced launch on a GPU: the score is the SASS requirements' alone.
+fn meets_all(kernel: &str, rubric: &str, points: f64, trace: &[&str]) {
     let r = grade(kernel, &rubric_file(rubric), "stock");
     assert_eq!(r["compile"]["status"], "ok", "{r:#}");
     let reqs = requirements(&r);
     assert!(!reqs.is_empty(), "{rubric} has no requirements");
+    let mut trace_points = 0.0;
     for q in &reqs {
-        assert_eq!(q["status"], "passed", "{kernel}: {q:#}");
+        if trace.contains(&q["name"].as_str().unwrap()) {
+            assert_eq!(q["status"], "skipped", "{kernel}: {q:#}");
+            assert_eq!(q["max_score"], 0.0);
+            assert!(
+                q["detail"].as_str().unwrap().contains(
+                    "not checked: compiled only (a pre-screen: no GPU was used), and a trace fact needs one traced launch on a Hopper GPU"
+                ),
+                "{q:#}"
+            );
+            assert!(q["flags"].as_array().unwrap().is_empty());
+            trace_points += q["points"].as_f64().unwrap();
+        } else {
+            assert_eq!(q["status"], "passed", "{kernel}: {q:#}");
+        }
     }
+    assert_eq!(
+        reqs.iter().filter(|q| q["status"] == "skipped").count(),
+        trace.len(),
+        "{r:#}"
+    );
     assert_eq!(r["score"], points, "{r:#}");
     assert_eq!(r["max_score"], points);
+    // Skipped points: the tests' and the trace requirements'.
+    let tests: f64 = r["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] != "technique")
+        .map(|t| t["points"].as_f64().unwrap())
+        .sum();
+    assert_eq!(r["skipped_points"].as_f64(), Some(tests + trace_points));
     assert!(r["flags"].as_array().unwrap().is_empty(), "{r:#}");
 }
 
@@ -74,7 +103,55 @@ fn the_stock_step3_twin_meets_its_rubrics_sass_requirements() {
         "steps/step3_collective_mma/src/kernel_sm90.cu",
         "step3-hopper.toml",
         30.0,
+        &["producer-loads-only"],
     );
+}
+
+#[test]
+fn the_stock_step5_twin_meets_its_rubrics_sass_requirements() {
+    meets_all(
+        "steps/step5_epilogue_warpgroup/src/kernel_sm90.cu",
+        "step5-hopper.toml",
+        20.0,
+        &["store-warp"],
+    );
+}
+
+/// Compiled only, the text report says the trace facts were not checked, and why.
+#[test]
+fn compiled_only_the_text_report_says_no_trace_fact_was_checked() {
+    let d = tmp("text");
+    let sub = d.join("stock.cu");
+    std::fs::copy(
+        root().join("steps/step3_collective_mma/src/kernel_sm90.cu"),
+        &sub,
+    )
+    .unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
+        .arg("grade")
+        .arg(&sub)
+        .arg("--rubric")
+        .arg(rubric_file("step3-hopper.toml"))
+        .arg("--compile-only")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        out.lines().next().unwrap_or("").ends_with(
+            "30.0 / 30.0 points (compiled only: no test ran and no trace fact was checked, which needs a Hopper GPU; 120.0 points skipped)"
+        ),
+        "{out}"
+    );
+    let line = out
+        .lines()
+        .find(|l| l.trim_start().starts_with("producer-loads-only"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        line.contains("skipped") && line.contains("loads-by-producer-only"),
+        "{line}"
+    );
+    let _ = std::fs::remove_dir_all(&d);
 }
 
 #[test]
@@ -83,6 +160,7 @@ fn the_stock_step3_blackwell_kernel_meets_its_rubrics_sass_requirements() {
         "steps/step3_collective_mma/src/kernel.cu",
         "step3-blackwell.toml",
         30.0,
+        &[],
     );
 }
 
@@ -147,6 +225,8 @@ fn step0s_hopper_twin_lacks_only_the_multicast() {
         .unwrap()
         .starts_with("missing UTMALDG.MULTICAST"));
     assert_eq!(by_name("wgmma-fp32")["status"], "passed");
+    // The trace fact needs the GPU: skipped, counting neither way.
+    assert_eq!(by_name("producer-loads-only")["status"], "skipped");
     assert_eq!(
         (r["score"].as_f64(), r["max_score"].as_f64()),
         (Some(10.0), Some(30.0))
@@ -175,6 +255,12 @@ fn a_requirement_written_wrong_is_one_clear_error() {
             "sass = \"HGMMA.F32\"",
             "instruction = \"HGMMA.F32\"",
             "unknown field `instruction`",
+        ),
+        // Traces are recorded on Hopper: the same rubric for the Blackwell kernel is refused.
+        (
+            "arch = \"sm_90a\"",
+            "arch = \"sm_100a\"",
+            "requirements[2] (\"producer-loads-only\"): trace facts are checked on Hopper (sm_90a) rubrics only",
         ),
     ] {
         assert!(text.contains(from));

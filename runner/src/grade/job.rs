@@ -103,6 +103,80 @@ pub struct Job {
     /// The compile child also disassembles the native build, for the rubric's requirements.
     #[serde(default)]
     pub disassemble: bool,
+    /// The rubric's trace facts (Hopper): the compile child also makes the traced f16 build,
+    /// and the run child that gets this makes one traced launch after its tests.
+    #[serde(default)]
+    pub trace: Option<TraceJob>,
+}
+
+/// The one traced launch of a rubric with trace requirements: public, like a visible test.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TraceJob {
+    /// The facts to check (names, each once).
+    pub facts: Vec<String>,
+    /// M, N, K of the launch (f16, gaussian inputs).
+    pub shape: [usize; 3],
+    pub seed: u64,
+    /// The CTAs of the grid's first this-many clusters record.
+    pub clusters: u32,
+}
+
+impl TraceJob {
+    /// The dtype of the traced build.
+    pub const DTYPE: Dtype = Dtype::F16;
+    /// The seed of the traced launch's inputs: fixed and public (nothing of a hidden test).
+    pub const SEED: u64 = 0x7472_6163_6564; // "traced"
+    /// Clusters that record: two, as `runner step --trace` records by default.
+    pub const CLUSTERS: u32 = 2;
+
+    pub fn for_rubric(rubric: &Rubric) -> Option<TraceJob> {
+        let shape = rubric.trace_shape?;
+        let mut facts: Vec<String> = Vec::new();
+        for q in &rubric.trace_requirements {
+            let f = q.fact.name().to_string();
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+        Some(TraceJob {
+            facts,
+            shape: [shape.m, shape.n, shape.k],
+            seed: TraceJob::SEED,
+            clusters: TraceJob::CLUSTERS,
+        })
+    }
+
+    /// The traced launch as a test of the run (its inputs, reference and checks are a test's).
+    pub fn as_test(&self) -> JobTest {
+        JobTest {
+            name: "traced launch".into(),
+            kind: Kind::Correctness,
+            shape: self.shape,
+            dtype: TraceJob::DTYPE.to_string(),
+            dist: Dist::Gaussian.to_string(),
+            seeds: TestSeeds {
+                sets: vec![self.seed],
+                refresh: self.seed ^ 1,
+                decoy: self.seed ^ 2,
+            },
+            warmup: 0,
+            iters: 0,
+            fresh_rows: 0,
+        }
+    }
+}
+
+/// What the run child found for one trace fact.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FactResult {
+    pub fact: String,
+    /// Passed (the records show it), failed (they do not, or the traced launch was wrong), or
+    /// error (not checked: an earlier test lost the GPU context).
+    pub status: Status,
+    /// The fact's summary, or why not: one line.
+    pub detail: String,
+    /// The traced launch's own flags, if its checks failed.
+    pub flags: Vec<Flag>,
 }
 
 impl Job {
@@ -120,6 +194,7 @@ impl Job {
             launch_seconds: 30,
             log_bytes: 16 * 1024,
             disassemble: false,
+            trace: None,
         }
     }
 
@@ -151,6 +226,7 @@ impl Job {
             launch_seconds: rubric.limits.launch_seconds,
             log_bytes: rubric.limits.log_bytes,
             disassemble: phase == Phase::Compile && !rubric.requirements.is_empty(),
+            trace: TraceJob::for_rubric(rubric).filter(|_| phase != Phase::Probe),
         }
     }
 
@@ -257,6 +333,10 @@ pub struct CompiledDtype {
     /// could not be read; only where the job asked to disassemble.
     #[serde(default)]
     pub sass: Option<Result<std::collections::BTreeMap<String, usize>, String>>,
+    /// The traced build (`WB_TRACE`) of a rubric with trace facts: it decides those facts
+    /// only, never the compile's status.
+    #[serde(default)]
+    pub traced: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -320,4 +400,74 @@ pub struct TestResult {
 pub enum RunLine {
     Env(Box<EnvInfo>),
     Test(TestResult),
+    /// A trace fact, from the traced launch after the tests.
+    Fact(FactResult),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUBRIC: &str = r#"
+name = "t"
+step = 3
+arch = "sm_90a"
+[[tests]]
+name = "public"
+kind = "correctness"
+shape = [512, 512, 256]
+points = 10
+seed = 1
+[[requirements]]
+name = "producer"
+points = 5
+trace = "loads-by-producer-only"
+[[requirements]]
+name = "store"
+points = 5
+trace = "dedicated-store-warp"
+[[requirements]]
+name = "producer-again"
+points = 5
+trace = "loads-by-producer-only"
+"#;
+
+    #[test]
+    fn jobs_carry_the_rubrics_trace_facts_over_the_pipe() {
+        let rubric = Rubric::parse(RUBRIC).unwrap();
+        for phase in [Phase::Compile, Phase::Run] {
+            let job = Job::for_rubric(&rubric, phase, "src", Vec::new(), &[]);
+            let back = Job::read_from(job.to_bytes().unwrap().as_slice()).unwrap();
+            let t = back.trace.expect("the trace job");
+            // Each fact once, in the rubric's order; the launch is the rubric's trace shape.
+            assert_eq!(t.facts, ["loads-by-producer-only", "dedicated-store-warp"]);
+            let s = rubric.trace_shape.unwrap();
+            assert_eq!(t.shape, [s.m, s.n, s.k]);
+            assert_eq!((t.seed, t.clusters), (TraceJob::SEED, 2));
+            assert_eq!(Some(t), job.trace);
+        }
+        // Its inputs are a public test's: one set, from the fixed seed.
+        let test = TraceJob::for_rubric(&rubric).unwrap().as_test();
+        assert_eq!(test.seeds.sets, [TraceJob::SEED]);
+        assert_eq!(
+            (test.dtype.as_str(), test.dist.as_str()),
+            ("f16", "gaussian")
+        );
+        // No trace facts: no trace job; an older job without the key reads as none.
+        let plain = Rubric::parse(&RUBRIC[..RUBRIC.find("[[requirements]]").unwrap()]).unwrap();
+        assert!(
+            Job::for_rubric(&plain, Phase::Compile, "src", Vec::new(), &[])
+                .trace
+                .is_none()
+        );
+        let mut v: serde_json::Value = serde_json::from_slice(
+            &Job::for_rubric(&plain, Phase::Run, "src", Vec::new(), &[])
+                .to_bytes()
+                .unwrap(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("trace");
+        let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
+        assert!(old.trace.is_none());
+    }
 }

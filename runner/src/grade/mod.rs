@@ -11,7 +11,8 @@
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
 //! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel (proof the
-//!   technique is in it), checked from the compile child's disassembly.
+//!   technique is in it), checked from the compile child's disassembly; [`trace_facts`]: those
+//!   on the warps' trace records (Hopper), checked by the run child's one traced launch.
 
 pub mod batch;
 pub mod confine;

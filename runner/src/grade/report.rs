@@ -140,6 +140,13 @@ impl GradeReport {
         self.flags = flags;
     }
 
+    /// Whether a requirement was skipped: only a trace fact is (compiled only: no traced launch).
+    pub fn trace_skipped(&self) -> bool {
+        self.tests
+            .iter()
+            .any(|t| t.kind == Kind::Technique && t.status == Status::Skipped)
+    }
+
     pub fn correctness(&self) -> (usize, usize) {
         let c: Vec<&TestReport> = self
             .tests
@@ -217,7 +224,15 @@ impl GradeReport {
             self.score,
             self.max_score,
             if self.skipped_points > 0.0 && self.gpu.is_none() {
-                " (compiled only: no test ran)".to_string()
+                format!(
+                    " (compiled only: no test ran{}; {:.1} points skipped)",
+                    if self.trace_skipped() {
+                        " and no trace fact was checked, which needs a Hopper GPU"
+                    } else {
+                        ""
+                    },
+                    self.skipped_points
+                )
             } else if self.skipped_points > 0.0 {
                 format!(
                     " ({:.1} points skipped here: they need native hardware)",
@@ -309,7 +324,17 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
     if !r.compile.log.trim().is_empty() && r.compile.status != CompileStatus::Ok {
         output.push_str(&format!("\n\n{}", r.compile.log));
     }
-    if r.skipped_points > 0.0 {
+    if r.skipped_points > 0.0 && r.gpu.is_none() {
+        output.push_str(&format!(
+            "\n\n{:.1} points were skipped: compiled only, no test ran{}.",
+            r.skipped_points,
+            if r.trace_skipped() {
+                " and no trace fact was checked"
+            } else {
+                ""
+            }
+        ));
+    } else if r.skipped_points > 0.0 {
         output.push_str(&format!(
             "\n\n{:.1} points of performance tests were skipped: they need native hardware.",
             r.skipped_points

@@ -46,9 +46,20 @@
 //! min = 1                      # at least this many in gemm_kernel (default 1)
 //! max = 64                     # optional: at most this many (max = 0 forbids it)
 //! why = "tcgen05.mma.cta_group::2"  # shown to the student with the verdict
+//!
+//! [[requirements]]             # Hopper (sm_90a) only: a fact of the warps' trace records
+//! name = "store-warp"
+//! points = 10
+//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `trace_facts`)
+//! why = "a warp that never multiplies ships every tile"
 //! ```
+//!
+//! A `trace` requirement is checked on a Hopper GPU by one traced launch of the f16 build with
+//! `-DWB_TRACE=1`, at [`trace_shape`], after the tests and never timed; `--compile-only` reports
+//! it skipped. The records are the submission's own writing, so a hostile kernel can forge them:
+//! give a fact fewer points than, and pair it with, a `sass` requirement.
 
-use super::technique::{Requirement, RequirementSpec};
+use super::technique::{Requirement, RequirementSpec, TraceRequirement};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
@@ -223,6 +234,10 @@ pub struct Rubric {
     pub tests: Vec<Test>,
     /// What the launched kernel's SASS must hold (reported after the tests).
     pub requirements: Vec<Requirement>,
+    /// What the warps' trace records must show (Hopper; reported after the SASS ones).
+    pub trace_requirements: Vec<TraceRequirement>,
+    /// The shape of the one traced launch that checks them ([`trace_shape`]).
+    pub trace_shape: Option<Shape>,
     /// SHA-256 of the rubric's text, recorded in every report.
     pub sha256: String,
 }
@@ -320,30 +335,35 @@ impl Rubric {
             tests.push(test);
         }
         let mut requirements: Vec<Requirement> = Vec::new();
+        let mut trace_requirements: Vec<TraceRequirement> = Vec::new();
         for (i, q) in file.requirements.iter().enumerate() {
+            let context = || format!("requirements[{i}] ({:?})", q.name);
+            let used = |name: &str| {
+                tests.iter().any(|t| t.name == name)
+                    || requirements.iter().any(|o| o.name == name)
+                    || trace_requirements.iter().any(|o| o.name == name)
+            };
             if q.trace.is_some() {
-                let fact = q
+                let req = q
                     .resolve_trace(arch == Arch::Hopper)
-                    .with_context(|| format!("requirements[{i}] ({:?})", q.name))?;
-                // The facts are defined and tested (`trace_facts`), but the grader's run child
-                // does not yet make the traced launch that would check them: refuse rather
-                // than grade a requirement nothing checks.
-                bail!(
-                    "requirements[{i}] ({:?}): trace = {:?} is not checked by this grader yet (the traced launch in the run child is missing): use a sass requirement",
-                    q.name,
-                    fact.name()
-                );
+                    .with_context(context)?;
+                if used(&req.name) {
+                    bail!("requirements[{i}]: the name {:?} is used twice", req.name);
+                }
+                trace_requirements.push(req);
+                continue;
             }
-            let req = q
-                .resolve()
-                .with_context(|| format!("requirements[{i}] ({:?})", q.name))?;
-            if tests.iter().any(|t| t.name == req.name)
-                || requirements.iter().any(|o| o.name == req.name)
-            {
+            let req = q.resolve().with_context(context)?;
+            if used(&req.name) {
                 bail!("requirements[{i}]: the name {:?} is used twice", req.name);
             }
             requirements.push(req);
         }
+        let trace_shape = if trace_requirements.is_empty() {
+            None
+        } else {
+            Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
+        };
         Ok(Rubric {
             name: file.name,
             step: file.step,
@@ -352,6 +372,8 @@ impl Rubric {
             params,
             tests,
             requirements,
+            trace_requirements,
+            trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
     }
@@ -359,6 +381,20 @@ impl Rubric {
     pub fn has_hidden_tests(&self) -> bool {
         self.tests.iter().any(Test::hidden)
     }
+}
+
+/// The shape of the traced launch: two cluster tiles by two (several clusters, so the first two
+/// that record are ordinary ones) and eight k-blocks (more than any step's stages, so every
+/// pipeline slot is reused). Small and public: it is not one of the rubric's tests.
+pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
+    let k = spec.shape();
+    let s = Shape {
+        m: 2 * k.cluster_tile.0 as usize,
+        n: 2 * k.cluster_tile.1 as usize,
+        k: 8 * k.tile_k as usize,
+    };
+    spec.check_shape(s).map_err(|e| anyhow!(e))?;
+    Ok(s)
 }
 
 /// Test and requirement names: what reports and Gradescope show.
@@ -660,13 +696,35 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         let sass = "sass = \"UTMALDG.MULTICAST\"";
         let with = |to: &str| format!("{GOOD}{}", REQ.replacen(sass, to, 1));
         let fact = "trace = \"dedicated-store-warp\"";
-        // Well formed: refused only because nothing checks it yet, naming the fact.
-        let e = err(&with(fact));
-        assert!(
-            e.contains("\"dedicated-store-warp\" is not checked by this grader yet"),
-            "{e}"
+        // Well formed on a Hopper rubric: accepted, with the shape of its one traced launch
+        // (step 0's twin: 128 x 128 tiles, 64-wide k-blocks).
+        let r = Rubric::parse(&with(fact)).unwrap();
+        assert!(r.requirements.is_empty());
+        assert_eq!(r.trace_requirements.len(), 1);
+        let q = &r.trace_requirements[0];
+        assert_eq!((q.name.as_str(), q.points), ("multicast", 15.0));
+        assert_eq!(q.fact, super::super::trace_facts::Fact::DedicatedStoreWarp);
+        assert_eq!(
+            r.trace_shape,
+            Some(Shape {
+                m: 256,
+                n: 256,
+                k: 512
+            })
         );
-        assert!(err(&with("trace = \"loads-by-producer-only\"")).contains("not checked"));
+        assert!(Rubric::parse(GOOD).unwrap().trace_shape.is_none());
+        // Next to a SASS requirement, under its own name.
+        let both = format!(
+            "{GOOD}{REQ}{}",
+            REQ.replacen(sass, fact, 1)
+                .replacen("\"multicast\"", "\"store-warp\"", 1)
+        );
+        let r = Rubric::parse(&both).unwrap();
+        assert_eq!((r.requirements.len(), r.trace_requirements.len()), (1, 1));
+        assert!(err(&format!("{GOOD}{REQ}{}", REQ.replacen(sass, fact, 1))).contains("used twice"));
+        assert!(
+            err(&with("trace = \"loads-by-producer-only\"\nname2 = 1")).contains("unknown field")
+        );
         let e = err(&with("trace = \"stores-by-magic\""));
         assert!(
             e.contains("requirements[0]") && e.contains("unknown trace fact"),
@@ -674,7 +732,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         assert!(err(&with(&format!("{sass}\n{fact}"))).contains("either sass or trace"));
         assert!(err(&with(&format!("{fact}\nmin = 2"))).contains("a trace fact holds or not"));
+        // Blackwell: one clear error (the rubric, the requirement, why).
         let blackwell = with(fact).replacen("arch = \"sm_90a\"", "arch = \"sm_100a\"", 1);
-        assert!(err(&blackwell).contains("Hopper (sm_90a) rubrics only"));
+        let e = err(&blackwell);
+        assert_eq!(
+            e,
+            "requirements[0] (\"multicast\"): trace facts are checked on Hopper (sm_90a) rubrics only"
+        );
     }
 }

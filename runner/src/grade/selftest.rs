@@ -34,6 +34,12 @@ pub const RUBRICS: &[(&str, &str)] = &[
         "selftest-hopper.toml",
         include_str!("../../../rubrics/selftest-hopper.toml"),
     ),
+    // Not graded by the selftest (its stock step-5 twin gets selftest-hopper.toml); listed so
+    // that every shipped rubric is parsed by the tests and written next to the others.
+    (
+        "step5-hopper.toml",
+        include_str!("../../../rubrics/step5-hopper.toml"),
+    ),
 ];
 
 /// The demonstration secret of the selftest: the hidden tests run as they would for a class,

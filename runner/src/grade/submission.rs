@@ -3,8 +3,8 @@
 
 use super::job::SOURCE_NAME;
 use super::job::{
-    target_name, CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult,
-    TestSeeds,
+    target_name, CompiledDtype, EnvInfo, FactResult, Flag, Job, JobTest, Phase, RunLine, Status,
+    TestResult, TestSeeds,
 };
 use super::policy;
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
@@ -262,6 +262,18 @@ impl Grader {
     }
 
     fn empty_report(&self, sub: &Submission, env: &EnvInfo, seeds: &[TestSeeds]) -> GradeReport {
+        // SASS requirements, then trace requirements: reported after the tests.
+        let requirements = self
+            .rubric
+            .requirements
+            .iter()
+            .map(|q| (&q.name, q.points))
+            .chain(
+                self.rubric
+                    .trace_requirements
+                    .iter()
+                    .map(|q| (&q.name, q.points)),
+            );
         GradeReport {
             schema: SCHEMA.into(),
             student: sub.student.clone(),
@@ -313,13 +325,13 @@ impl Grader {
                     launches: 0,
                     timing: None,
                 })
-                .chain(self.rubric.requirements.iter().map(|q| TestReport {
-                    name: q.name.clone(),
+                .chain(requirements.map(|(name, points)| TestReport {
+                    name: name.clone(),
                     kind: Kind::Technique,
                     visibility: super::rubric::Visibility::Visible,
-                    points: q.points,
+                    points,
                     score: 0.0,
-                    max_score: q.points,
+                    max_score: points,
                     status: Status::Error,
                     detail: "not checked".into(),
                     flags: Vec::new(),
@@ -419,15 +431,26 @@ impl Grader {
         // Compile, in a child of its own: it learns the dtypes, not the tests.
         let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, Vec::new(), &tests);
         job.target = Some(target_name(target).into());
+        if self.compile_only {
+            // No traced launch follows: the traced build would be compiled for nothing.
+            job.trace = None;
+        }
         let limit = Duration::from_secs(self.rubric.limits.compile_seconds);
         let outcome = self.child(&dir.join("compile"), &job, device, limit);
         let compiled = compile_outcome(outcome, &dir.join("compile/compile.json"), &self.rubric);
-        if let Ok((_, flags, _)) = &compiled {
-            r.grading_flags.extend(flags.iter().cloned());
+        if let Ok(o) = &compiled {
+            r.grading_flags.extend(o.flags.iter().cloned());
         }
-        match compiled.map(|(c, _, sass)| (c, sass)) {
-            Ok((mut c, sass)) if c.status == CompileStatus::Ok => {
+        // Whether the traced build compiled (rubrics with trace facts): `Err` is what failed.
+        let mut traced_build: Result<(), String> = Ok(());
+        match compiled.map(|o| (o.report, o.sass, o.traced)) {
+            Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
                 self.check_requirements(&mut r, &sass);
+                if !self.rubric.trace_requirements.is_empty() {
+                    traced_build = traced.unwrap_or_else(|| {
+                        Err("the compile child reported no traced build".into())
+                    });
+                }
                 if target == common::Target::Sm90aEmulated {
                     c.message.push_str(
                         "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
@@ -435,7 +458,7 @@ impl Grader {
                 }
                 r.compile = c;
             }
-            Ok((c, _)) => {
+            Ok((c, _, _)) => {
                 let why = format!(
                     "the kernel did not compile ({})",
                     super::report::lower(&c.status)
@@ -454,15 +477,45 @@ impl Grader {
             }
         }
         if self.compile_only {
-            // The requirements were checked from the compile: they keep their verdicts.
+            // The SASS requirements were checked from the compile: they keep their verdicts.
             for t in r.tests.iter_mut().filter(|t| t.kind != Kind::Technique) {
                 t.detail = "not run: compiled only (a pre-screen: no GPU was used)".into();
                 t.status = Status::Skipped;
                 // Like every skipped test, it counts neither way.
                 t.max_score = 0.0;
             }
+            // A trace fact needs the traced launch: skipped like the tests.
+            let skipped: Vec<FactResult> = self
+                .rubric
+                .trace_requirements
+                .iter()
+                .map(|q| FactResult {
+                    fact: q.fact.name().to_string(),
+                    status: Status::Skipped,
+                    detail: "compiled only (a pre-screen: no GPU was used), and a trace fact needs one traced launch on a Hopper GPU".into(),
+                    flags: Vec::new(),
+                })
+                .collect();
+            apply_facts(&mut r, &self.rubric, &skipped, None);
             return r;
         }
+        // A traced build that did not compile shows no fact; the tests run as they would.
+        let trace_job = match &traced_build {
+            Ok(()) => job.trace.clone(),
+            Err(why) => {
+                let failed = FactResult {
+                    fact: String::new(),
+                    status: Status::Failed,
+                    detail: format!("the traced build (-DWB_TRACE=1) did not compile: {why}"),
+                    flags: vec![Flag::new(
+                        "compile-error",
+                        "the traced build did not compile",
+                    )],
+                };
+                apply_facts(&mut r, &self.rubric, &[], Some(&failed));
+                None
+            }
+        };
 
         // Run, in one child per visibility class, visible tests first: a hidden test's inputs
         // are never in a process (or a loaded module) whose output a student sees.
@@ -480,7 +533,10 @@ impl Grader {
                 .filter(|(spec, _)| spec.hidden() == hidden)
                 .map(|(_, t)| t.clone())
                 .collect();
-            if class_tests.is_empty() {
+            // The traced launch runs in the visible tests' child (its inputs are public), which
+            // then runs even where the rubric has no visible test.
+            let trace = trace_job.clone().filter(|_| !hidden);
+            if class_tests.is_empty() && trace.is_none() {
                 continue;
             }
             let run_dir = dir.join(format!("run-{class}"));
@@ -490,6 +546,7 @@ impl Grader {
             }
             let mut run_job = Job::for_rubric(&self.rubric, Phase::Run, &source, class_tests, &[]);
             run_job.target = job.target.clone();
+            run_job.trace = trace;
             let limit = Duration::from_secs(self.rubric.limits.run_seconds);
             let outcome = match self.child(&run_dir, &run_job, device, limit) {
                 Ok(o) => o,
@@ -513,7 +570,7 @@ impl Grader {
                 .iter()
                 .filter_map(|l| match l {
                     RunLine::Test(t) => Some(t.name.as_str()),
-                    RunLine::Env(_) => None,
+                    RunLine::Env(_) | RunLine::Fact(_) => None,
                 })
                 .collect();
             let unfinished = self
@@ -521,6 +578,42 @@ impl Grader {
                 .tests
                 .iter()
                 .any(|t| t.hidden() == hidden && !done.contains(&t.name.as_str()));
+            if run_job.trace.is_some() {
+                // Facts that did not come back: the run stopped before the traced launch
+                // (an earlier test did not finish), or in it (a hang, a crash).
+                let (status, detail, flags) = if unfinished {
+                    (
+                        Status::Error,
+                        "not run: an earlier test did not finish".to_string(),
+                        Vec::new(),
+                    )
+                } else {
+                    let why = format!(
+                        "the traced launch did not report: the run {}: {}",
+                        outcome.describe(),
+                        last_line(&outcome.stderr)
+                    );
+                    let flag = match outcome.exit.verdict().0 {
+                        Verdict::Hang => "timeout",
+                        _ => "worker-crash",
+                    };
+                    (Status::Failed, why.clone(), vec![Flag::new(flag, why)])
+                };
+                let missing = FactResult {
+                    fact: String::new(),
+                    status,
+                    detail,
+                    flags,
+                };
+                let facts: Vec<FactResult> = lines
+                    .iter()
+                    .filter_map(|l| match l {
+                        RunLine::Fact(f) => Some(f.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                apply_facts(&mut r, &self.rubric, &facts, Some(&missing));
+            }
             results.extend(lines);
             if unfinished || last_outcome.is_none() {
                 last_outcome = Some(outcome);
@@ -543,7 +636,7 @@ impl Grader {
         let lines = results;
         if let Some(mut env) = lines.iter().find_map(|l| match l {
             RunLine::Env(e) => Some(e.as_ref().clone()),
-            RunLine::Test(_) => None,
+            RunLine::Test(_) | RunLine::Fact(_) => None,
         }) {
             // The run describes the GPU as it found it; whether cuBLAS worked there is the
             // probe's finding, which the run does not repeat.
@@ -557,7 +650,7 @@ impl Grader {
             .into_iter()
             .filter_map(|l| match l {
                 RunLine::Test(t) => Some(t),
-                RunLine::Env(_) => None,
+                RunLine::Env(_) | RunLine::Fact(_) => None,
             })
             .collect();
         apply_results(
@@ -596,6 +689,44 @@ impl Grader {
             t.detail = v.detail;
             t.flags = v.flag.into_iter().collect();
         }
+    }
+}
+
+/// Merge the trace facts a run child found (or the grader's account of why none came back:
+/// `missing`, for every requirement whose fact is not in `facts`) into the report's trace
+/// requirements, scored like SASS requirements: all the points or none.
+pub fn apply_facts(
+    r: &mut GradeReport,
+    rubric: &Rubric,
+    facts: &[FactResult],
+    missing: Option<&FactResult>,
+) {
+    for q in &rubric.trace_requirements {
+        let Some(t) = r
+            .tests
+            .iter_mut()
+            .find(|t| t.kind == Kind::Technique && t.name == q.name)
+        else {
+            continue;
+        };
+        let Some(res) = facts.iter().find(|f| f.fact == q.fact.name()).or(missing) else {
+            continue;
+        };
+        let v = q.check(res);
+        t.score = if v.status == Status::Passed {
+            q.points
+        } else {
+            0.0
+        };
+        // Skipped (compiled only) counts neither way, as a skipped test.
+        t.max_score = if v.status == Status::Skipped {
+            0.0
+        } else {
+            q.points
+        };
+        t.status = v.status;
+        t.detail = v.detail;
+        t.flags = v.flags;
     }
 }
 
@@ -681,13 +812,23 @@ fn blocked_include(logs: &[&str]) -> Option<Flag> {
         })
 }
 
-/// The compile's report, flags of what its raw logs show, and the SASS of its native builds
-/// where the job asked for it.
+/// What the compile child came to.
+struct CompileOutcome {
+    report: CompileReport,
+    /// Flags of what its raw logs show.
+    flags: Vec<Flag>,
+    /// The SASS of its native builds, where the job asked for it.
+    sass: Vec<BuildSass>,
+    /// The traced build, where the job asked for it: `Err` is its first message as a student
+    /// may see it.
+    traced: Option<Result<(), String>>,
+}
+
 fn compile_outcome(
     outcome: Result<Outcome>,
     report: &Path,
     rubric: &Rubric,
-) -> Result<(CompileReport, Vec<Flag>, Vec<BuildSass>)> {
+) -> Result<CompileOutcome> {
     let outcome = outcome?;
     let entries: Option<Vec<CompiledDtype>> = std::fs::read(report)
         .ok()
@@ -696,6 +837,23 @@ fn compile_outcome(
     let mut logs: Vec<&str> = vec![&outcome.stderr];
     logs.extend(entries.iter().flatten().map(|e| e.log.as_str()));
     let flags: Vec<Flag> = blocked_include(&logs).into_iter().collect();
+    let traced = entries.iter().flatten().find(|e| e.traced).map(|e| {
+        if e.ok {
+            Ok(())
+        } else {
+            let shown = student_log(&e.log, rubric.limits.log_bytes);
+            Err(shown
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("no message of the submission's own file")
+                .chars()
+                .take(300)
+                .collect())
+        }
+    });
+    // The traced build decides the trace facts alone, not the compile's status or resources.
+    let entries: Option<Vec<CompiledDtype>> =
+        entries.map(|v| v.into_iter().filter(|e| !e.traced).collect());
     let sass: Vec<BuildSass> = entries
         .iter()
         .flatten()
@@ -706,7 +864,12 @@ fn compile_outcome(
             })
         })
         .collect();
-    Ok((compile_report(&outcome, entries, rubric), flags, sass))
+    Ok(CompileOutcome {
+        report: compile_report(&outcome, entries, rubric),
+        flags,
+        sass,
+        traced,
+    })
 }
 
 fn compile_report(
@@ -1153,6 +1316,52 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
         r.tally();
         assert_eq!(r.score, 30.0);
         assert_eq!(r.flags, vec!["suspiciously-fast".to_string()]);
+    }
+
+    #[test]
+    fn a_traced_build_that_fails_costs_the_facts_alone_and_shows_only_the_students_lines() {
+        let d = std::env::temp_dir().join(format!("grade-traced-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        let entry = |dtype: &str, ok: bool, log: &str, traced: bool| CompiledDtype {
+            dtype: dtype.into(),
+            ok,
+            log: log.into(),
+            registers: if traced { 200 } else { 90 },
+            spill_bytes: 0,
+            compile_ms: 10.0,
+            nvrtc_version: "13.0".into(),
+            sass: None,
+            traced,
+        };
+        let entries = vec![
+            entry("f16", true, "", false),
+            entry("bf16", true, "", false),
+            entry(
+                "f16 (traced)",
+                false,
+                "/etc/passwd(1): error: root:x:0:0\nkernel.cu(12): error: identifier \"t\" is undefined\n",
+                true,
+            ),
+        ];
+        let path = d.join("compile.json");
+        std::fs::write(&path, serde_json::to_vec(&entries).unwrap()).unwrap();
+        let o = compile_outcome(Ok(outcome(Exit::Code(0))), &path, &rubric()).unwrap();
+        // The compile is the launched builds': ok, their registers, no traced build named.
+        assert_eq!(o.report.status, CompileStatus::Ok);
+        assert_eq!(
+            o.report.message,
+            "compiled for f16 and bf16 with NVRTC 13.0"
+        );
+        assert_eq!(o.report.registers, 90);
+        // The traced build's first line a student may see, never the toolkit's or the system's.
+        assert_eq!(
+            o.traced,
+            Some(Err(
+                "kernel.cu(12): error: identifier \"t\" is undefined".to_string()
+            ))
+        );
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

@@ -8,8 +8,12 @@
 //! cubin inside the confinement) and reports the instruction histogram of `gemm_kernel` and the
 //! functions it calls ([`common::sass::Sass::of_kernel`]); the grader checks the requirements
 //! against it here. No GPU is needed, so `--compile-only` checks them too.
+//!
+//! A `trace = "fact"` requirement ([`TraceRequirement`]) is checked on Hopper by the run child's
+//! one traced launch ([`super::trace_facts::evaluate`]) and scored here the same way; compiled
+//! only, it is skipped.
 
-use super::job::Flag;
+use super::job::{FactResult, Flag, Status};
 use super::trace_facts::Fact;
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -185,9 +189,9 @@ impl RequirementSpec {
         Ok(())
     }
 
-    /// A `trace = "fact"` requirement: the fact it names. Traces are recorded on Hopper only
-    /// (`hopper`: the rubric's architecture), and a fact has no count.
-    pub fn resolve_trace(&self, hopper: bool) -> Result<Fact> {
+    /// A `trace = "fact"` requirement, resolved. Traces are recorded on Hopper only (`hopper`:
+    /// the rubric's architecture), and a fact has no count.
+    pub fn resolve_trace(&self, hopper: bool) -> Result<TraceRequirement> {
         self.check_common()?;
         let Some(trace) = &self.trace else {
             bail!("internal: not a trace requirement");
@@ -201,8 +205,77 @@ impl RequirementSpec {
         if !hopper {
             bail!("trace facts are checked on Hopper (sm_90a) rubrics only");
         }
-        Fact::parse(trace)
+        Ok(TraceRequirement {
+            name: self.name.clone(),
+            points: self.points,
+            fact: Fact::parse(trace)?,
+            why: self.why.trim().to_string(),
+        })
     }
+}
+
+/// A `trace = "fact"` requirement, checked and resolved. The run child checks it on the records
+/// of one traced launch (a Hopper GPU is needed); it is scored like a SASS requirement.
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceRequirement {
+    pub name: String,
+    pub points: f64,
+    #[serde(serialize_with = "fact_name")]
+    pub fact: Fact,
+    pub why: String,
+}
+
+fn fact_name<S: serde::Serializer>(f: &Fact, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(f.name())
+}
+
+impl TraceRequirement {
+    /// `dedicated-store-warp (the epilogue's own warp)`.
+    fn describe(&self) -> String {
+        if self.why.is_empty() {
+            self.fact.name().to_string()
+        } else {
+            format!("{} ({})", self.fact.name(), self.why)
+        }
+    }
+
+    /// The outcome of the run child's result for this requirement's fact (or, where none came
+    /// back, the grader's account of why).
+    pub fn check(&self, res: &FactResult) -> TraceVerdict {
+        let (detail, flags) = match res.status {
+            Status::Passed => (format!("{}: {}", self.describe(), res.detail), Vec::new()),
+            Status::Error | Status::Skipped => (
+                format!("{} not checked: {}", self.describe(), res.detail),
+                res.flags.clone(),
+            ),
+            _ => (
+                format!("{} not shown: {}", self.describe(), res.detail),
+                // The traced launch's own flags (a wrong output, a write out of bounds) name
+                // what went wrong; a launch that was right but lacks the fact is this flag.
+                if res.flags.is_empty() {
+                    vec![Flag::new(
+                        "technique-missing",
+                        format!("the trace does not show {}", self.fact.name()),
+                    )]
+                } else {
+                    res.flags.clone()
+                },
+            ),
+        };
+        TraceVerdict {
+            status: res.status,
+            detail,
+            flags,
+        }
+    }
+}
+
+/// The outcome of one trace requirement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceVerdict {
+    pub status: Status,
+    pub detail: String,
+    pub flags: Vec<Flag>,
 }
 
 /// The instructions of one native build, as the compile child found them.

@@ -11,9 +11,11 @@ use super::confine::Needs;
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
     CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
+    TraceJob,
 };
 use super::rubric::Kind;
 use super::sandbox::truncate_log;
+use super::trace_facts::{evaluate, Fact, Traced};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, Compiled, KernelSource, Resources};
 use common::cublas::{Blas, Warmup};
@@ -23,6 +25,7 @@ use common::rescale::{self, Pow2};
 use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
 use common::step::Plan;
 use common::timing::{time_rounds, Protocol, Timed};
+use common::trace::TraceBuffer;
 use common::verify::verify;
 use common::{Dist, Dtype, Problem, Shape};
 use cudarc::driver::sys;
@@ -219,6 +222,11 @@ fn cubin_path(dir: &Path, dtype: Dtype) -> std::path::PathBuf {
     dir.join(format!("cubin-{dtype}.bin"))
 }
 
+/// The traced build's cubin (copied to the run folders with the others).
+fn traced_cubin_path(dir: &Path) -> std::path::PathBuf {
+    dir.join(format!("cubin-{}-traced.bin", TraceJob::DTYPE))
+}
+
 fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     let spec = job.spec()?;
     let target = job.target()?;
@@ -251,6 +259,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                     compile_ms: 0.0,
                     nvrtc_version: String::new(),
                     sass: None,
+                    traced: false,
                 });
                 continue;
             }
@@ -268,6 +277,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                     compile_ms: 0.0,
                     nvrtc_version: String::new(),
                     sass: native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?,
+                    traced: false,
                 });
                 compile(&source, target, &defines)
             }
@@ -290,6 +300,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                     compile_ms: c.compile_ms,
                     nvrtc_version: c.nvrtc_version,
                     sass,
+                    traced: false,
                 }
             }
             Err(e) => CompiledDtype {
@@ -301,9 +312,49 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                 compile_ms: 0.0,
                 nvrtc_version: String::new(),
                 sass: None,
+                traced: false,
             },
         };
         report.push(entry);
+    }
+    // The traced build of a rubric with trace facts: the same text and definitions plus the one
+    // that turns the `wb::Trace` calls on, compiled as the launched builds are (a Hopper rubric:
+    // no static checks beyond the compile). Its failure costs the trace facts only.
+    if job.trace.is_some() {
+        let dtype = TraceJob::DTYPE;
+        let mut defines = spec.defines(dtype);
+        defines.push((
+            common::trace::DEFINE.0.to_string(),
+            common::trace::DEFINE.1.to_string(),
+        ));
+        let name = format!("{dtype} (traced)");
+        report.push(match compile(&source, target, &defines) {
+            Ok(c) => {
+                std::fs::write(traced_cubin_path(dir), &c.cubin)?;
+                CompiledDtype {
+                    dtype: name,
+                    ok: true,
+                    log: truncate_log(&c.log, job.log_bytes),
+                    registers: c.resources.registers,
+                    spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+                    compile_ms: c.compile_ms,
+                    nvrtc_version: c.nvrtc_version,
+                    sass: None,
+                    traced: true,
+                }
+            }
+            Err(e) => CompiledDtype {
+                dtype: name,
+                ok: false,
+                log: truncate_log(&format!("{e:#}"), job.log_bytes),
+                registers: 0,
+                spill_bytes: 0,
+                compile_ms: 0.0,
+                nvrtc_version: String::new(),
+                sass: None,
+                traced: true,
+            },
+        });
     }
     std::fs::write(
         dir.join("compile.json"),
@@ -1138,7 +1189,17 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
             prepare(gpu, blas, t, i).with_context(|| format!("preparing test {:?}", t.name))?,
         );
     }
-    let seals = seal_all(gpu, &prepared)?;
+    // The traced launch's too, when the rubric has trace facts: a test of its own, run after
+    // the others.
+    let mut traced = match &job.trace {
+        Some(t) => Some(
+            prepare(gpu, blas, &t.as_test(), prepared.len())
+                .context("preparing the traced launch")?,
+        ),
+        None => None,
+    };
+    let mut seals = seal_all(gpu, &prepared)?;
+    seals.extend(seal_all(gpu, traced.as_slice())?);
 
     // Now the submission's module, once per dtype.
     let mut kernels: Vec<(Dtype, LoadedKernel)> = Vec::new();
@@ -1163,7 +1224,12 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
         passed_launches: 0,
         previous: None,
         seals,
-        names: job.tests.iter().map(|t| t.name.clone()).collect(),
+        names: job
+            .tests
+            .iter()
+            .chain(traced.iter().map(|p| &p.test))
+            .map(|t| t.name.clone())
+            .collect(),
     };
     let mut lost: Option<String> = None;
     for p in prepared.iter_mut() {
@@ -1208,7 +1274,111 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
         };
         emit(&RunLine::Test(result))?;
     }
+    // After every test, never among the timed launches: the one traced launch.
+    if let (Some(tj), Some(p)) = (&job.trace, traced.as_mut()) {
+        let facts: Vec<Fact> = tj
+            .facts
+            .iter()
+            .map(|f| Fact::parse(f))
+            .collect::<Result<_>>()?;
+        let outcome = match &lost {
+            Some(why) => Traced::NotRun(format!("not run: {why}")),
+            None => traced_launch(&mut run, job, tj, dir, p),
+        };
+        for r in evaluate(&facts, &outcome) {
+            emit(&RunLine::Fact(r))?;
+        }
+    }
     Ok(())
+}
+
+/// The traced build, launched once on the traced launch's inputs with a trace buffer installed,
+/// its output and the grader's buffers checked as after any test's launch, its records decoded.
+fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepared) -> Traced {
+    let gpu = run.gpu;
+    let failed = |what: &str, e: anyhow::Error| Traced::Failed {
+        detail: format!("{what}: {}", one_line(&format!("{e:#}"))),
+        flags: Vec::new(),
+    };
+    let loaded = (|| -> Result<LoadedKernel> {
+        let cubin = std::fs::read(traced_cubin_path(dir))
+            .context("internal: no traced build in the run's folder")?;
+        let compiled = Compiled {
+            cubin,
+            target: job.target()?,
+            compile_ms: 0.0,
+            resources: Resources::default(),
+            nvrtc_version: String::new(),
+            log: String::new(),
+        };
+        LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name)
+    })();
+    let kernel = match loaded {
+        Ok(k) if k.emulated() => {
+            return Traced::Failed {
+                detail: "traces are recorded on native Hopper only".into(),
+                flags: Vec::new(),
+            }
+        }
+        Ok(k) => k,
+        Err(e) => return failed("the traced build could not be loaded", e),
+    };
+    let set = &p.sets[0];
+    let prepared = (|| -> Result<(common::step::Plan, LaunchArgs, TraceBuffer)> {
+        let plan = kernel.plan(gpu, p.shape, None)?;
+        let args = LaunchArgs::new(
+            &plan,
+            p.dtype,
+            p.shape,
+            set.a.data(),
+            set.b.data(),
+            p.c.data(),
+        )?;
+        let layout = common::run::trace_layout(&kernel.spec, &plan, p.shape, tj.clusters);
+        let mut buffer = TraceBuffer::new(gpu, layout)?;
+        buffer.install(gpu, kernel.module())?;
+        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
+        Ok((plan, args, buffer))
+    })();
+    let (plan, args, buffer) = match prepared {
+        Ok(x) => x,
+        Err(e) => return failed("the traced launch could not be set up", e),
+    };
+    if let Err(e) = launch_and_wait(
+        gpu,
+        &kernel,
+        &plan,
+        &args,
+        None,
+        tj.seed,
+        run.launch_timeout,
+    ) {
+        let why = format!("{e:#}");
+        return Traced::Failed {
+            detail: "the traced launch faulted".into(),
+            flags: vec![Flag::new("kernel-fault", truncate_log(&why, 2048))],
+        };
+    }
+    let recording = buffer
+        .read(gpu, kernel.module())
+        .map_err(|e| one_line(&format!("{e:#}")));
+    let checked = check_launch(gpu, p, set, None).and_then(|mut c| {
+        c.flags.extend(run.check_seals(true, None)?);
+        Ok(c)
+    });
+    match checked {
+        Ok(c) => Traced::Ran {
+            flags: c.flags,
+            summary: c.summary,
+            recording,
+        },
+        Err(e) => failed("the traced launch's output could not be checked", e),
+    }
+}
+
+/// The first line of an error, at most 300 characters: what a report's detail carries.
+fn one_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").chars().take(300).collect()
 }
 
 #[cfg(test)]
