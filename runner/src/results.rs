@@ -609,6 +609,18 @@ impl TraceFile {
 // ---------------------------------------------------------------------------------------------
 // the grader's files besides `grade.json` (whose type is `grade::report::GradeReport`)
 
+/// Gradescope's visibility values; every one but `visible` makes the test hidden. A rubric's
+/// tests name one (`grade::rubric` re-exports it): it is defined here, with the files it is
+/// written to, so that this module depends on no other of the runner's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Visibility {
+    Visible,
+    Hidden,
+    AfterDueDate,
+    AfterPublished,
+}
+
 /// Gradescope's autograder `results.json`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GradescopeResults {
@@ -627,7 +639,7 @@ pub struct GradescopeTest {
     pub score: f64,
     pub max_score: f64,
     pub output: String,
-    pub visibility: crate::grade::rubric::Visibility,
+    pub visibility: Visibility,
     pub tags: Vec<String>,
     /// `passed` or `failed`; absent for a skipped test (Gradescope then shows no status).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -837,12 +849,18 @@ pub mod fixtures {
     }
 }
 
+/// Whether a results file is a grader's report (`grade::report::GradeReport`).
 #[cfg(test)]
-mod tests {
+pub fn is_grade_report(name: &str, text: &str) -> bool {
+    name == "grade.json" || text.contains("\"schema\": \"workbook-grade/")
+}
+
+#[cfg(test)]
+pub mod tests {
     use super::*;
 
     /// Every JSON file under `assets/results/`, archive and grade folders included.
-    fn every_json(dir: &Path, out: &mut Vec<PathBuf>) {
+    pub fn every_json(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("a results folder") {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
@@ -870,9 +888,9 @@ mod tests {
             } else if name.starts_with("trace-") {
                 TraceFile::parse(&text).unwrap_or_else(|e| panic!("{}", what(&e)));
                 "trace"
-            } else if name == "grade.json" || text.contains("\"schema\": \"workbook-grade/") {
-                serde_json::from_str::<crate::grade::report::GradeReport>(&text)
-                    .unwrap_or_else(|e| panic!("{}", what(&e)));
+            } else if is_grade_report(&name, &text) {
+                // Read through its type by grade::report's own test (this module depends on
+                // none of the runner's others).
                 "grade"
             } else if name == "results.json" {
                 serde_json::from_str::<GradescopeResults>(&text)

@@ -5,6 +5,7 @@
 //! test at all, only the dtypes to compile for).
 
 use super::rubric::{Kind, Rubric};
+pub use super::vocab::{FactResult, Flag, Status};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::KernelSpec;
 use common::{Dist, Dtype, Shape, Target};
@@ -166,19 +167,6 @@ impl TraceJob {
     }
 }
 
-/// What the run child found for one trace fact.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FactResult {
-    pub fact: String,
-    /// Passed (the records show it), failed (they do not, or the traced launch was wrong), or
-    /// error (not checked: an earlier test lost the GPU context).
-    pub status: Status,
-    /// The fact's summary, or why not: one line.
-    pub detail: String,
-    /// The traced launch's own flags, if its checks failed.
-    pub flags: Vec<Flag>,
-}
-
 impl Job {
     pub fn probe() -> Job {
         Job {
@@ -337,33 +325,6 @@ pub struct CompiledDtype {
     /// only, never the compile's status.
     #[serde(default)]
     pub traced: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flag {
-    /// A stable name (`out-of-bounds-write`, `stale-output`, ...).
-    pub name: String,
-    pub detail: String,
-}
-
-impl Flag {
-    pub fn new(name: &str, detail: impl Into<String>) -> Flag {
-        Flag {
-            name: name.to_string(),
-            detail: detail.into(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    Passed,
-    Failed,
-    /// Not run here, and not counted: e.g. timing without native hardware.
-    Skipped,
-    Timeout,
-    Error,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

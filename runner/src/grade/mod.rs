@@ -28,6 +28,7 @@ pub mod selftest;
 pub mod submission;
 pub mod technique;
 pub mod trace_facts;
+pub mod vocab;
 pub mod worker;
 
 use anyhow::{bail, Context, Result};

@@ -485,6 +485,29 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
 pub mod tests {
     use super::*;
 
+    /// Every grader report committed under `assets/results/` reads through its type, and back
+    /// (`results`' test classifies the files; this one reads the grader's).
+    #[test]
+    fn every_committed_grade_report_parses_through_its_type() {
+        let mut files = Vec::new();
+        crate::results::tests::every_json(&crate::results::dir(), &mut files);
+        let mut n = 0;
+        for path in &files {
+            let text = std::fs::read_to_string(path).expect("readable");
+            let name = path.file_name().unwrap().to_string_lossy();
+            if !crate::results::is_grade_report(&name, &text) {
+                continue;
+            }
+            let r: GradeReport =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let again = serde_json::to_string(&r).unwrap();
+            serde_json::from_str::<GradeReport>(&again)
+                .unwrap_or_else(|e| panic!("{}: written back: {e}", path.display()));
+            n += 1;
+        }
+        assert!(n > 0, "no grader report is committed under assets/results/");
+    }
+
     pub fn sample(student: &str, perf: Option<f64>) -> GradeReport {
         let seeds = TestSeeds {
             sets: vec![1, 2],

@@ -60,6 +60,7 @@
 //! give a fact fewer points than, and pair it with, a `sass` requirement.
 
 use super::technique::{Requirement, RequirementSpec, TraceRequirement};
+pub use super::vocab::check_name;
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
@@ -75,15 +76,8 @@ pub enum Kind {
     Technique,
 }
 
-/// Gradescope's visibility values; every one but `visible` makes the test hidden.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Visibility {
-    Visible,
-    Hidden,
-    AfterDueDate,
-    AfterPublished,
-}
+/// Gradescope's visibility values: the type lives with the results files it is written to.
+pub use crate::results::Visibility;
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -395,14 +389,6 @@ pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
     };
     spec.check_shape(s).map_err(|e| anyhow!(e))?;
     Ok(s)
-}
-
-/// Test and requirement names: what reports and Gradescope show.
-pub fn check_name(name: &str) -> Result<()> {
-    if name.trim().is_empty() || name.len() > 64 || name.chars().any(|c| c.is_control()) {
-        bail!("a test name must be 1 to 64 printable characters");
-    }
-    Ok(())
 }
 
 fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {

@@ -13,8 +13,8 @@
 //! one traced launch ([`super::trace_facts::evaluate`]) and scored here the same way; compiled
 //! only, it is skipped.
 
-use super::job::{FactResult, Flag, Status};
 use super::trace_facts::Fact;
+use super::vocab::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -179,7 +179,7 @@ impl RequirementSpec {
 impl RequirementSpec {
     /// Name, points and why: what every kind of requirement shares.
     fn check_common(&self) -> Result<()> {
-        super::rubric::check_name(&self.name)?;
+        super::vocab::check_name(&self.name)?;
         if !(self.points.is_finite() && self.points >= 0.0) {
             bail!("points must be a non-negative number");
         }

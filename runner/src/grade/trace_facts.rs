@@ -9,7 +9,7 @@
 //! decoded [`Recording`], defined over the phases the warps entered (the records carry phases,
 //! not individual instructions).
 
-use super::job::{FactResult, Flag, Status};
+use super::vocab::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
 use common::trace::{Phase, Record, Recording, KIND_ENTER, KIND_TILE};
 use std::collections::BTreeSet;
