@@ -65,6 +65,13 @@ pub const PERSISTENT_CLUSTERS: u32 = 2;
 /// The compiler definition that checks [`hot_points`] against the device's own computation.
 pub const HOT_DEFINE: &str = "WB_STRESS_HOT";
 
+/// The compiler definition of the twin check (common.cuh's "Twin check builds"), which every
+/// stress build has: the wrappers keep a shadow of the wgmma groups' reads and of the staging
+/// buffers' bulk reads and trap, naming the rule, at the first hand-off no wait orders
+/// (release-before-wgmma-done, staging-rewrite-before-read). Its verdict follows the order of
+/// waits and arrivals, not the timing, so it is the same under every seed.
+pub const CHECK_DEFINE: &str = "WB_TWIN_CHECK";
+
 /// splitmix64's finaliser, as `wb::stress::mix`.
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -106,6 +113,7 @@ pub fn defines(seed: u64) -> Vec<(String, String)> {
         // An unsigned 64-bit literal: any seed the command line takes compiles.
         (SEED_DEFINE.to_string(), format!("{seed}ull")),
         (HOT_DEFINE.to_string(), format!("{}u", hot_points(seed))),
+        (CHECK_DEFINE.to_string(), "1".to_string()),
     ]
 }
 
