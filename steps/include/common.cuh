@@ -356,9 +356,8 @@ __device__ __forceinline__ void add_span(Group* g, u32 lo, u32 hi) {
 // Warpgroup-level wrappers, called by every lane: lane 0 keeps the warp's record, and the
 // __syncwarp makes it visible to whichever lane of the warp arrives next.
 __device__ __forceinline__ void on_wgmma(u64 a_desc, u64 b_desc, u32 n) {
-  if (threadIdx.x % 32 == 0) {
-    Warp* w = own_warp();
-    if (w == nullptr) return;
+  Warp* w = own_warp();
+  if (w != nullptr && threadIdx.x % 32 == 0) {
     const u32 g = ld(&w->committed);
     Group* grp = &w->group[g % GROUPS];
     if (ld(&grp->tag) != g + 1) {
@@ -441,30 +440,23 @@ __device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
         }
       }
   }
-  // Stamp what this warp knows on the phase it arrives on (on another CTA's barrier, whose phase
-  // this thread cannot read, on both parities: a waiter may then know more than it should,
-  // which can only hide a bug, never invent one).
-  u32 parity = 2;
-  if (local) {
-    u32 odd;
-    asm volatile(
-        "{\n\t.reg .pred p;\n\t"
-        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
-        "selp.u32 %0, 1, 0, p;\n\t}"
-        : "=r"(odd)
-        : "r"(key - 1)
-        : "memory");
-    parity = odd;  // phase parity 0 complete: the current phase is odd
-  }
+  // Stamp what this warp knows on the phase it arrives on. Only on this CTA's own barriers: the
+  // counts are per CTA, and a waiter that learnt another CTA's would know more than it should
+  // (which can hide a bug); the twins hand their staging buffers over within a CTA.
+  if (!local) return;
+  u32 parity;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(parity)
+      : "r"(key - 1)
+      : "memory");  // the phase of parity 0 is complete: the current phase is odd
   #pragma unroll 1
   for (u32 r = 0; r < REGIONS; ++r) {
     const u32 kr = ld(&w->known_read[r]), kf = ld(&w->known_fill[r]);
-    #pragma unroll 1
-    for (u32 p = 0; p < 2; ++p) {
-      if (parity != 2 && p != parity) continue;
-      if (kr != 0) atomicMax(&b->stamp_read[p][r], kr);
-      if (kf != 0) atomicMax(&b->stamp_fill[p][r], kf);
-    }
+    if (kr != 0) atomicMax(&b->stamp_read[parity][r], kr);
+    if (kf != 0) atomicMax(&b->stamp_fill[parity][r], kf);
   }
   __threadfence();  // the stamp is visible before the arrival completes the phase
 }

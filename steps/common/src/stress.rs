@@ -3,6 +3,9 @@
 //! "Stress builds", hopper.cuh) sleep for a pseudo-random while at the named [`POINTS`]. A stock
 //! twin must still verify under every seed; a latent ordering bug (a race the usual timing hides,
 //! such as the twin mutations caught by [`TwinCatch::Stress`]) should give a wrong result on some.
+//! Two classes the delays alone catch only by luck are caught on every seed by the twin check that
+//! every stress build carries ([`CHECK_DEFINE`]): a ring slot released to the producer while a
+//! wgmma group still reads it, and a staging buffer refilled before its bulk store has read it.
 //! The kernels are not edited: only the wrappers they call.
 //!
 //! [`cases`] is the stress pass of the twin check (scripts/gpu-check-stress.sh, gpu/stress.sh and
@@ -137,8 +140,8 @@ pub struct StressCase {
     /// A twin mutation (`--mutate`), run with the static checks off; None: the stock twin.
     pub mutation: Option<&'static str>,
     /// What must happen: a stock twin and a harmless edit verify under every seed; a bug is
-    /// caught (a failed verification, or a hang the runner's timeout reports) on at least one of
-    /// the seeds at each step, ideally on all.
+    /// caught on every seed (the twin check's trap, naming the mutation's `caught_by` rule, or
+    /// where that is empty also a failed verification or a hang the runner's timeout reports).
     pub expect: Expect,
 }
 
@@ -184,7 +187,8 @@ impl StressCase {
 /// The stress pass over `steps`: `(step, persistent)` of each twin to check, in order. For each
 /// seed, every stock twin at the default shape and, if persistent, at [`PERSISTENT_SHAPE`] with
 /// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
-/// at the shape most likely to show it (the persistent one where there is one).
+/// at the same shapes: the twin check catches them whatever the timing, so on every seed and
+/// shape.
 ///
 /// Run each case in a process of its own, as `scripts/gpu-check-stress.sh` does: a seeded bug may
 /// hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
@@ -219,16 +223,17 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
             if !t.mutation.applies_to(step) {
                 continue;
             }
-            let (shape, clusters) = *shapes(persistent).last().unwrap_or(&(Shape::DEFAULT, None));
-            for &seed in seeds {
-                out.push(StressCase {
-                    step,
-                    shape,
-                    clusters,
-                    seed,
-                    mutation: Some(t.mutation.name),
-                    expect: t.mutation.expect,
-                });
+            for (shape, clusters) in shapes(persistent) {
+                for &seed in seeds {
+                    out.push(StressCase {
+                        step,
+                        shape,
+                        clusters,
+                        seed,
+                        mutation: Some(t.mutation.name),
+                        expect: t.mutation.expect,
+                    });
+                }
             }
         }
     }
@@ -293,21 +298,22 @@ mod tests {
                 .count();
             let want = match t.caught {
                 TwinCatch::Static => 0,
-                TwinCatch::Stress => {
-                    2 * steps.iter().filter(|s| t.mutation.applies_to(s.0)).count()
-                }
+                // Two seeds at each of the step's shapes: one for step 2, two for step 5.
+                TwinCatch::Stress => steps
+                    .iter()
+                    .filter(|s| t.mutation.applies_to(s.0))
+                    .map(|s| 2 * if s.1 { 2 } else { 1 })
+                    .sum(),
             };
             assert_eq!(n, want, "{}", t.mutation.name);
         }
-        // A persistent twin's mutation runs where a store warp is slow against a short main loop.
+        // A persistent twin's mutation runs at both shapes: the default one and many short tiles.
+        for shape in [Shape::DEFAULT, PERSISTENT_SHAPE] {
+            assert!(m.iter().any(|c| c.step == 5 && c.shape == shape));
+        }
         assert!(m
             .iter()
-            .filter(|c| c.step == 5)
-            .all(|c| c.shape == PERSISTENT_SHAPE));
-        assert_eq!(
-            m.iter().find(|c| c.step == 5).map(|c| c.name()),
-            Some("t5-2048x2048x512-c2-s1-twin-no-out-empty-wait".to_string())
-        );
+            .any(|c| c.name() == "t5-2048x2048x512-c2-s1-twin-no-out-empty-wait"));
     }
 
     #[test]
@@ -319,6 +325,8 @@ mod tests {
             d[2],
             ("WB_STRESS_HOT".to_string(), format!("{}u", hot_points(7)))
         );
+        // Every stress build carries the twin check.
+        assert_eq!(d[3], ("WB_TWIN_CHECK".to_string(), "1".to_string()));
         assert!(check_arch(Arch::Hopper).is_ok());
         assert!(check_arch(Arch::Blackwell)
             .unwrap_err()
