@@ -217,7 +217,7 @@ struct Cta {
 }  // namespace check
 }  // namespace wb
 __device__ wb::check::Cta wb_check_state[wb::check::SLOTS];
-__device__ u32 wb_check_failed;  // the first failing thread prints; the others only trap
+__device__ u32 wb_check_failed;  // 0: no failure; 1: being recorded; 2: recorded
 
 namespace wb {
 namespace check {
@@ -267,34 +267,63 @@ __device__ __forceinline__ const char* bar_name(const Bar* b) {
   return b != nullptr && b->name != nullptr ? b->name : "an mbarrier";
 }
 
-// The rules, as fail() names them.
+// The rules, as the report names them.
 enum Rule : u32 { RELEASE_BEFORE_WGMMA_DONE = 1, FILL_BEFORE_READ_RETIRED, STORE_OF_UNACQUIRED_FILL };
 
-// Print what went wrong (the first failing thread only) and trap: the kernel ends and the host
-// reports the fault. Inlined like every hook: a call to a function of the kernel's own would make
-// ptxas drop setmaxnreg (the loops below stay rolled, `#pragma unroll 1`, for the same reason:
-// hooks that grow the consumers' loops past the compiler's unrolling limits would move the
-// accumulators to local memory).
+// What the first failure saw: fail() records it, report() prints it.
+struct Fault {
+  u32 rule, cta, warp, a, b, c, d, e, f, g;
+  const char* bar;
+};
+}  // namespace check
+}  // namespace wb
+__device__ wb::check::Fault wb_check_fault;
+__device__ u32 wb_check_reported;  // the first reporter prints; the others only trap
+namespace wb {
+namespace check {
+
+// Record the first failure. The warp that finds one may be a consumer with wgmma in flight, where
+// a call (printf is one) would make ptxas serialise the wgmma pipeline of the whole kernel; so it
+// only records and goes on, and the next hook of a producer, store warp or barrier, outside any
+// wgmma pipeline, reports (the refill or store the check was about follows the arrival at once).
 __device__ __forceinline__ void fail(u32 rule, const char* bar, u32 a, u32 b, u32 c, u32 d, u32 e,
-                                  u32 f, u32 g) {
-  if (atomicExch(&wb_check_failed, 1u) == 0u) {
-    const u32 cta = cta_linear(), warp = threadIdx.x / 32;
-    if (rule == RELEASE_BEFORE_WGMMA_DONE)
-      printf("twin check release-before-wgmma-done: CTA %u warp %u arrives on %s (smem +0x%x, CTA "
-             "rank %u), after which a TMA load refills smem +0x%x, while its wgmma group %u "
-             "(groups %u-%u not yet retired by wgmma.wait_group) still reads smem [+0x%x, +0x%x)\n",
-             cta, warp, bar, a, b, c, d, e, f, g >> 16 << 4, (g & 0xFFFF) << 4);
-    else if (rule == FILL_BEFORE_READ_RETIRED)
-      printf("twin check staging-rewrite-before-read: CTA %u warp %u arrives on %s (smem +0x%x) "
-             "and so fills the TMA store source smem +0x%x again, but %u of its %u bulk reads are "
-             "not known to it as retired: no wait orders this fill after the "
-             "cp.async.bulk.wait_group.read that covers them\n",
-             cta, warp, bar, a, b, c, d);
-    else
-      printf("twin check staging-rewrite-before-read: CTA %u warp %u issues a TMA store from smem "
-             "+0x%x after waiting on %s, but %u arrival(s) filled that buffer again without this "
-             "warp's wait acquiring them: it was rewritten before this store read it\n",
-             cta, warp, a, bar, b);
+                                     u32 f, u32 g) {
+  if (atomicCAS(&wb_check_failed, 0u, 1u) == 0u) {
+    Fault* r = &wb_check_fault;
+    r->cta = cta_linear();
+    r->warp = threadIdx.x / 32;
+    r->a = a, r->b = b, r->c = c, r->d = d, r->e = e, r->f = f, r->g = g;
+    r->bar = bar;
+    r->rule = rule;
+    __threadfence();
+    atomicExch(&wb_check_failed, 2u);
+  }
+}
+
+// Print the recorded failure (the first reporter only) and trap: the kernel ends and the host
+// reports the fault. Called only where no wgmma group can be in flight.
+__device__ __forceinline__ void report() {
+  if (ld(&wb_check_failed) != 2u) return;
+  if (atomicExch(&wb_check_reported, 1u) == 0u) {
+    __threadfence();
+    const Fault* r = &wb_check_fault;
+    // One printf call for the three messages (each call site costs code), their arguments in
+    // one order.
+    const char* format =
+        r->rule == RELEASE_BEFORE_WGMMA_DONE
+            ? "twin check release-before-wgmma-done: CTA %u warp %u arrives on %s (smem +0x%x, CTA "
+              "rank %u), after which a TMA load refills smem +0x%x, while its wgmma group %u "
+              "(groups %u-%u not yet retired by wgmma.wait_group) still reads smem [+0x%x, +0x%x)\n"
+        : r->rule == FILL_BEFORE_READ_RETIRED
+            ? "twin check staging-rewrite-before-read: CTA %u warp %u arrives on %s (smem +0x%x) "
+              "and so fills the TMA store source smem +0x%x again, but %u of its %u bulk reads are "
+              "not known to it as retired: no wait orders this fill after the "
+              "cp.async.bulk.wait_group.read that covers them\n"
+            : "twin check staging-rewrite-before-read: CTA %u warp %u waited on %s and issues a TMA "
+              "store from smem +0x%x, but %u arrival(s) filled that buffer again without this "
+              "warp's wait acquiring them: it was rewritten before this store read it\n";
+    printf(format, r->cta, r->warp, r->bar, r->a, r->b, r->c, r->d, r->e, r->f, r->g >> 16 << 4,
+           (r->g & 0xFFFF) << 4);
   }
   __trap();
 }
@@ -485,10 +514,13 @@ __device__ __forceinline__ void on_wait(u64* bar, u32 parity) {
 
 // A thread barrier (bar.sync, barrier.cluster): it orders more than this shadow follows, so the
 // warp is credited with every retired read and every fill so far (only ever more lenient), and
-// no TMA copy after it belongs to the mbarrier waited on before it.
-__device__ __forceinline__ void on_thread_sync() {
+// no TMA copy after it belongs to the mbarrier waited on before it. The CTA and cluster barriers
+// also report a failure no later hook reported (`reports`); a warpgroup's named barrier does
+// not, to keep the epilogue loops that use one small.
+__device__ __forceinline__ void on_thread_sync(bool reports = true) {
   const u32 active = __activemask();
   if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) {
+    if (reports) report();
     Cta* c = own();
     Warp* w = warp_of(c);
     if (w != nullptr) st(&w->last_bar, 0);
@@ -506,6 +538,7 @@ __device__ __forceinline__ void on_thread_sync() {
 // A TMA load into `dst` (one lane), landing in the CTAs of `lands` (bit r: rank r): if this
 // warp came here straight from a wait, that wait's barrier guards `dst`.
 __device__ __forceinline__ void on_tma_load(const void* dst, u32 lands) {
+  report();
   Warp* w = own_warp();
   if (w == nullptr) return;
   const u32 key = ld(&w->last_bar);
@@ -540,26 +573,27 @@ __device__ __forceinline__ u32 region_of(Cta* c, u32 key) {
 __device__ __forceinline__ void on_tma_store(const void* src) {
   Cta* c = own();
   Warp* w = warp_of(c);
-  if (w == nullptr) return;
   const u32 key = soff(src) + 1;
-  const u32 r = region_of(c, key);
-  if (r == REGIONS) return;
-  const u32 seq = atomicAdd(&c->region[r].reads, 1u) + 1;
-  const u32 i = ld(&w->stores) % STORES;
-  if (ld(&w->store_seq[i]) != 0 && ld(&w->store_seq[i]) > ld(&w->known_read[ld(&w->store_region[i])]))
-    st(&w->known_read[ld(&w->store_region[i])], ld(&w->store_seq[i]));  // forgotten: credited
-  st(&w->store_region[i], r);
-  st(&w->store_seq[i], seq);
-  st(&w->store_group[i], ld(&w->bulk_committed));
-  st(&w->stores, ld(&w->stores) + 1);
-  const u32 last = ld(&w->last_bar);
-  Bar* b = last != 0 ? find_bar(c, last) : nullptr;
-  if (b != nullptr) atomicOr(&b->fill_mask, 1u << r);
-  __threadfence();  // the read is counted before the fills are looked at (a fill does the converse)
-  const u32 fills = ld(&c->region[r].fills), known = ld(&w->known_fill[r]);
-  if (fills > known) {
-    fail(STORE_OF_UNACQUIRED_FILL, bar_name(b), key - 1, fills - known, 0, 0, 0, 0, 0);
+  const u32 r = w != nullptr ? region_of(c, key) : REGIONS;
+  if (r < REGIONS) {
+    const u32 seq = atomicAdd(&c->region[r].reads, 1u) + 1;
+    const u32 i = ld(&w->stores) % STORES;
+    const u32 old_seq = ld(&w->store_seq[i]), old_region = ld(&w->store_region[i]);
+    if (old_seq > ld(&w->known_read[old_region]))
+      st(&w->known_read[old_region], old_seq);  // a read the ring forgets is credited
+    st(&w->store_region[i], r);
+    st(&w->store_seq[i], seq);
+    st(&w->store_group[i], ld(&w->bulk_committed));
+    st(&w->stores, ld(&w->stores) + 1);
+    const u32 last = ld(&w->last_bar);
+    Bar* b = last != 0 ? find_bar(c, last) : nullptr;
+    if (b != nullptr) atomicOr(&b->fill_mask, 1u << r);
+    __threadfence();  // the read is counted before the fills are looked at (a fill does the converse)
+    const u32 fills = ld(&c->region[r].fills), known = ld(&w->known_fill[r]);
+    if (fills > known)
+      fail(STORE_OF_UNACQUIRED_FILL, bar_name(b), key - 1, fills - known, 0, 0, 0, 0, 0);
   }
+  report();  // this failure, or one another warp recorded
 }
 __device__ __forceinline__ void on_bulk_commit() {
   Warp* w = own_warp();
