@@ -142,9 +142,10 @@ __device__ __forceinline__ void delay(Point point) {
 #endif
 
 // Twin check builds (every stress build: common::stress::defines adds -DWB_TWIN_CHECK=1): the
-// wrappers keep a shadow of two hand-offs in global memory and trap, with a message naming the
-// rule, the barrier and the shared memory, on the first hand-off no wait orders. The verdict
-// follows the program's order of waits and arrivals, not the timing, so it holds on every seed.
+// wrappers keep a shadow of two hand-offs in global memory and trap on the first hand-off no wait
+// orders, after recording it for the host, whose message names the rule, the barrier and the
+// shared memory (common::stress::CheckRecord). The verdict follows the program's order of waits
+// and arrivals, not the timing, so it holds on every seed.
 // - release-before-wgmma-done: a warp arrives on a barrier while a wgmma group it has not
 //   retired with wgmma.wait_group still reads shared memory that a TMA load refills after a
 //   wait on that barrier. Each warp records the ranges its wgmma descriptors read, per group;
@@ -217,7 +218,7 @@ struct Cta {
 }  // namespace check
 }  // namespace wb
 __device__ wb::check::Cta wb_check_state[wb::check::SLOTS];
-__device__ u32 wb_check_failed;  // 0: no failure; 1: being recorded; 2: recorded
+__device__ u32 wb_check_failed;  // the first failing thread records; the others only trap
 
 namespace wb {
 namespace check {
@@ -267,63 +268,41 @@ __device__ __forceinline__ const char* bar_name(const Bar* b) {
   return b != nullptr && b->name != nullptr ? b->name : "an mbarrier";
 }
 
-// The rules, as the report names them.
+// The rules, as the host names them (common::stress::CheckRecord).
 enum Rule : u32 { RELEASE_BEFORE_WGMMA_DONE = 1, FILL_BEFORE_READ_RETIRED, STORE_OF_UNACQUIRED_FILL };
 
-// What the first failure saw: fail() records it, report() prints it.
+// What the first failure saw, in host-mapped memory the host installs before the launch and
+// reads after it, even once the trap has ended the context. Mirrored by
+// common::stress::CheckRecord (the host words the message).
 struct Fault {
-  u32 rule, cta, warp, a, b, c, d, e, f, g;
-  const char* bar;
+  u32 rule;  // 0: none
+  u32 cta, warp;
+  u32 a, b, c, d, e, f, g;
+  char bar[48];  // the kernel's expression for the barrier, truncated
 };
 }  // namespace check
 }  // namespace wb
-__device__ wb::check::Fault wb_check_fault;
-__device__ u32 wb_check_reported;  // the first reporter prints; the others only trap
+__device__ wb::check::Fault* wb_check_fault;  // set by the host; null: trap without a record
 namespace wb {
 namespace check {
 
-// Record the first failure. The warp that finds one may be a consumer with wgmma in flight, where
-// a call (printf is one) would make ptxas serialise the wgmma pipeline of the whole kernel; so it
-// only records and goes on, and the next hook of a producer, store warp or barrier, outside any
-// wgmma pipeline, reports (the refill or store the check was about follows the arrival at once).
+// Record the first failure for the host and trap. No printf: a call anywhere in the kernel makes
+// ptxas serialise its wgmma pipeline, which a stress build must not change.
 __device__ __forceinline__ void fail(u32 rule, const char* bar, u32 a, u32 b, u32 c, u32 d, u32 e,
                                      u32 f, u32 g) {
-  if (atomicCAS(&wb_check_failed, 0u, 1u) == 0u) {
-    Fault* r = &wb_check_fault;
-    r->cta = cta_linear();
-    r->warp = threadIdx.x / 32;
-    r->a = a, r->b = b, r->c = c, r->d = d, r->e = e, r->f = f, r->g = g;
-    r->bar = bar;
-    r->rule = rule;
-    __threadfence();
-    atomicExch(&wb_check_failed, 2u);
-  }
-}
-
-// Print the recorded failure (the first reporter only) and trap: the kernel ends and the host
-// reports the fault. Called only where no wgmma group can be in flight.
-__device__ __forceinline__ void report() {
-  if (ld(&wb_check_failed) != 2u) return;
-  if (atomicExch(&wb_check_reported, 1u) == 0u) {
-    __threadfence();
-    const Fault* r = &wb_check_fault;
-    // One printf call for the three messages (each call site costs code), their arguments in
-    // one order.
-    const char* format =
-        r->rule == RELEASE_BEFORE_WGMMA_DONE
-            ? "twin check release-before-wgmma-done: CTA %u warp %u arrives on %s (smem +0x%x, CTA "
-              "rank %u), after which a TMA load refills smem +0x%x, while its wgmma group %u "
-              "(groups %u-%u not yet retired by wgmma.wait_group) still reads smem [+0x%x, +0x%x)\n"
-        : r->rule == FILL_BEFORE_READ_RETIRED
-            ? "twin check staging-rewrite-before-read: CTA %u warp %u arrives on %s (smem +0x%x) "
-              "and so fills the TMA store source smem +0x%x again, but %u of its %u bulk reads are "
-              "not known to it as retired: no wait orders this fill after the "
-              "cp.async.bulk.wait_group.read that covers them\n"
-            : "twin check staging-rewrite-before-read: CTA %u warp %u waited on %s and issues a TMA "
-              "store from smem +0x%x, but %u arrival(s) filled that buffer again without this "
-              "warp's wait acquiring them: it was rewritten before this store read it\n";
-    printf(format, r->cta, r->warp, r->bar, r->a, r->b, r->c, r->d, r->e, r->f, r->g >> 16 << 4,
-           (r->g & 0xFFFF) << 4);
+  Fault* r = wb_check_fault;
+  if (r != nullptr && atomicCAS(&wb_check_failed, 0u, 1u) == 0u) {
+    volatile Fault* v = r;
+    v->cta = cta_linear();
+    v->warp = threadIdx.x / 32;
+    v->a = a, v->b = b, v->c = c, v->d = d, v->e = e, v->f = f, v->g = g;
+    u32 i = 0;
+    #pragma unroll 1
+    for (; bar != nullptr && bar[i] != 0 && i + 1 < sizeof(v->bar); ++i) v->bar[i] = bar[i];
+    v->bar[i] = 0;
+    __threadfence_system();
+    v->rule = rule;
+    __threadfence_system();
   }
   __trap();
 }
@@ -514,13 +493,10 @@ __device__ __forceinline__ void on_wait(u64* bar, u32 parity) {
 
 // A thread barrier (bar.sync, barrier.cluster): it orders more than this shadow follows, so the
 // warp is credited with every retired read and every fill so far (only ever more lenient), and
-// no TMA copy after it belongs to the mbarrier waited on before it. The CTA and cluster barriers
-// also report a failure no later hook reported (`reports`); a warpgroup's named barrier does
-// not, to keep the epilogue loops that use one small.
-__device__ __forceinline__ void on_thread_sync(bool reports = true) {
+// no TMA copy after it belongs to the mbarrier waited on before it.
+__device__ __forceinline__ void on_thread_sync() {
   const u32 active = __activemask();
   if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) {
-    if (reports) report();
     Cta* c = own();
     Warp* w = warp_of(c);
     if (w != nullptr) st(&w->last_bar, 0);
@@ -538,7 +514,6 @@ __device__ __forceinline__ void on_thread_sync(bool reports = true) {
 // A TMA load into `dst` (one lane), landing in the CTAs of `lands` (bit r: rank r): if this
 // warp came here straight from a wait, that wait's barrier guards `dst`.
 __device__ __forceinline__ void on_tma_load(const void* dst, u32 lands) {
-  report();
   Warp* w = own_warp();
   if (w == nullptr) return;
   const u32 key = ld(&w->last_bar);
@@ -593,7 +568,6 @@ __device__ __forceinline__ void on_tma_store(const void* src) {
     if (fills > known)
       fail(STORE_OF_UNACQUIRED_FILL, bar_name(b), key - 1, fills - known, 0, 0, 0, 0, 0);
   }
-  report();  // this failure, or one another warp recorded
 }
 __device__ __forceinline__ void on_bulk_commit() {
   Warp* w = own_warp();

@@ -201,7 +201,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // on hardware barrier `id` (1-15; 0 is the CTA-wide one), e.g. one warpgroup's 128 threads.
 __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-  WB_CHECK_HOOK(on_thread_sync(false));
+  WB_CHECK_HOOK(on_thread_sync());
   WB_STRESS_POINT(AFTER_BARRIER);
 }
 

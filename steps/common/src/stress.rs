@@ -129,6 +129,146 @@ pub fn check_arch(arch: Arch) -> Result<()> {
     Ok(())
 }
 
+/// The twin check's record of its first failure (common.cuh's `wb::check::Fault`), in
+/// host-mapped memory: the device writes it just before it traps, and the host reads it after the
+/// launch failed, when the context can no longer be read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Fault {
+    /// 0: no failure; else a `wb::check::Rule`.
+    pub rule: u32,
+    pub cta: u32,
+    pub warp: u32,
+    /// The rule's details, in the device's order (see [`Fault::describe`]).
+    pub detail: [u32; 7],
+    /// The kernel's expression for the barrier, NUL-terminated.
+    pub bar: [u8; 48],
+}
+
+/// The rules of the twin check, as the device numbers them (`wb::check::Rule`) and the GPU check
+/// and the mutations' `caught_by` name them.
+pub const CHECK_RULES: &[(u32, &str)] = &[
+    (1, "release-before-wgmma-done"),
+    (2, "staging-rewrite-before-read"),
+    (3, "staging-rewrite-before-read"),
+];
+
+impl Default for Fault {
+    fn default() -> Fault {
+        Fault {
+            rule: 0,
+            cta: 0,
+            warp: 0,
+            detail: [0; 7],
+            bar: [0; 48],
+        }
+    }
+}
+
+impl Fault {
+    /// The rule's name, e.g. `release-before-wgmma-done`.
+    pub fn rule_name(&self) -> &'static str {
+        CHECK_RULES
+            .iter()
+            .find(|(n, _)| *n == self.rule)
+            .map(|(_, name)| *name)
+            .unwrap_or("unknown-rule")
+    }
+
+    /// The failure in words: `twin check RULE: ...`, naming the CTA, the warp, the barrier and
+    /// the shared memory.
+    pub fn describe(&self) -> String {
+        let end = self
+            .bar
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.bar.len());
+        let bar = String::from_utf8_lossy(&self.bar[..end]);
+        let bar = if bar.is_empty() {
+            "an mbarrier".into()
+        } else {
+            bar
+        };
+        let [a, b, c, d, e, f, g] = self.detail;
+        let (cta, warp, rule) = (self.cta, self.warp, self.rule_name());
+        let what = match self.rule {
+            1 => format!(
+                "warp {warp} of CTA {cta} arrives on {bar} (smem +0x{a:x}, CTA rank {b}), after which a TMA load refills smem +0x{c:x}, while its wgmma group {d} still reads smem [+0x{:x}, +0x{:x}) (groups {e} to {f} are not yet retired by a wgmma.wait_group): the slot goes back to the producer before the tensor core has read it",
+                (g >> 16) << 4,
+                (g & 0xFFFF) << 4
+            ),
+            2 => format!(
+                "warp {warp} of CTA {cta} arrives on {bar} (smem +0x{a:x}) and so fills the TMA store source smem +0x{b:x} again, but {c} of its {d} bulk reads are not known to it as retired: no wait orders this fill after the cp.async.bulk.wait_group.read that covers them"
+            ),
+            3 => format!(
+                "warp {warp} of CTA {cta} waited on {bar} and issues a TMA store from smem +0x{a:x}, but {b} arrival(s) filled that buffer again without its wait acquiring them: the buffer was rewritten before this store read it"
+            ),
+            _ => format!("warp {warp} of CTA {cta}: rule {} (unknown to this runner)", self.rule),
+        };
+        format!("twin check {rule}: {what}")
+    }
+}
+
+/// The host side of the twin check of a stress build: the mapped record the kernel's
+/// `wb_check_fault` points to.
+pub struct CheckRecord {
+    host: *mut Fault,
+    dev: cudarc::driver::sys::CUdeviceptr,
+}
+
+impl CheckRecord {
+    /// Allocate the record, empty, and point the module's `wb_check_fault` at it.
+    pub fn install(gpu: &crate::gpu::Gpu, module: &std::sync::Arc<cudarc::driver::CudaModule>) -> Result<CheckRecord> {
+        use cudarc::driver::sys;
+        let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: out-parameters of the driver; `Drop` frees `host` with cuMemFreeHost.
+        unsafe {
+            crate::gpu::check(
+                sys::cuMemHostAlloc(&mut host, std::mem::size_of::<Fault>(), 0x02 /* DEVICEMAP */),
+                "cuMemHostAlloc",
+            )?;
+        }
+        let record = CheckRecord {
+            host: host.cast(),
+            dev: 0,
+        };
+        // SAFETY: `host` was mapped just above.
+        unsafe {
+            crate::gpu::check(
+                sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
+                "cuMemHostGetDevicePointer",
+            )?;
+            record.host.write_volatile(Fault::default());
+        }
+        let record = CheckRecord { dev, ..record };
+        let s = &gpu.stream;
+        let mut view = module.get_global("wb_check_fault", s).map_err(|e| {
+            anyhow::anyhow!("the kernel has no wb_check_fault: was it built with -D{CHECK_DEFINE}=1? ({e:?})")
+        })?;
+        s.memcpy_htod(&record.dev.to_le_bytes(), &mut view)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        s.synchronize().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        Ok(record)
+    }
+
+    /// The failure the kernel recorded before trapping, if any; readable after the context died.
+    pub fn fault(&self) -> Option<Fault> {
+        // SAFETY: pinned host memory of one Fault.
+        let f = unsafe { self.host.read_volatile() };
+        (f.rule != 0).then_some(f)
+    }
+}
+
+impl Drop for CheckRecord {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc in `install`, freed once.
+        unsafe {
+            cudarc::driver::sys::cuMemFreeHost(self.host.cast());
+        }
+    }
+}
+
 /// One run of the stress pass.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StressCase {
@@ -314,6 +454,33 @@ mod tests {
         assert!(m
             .iter()
             .any(|c| c.name() == "t5-2048x2048x512-c2-s1-twin-no-out-empty-wait"));
+    }
+
+    #[test]
+    fn a_recorded_failure_names_its_rule_barrier_and_shared_memory() {
+        let mut bar = [0u8; 48];
+        bar[..20].copy_from_slice(b"&smem.load_empty[s]\0");
+        let f = Fault {
+            rule: 1,
+            cta: 7,
+            warp: 5,
+            detail: [0x38000, 1, 0x10000, 9, 8, 9, (0x10000 >> 4) << 16 | (0x12000 >> 4)],
+            bar,
+        };
+        let d = f.describe();
+        assert!(d.starts_with("twin check release-before-wgmma-done: warp 5 of CTA 7 arrives on &smem.load_empty[s] (smem +0x38000, CTA rank 1)"), "{d}");
+        assert!(d.contains("refills smem +0x10000"), "{d}");
+        assert!(d.contains("wgmma group 9 still reads smem [+0x10000, +0x12000)"), "{d}");
+        let g = Fault {
+            rule: 2,
+            ..Fault::default()
+        };
+        assert!(g
+            .describe()
+            .starts_with("twin check staging-rewrite-before-read: warp 0 of CTA 0 arrives on an mbarrier"));
+        assert_eq!(Fault { rule: 3, ..g }.rule_name(), "staging-rewrite-before-read");
+        // The layout the device writes: 10 words and the name.
+        assert_eq!(std::mem::size_of::<Fault>(), 10 * 4 + 48);
     }
 
     #[test]
