@@ -15,12 +15,12 @@
 #    twin check's message "twin check <rule>:" (the catch is the check's, not luck's).
 # Prints one line per case and, last, "ALL AS EXPECTED" (exit 0) or "NOT ALL AS EXPECTED" (exit 1).
 # Writes $OUT/emu/emu.json (every case: expectation, outcome, the check's message, seconds) and
-# $OUT/emu/emu.txt (the printed table). About 150 cases; 8 at a time, about 2 minutes on an H100.
+# $OUT/emu/emu.txt (the printed table). About 150 cases, 10 at a time: about 2 minutes on an H100.
 set -u
 RUNNER=${R:-${RUNNER:-target/release/runner}}
 OUT=${OUT:-/tmp/wb-emu}
 DIR="$OUT/emu"
-JOBS=${JOBS:-8}
+JOBS=${JOBS:-10}
 SEEDS=${SEEDS:-"3 6 11"}
 mkdir -p "$DIR"
 T=$(mktemp -d)

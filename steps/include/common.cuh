@@ -167,17 +167,15 @@ namespace check {
 constexpr u32 SLOTS = 4096;   // CTA slots: slot = linear CTA index % SLOTS
 constexpr u32 WARPS = 16;     // warps per CTA tracked (the twins have at most 12)
 constexpr u32 GROUPS = 8;     // wgmma groups remembered per warp
-constexpr u32 SPANS = 4;      // disjoint shared-memory ranges per group
 constexpr u32 BARS = 16;      // mbarriers per CTA
 constexpr u32 LINKS = 8;      // TMA load destinations per barrier
 constexpr u32 REGIONS = 4;    // bulk-store sources per CTA (steps 2-6 have 4)
 constexpr u32 STORES = 16;    // bulk stores per warp not yet retired
 
 struct Group {
-  u32 tag;  // group number + 1; 0: empty
-  u32 n;    // spans in use
-  u32 lo[SPANS];
-  u32 hi[SPANS];
+  u32 tag;    // group number + 1; 0: empty
+  u32 n;      // N of the group's last wgmma (B's rows)
+  u64 a, b;   // the shared-memory descriptors of the group's last wgmma
 };
 struct Warp {
   u32 committed;  // wgmma groups committed; the group numbered `committed` is the open one
@@ -213,7 +211,7 @@ struct Cta {
   u32 cta;                  // its linear CTA index + 1
   Bar bar[BARS];
   Region region[REGIONS];
-  Warp warp[WARPS];
+  Warp warp[WARPS + 1];  // the last: a sink for warps beyond the table, never checked
 };
 }  // namespace check
 }  // namespace wb
@@ -252,7 +250,8 @@ __device__ __forceinline__ Cta* cta_of_rank(u32 rank) {
   return &wb_check_state[cta_linear_of_rank(rank) % SLOTS];
 }
 __device__ __forceinline__ Cta* own() { return &wb_check_state[cta_linear() % SLOTS]; }
-// This warp's record; nullptr for a warp beyond the table (not tracked).
+// This warp's record; nullptr for a warp beyond the table (not tracked; the wgmma hooks write to
+// the sink instead, to stay free of branches).
 __device__ __forceinline__ Warp* warp_of(Cta* c) {
   return threadIdx.x / 32 < WARPS ? &c->warp[threadIdx.x / 32] : nullptr;
 }
@@ -344,52 +343,38 @@ __device__ __forceinline__ bool desc_span(u64 desc, u32 rows, u32& lo, u32& hi) 
   hi = lo + rows / 8 * sbo;
   return true;
 }
-__device__ __forceinline__ void add_span(Group* g, u32 lo, u32 hi) {
-  const u32 n = ld(&g->n);
-  #pragma unroll 1
-  for (u32 i = 0; i < n; ++i) {
-    const u32 a = ld(&g->lo[i]), b = ld(&g->hi[i]);
-    if (lo <= b && a <= hi) {  // overlapping or touching: one span
-      st(&g->lo[i], min(a, lo));
-      st(&g->hi[i], max(b, hi));
-      return;
-    }
-  }
-  const u32 i = n < SPANS ? n : SPANS - 1;  // full: widen the last (only ever more cautious)
-  st(&g->lo[i], n < SPANS ? lo : min(ld(&g->lo[i]), lo));
-  st(&g->hi[i], n < SPANS ? hi : max(ld(&g->hi[i]), hi));
-  if (n < SPANS) st(&g->n, n + 1);
+// The wgmma hooks run between a warpgroup's wgmma instructions: a branch there, or a loop, makes
+// ptxas serialise the pipeline (it injects a warpgroup.arrive on the divergent path), so they
+// only store, predicated on lane 0: the last wgmma's descriptors stand for the group (the twins'
+// groups read one ring slot; this sees less than the group reads, never more). Each is followed by
+// a __syncwarp, which makes the record visible to whichever lane of the warp arrives next.
+__device__ __forceinline__ Warp* wgmma_warp() {
+  return &own()->warp[min(threadIdx.x / 32, WARPS)];
 }
-
-// Warpgroup-level wrappers, called by every lane: lane 0 keeps the warp's record, and the
-// __syncwarp makes it visible to whichever lane of the warp arrives next.
 __device__ __forceinline__ void on_wgmma(u64 a_desc, u64 b_desc, u32 n) {
-  Warp* w = own_warp();
-  if (w != nullptr && threadIdx.x % 32 == 0) {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
     const u32 g = ld(&w->committed);
     Group* grp = &w->group[g % GROUPS];
-    if (ld(&grp->tag) != g + 1) {
-      st(&grp->n, 0);
-      st(&grp->tag, g + 1);
-    }
-    u32 lo, hi;
-    if (desc_span(a_desc, 64, lo, hi)) add_span(grp, lo, hi);
-    if (desc_span(b_desc, n, lo, hi)) add_span(grp, lo, hi);
+    *reinterpret_cast<volatile u64*>(&grp->a) = a_desc;
+    *reinterpret_cast<volatile u64*>(&grp->b) = b_desc;
+    st(&grp->n, n);
+    st(&grp->tag, g + 1);
     st(&w->last_bar, 0);
   }
   __syncwarp();
 }
 __device__ __forceinline__ void on_wgmma_commit() {
-  Warp* w = own_warp();
-  if (w != nullptr && threadIdx.x % 32 == 0) {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
     st(&w->committed, ld(&w->committed) + 1);
     st(&w->last_bar, 0);
   }
   __syncwarp();
 }
 __device__ __forceinline__ void on_wgmma_wait(u32 pending) {
-  Warp* w = own_warp();
-  if (w != nullptr && threadIdx.x % 32 == 0) {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
     const u32 c = ld(&w->committed);
     if (c > pending && c - pending > ld(&w->waited)) st(&w->waited, c - pending);
   }
@@ -414,8 +399,10 @@ __device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
     Group* grp = &w->group[g % GROUPS];
     if (ld(&grp->tag) != g + 1) continue;
     #pragma unroll 1
-    for (u32 s = 0; s < min(ld(&grp->n), SPANS); ++s) {
-      const u32 lo = ld(&grp->lo[s]), hi = ld(&grp->hi[s]);
+    for (u32 s = 0; s < 2; ++s) {  // A (64 rows), then B (N rows)
+      const u64 desc = *reinterpret_cast<volatile u64*>(s == 0 ? &grp->a : &grp->b);
+      u32 lo, hi;
+      if (!desc_span(desc, s == 0 ? 64 : ld(&grp->n), lo, hi)) continue;
       #pragma unroll 1
       for (u32 l = 0; l < nl; ++l) {
         const unsigned long long link = *reinterpret_cast<volatile unsigned long long*>(&b->link[l]);

@@ -61,7 +61,10 @@ fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
     );
     let plain_ptx = compile_ptx(&spec.source(), Target::Sm90a, &spec.defines(Dtype::F16))
         .unwrap_or_else(|e| panic!("step {n} twin: {e:#}"));
-    assert!(!plain_ptx.contains("wb_check_state"), "step {n}: a plain build is checked");
+    assert!(
+        !plain_ptx.contains("wb_check_state"),
+        "step {n}: a plain build is checked"
+    );
     for seed in common::stress::CHECK_SEEDS {
         let mut defines = spec.defines(Dtype::F16);
         defines.extend(common::stress::defines(*seed));
@@ -108,7 +111,10 @@ fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
         let findings = common::ptx_check::check(&ptx);
         assert!(findings.is_empty(), "step {n} seed {seed}: {findings:?}");
         // The twin check's shadow is in every stress build, and in no other.
-        assert!(ptx.contains("wb_check_state"), "step {n} seed {seed}: no twin check");
+        assert!(
+            ptx.contains("wb_check_state"),
+            "step {n} seed {seed}: no twin check"
+        );
     }
 }
 

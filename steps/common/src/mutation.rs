@@ -600,7 +600,10 @@ mod tests {
 
     #[test]
     fn twin_mutations_caught_at_run_time_name_a_rule_of_the_twin_check() {
-        for t in TWIN_MUTATIONS.iter().filter(|t| t.caught == TwinCatch::Stress) {
+        for t in TWIN_MUTATIONS
+            .iter()
+            .filter(|t| t.caught == TwinCatch::Stress)
+        {
             let m = &t.mutation;
             if !m.caught_by.is_empty() {
                 assert!(

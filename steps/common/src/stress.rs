@@ -218,14 +218,21 @@ pub struct CheckRecord {
 
 impl CheckRecord {
     /// Allocate the record, empty, and point the module's `wb_check_fault` at it.
-    pub fn install(gpu: &crate::gpu::Gpu, module: &std::sync::Arc<cudarc::driver::CudaModule>) -> Result<CheckRecord> {
+    pub fn install(
+        gpu: &crate::gpu::Gpu,
+        module: &std::sync::Arc<cudarc::driver::CudaModule>,
+    ) -> Result<CheckRecord> {
         use cudarc::driver::sys;
         let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
         let mut dev: sys::CUdeviceptr = 0;
         // SAFETY: out-parameters of the driver; `Drop` frees `host` with cuMemFreeHost.
         unsafe {
             crate::gpu::check(
-                sys::cuMemHostAlloc(&mut host, std::mem::size_of::<Fault>(), 0x02 /* DEVICEMAP */),
+                sys::cuMemHostAlloc(
+                    &mut host,
+                    std::mem::size_of::<Fault>(),
+                    0x02, /* DEVICEMAP */
+                ),
                 "cuMemHostAlloc",
             )?;
         }
@@ -244,7 +251,9 @@ impl CheckRecord {
         let record = CheckRecord { dev, ..record };
         let s = &gpu.stream;
         let mut view = module.get_global("wb_check_fault", s).map_err(|e| {
-            anyhow::anyhow!("the kernel has no wb_check_fault: was it built with -D{CHECK_DEFINE}=1? ({e:?})")
+            anyhow::anyhow!(
+                "the kernel has no wb_check_fault: was it built with -D{CHECK_DEFINE}=1? ({e:?})"
+            )
         })?;
         s.memcpy_htod(&record.dev.to_le_bytes(), &mut view)
             .map_err(|e| anyhow::anyhow!("{e:?}"))?;
@@ -464,21 +473,35 @@ mod tests {
             rule: 1,
             cta: 7,
             warp: 5,
-            detail: [0x38000, 1, 0x10000, 9, 8, 9, (0x10000 >> 4) << 16 | (0x12000 >> 4)],
+            detail: [
+                0x38000,
+                1,
+                0x10000,
+                9,
+                8,
+                9,
+                (0x10000 >> 4) << 16 | (0x12000 >> 4),
+            ],
             bar,
         };
         let d = f.describe();
         assert!(d.starts_with("twin check release-before-wgmma-done: warp 5 of CTA 7 arrives on &smem.load_empty[s] (smem +0x38000, CTA rank 1)"), "{d}");
         assert!(d.contains("refills smem +0x10000"), "{d}");
-        assert!(d.contains("wgmma group 9 still reads smem [+0x10000, +0x12000)"), "{d}");
+        assert!(
+            d.contains("wgmma group 9 still reads smem [+0x10000, +0x12000)"),
+            "{d}"
+        );
         let g = Fault {
             rule: 2,
             ..Fault::default()
         };
-        assert!(g
-            .describe()
-            .starts_with("twin check staging-rewrite-before-read: warp 0 of CTA 0 arrives on an mbarrier"));
-        assert_eq!(Fault { rule: 3, ..g }.rule_name(), "staging-rewrite-before-read");
+        assert!(g.describe().starts_with(
+            "twin check staging-rewrite-before-read: warp 0 of CTA 0 arrives on an mbarrier"
+        ));
+        assert_eq!(
+            Fault { rule: 3, ..g }.rule_name(),
+            "staging-rewrite-before-read"
+        );
         // The layout the device writes: 10 words and the name.
         assert_eq!(std::mem::size_of::<Fault>(), 10 * 4 + 48);
     }
