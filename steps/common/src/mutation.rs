@@ -626,7 +626,7 @@ mod tests {
         // Both classes of the twin check have a planted bug on every twin they concern, and each
         // class more than one spelling of it.
         for (rule, twins) in [
-            ("release-before-wgmma-done", &ALL_STEPS[..]),
+            ("release-before-wgmma-done", ALL_STEPS),
             ("staging-rewrite-before-read", STORE_WARP_TWINS),
         ] {
             let planted: Vec<_> = TWIN_MUTATIONS
