@@ -15,7 +15,7 @@
 # Writes $OUT/stress/emulation-cost.json, $OUT/stress/stress.json (kind twin-stress) and
 # stress-log.txt. Takes about 2.5 minutes.
 # Success: the last line is "ALL STRESS CHECKS MET" (every stock twin verified under every seed,
-# every stress-caught mutation caught on each twin under at least one seed -- the table says
+# every stress-caught mutation caught on each twin under every seed -- the table says
 # under which, and what a plain run did --, every static one refused) and the cost table shows
 # both builds verified for every step; exit 0.
 set -u

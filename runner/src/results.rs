@@ -332,7 +332,7 @@ pub struct TwinStress {
 pub struct TwinStressVerdict {
     pub mutation: String,
     pub step: u32,
-    /// How it must be caught: `stress` (a wrong result, hang or fault under some seed) or
+    /// How it must be caught: `stress` (a wrong result, hang or fault under every seed, by its named twin-check rule where it has one) or
     /// `static` (the twin's static check refuses it; its stress runs are for the record).
     pub caught_by: String,
     /// The seeds it ran under, and those under which the run was wrong, hung or faulted.
@@ -374,7 +374,7 @@ pub enum StressExpected {
     Pass,
     /// A static mutation is refused by the static check.
     Refused,
-    /// A stress mutation is caught (wrong output or a hang) on some seed.
+    /// A stress mutation is caught (its twin-check rule, else a wrong output, a hang or a fault) on every seed.
     Caught,
     /// A plain run beside a mutation, for the record only.
     Record,

@@ -141,6 +141,451 @@ __device__ __forceinline__ void delay(Point point) {
 #define WB_STRESS_POINT(point) ((void)0)
 #endif
 
+// Twin check builds (every stress build: common::stress::defines adds -DWB_TWIN_CHECK=1): the
+// wrappers keep a shadow of two hand-offs in global memory and trap on the first hand-off no wait
+// orders, after recording it for the host, whose message names the rule, the barrier and the
+// shared memory (common::stress::CheckRecord). The verdict follows the program's order of waits
+// and arrivals, not the timing, so it holds on every seed.
+// - release-before-wgmma-done: a warp arrives on a barrier while a wgmma group it has not
+//   retired with wgmma.wait_group still reads shared memory that a TMA load refills after a
+//   wait on that barrier. Each warp records the ranges its wgmma descriptors read, per group;
+//   the producer's TMA loads record which destinations follow a wait on which barrier.
+// - staging-rewrite-before-read: a buffer that a bulk (TMA) store reads is filled again before
+//   that read is known complete. Each warp carries what it knows: the reads of each store
+//   source that a cp.async.bulk.wait_group.read retired, and the fills it acquired. An arrival
+//   stamps its knowledge on the barrier and a wait takes it over, as the release and acquire do.
+//   A fill is an arrival on a barrier that the storing warp waits on before storing the buffer.
+//   The fill and the store each check the other's counter after a fence, so one of them traps.
+// The shadow follows the order the program promises, so a stock kernel never trips it. Without
+// WB_TWIN_CHECK every hook compiles to nothing.
+#if defined(WB_TWIN_CHECK) && WB_TWIN_CHECK
+namespace wb {
+namespace check {
+// Tables of a fixed size (about 50 MB in all); what does not fit is not tracked, which can only
+// hide a bug, never invent one. A slot is reused by the CTA 4096 further on, long after the
+// first has finished (the twins launch at most 2048 CTAs at the default shape).
+constexpr u32 SLOTS = 4096;   // CTA slots: slot = linear CTA index % SLOTS
+constexpr u32 WARPS = 16;     // warps per CTA tracked (the twins have at most 12)
+constexpr u32 GROUPS = 8;     // wgmma groups remembered per warp
+constexpr u32 BARS = 16;      // mbarriers per CTA
+constexpr u32 LINKS = 8;      // TMA load destinations per barrier
+constexpr u32 REGIONS = 4;    // bulk-store sources per CTA (steps 2-6 have 4)
+constexpr u32 STORES = 16;    // bulk stores per warp not yet retired
+
+struct Group {
+  u32 tag;    // group number + 1; 0: empty
+  u32 n;      // N of the group's last wgmma (B's rows)
+  u64 a, b;   // the shared-memory descriptors of the group's last wgmma
+};
+struct Warp {
+  u32 committed;  // wgmma groups committed; the group numbered `committed` is the open one
+  u32 waited;     // groups below this number are retired by a wgmma.wait_group
+  Group group[GROUPS];
+  u32 last_bar;   // key of the mbarrier last waited on, while only arrivals and TMA copies followed
+  u32 bulk_committed;  // bulk groups committed (cp.async.bulk.commit_group)
+  u32 stores;          // bulk stores issued
+  u32 store_region[STORES];
+  u32 store_seq[STORES];    // the read's number for its region; 0: retired
+  u32 store_group[STORES];  // its bulk group
+  u32 known_read[REGIONS];  // reads of each region this warp knows retired
+  u32 known_fill[REGIONS];  // fills of each region this warp acquired
+};
+struct Bar {
+  u32 key;  // shared-memory offset + 1; 0: free
+  u32 count;
+  const char* name;                 // the kernel's expression for it
+  u32 nlinks;
+  unsigned long long link[LINKS];   // landing CTA mask << 32 | TMA load destination
+  u32 fill_mask;                    // regions a bulk store reads after a wait on this barrier
+  u32 stamp_read[2][REGIONS];       // per phase parity: what the arrivals knew
+  u32 stamp_fill[2][REGIONS];
+};
+struct Region {
+  u32 key;    // shared-memory offset + 1 of a bulk store's source; 0: free
+  u32 reads;  // bulk reads issued
+  u32 done;   // the highest read number retired
+  u32 fills;  // fills (arrivals on a barrier in fill_mask's)
+};
+struct Cta {
+  unsigned long long grid;  // %gridid of the launch that owns the slot
+  u32 cta;                  // its linear CTA index + 1
+  Bar bar[BARS];
+  Region region[REGIONS];
+  Warp warp[WARPS + 1];  // the last: a sink for warps beyond the table, never checked
+};
+}  // namespace check
+}  // namespace wb
+__device__ wb::check::Cta wb_check_state[wb::check::SLOTS];
+__device__ u32 wb_check_failed;  // the first failing thread records; the others only trap
+
+namespace wb {
+namespace check {
+__device__ __forceinline__ u32 ld(const u32* p) { return *reinterpret_cast<const volatile u32*>(p); }
+__device__ __forceinline__ void st(u32* p, u32 v) { *reinterpret_cast<volatile u32*>(p) = v; }
+__device__ __forceinline__ u32 soff(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ u32 my_rank() {
+  u32 r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ u32 cta_linear() {
+  return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+// The linear index of the CTA of cluster rank `rank` (as the tcgen05 emulation computes it).
+__device__ __forceinline__ u32 cta_linear_of_rank(u32 rank) {
+  u32 nx, ny, cx, cy, cz;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(nx));
+  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(ny));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(cx));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(cy));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(cz));
+  const u32 x = blockIdx.x - cx + rank % nx;
+  const u32 y = blockIdx.y - cy + (rank / nx) % ny;
+  const u32 z = blockIdx.z - cz + rank / (nx * ny);
+  return x + gridDim.x * (y + gridDim.y * z);
+}
+__device__ __forceinline__ Cta* cta_of_rank(u32 rank) {
+  return &wb_check_state[cta_linear_of_rank(rank) % SLOTS];
+}
+__device__ __forceinline__ Cta* own() { return &wb_check_state[cta_linear() % SLOTS]; }
+// This warp's record; nullptr for a warp beyond the table (not tracked; the wgmma hooks write to
+// the sink instead, to stay free of branches).
+__device__ __forceinline__ Warp* warp_of(Cta* c) {
+  return threadIdx.x / 32 < WARPS ? &c->warp[threadIdx.x / 32] : nullptr;
+}
+__device__ __forceinline__ Warp* own_warp() { return warp_of(own()); }
+
+__device__ __forceinline__ Bar* find_bar(Cta* c, u32 key) {
+  #pragma unroll 1
+  for (u32 i = 0; i < BARS; ++i)
+    if (ld(&c->bar[i].key) == key) return &c->bar[i];
+  return nullptr;
+}
+__device__ __forceinline__ const char* bar_name(const Bar* b) {
+  return b != nullptr && b->name != nullptr ? b->name : "an mbarrier";
+}
+
+// The rules, as the host names them (common::stress::CheckRecord).
+enum Rule : u32 { RELEASE_BEFORE_WGMMA_DONE = 1, FILL_BEFORE_READ_RETIRED, STORE_OF_UNACQUIRED_FILL };
+
+// What the first failure saw, in host-mapped memory the host installs before the launch and
+// reads after it, even once the trap has ended the context. Mirrored by
+// common::stress::CheckRecord (the host words the message).
+struct Fault {
+  u32 rule;  // 0: none
+  u32 cta, warp;
+  u32 a, b, c, d, e, f, g;
+  char bar[48];  // the kernel's expression for the barrier, truncated
+};
+}  // namespace check
+}  // namespace wb
+__device__ wb::check::Fault* wb_check_fault;  // set by the host; null: trap without a record
+namespace wb {
+namespace check {
+
+// Record the first failure for the host and trap. No printf: a call anywhere in the kernel makes
+// ptxas serialise its wgmma pipeline, which a stress build must not change.
+__device__ __forceinline__ void fail(u32 rule, const char* bar, u32 a, u32 b, u32 c, u32 d, u32 e,
+                                     u32 f, u32 g) {
+  Fault* r = wb_check_fault;
+  if (r != nullptr && atomicCAS(&wb_check_failed, 0u, 1u) == 0u) {
+    volatile Fault* v = r;
+    v->cta = cta_linear();
+    v->warp = threadIdx.x / 32;
+    v->a = a, v->b = b, v->c = c, v->d = d, v->e = e, v->f = f, v->g = g;
+    u32 i = 0;
+    #pragma unroll 1
+    for (; bar != nullptr && bar[i] != 0 && i + 1 < sizeof(v->bar); ++i) v->bar[i] = bar[i];
+    v->bar[i] = 0;
+    __threadfence_system();
+    v->rule = rule;
+    __threadfence_system();
+  }
+  __trap();
+}
+
+// mbarrier_init: claim this CTA's slot for the launch (once), then register the barrier.
+__device__ __forceinline__ void on_init(u64* bar, u32 count, const char* name) {
+  Cta* c = own();
+  unsigned long long grid;
+  asm volatile("mov.u64 %0, %%gridid;" : "=l"(grid));
+  if (c->grid != grid || ld(&c->cta) != cta_linear() + 1) {
+    u32* words = reinterpret_cast<u32*>(c);
+    #pragma unroll 1
+    for (u32 i = 0; i < sizeof(Cta) / 4; ++i) st(&words[i], 0);
+    c->grid = grid;
+    st(&c->cta, cta_linear() + 1);
+  }
+  const u32 key = soff(bar) + 1;
+  #pragma unroll 1
+  for (u32 i = 0; i < BARS; ++i) {
+    const u32 k = ld(&c->bar[i].key);
+    if (k == 0 || k == key) {
+      c->bar[i].name = name;
+      st(&c->bar[i].count, count);
+      st(&c->bar[i].key, key);
+      break;
+    }
+  }
+  __threadfence();  // the set-up sync that follows publishes the slot to every warp
+}
+
+// The read range of one operand of a wgmma, from its descriptor (PTX ISA "Matrix Descriptor
+// Format"): `rows` K-major rows in 8-row groups SBO bytes apart, from the start address rounded
+// down to its 128-byte row. Only the 128-byte swizzle (the twins' layout) is tracked.
+__device__ __forceinline__ bool desc_span(u64 desc, u32 rows, u32& lo, u32& hi) {
+  if ((desc >> 62) != 1) return false;
+  const u32 start = static_cast<u32>(desc & 0x3FFF) << 4;
+  const u32 sbo = static_cast<u32>((desc >> 32) & 0x3FFF) << 4;
+  lo = start & ~127u;
+  hi = lo + rows / 8 * sbo;
+  return true;
+}
+// The wgmma hooks run between a warpgroup's wgmma instructions: a branch there, or a loop, makes
+// ptxas serialise the pipeline (it injects a warpgroup.arrive on the divergent path), so they
+// only store, predicated on lane 0: the last wgmma's descriptors stand for the group (the twins'
+// groups read one ring slot; this sees less than the group reads, never more). Each is followed by
+// a __syncwarp, which makes the record visible to whichever lane of the warp arrives next.
+__device__ __forceinline__ Warp* wgmma_warp() {
+  return &own()->warp[min(threadIdx.x / 32, WARPS)];
+}
+__device__ __forceinline__ void on_wgmma(u64 a_desc, u64 b_desc, u32 n) {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
+    const u32 g = ld(&w->committed);
+    Group* grp = &w->group[g % GROUPS];
+    *reinterpret_cast<volatile u64*>(&grp->a) = a_desc;
+    *reinterpret_cast<volatile u64*>(&grp->b) = b_desc;
+    st(&grp->n, n);
+    st(&grp->tag, g + 1);
+    st(&w->last_bar, 0);
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void on_wgmma_commit() {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
+    st(&w->committed, ld(&w->committed) + 1);
+    st(&w->last_bar, 0);
+  }
+  __syncwarp();
+}
+__device__ __forceinline__ void on_wgmma_wait(u32 pending) {
+  Warp* w = wgmma_warp();
+  if (threadIdx.x % 32 == 0) {
+    const u32 c = ld(&w->committed);
+    if (c > pending && c - pending > ld(&w->waited)) st(&w->waited, c - pending);
+  }
+  __syncwarp();
+}
+
+// Before an arrival of this thread on `bar` in the CTA of cluster rank `rank` (own: `local`).
+__device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
+  Warp* w = own_warp();
+  if (w == nullptr) return;
+  const u32 key = soff(bar) + 1;
+  const u32 me = my_rank();
+  Cta* target = local ? own() : cta_of_rank(rank);
+  Bar* b = find_bar(target, key);
+  if (b == nullptr) return;
+  // release-before-wgmma-done: the destinations a TMA load writes after a wait on this barrier
+  // must not lie in what an unretired wgmma group of this warp reads.
+  const u32 nl = min(ld(&b->nlinks), LINKS);
+  const u32 committed = ld(&w->committed), waited = ld(&w->waited);
+  #pragma unroll 1
+  for (u32 g = max(waited, committed + 1 > GROUPS ? committed + 1 - GROUPS : 0u); g <= committed; ++g) {
+    Group* grp = &w->group[g % GROUPS];
+    if (ld(&grp->tag) != g + 1) continue;
+    #pragma unroll 1
+    for (u32 s = 0; s < 2; ++s) {  // A (64 rows), then B (N rows)
+      const u64 desc = *reinterpret_cast<volatile u64*>(s == 0 ? &grp->a : &grp->b);
+      u32 lo, hi;
+      if (!desc_span(desc, s == 0 ? 64 : ld(&grp->n), lo, hi)) continue;
+      #pragma unroll 1
+      for (u32 l = 0; l < nl; ++l) {
+        const unsigned long long link = *reinterpret_cast<volatile unsigned long long*>(&b->link[l]);
+        const u32 dst = static_cast<u32>(link), lands = static_cast<u32>(link >> 32);
+        if ((lands >> me & 1) && dst >= lo && dst < hi) {
+          fail(RELEASE_BEFORE_WGMMA_DONE, bar_name(b), key - 1, local ? me : rank, dst, g, waited,
+               committed, (lo >> 4) << 16 | ((hi >> 4) & 0xFFFF));
+        }
+      }
+    }
+  }
+  // staging-rewrite-before-read: an arrival on a barrier the storing warp waits on before a
+  // bulk store fills that store's source; every read of it issued so far must be known retired.
+  const u32 fills = local ? ld(&b->fill_mask) : 0u;
+  if (fills != 0) {
+    #pragma unroll 1
+    for (u32 r = 0; r < REGIONS; ++r)
+      if (fills >> r & 1) {
+        const u32 f = atomicAdd(&target->region[r].fills, 1u) + 1;
+        if (f > ld(&w->known_fill[r])) st(&w->known_fill[r], f);
+      }
+    __threadfence();  // the fill is counted before the reads are looked at (the store does the converse)
+    #pragma unroll 1
+    for (u32 r = 0; r < REGIONS; ++r)
+      if (fills >> r & 1) {
+        const u32 reads = ld(&target->region[r].reads), known = ld(&w->known_read[r]);
+        if (reads > known) {
+          fail(FILL_BEFORE_READ_RETIRED, bar_name(b), key - 1, ld(&target->region[r].key) - 1,
+               reads - known, reads, 0, 0, 0);
+        }
+      }
+  }
+  // Stamp what this warp knows on the phase it arrives on. Only on this CTA's own barriers: the
+  // counts are per CTA, and a waiter that learnt another CTA's would know more than it should
+  // (which can hide a bug); the twins hand their staging buffers over within a CTA.
+  if (!local) return;
+  u32 parity;
+  asm volatile(
+      "{\n\t.reg .pred p;\n\t"
+      "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\n\t"
+      "selp.u32 %0, 1, 0, p;\n\t}"
+      : "=r"(parity)
+      : "r"(key - 1)
+      : "memory");  // the phase of parity 0 is complete: the current phase is odd
+  #pragma unroll 1
+  for (u32 r = 0; r < REGIONS; ++r) {
+    const u32 kr = ld(&w->known_read[r]), kf = ld(&w->known_fill[r]);
+    if (kr != 0) atomicMax(&b->stamp_read[parity][r], kr);
+    if (kf != 0) atomicMax(&b->stamp_fill[parity][r], kf);
+  }
+  __threadfence();  // the stamp is visible before the arrival completes the phase
+}
+
+// After a wait on `bar` for `parity` succeeded (one lane of the warp): take over the stamps.
+__device__ __forceinline__ void on_wait_done(u64* bar, u32 parity) {
+  Warp* w = own_warp();
+  if (w == nullptr) return;
+  const u32 key = soff(bar) + 1;
+  Bar* b = find_bar(own(), key);
+  st(&w->last_bar, key);
+  if (b == nullptr) return;
+  __threadfence();
+  #pragma unroll 1
+  for (u32 r = 0; r < REGIONS; ++r) {
+    const u32 kr = ld(&b->stamp_read[parity & 1][r]), kf = ld(&b->stamp_fill[parity & 1][r]);
+    if (kr > ld(&w->known_read[r])) st(&w->known_read[r], kr);
+    if (kf > ld(&w->known_fill[r])) st(&w->known_fill[r], kf);
+  }
+}
+__device__ __forceinline__ void on_wait(u64* bar, u32 parity) {
+  const u32 active = __activemask();
+  if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) on_wait_done(bar, parity);
+  __syncwarp(active);
+}
+
+// A thread barrier (bar.sync, barrier.cluster): it orders more than this shadow follows, so the
+// warp is credited with every retired read and every fill so far (only ever more lenient), and
+// no TMA copy after it belongs to the mbarrier waited on before it.
+__device__ __forceinline__ void on_thread_sync() {
+  const u32 active = __activemask();
+  if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) {
+    Cta* c = own();
+    Warp* w = warp_of(c);
+    if (w != nullptr) st(&w->last_bar, 0);
+    __threadfence();
+    #pragma unroll 1
+    for (u32 r = 0; w != nullptr && r < REGIONS; ++r) {
+      const u32 done = ld(&c->region[r].done), fills = ld(&c->region[r].fills);
+      if (done > ld(&w->known_read[r])) st(&w->known_read[r], done);
+      if (fills > ld(&w->known_fill[r])) st(&w->known_fill[r], fills);
+    }
+  }
+  __syncwarp(active);
+}
+
+// A TMA load into `dst` (one lane), landing in the CTAs of `lands` (bit r: rank r): if this
+// warp came here straight from a wait, that wait's barrier guards `dst`.
+__device__ __forceinline__ void on_tma_load(const void* dst, u32 lands) {
+  Warp* w = own_warp();
+  if (w == nullptr) return;
+  const u32 key = ld(&w->last_bar);
+  if (key == 0) return;
+  Bar* b = find_bar(own(), key);
+  if (b == nullptr) return;
+  const unsigned long long link = static_cast<unsigned long long>(lands) << 32 | soff(dst);
+  const u32 nl = min(ld(&b->nlinks), LINKS);
+  #pragma unroll 1
+  for (u32 l = 0; l < nl; ++l)
+    if (*reinterpret_cast<volatile unsigned long long*>(&b->link[l]) == link) return;
+  const u32 l = atomicAdd(&b->nlinks, 1u);
+  if (l < LINKS) *reinterpret_cast<volatile unsigned long long*>(&b->link[l]) = link;
+  __threadfence();  // known before the load can land and a consumer can release the slot
+}
+
+__device__ __forceinline__ u32 region_of(Cta* c, u32 key) {
+  #pragma unroll 1
+  for (u32 r = 0; r < REGIONS; ++r) {
+    const u32 k = ld(&c->region[r].key);
+    if (k == key) return r;
+    if (k == 0) {
+      const u32 old = atomicCAS(&c->region[r].key, 0u, key);
+      if (old == 0 || old == key) return r;
+    }
+  }
+  return REGIONS;
+}
+
+// A bulk store from `src` (lane 0): count the read, and check that the fill it reads is the one
+// the warp acquired.
+__device__ __forceinline__ void on_tma_store(const void* src) {
+  Cta* c = own();
+  Warp* w = warp_of(c);
+  const u32 key = soff(src) + 1;
+  const u32 r = w != nullptr ? region_of(c, key) : REGIONS;
+  if (r < REGIONS) {
+    const u32 seq = atomicAdd(&c->region[r].reads, 1u) + 1;
+    const u32 i = ld(&w->stores) % STORES;
+    const u32 old_seq = ld(&w->store_seq[i]), old_region = ld(&w->store_region[i]);
+    if (old_seq > ld(&w->known_read[old_region]))
+      st(&w->known_read[old_region], old_seq);  // a read the ring forgets is credited
+    st(&w->store_region[i], r);
+    st(&w->store_seq[i], seq);
+    st(&w->store_group[i], ld(&w->bulk_committed));
+    st(&w->stores, ld(&w->stores) + 1);
+    const u32 last = ld(&w->last_bar);
+    Bar* b = last != 0 ? find_bar(c, last) : nullptr;
+    if (b != nullptr) atomicOr(&b->fill_mask, 1u << r);
+    __threadfence();  // the read is counted before the fills are looked at (a fill does the converse)
+    const u32 fills = ld(&c->region[r].fills), known = ld(&w->known_fill[r]);
+    if (fills > known)
+      fail(STORE_OF_UNACQUIRED_FILL, bar_name(b), key - 1, fills - known, 0, 0, 0, 0, 0);
+  }
+}
+__device__ __forceinline__ void on_bulk_commit() {
+  Warp* w = own_warp();
+  if (w != nullptr) st(&w->bulk_committed, ld(&w->bulk_committed) + 1);
+}
+// cp.async.bulk.wait_group.read `pending` (lane 0): the reads of all but the newest `pending`
+// bulk groups are retired.
+__device__ __forceinline__ void on_bulk_wait_read(u32 pending) {
+  Cta* c = own();
+  Warp* w = warp_of(c);
+  if (w == nullptr) return;
+  const u32 committed = ld(&w->bulk_committed);
+  if (committed < pending) return;
+  const u32 limit = committed - pending;
+  #pragma unroll 1
+  for (u32 i = 0; i < STORES; ++i) {
+    const u32 seq = ld(&w->store_seq[i]);
+    if (seq == 0 || ld(&w->store_group[i]) >= limit) continue;
+    const u32 r = ld(&w->store_region[i]);
+    if (seq > ld(&w->known_read[r])) st(&w->known_read[r], seq);
+    atomicMax(&c->region[r].done, seq);
+    st(&w->store_seq[i], 0);
+  }
+}
+}  // namespace check
+}  // namespace wb
+#define WB_CHECK_HOOK(call) ::wb::check::call
+#else
+#define WB_CHECK_HOOK(call) ((void)0)
+#endif
+
 // The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
 struct alignas(64) TmaDesc {
   u64 opaque[16];
@@ -218,6 +663,7 @@ __device__ __forceinline__ void cta_sync() {
   WB_EMU_HOOK(thread_sync_before(emu_hook::CTA_BARRIER));
   __syncthreads();
   WB_EMU_HOOK(thread_sync_after(emu_hook::CTA_BARRIER));
+  WB_CHECK_HOOK(on_thread_sync());
   WB_STRESS_POINT(AFTER_BARRIER);
 }
 
@@ -233,8 +679,9 @@ __device__ __forceinline__ void mbarrier_init(u64* bar, u32 count, const char* n
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
                : "memory");
   WB_EMU_HOOK(barrier_init(bar, count, name));
+  WB_CHECK_HOOK(on_init(bar, count, name));
 }
-#if defined(WB_EMULATE_TCGEN05)
+#if defined(WB_EMULATE_TCGEN05) || (defined(WB_TWIN_CHECK) && WB_TWIN_CHECK)
 #define mbarrier_init(bar, count) mbarrier_init(bar, count, #bar)
 #endif
 
@@ -247,6 +694,7 @@ __device__ __forceinline__ void fence_mbarrier_init() {
 // mbarrier.arrive: one arrival, by the calling thread.
 __device__ __forceinline__ void mbarrier_arrive(u64* bar) {
   WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
+  WB_CHECK_HOOK(on_arrive(bar, 0, true));
   WB_STRESS_POINT(BEFORE_ARRIVE);
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
@@ -257,6 +705,7 @@ __device__ __forceinline__ void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
   if (elect_one()) {
     WB_EMU_HOOK(expect_tx(bar, bytes));
     WB_EMU_HOOK(arrive(bar, emu_hook::THIS_CTA));
+    WB_CHECK_HOOK(on_arrive(bar, 0, true));
     WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
                  "r"(bytes)
@@ -286,6 +735,7 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   while (!mbarrier_try_wait(bar, parity)) {
     WB_EMU_HOOK(waiting(bar, parity, watch));
   }
+  WB_CHECK_HOOK(on_wait(bar, parity));
   WB_STRESS_POINT(AFTER_WAIT);
 }
 
@@ -305,6 +755,7 @@ __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
     if (!done) WB_EMU_HOOK(waiting(bar, parity, watch));
   }
   WB_EMU_HOOK(wait_done(bar, parity));
+  WB_CHECK_HOOK(on_wait(bar, parity));
   WB_STRESS_POINT(AFTER_WAIT);
 }
 
@@ -325,6 +776,7 @@ __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::
                    : "memory");
   WB_EMU_HOOK(thread_sync_after(emu_hook::CLUSTER_BARRIER));
+  WB_CHECK_HOOK(on_thread_sync());
   WB_STRESS_POINT(AFTER_BARRIER);
 }
 
@@ -340,6 +792,7 @@ __device__ __forceinline__ u32 map_to_cta(u32 smem_addr, u32 rank) {
 __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
   if (elect_one()) {
     WB_EMU_HOOK(arrive(bar, rank));
+    WB_CHECK_HOOK(on_arrive(bar, rank, rank == cluster_ctarank()));
     WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(
                      map_to_cta(smem_u32(bar), rank))
@@ -354,6 +807,7 @@ __device__ __forceinline__ void mbarrier_arrive_cluster(u64* bar, u32 rank) {
 // (MEMBAR.ALL.GPU) on every arrival.
 __device__ __forceinline__ void mbarrier_arrive_cluster_relaxed(u64* bar, u32 rank) {
   if (elect_one()) {
+    WB_CHECK_HOOK(on_arrive(bar, rank, rank == cluster_ctarank()));
     WB_STRESS_POINT(BEFORE_ARRIVE);
     asm volatile("mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0];" ::"r"(
                      map_to_cta(smem_u32(bar), rank))
@@ -377,6 +831,7 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDesc* desc, u64*
                                             int c1) {
   if (elect_one()) {
     WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, 0));
+    WB_CHECK_HOOK(on_tma_load(dst, 1u << cluster_ctarank()));
     WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -394,6 +849,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
                                                       unsigned short cta_mask, int c0, int c1) {
   if (elect_one()) {
     WB_EMU_HOOK(tma_load(dst, 0, bar, emu_hook::THIS_CTA, cta_mask));
+    WB_CHECK_HOOK(on_tma_load(dst, cta_mask));
     WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -410,6 +866,7 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDesc* 
 __device__ __forceinline__ void tma_store_2d(const TmaDesc* desc, const void* src, int c0, int c1) {
   if (lane_id() == 0) {
     WB_EMU_HOOK(tma_store(src));
+    WB_CHECK_HOOK(on_tma_store(src));
     WB_STRESS_POINT(BEFORE_TMA_STORE);
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(desc),
@@ -425,6 +882,7 @@ __device__ __forceinline__ void tma_store_commit() {
   if (lane_id() == 0) {
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
     WB_EMU_HOOK(bulk_commit());
+    WB_CHECK_HOOK(on_bulk_commit());
   }
   __syncwarp();
 }
@@ -437,6 +895,7 @@ __device__ __forceinline__ void tma_store_wait_read() {
   if (lane_id() == 0) {
     asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
     WB_EMU_HOOK(bulk_wait_read(N));
+    WB_CHECK_HOOK(on_bulk_wait_read(N));
   }
   __syncwarp();
 }

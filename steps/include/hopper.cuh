@@ -47,6 +47,7 @@ __device__ __forceinline__ void wgmma_fence() {
 // wgmma.commit_group (warpgroup-level): close the group of wgmma issued since the last commit.
 __device__ __forceinline__ void wgmma_commit_group() {
   asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+  WB_CHECK_HOOK(on_wgmma_commit());
   WB_STRESS_POINT(AFTER_WGMMA_COMMIT);
 }
 
@@ -55,6 +56,7 @@ __device__ __forceinline__ void wgmma_commit_group() {
 template <int N>
 __device__ __forceinline__ void wgmma_wait_group() {
   asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+  WB_CHECK_HOOK(on_wgmma_wait(N));
   WB_STRESS_POINT(AFTER_WGMMA_WAIT);
 }
 
@@ -130,6 +132,7 @@ __device__ __forceinline__ void fence_operands(float (&d)[R]) {
 template <bool BF16>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 a_desc, u64 b_desc,
                                                bool accumulate) {
+  WB_CHECK_HOOK(on_wgmma(a_desc, b_desc, 128));  // the ranges it reads, for the twin check
   const u32 scale_d = accumulate ? 1u : 0u;
   if constexpr (BF16) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %66, 0;\n\t"
@@ -150,6 +153,7 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 a_desc, u64
 template <bool BF16>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a_desc, u64 b_desc,
                                                bool accumulate) {
+  WB_CHECK_HOOK(on_wgmma(a_desc, b_desc, 256));  // the ranges it reads, for the twin check
   const u32 scale_d = accumulate ? 1u : 0u;
   if constexpr (BF16) {
     asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %130, 0;\n\t"
@@ -197,6 +201,7 @@ __device__ __forceinline__ void setmaxnreg_inc() {
 // on hardware barrier `id` (1-15; 0 is the CTA-wide one), e.g. one warpgroup's 128 threads.
 __device__ __forceinline__ void named_barrier_sync(u32 id, u32 count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+  WB_CHECK_HOOK(on_thread_sync());
   WB_STRESS_POINT(AFTER_BARRIER);
 }
 
@@ -245,6 +250,7 @@ __device__ __forceinline__ u64 createpolicy_evict_first() {
 __device__ __forceinline__ void tma_load_2d_hint(void* dst, const TmaDesc* desc, u64* bar, int c0,
                                                  int c1, u64 policy) {
   if (wb::elect_one()) {
+    WB_CHECK_HOOK(on_tma_load(dst, 1u << wb::cluster_ctarank()));
     WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint"
@@ -258,6 +264,7 @@ __device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const TmaD
                                                            unsigned short cta_mask, int c0, int c1,
                                                            u64 policy) {
   if (wb::elect_one()) {
+    WB_CHECK_HOOK(on_tma_load(dst, cta_mask));
     WB_STRESS_POINT(BEFORE_TMA_LOAD);
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -271,6 +278,7 @@ __device__ __forceinline__ void tma_load_2d_multicast_hint(void* dst, const TmaD
 __device__ __forceinline__ void tma_store_2d_hint(const TmaDesc* desc, const void* src, int c0,
                                                   int c1, u64 policy) {
   if (wb::lane_id() == 0) {
+    WB_CHECK_HOOK(on_tma_store(src));
     WB_STRESS_POINT(BEFORE_TMA_STORE);
     asm volatile(
         "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint"

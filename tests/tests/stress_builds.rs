@@ -59,6 +59,12 @@ fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
         0,
         "step {n}: a build without WB_STRESS must not sleep"
     );
+    let plain_ptx = compile_ptx(&spec.source(), Target::Sm90a, &spec.defines(Dtype::F16))
+        .unwrap_or_else(|e| panic!("step {n} twin: {e:#}"));
+    assert!(
+        !plain_ptx.contains("wb_check_state"),
+        "step {n}: a plain build is checked"
+    );
     for seed in common::stress::CHECK_SEEDS {
         let mut defines = spec.defines(Dtype::F16);
         defines.extend(common::stress::defines(*seed));
@@ -71,29 +77,44 @@ fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
             sass.histogram
         );
         // A delay must not change how the kernel runs otherwise: ptxas still pipelines the
-        // wgmma (a serialised pipeline would hide the very races stress is for), honours
-        // setmaxnreg and spills nothing.
+        // wgmma (a serialised pipeline would hide the very races stress is for) and honours
+        // setmaxnreg, with or without the twin check.
         for bad in [
             "wgmma.mma_async instructions are serialized",
             "setmaxnreg ignored",
         ] {
             assert!(!c.log.contains(bad), "step {n} seed {seed}: {}", c.log);
         }
-        assert_eq!(
-            c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-            0,
-            "step {n} seed {seed}: the stress build spills"
-        );
-        assert_eq!(sass.local_memory_ops(), 0, "step {n} seed {seed}: LDL/STL");
         for op in spec.sass_expect() {
             assert!(sass.count(op) > 0, "step {n} seed {seed}: lost {op}");
         }
+        // The twin check (its printf's argument buffer and a few spilled registers are its
+        // local memory) aside, the delays alone spill nothing.
+        let delays_only: Vec<(String, String)> = defines
+            .iter()
+            .filter(|(k, _)| k != common::stress::CHECK_DEFINE)
+            .cloned()
+            .collect();
+        let d = compile(&spec.source(), Target::Sm90a, &delays_only)
+            .unwrap_or_else(|e| panic!("step {n} twin, delays only, seed {seed}: {e:#}"));
+        assert_eq!(
+            d.resources.spill_store_bytes + d.resources.spill_load_bytes,
+            0,
+            "step {n} seed {seed}: the delays alone spill"
+        );
+        let dsass = disassemble(&d.cubin).expect("nvdisasm");
+        assert_eq!(dsass.local_memory_ops(), 0, "step {n} seed {seed}: LDL/STL");
         // The twin's static check runs on the stress build (`runner step --stress`): the delays
         // must not look like a rule's violation.
         let ptx = compile_ptx(&spec.source(), Target::Sm90a, &defines)
             .unwrap_or_else(|e| panic!("step {n} seed {seed}: {e:#}"));
         let findings = common::ptx_check::check(&ptx);
         assert!(findings.is_empty(), "step {n} seed {seed}: {findings:?}");
+        // The twin check's shadow is in every stress build, and in no other.
+        assert!(
+            ptx.contains("wb_check_state"),
+            "step {n} seed {seed}: no twin check"
+        );
     }
 }
 

@@ -448,7 +448,8 @@ fn stress_outcome(case: &StressCaseRun, ran: &Ran) -> StressOutcome {
                 .mutation()
                 .map(|t| t.mutation.caught_by)
                 .filter(|r| !r.is_empty());
-            if ran.stderr.contains("faulted") {
+            // The GPU faulted, or a stress build's twin check trapped (`twin check RULE: ...`).
+            if ran.stderr.contains("faulted") || ran.stderr.contains("twin check ") {
                 StressOutcome::Fault
             } else if case.run == StressRun::Refusal && rule.is_some_and(|r| ran.stderr.contains(r))
             {
@@ -474,9 +475,27 @@ fn stress_met(expected: StressExpected, outcome: StressOutcome) -> bool {
     }
 }
 
+/// Whether a run that must catch a stress mutation caught it as its catch says: where the
+/// mutation names a twin-check rule, only that rule's trap counts (`twin check RULE:`), so a
+/// bug caught by luck as a wrong result or a hang does not pass for the check's doing.
+fn caught_as_named(case: &StressCaseRun, ran: &Ran, outcome: StressOutcome) -> bool {
+    if !stress_met(StressExpected::Caught, outcome) {
+        return false;
+    }
+    match case.mutation().map(|t| t.mutation.caught_by) {
+        Some(rule) if !rule.is_empty() => ran.stderr.contains(&format!("twin check {rule}:")),
+        _ => true,
+    }
+}
+
 fn stress_row(case: &StressCaseRun, ran: &Ran) -> TwinStressCase {
     let c = &case.case;
     let outcome = stress_outcome(case, ran);
+    let met_expectation = if case.expected == StressExpected::Caught {
+        caught_as_named(case, ran, outcome)
+    } else {
+        stress_met(case.expected, outcome)
+    };
     TwinStressCase {
         name: case.name(),
         step: c.step,
@@ -487,7 +506,7 @@ fn stress_row(case: &StressCaseRun, ran: &Ran) -> TwinStressCase {
         static_check: case.run == StressRun::Refusal || c.mutation.is_none(),
         expected: case.expected,
         outcome,
-        met_expectation: stress_met(case.expected, outcome),
+        met_expectation,
         exit_code: ran.exit_code,
         rel_error_norm: StepJson::of(ran).0,
         seconds: (ran.seconds * 100.0).round() / 100.0,
@@ -496,8 +515,9 @@ fn stress_row(case: &StressCaseRun, ran: &Ran) -> TwinStressCase {
 }
 
 /// Per twin mutation and twin, in the order of the cases: the seeds that caught it, its plain
-/// run, its refusal, and whether it met what its catch requires (stress: caught under at least
-/// one seed; static: refused, its stress runs only recorded).
+/// run, its refusal, and whether it met what its catch requires (stress: caught under every
+/// seed, by its named twin-check rule where it has one; static: refused, its stress runs only
+/// recorded).
 fn stress_verdicts(rows: &[TwinStressCase]) -> Vec<TwinStressVerdict> {
     let mut out: Vec<TwinStressVerdict> = Vec::new();
     for r in rows {
@@ -525,9 +545,14 @@ fn stress_verdicts(rows: &[TwinStressCase]) -> Vec<TwinStressVerdict> {
         };
         let v = &mut out[at];
         match (r.stress_seed, r.expected) {
-            (Some(seed), _) => {
+            (Some(seed), expected) => {
                 v.seeds.push(seed);
-                if stress_met(StressExpected::Caught, r.outcome) {
+                let caught = if expected == StressExpected::Caught {
+                    r.met_expectation
+                } else {
+                    stress_met(StressExpected::Caught, r.outcome)
+                };
+                if caught {
                     v.caught_under.push(seed);
                 }
             }
@@ -537,7 +562,7 @@ fn stress_verdicts(rows: &[TwinStressCase]) -> Vec<TwinStressVerdict> {
     }
     for v in &mut out {
         v.met_expectation = if v.caught_by == "stress" {
-            !v.caught_under.is_empty()
+            !v.seeds.is_empty() && v.caught_under.len() == v.seeds.len()
         } else {
             v.refused == Some(true)
         };
@@ -558,7 +583,8 @@ fn outcome_word(o: StressOutcome) -> &'static str {
 
 /// `runner check twins --stress`: every stock twin under every stress seed (each must verify)
 /// and every twin mutation under the same seeds (each stress-caught one must be caught, as a
-/// wrong result, a hang or a fault, under at least one seed on each twin; each static one
+/// wrong result, a hang or a fault (its named twin-check rule where it has one), under every
+/// seed on each twin; each static one
 /// refused by the static check). Writes `stress.json` and `stress-log.txt` in `pool.out`.
 pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
     let cases = cases::stress_cases(set);
@@ -609,7 +635,7 @@ pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
     })
 }
 
-/// Every case met its expectation, a stress-caught mutation on each twin under some seed.
+/// Every case met its expectation, a stress-caught mutation on each twin under every seed.
 fn stress_ok(check: &TwinStress) -> bool {
     check
         .cases
@@ -789,17 +815,37 @@ mod tests {
                 .unwrap()
                 .clone()
         };
-        let bug = pick("twin-no-out-empty-wait", StressRun::Stressed);
+        // A bug with no twin-check rule: a wrong result, a hang or a fault catches it.
+        let bug = pick("twin-out-full-one-arrival", StressRun::Stressed);
+        assert_eq!(bug.mutation().unwrap().mutation.caught_by, "");
         let row = |c: &StressCaseRun, v, err: &str| stress_row(c, &ran(v, "", err));
         assert_eq!(row(&bug, Verdict::Failed, "").outcome, StressOutcome::Wrong);
         assert!(row(&bug, Verdict::Failed, "").met_expectation);
         assert_eq!(row(&bug, Verdict::Hang, "").outcome, StressOutcome::Hang);
+        assert!(row(&bug, Verdict::Hang, "").met_expectation);
         let fault = row(
             &bug,
             Verdict::Error,
             "error: the kernel faulted: ILLEGAL_ADDRESS",
         );
         assert!(fault.outcome == StressOutcome::Fault && fault.met_expectation);
+        // A bug the twin check names: only its rule's trap counts, not a lucky wrong result.
+        let named = pick("twin-no-out-empty-wait", StressRun::Stressed);
+        let rule = named.mutation().unwrap().mutation.caught_by;
+        assert!(!rule.is_empty());
+        assert!(!row(&named, Verdict::Failed, "").met_expectation);
+        let trapped = row(
+            &named,
+            Verdict::Error,
+            &format!("error: twin check {rule}: CTA 3, warp 4 ..."),
+        );
+        assert!(trapped.outcome == StressOutcome::Fault && trapped.met_expectation);
+        let other = row(
+            &named,
+            Verdict::Error,
+            "error: twin check some-other-rule: CTA 3 ...",
+        );
+        assert!(other.outcome == StressOutcome::Fault && !other.met_expectation);
         let missed = row(&bug, Verdict::Verified, "");
         assert!(!missed.met_expectation, "a bug that verifies is not caught");
         assert_eq!(missed.stress_seed, Some(bug.case.seed));
@@ -821,7 +867,7 @@ mod tests {
     }
 
     #[test]
-    fn a_stress_mutation_passes_when_some_seed_catches_it_and_the_file_reads_back() {
+    fn a_stress_mutation_passes_when_every_seed_catches_it_and_the_file_reads_back() {
         let set = cases::StressSet::full();
         let all: Vec<StressCaseRun> = cases::stress_cases(&set)
             .into_iter()
@@ -833,32 +879,38 @@ mod tests {
                     )
             })
             .collect();
-        // no-out-empty-wait: wrong under the last seed only; same-tile-only: under none.
+        // no-out-empty-wait: trapped by its rule under every seed and shape; same-tile-only:
+        // under every seed but the last at one shape, which is not enough.
         let last = *set.seeds.last().unwrap();
+        let trap = "error: twin check staging-rewrite-before-read: CTA 0 ...";
         let rows: Vec<TwinStressCase> = all
             .iter()
             .map(|c| {
-                let v = match (c.case.mutation, c.run, c.case.seed) {
-                    (None, _, _) => Verdict::Verified,
-                    (Some("twin-no-out-empty-wait"), StressRun::Stressed, s) if s == last => {
-                        Verdict::Failed
+                let (v, err) = match (c.case.mutation, c.run, c.case.seed) {
+                    (Some("twin-no-out-empty-wait"), StressRun::Stressed, _) => {
+                        (Verdict::Error, trap)
                     }
-                    _ => Verdict::Verified,
+                    (Some("twin-out-empty-same-tile-only"), StressRun::Stressed, s)
+                        if s != last || c.case.shape != common::stress::PERSISTENT_SHAPE =>
+                    {
+                        (Verdict::Error, trap)
+                    }
+                    _ => (Verdict::Verified, ""),
                 };
-                stress_row(c, &ran(v, "", ""))
+                stress_row(c, &ran(v, "", err))
             })
             .collect();
         let verdicts = stress_verdicts(&rows);
         assert_eq!(verdicts.len(), 2, "{verdicts:?}");
         let v = &verdicts[0];
         assert_eq!(v.mutation, "twin-no-out-empty-wait");
-        assert_eq!(
-            (v.seeds.clone(), v.caught_under.clone()),
-            (set.seeds.clone(), vec![last])
-        );
+        assert_eq!(v.caught_under, v.seeds);
+        assert_eq!(v.seeds.len(), 2 * set.seeds.len(), "two shapes");
         assert_eq!(v.plain, Some(StressOutcome::Pass));
         assert!(v.met_expectation && v.caught_by == "stress");
-        assert!(!verdicts[1].met_expectation && verdicts[1].caught_under.is_empty());
+        let w = &verdicts[1];
+        assert_eq!(w.caught_under.len() + 1, w.seeds.len());
+        assert!(!w.met_expectation);
         let check = TwinStress {
             head: Provenance {
                 gpu: "g".into(),
@@ -873,7 +925,7 @@ mod tests {
         };
         assert!(
             !stress_ok(&check),
-            "same-tile-only was caught under no seed"
+            "same-tile-only was not caught under one seed"
         );
         let summary = stress_summary(&check);
         assert!(summary.contains("not caught under this seed"), "{summary}");
@@ -894,13 +946,13 @@ mod tests {
             serde_json::to_string(&back.cases).unwrap(),
             serde_json::to_string(&check.cases).unwrap()
         );
-        // With a seed that catches same-tile-only too, the pass is met.
+        // With the last seed catching same-tile-only too, the pass is met.
         let mut caught = check;
         for c in caught.cases.iter_mut().filter(|c| {
             c.mutation.as_deref() == Some("twin-out-empty-same-tile-only")
                 && c.stress_seed == Some(last)
         }) {
-            c.outcome = StressOutcome::Hang;
+            c.outcome = StressOutcome::Fault;
             c.met_expectation = true;
         }
         caught.mutations = stress_verdicts(&caught.cases);

@@ -30,7 +30,7 @@ enum Which {
     /// both dtypes, seeds, other input distributions, and the persistent twins with capped grids.
     /// Writes twins.json and twins-log.txt. With --stress, the stress pass instead: stress
     /// builds (`runner step --stress SEED`) of every stock twin, which must verify, and of every
-    /// twin mutation, each of which must be caught (wrong result, hang or fault) under some seed
+    /// twin mutation, each of which must be caught (wrong result, hang or fault) under every seed
     /// on each twin, or refused by the static check; writes stress.json and stress-log.txt.
     Twins(TwinArgs),
 }

@@ -281,8 +281,10 @@ pub enum TwinCatch {
     /// missing wait for one shows only by luck).
     Static,
     /// Only a run can show it: a race between threads that the usual timing hides. A stress run
-    /// (`--stress SEED`, common::stress) must give a wrong result (or a hang) on the GPU check's
-    /// seeds; a plain run may or may not.
+    /// (`--stress SEED`, common::stress) must catch it on every one of the GPU check's seeds: a
+    /// stress build carries the twin check (common.cuh's "Twin check builds"), which traps on a
+    /// hand-off no wait orders whatever the timing, naming its rule (`caught_by`); where
+    /// `caught_by` is empty, a wrong result or a hang counts too. A plain run may or may not.
     Stress,
 }
 
@@ -299,6 +301,8 @@ pub struct TwinMutation {
 const NAMED_BARRIER_EPILOGUES: &[u32] = &[2, 3, 4];
 /// The twins with a store warp and the `out` hand-off (out_full / out_empty).
 const STORE_WARP_TWINS: &[u32] = &[5, 6];
+/// The persistent twins, whose k-block counter `it` runs on across tiles.
+const PERSISTENT_TWINS: &[u32] = &[4, 5, 6];
 
 pub const TWIN_MUTATIONS: &[TwinMutation] = &[
     TwinMutation {
@@ -339,7 +343,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             steps: STORE_WARP_TWINS,
             expect: Expect::Caught,
             also: &[],
-            caught_by: "",
+            caught_by: "staging-rewrite-before-read",
         },
         caught: TwinCatch::Stress,
     },
@@ -353,7 +357,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             steps: STORE_WARP_TWINS,
             expect: Expect::Caught,
             also: &[],
-            caught_by: "",
+            caught_by: "staging-rewrite-before-read",
         },
         caught: TwinCatch::Stress,
     },
@@ -381,7 +385,39 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             steps: ALL_STEPS,
             expect: Expect::Caught,
             also: &[],
-            caught_by: "",
+            caught_by: "release-before-wgmma-done",
+        },
+        caught: TwinCatch::Stress,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-release-before-wgmma-wait",
+            description: "the consumer releases the previous slot on load_empty before its wgmma.wait_group 1 instead of after it: the group reading that slot may still run when the producer refills it",
+            anchor: &["hp::wgmma_wait_group<1>();"],
+            from: "",
+            to: "",
+            steps: PERSISTENT_TWINS,
+            expect: Expect::Caught,
+            also: &[Edit {
+                anchor: &["&smem.load_empty[(it - 1) % STAGES], r);"],
+                from: "r);",
+                to: "r); hp::wgmma_wait_group<1>();  // waited for only after the release",
+            }],
+            caught_by: "release-before-wgmma-done",
+        },
+        caught: TwinCatch::Stress,
+    },
+    TwinMutation {
+        mutation: Mutation {
+            name: "twin-out-empty-before-read-retired",
+            description: "the store warp frees `out` (out_empty) after cp.async.bulk.wait_group.read 1 instead of 0: the latest stores may still be reading it when the other consumer refills it",
+            anchor: &["wb::tma_store_wait_read<0>();", "the other consumer may refill it"],
+            from: "<0>",
+            to: "<1>",
+            steps: STORE_WARP_TWINS,
+            expect: Expect::Caught,
+            also: &[],
+            caught_by: "staging-rewrite-before-read",
         },
         caught: TwinCatch::Stress,
     },
@@ -549,6 +585,93 @@ mod tests {
             producer.lines().skip(1).collect::<Vec<_>>()
         );
         assert!(find("nope").is_err());
+    }
+
+    /// The Hopper twins, as the mutations edit them.
+    const TWINS: [&str; 7] = [
+        include_str!("../../step0_naive/src/kernel_sm90.cu"),
+        include_str!("../../step1_warp_specialization/src/kernel_sm90.cu"),
+        include_str!("../../step2_tiled_epilogue/src/kernel_sm90.cu"),
+        include_str!("../../step3_collective_mma/src/kernel_sm90.cu"),
+        include_str!("../../step4_persistent/src/kernel_sm90.cu"),
+        include_str!("../../step5_epilogue_warpgroup/src/kernel_sm90.cu"),
+        include_str!("../../step6_grid_tiling/src/kernel_sm90.cu"),
+    ];
+
+    #[test]
+    fn twin_mutations_caught_at_run_time_name_a_rule_of_the_twin_check() {
+        for t in TWIN_MUTATIONS
+            .iter()
+            .filter(|t| t.caught == TwinCatch::Stress)
+        {
+            let m = &t.mutation;
+            if !m.caught_by.is_empty() {
+                assert!(
+                    crate::stress::CHECK_RULES
+                        .iter()
+                        .any(|(_, rule)| *rule == m.caught_by),
+                    "{}: the twin check has no rule {}",
+                    m.name,
+                    m.caught_by
+                );
+            }
+            for &step in m.steps {
+                let twin = TWINS[step as usize];
+                let edited = m
+                    .apply(twin)
+                    .unwrap_or_else(|e| panic!("{} on twin {step}: {e:#}", m.name));
+                assert_ne!(edited, twin, "{} on twin {step}", m.name);
+            }
+        }
+        // Both classes of the twin check have a planted bug on every twin they concern, and each
+        // class more than one spelling of it.
+        for (rule, twins) in [
+            ("release-before-wgmma-done", ALL_STEPS),
+            ("staging-rewrite-before-read", STORE_WARP_TWINS),
+        ] {
+            let planted: Vec<_> = TWIN_MUTATIONS
+                .iter()
+                .filter(|t| t.mutation.caught_by == rule)
+                .collect();
+            assert!(planted.len() >= 2, "{rule}: {} planted bugs", planted.len());
+            for &step in twins {
+                assert!(
+                    planted.iter().any(|t| t.mutation.applies_to(step)),
+                    "{rule}: no planted bug on twin {step}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_run_time_bugs_edit_what_they_claim() {
+        // Step 6's consumer loop, stock and with each bug: the release of slot it - 1 must come
+        // after a wait that leaves at most one group (this k-block's) pending.
+        let stock = TWINS[6];
+        let deeper = find_twin("twin-release-before-wgmma-done")
+            .unwrap()
+            .mutation
+            .apply(stock)
+            .unwrap();
+        assert!(deeper.contains("hp::wgmma_wait_group<2>();"));
+        let early = find_twin("twin-release-before-wgmma-wait")
+            .unwrap()
+            .mutation
+            .apply(stock)
+            .unwrap();
+        let release = early
+            .find("load_empty[(it - 1) % STAGES], r); hp::wgmma_wait_group<1>();")
+            .expect("the wait moves behind the release");
+        let commented = early
+            .find("// [mutation twin-release-before-wgmma-wait] hp::wgmma_wait_group<1>();")
+            .expect("the wait before the release is gone");
+        assert!(commented < release);
+        let freed = find_twin("twin-out-empty-before-read-retired")
+            .unwrap()
+            .mutation
+            .apply(stock)
+            .unwrap();
+        assert!(freed.contains("wb::tma_store_wait_read<1>();  // the stores have read `out`"));
     }
 
     #[test]

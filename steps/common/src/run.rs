@@ -639,7 +639,12 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     } else {
         None
     };
-    launch_and_wait(
+    // A stress build's twin check records its first failure in host memory before it traps.
+    let check = match opts.stress {
+        Some(_) if !emulated => Some(crate::stress::CheckRecord::install(gpu, kernel.module())?),
+        _ => None,
+    };
+    let launched = launch_and_wait(
         gpu,
         &kernel,
         &plan,
@@ -647,7 +652,11 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         emu.as_mut(),
         opts.emu_seed,
         opts.timeout,
-    )?;
+    );
+    if let Some(f) = check.as_ref().and_then(|c| c.fault()) {
+        bail!("{}", f.describe());
+    }
+    launched?;
     let trace = match tracer.as_mut() {
         Some(t) => Some(t.read(gpu, kernel.module())?),
         None => None,

@@ -3,6 +3,9 @@
 //! "Stress builds", hopper.cuh) sleep for a pseudo-random while at the named [`POINTS`]. A stock
 //! twin must still verify under every seed; a latent ordering bug (a race the usual timing hides,
 //! such as the twin mutations caught by [`TwinCatch::Stress`]) should give a wrong result on some.
+//! Two classes the delays alone catch only by luck are caught on every seed by the twin check that
+//! every stress build carries ([`CHECK_DEFINE`]): a ring slot released to the producer while a
+//! wgmma group still reads it, and a staging buffer refilled before its bulk store has read it.
 //! The kernels are not edited: only the wrappers they call.
 //!
 //! [`cases`] is the plan of the twins' stress pass (`runner check twins --stress`, which
@@ -12,9 +15,7 @@
 
 use crate::mutation::{Expect, TwinCatch, TWIN_MUTATIONS};
 use crate::problem::Shape;
-use crate::run::RunOptions;
-use crate::step::{Arch, Step};
-use crate::KernelSource;
+use crate::step::Arch;
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -66,6 +67,13 @@ pub const PERSISTENT_CLUSTERS: u32 = 2;
 /// The compiler definition that checks [`hot_points`] against the device's own computation.
 pub const HOT_DEFINE: &str = "WB_STRESS_HOT";
 
+/// The compiler definition of the twin check (common.cuh's "Twin check builds"), which every
+/// stress build has: the wrappers keep a shadow of the wgmma groups' reads and of the staging
+/// buffers' bulk reads and trap, naming the rule, at the first hand-off no wait orders
+/// (release-before-wgmma-done, staging-rewrite-before-read). Its verdict follows the order of
+/// waits and arrivals, not the timing, so it is the same under every seed.
+pub const CHECK_DEFINE: &str = "WB_TWIN_CHECK";
+
 /// splitmix64's finaliser, as `wb::stress::mix`.
 fn mix(mut x: u64) -> u64 {
     x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -107,6 +115,7 @@ pub fn defines(seed: u64) -> Vec<(String, String)> {
         // An unsigned 64-bit literal: any seed the command line takes compiles.
         (SEED_DEFINE.to_string(), format!("{seed}ull")),
         (HOT_DEFINE.to_string(), format!("{}u", hot_points(seed))),
+        (CHECK_DEFINE.to_string(), "1".to_string()),
     ]
 }
 
@@ -117,6 +126,155 @@ pub fn check_arch(arch: Arch) -> Result<()> {
         bail!("--stress applies to the Hopper twins (--arch sm_90a), which run natively; the Blackwell kernel's emulation perturbs its schedule with --emu-seed instead");
     }
     Ok(())
+}
+
+/// The twin check's record of its first failure (common.cuh's `wb::check::Fault`), in
+/// host-mapped memory: the device writes it just before it traps, and the host reads it after the
+/// launch failed, when the context can no longer be read.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Fault {
+    /// 0: no failure; else a `wb::check::Rule`.
+    pub rule: u32,
+    pub cta: u32,
+    pub warp: u32,
+    /// The rule's details, in the device's order (see [`Fault::describe`]).
+    pub detail: [u32; 7],
+    /// The kernel's expression for the barrier, NUL-terminated.
+    pub bar: [u8; 48],
+}
+
+/// The rules of the twin check, as the device numbers them (`wb::check::Rule`) and the GPU check
+/// and the mutations' `caught_by` name them.
+pub const CHECK_RULES: &[(u32, &str)] = &[
+    (1, "release-before-wgmma-done"),
+    (2, "staging-rewrite-before-read"),
+    (3, "staging-rewrite-before-read"),
+];
+
+impl Default for Fault {
+    fn default() -> Fault {
+        Fault {
+            rule: 0,
+            cta: 0,
+            warp: 0,
+            detail: [0; 7],
+            bar: [0; 48],
+        }
+    }
+}
+
+impl Fault {
+    /// The rule's name, e.g. `release-before-wgmma-done`.
+    pub fn rule_name(&self) -> &'static str {
+        CHECK_RULES
+            .iter()
+            .find(|(n, _)| *n == self.rule)
+            .map(|(_, name)| *name)
+            .unwrap_or("unknown-rule")
+    }
+
+    /// The failure in words: `twin check RULE: ...`, naming the CTA, the warp, the barrier and
+    /// the shared memory.
+    pub fn describe(&self) -> String {
+        let end = self
+            .bar
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.bar.len());
+        let bar = String::from_utf8_lossy(&self.bar[..end]);
+        let bar = if bar.is_empty() {
+            "an mbarrier".into()
+        } else {
+            bar
+        };
+        let [a, b, c, d, e, f, g] = self.detail;
+        let (cta, warp, rule) = (self.cta, self.warp, self.rule_name());
+        let what = match self.rule {
+            1 => format!(
+                "warp {warp} of CTA {cta} arrives on {bar} (smem +0x{a:x}, CTA rank {b}), after which a TMA load refills smem +0x{c:x}, while its wgmma group {d} still reads smem [+0x{:x}, +0x{:x}) (groups {e} to {f} are not yet retired by a wgmma.wait_group): the slot goes back to the producer before the tensor core has read it",
+                (g >> 16) << 4,
+                (g & 0xFFFF) << 4
+            ),
+            2 => format!(
+                "warp {warp} of CTA {cta} arrives on {bar} (smem +0x{a:x}) and so fills the TMA store source smem +0x{b:x} again, but {c} of its {d} bulk reads are not known to it as retired: no wait orders this fill after the cp.async.bulk.wait_group.read that covers them"
+            ),
+            3 => format!(
+                "warp {warp} of CTA {cta} waited on {bar} and issues a TMA store from smem +0x{a:x}, but {b} arrival(s) filled that buffer again without its wait acquiring them: the buffer was rewritten before this store read it"
+            ),
+            _ => format!("warp {warp} of CTA {cta}: rule {} (unknown to this runner)", self.rule),
+        };
+        format!("twin check {rule}: {what}")
+    }
+}
+
+/// The host side of the twin check of a stress build: the mapped record the kernel's
+/// `wb_check_fault` points to.
+pub struct CheckRecord {
+    host: *mut Fault,
+    dev: cudarc::driver::sys::CUdeviceptr,
+}
+
+impl CheckRecord {
+    /// Allocate the record, empty, and point the module's `wb_check_fault` at it.
+    pub fn install(
+        gpu: &crate::gpu::Gpu,
+        module: &std::sync::Arc<cudarc::driver::CudaModule>,
+    ) -> Result<CheckRecord> {
+        use cudarc::driver::sys;
+        let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
+        let mut dev: sys::CUdeviceptr = 0;
+        // SAFETY: out-parameters of the driver; `Drop` frees `host` with cuMemFreeHost.
+        unsafe {
+            crate::gpu::check(
+                sys::cuMemHostAlloc(
+                    &mut host,
+                    std::mem::size_of::<Fault>(),
+                    0x02, /* DEVICEMAP */
+                ),
+                "cuMemHostAlloc",
+            )?;
+        }
+        let record = CheckRecord {
+            host: host.cast(),
+            dev: 0,
+        };
+        // SAFETY: `host` was mapped just above.
+        unsafe {
+            crate::gpu::check(
+                sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
+                "cuMemHostGetDevicePointer",
+            )?;
+            record.host.write_volatile(Fault::default());
+        }
+        let record = CheckRecord { dev, ..record };
+        let s = &gpu.stream;
+        let mut view = module.get_global("wb_check_fault", s).map_err(|e| {
+            anyhow::anyhow!(
+                "the kernel has no wb_check_fault: was it built with -D{CHECK_DEFINE}=1? ({e:?})"
+            )
+        })?;
+        s.memcpy_htod(&record.dev.to_le_bytes(), &mut view)
+            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        s.synchronize().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+        Ok(record)
+    }
+
+    /// The failure the kernel recorded before trapping, if any; readable after the context died.
+    pub fn fault(&self) -> Option<Fault> {
+        // SAFETY: pinned host memory of one Fault.
+        let f = unsafe { self.host.read_volatile() };
+        (f.rule != 0).then_some(f)
+    }
+}
+
+impl Drop for CheckRecord {
+    fn drop(&mut self) {
+        // SAFETY: allocated by cuMemHostAlloc in `install`, freed once.
+        unsafe {
+            cudarc::driver::sys::cuMemFreeHost(self.host.cast());
+        }
+    }
 }
 
 /// One run of the stress pass.
@@ -130,8 +288,8 @@ pub struct StressCase {
     /// A twin mutation (`--mutate`), run with the static checks off; None: the stock twin.
     pub mutation: Option<&'static str>,
     /// What must happen: a stock twin and a harmless edit verify under every seed; a bug is
-    /// caught (a failed verification, or a hang the runner's timeout reports) on at least one of
-    /// the seeds at each step, ideally on all.
+    /// caught on every seed (the twin check's trap, naming the mutation's `caught_by` rule, or
+    /// where that is empty also a failed verification or a hang the runner's timeout reports).
     pub expect: Expect,
 }
 
@@ -149,35 +307,13 @@ impl StressCase {
         }
         s
     }
-
-    /// The run options of this case over `base` (dtype, timeout, ...): its shape, grid cap and
-    /// stress seed, no timing, and for a mutation the edited twin with the static checks off.
-    pub fn options(&self, step: &dyn Step, base: &RunOptions) -> Result<RunOptions> {
-        let mut o = base.clone();
-        o.shape = Some(self.shape);
-        o.clusters = self.clusters;
-        o.stress = Some(self.seed);
-        o.iters = 0;
-        o.trace_clusters = None;
-        if let Some(name) = self.mutation {
-            let Some(t) = crate::mutation::find_twin(name) else {
-                bail!("{name:?} is not a twin mutation");
-            };
-            let source = step.info().kernel_source(Arch::Hopper);
-            o.source = Some(KernelSource {
-                text: t.mutation.apply(&source.text)?,
-                path: source.path,
-            });
-            o.static_check = false;
-        }
-        Ok(o)
-    }
 }
 
 /// The stress pass over `steps`: `(step, persistent)` of each twin to check, in order. For each
 /// seed, every stock twin at the default shape and, if persistent, at [`PERSISTENT_SHAPE`] with
 /// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
-/// at the shape most likely to show it (the persistent one where there is one).
+/// at the same shapes: the twin check catches them whatever the timing, so on every seed and
+/// shape.
 ///
 /// Run each case in a process of its own, as `runner check twins --stress` does: a seeded bug
 /// may hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
@@ -212,16 +348,17 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
             if !t.mutation.applies_to(step) {
                 continue;
             }
-            let (shape, clusters) = *shapes(persistent).last().unwrap_or(&(Shape::DEFAULT, None));
-            for &seed in seeds {
-                out.push(StressCase {
-                    step,
-                    shape,
-                    clusters,
-                    seed,
-                    mutation: Some(t.mutation.name),
-                    expect: t.mutation.expect,
-                });
+            for (shape, clusters) in shapes(persistent) {
+                for &seed in seeds {
+                    out.push(StressCase {
+                        step,
+                        shape,
+                        clusters,
+                        seed,
+                        mutation: Some(t.mutation.name),
+                        expect: t.mutation.expect,
+                    });
+                }
             }
         }
     }
@@ -286,21 +423,63 @@ mod tests {
                 .count();
             let want = match t.caught {
                 TwinCatch::Static => 0,
-                TwinCatch::Stress => {
-                    2 * steps.iter().filter(|s| t.mutation.applies_to(s.0)).count()
-                }
+                // Two seeds at each of the step's shapes: one for step 2, two for step 5.
+                TwinCatch::Stress => steps
+                    .iter()
+                    .filter(|s| t.mutation.applies_to(s.0))
+                    .map(|s| 2 * if s.1 { 2 } else { 1 })
+                    .sum(),
             };
             assert_eq!(n, want, "{}", t.mutation.name);
         }
-        // A persistent twin's mutation runs where a store warp is slow against a short main loop.
+        // A persistent twin's mutation runs at both shapes: the default one and many short tiles.
+        for shape in [Shape::DEFAULT, PERSISTENT_SHAPE] {
+            assert!(m.iter().any(|c| c.step == 5 && c.shape == shape));
+        }
         assert!(m
             .iter()
-            .filter(|c| c.step == 5)
-            .all(|c| c.shape == PERSISTENT_SHAPE));
-        assert_eq!(
-            m.iter().find(|c| c.step == 5).map(|c| c.name()),
-            Some("t5-2048x2048x512-c2-s1-twin-no-out-empty-wait".to_string())
+            .any(|c| c.name() == "t5-2048x2048x512-c2-s1-twin-no-out-empty-wait"));
+    }
+
+    #[test]
+    fn a_recorded_failure_names_its_rule_barrier_and_shared_memory() {
+        let mut bar = [0u8; 48];
+        bar[..20].copy_from_slice(b"&smem.load_empty[s]\0");
+        let f = Fault {
+            rule: 1,
+            cta: 7,
+            warp: 5,
+            detail: [
+                0x38000,
+                1,
+                0x10000,
+                9,
+                8,
+                9,
+                (0x10000 >> 4) << 16 | (0x12000 >> 4),
+            ],
+            bar,
+        };
+        let d = f.describe();
+        assert!(d.starts_with("twin check release-before-wgmma-done: warp 5 of CTA 7 arrives on &smem.load_empty[s] (smem +0x38000, CTA rank 1)"), "{d}");
+        assert!(d.contains("refills smem +0x10000"), "{d}");
+        assert!(
+            d.contains("wgmma group 9 still reads smem [+0x10000, +0x12000)"),
+            "{d}"
         );
+        let g = Fault {
+            rule: 2,
+            ..Fault::default()
+        };
+        assert!(g.describe().starts_with(
+            "twin check staging-rewrite-before-read: warp 0 of CTA 0 arrives on an mbarrier"
+        ));
+        assert_eq!(
+            Fault { rule: 3, ..g }.rule_name(),
+            "staging-rewrite-before-read"
+        );
+        // The layout the device writes: 10 words and the name.
+        assert_eq!(std::mem::size_of::<Fault>(), 10 * 4 + 48);
     }
 
     #[test]
@@ -312,6 +491,8 @@ mod tests {
             d[2],
             ("WB_STRESS_HOT".to_string(), format!("{}u", hot_points(7)))
         );
+        // Every stress build carries the twin check.
+        assert_eq!(d[3], ("WB_TWIN_CHECK".to_string(), "1".to_string()));
         assert!(check_arch(Arch::Hopper).is_ok());
         assert!(check_arch(Arch::Blackwell)
             .unwrap_err()
