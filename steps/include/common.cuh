@@ -141,6 +141,24 @@ __device__ __forceinline__ void delay(Point point) {
 #define WB_STRESS_POINT(point) ((void)0)
 #endif
 
+// The linear index (blockIdx flattened) of the CTA of cluster rank `rank` in this CTA's cluster,
+// from %cluster_nctaid and %cluster_ctaid (PTX ISA "Special Registers"). The twin check and the
+// tcgen05 emulation key their per-CTA tables by it, so a CTA finds a cluster peer's entry.
+namespace wb {
+__device__ __forceinline__ u32 cta_linear_of_rank(u32 rank) {
+  u32 nx, ny, cx, cy, cz;
+  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(nx));
+  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(ny));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(cx));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(cy));
+  asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(cz));
+  const u32 x = blockIdx.x - cx + rank % nx;
+  const u32 y = blockIdx.y - cy + (rank / nx) % ny;
+  const u32 z = blockIdx.z - cz + rank / (nx * ny);
+  return x + gridDim.x * (y + gridDim.y * z);
+}
+}  // namespace wb
+
 // Twin check builds (every stress build: common::stress::defines adds -DWB_TWIN_CHECK=1): the
 // wrappers keep a shadow of two hand-offs in global memory and trap on the first hand-off no wait
 // orders, after recording it for the host, whose message names the rule, the barrier and the
@@ -232,19 +250,6 @@ __device__ __forceinline__ u32 my_rank() {
 }
 __device__ __forceinline__ u32 cta_linear() {
   return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-}
-// The linear index of the CTA of cluster rank `rank` (as the tcgen05 emulation computes it).
-__device__ __forceinline__ u32 cta_linear_of_rank(u32 rank) {
-  u32 nx, ny, cx, cy, cz;
-  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(nx));
-  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(ny));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(cx));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(cy));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(cz));
-  const u32 x = blockIdx.x - cx + rank % nx;
-  const u32 y = blockIdx.y - cy + (rank / nx) % ny;
-  const u32 z = blockIdx.z - cz + rank / (nx * ny);
-  return x + gridDim.x * (y + gridDim.y * z);
 }
 __device__ __forceinline__ Cta* cta_of_rank(u32 rank) {
   return &wb_check_state[cta_linear_of_rank(rank) % SLOTS];

@@ -293,19 +293,8 @@ __device__ __forceinline__ u32 cluster_size() {
   return n;
 }
 
-// Linear block index of the CTA with cluster rank `rank` in this CTA's cluster.
-__device__ __forceinline__ u32 cta_linear_of_rank(u32 rank) {
-  u32 nx, ny, cx, cy, cz;
-  asm volatile("mov.u32 %0, %%cluster_nctaid.x;" : "=r"(nx));
-  asm volatile("mov.u32 %0, %%cluster_nctaid.y;" : "=r"(ny));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(cx));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.y;" : "=r"(cy));
-  asm volatile("mov.u32 %0, %%cluster_ctaid.z;" : "=r"(cz));
-  const u32 x = blockIdx.x - cx + rank % nx;
-  const u32 y = blockIdx.y - cy + (rank / nx) % ny;
-  const u32 z = blockIdx.z - cz + rank / (nx * ny);
-  return x + gridDim.x * (y + gridDim.y * z);
-}
+// Linear block index of the CTA with cluster rank `rank` in this CTA's cluster (common.cuh).
+using wb::cta_linear_of_rank;
 
 __device__ __forceinline__ CtaState* state_of(u32 rank) {
   const u32 cta = cta_linear_of_rank(rank);
