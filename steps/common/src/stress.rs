@@ -235,7 +235,11 @@ impl CheckRecord {
                 "cuMemHostAlloc",
             )?;
         }
-        let record = CheckRecord {
+        // One value owns the allocation from here on (its `Drop` frees it, also on the errors
+        // below). Not `CheckRecord { dev, ..record }`: the pointer is `Copy`, so that would leave
+        // a second owner whose drop at the end of this function freed the memory the kernel then
+        // writes and `fault` reads.
+        let mut record = CheckRecord {
             host: host.cast(),
             dev: 0,
         };
@@ -247,7 +251,7 @@ impl CheckRecord {
             )?;
             record.host.write_volatile(Fault::default());
         }
-        let record = CheckRecord { dev, ..record };
+        record.dev = dev;
         let s = &gpu.stream;
         let mut view = module.get_global("wb_check_fault", s).map_err(|e| {
             anyhow::anyhow!(
