@@ -234,7 +234,7 @@ struct Cta {
 }  // namespace check
 }  // namespace wb
 __device__ wb::check::Cta wb_check_state[wb::check::SLOTS];
-__device__ u32 wb_check_failed;  // the first failing thread records; the others only trap
+__device__ u32 wb_check_failed;  // 1: the first failing thread is recording; 2: recorded (the others trap then)
 
 namespace wb {
 namespace check {
@@ -307,6 +307,13 @@ __device__ __forceinline__ void fail(u32 rule, const char* bar, u32 a, u32 b, u3
     __threadfence_system();
     v->rule = rule;
     __threadfence_system();
+    atomicExch(&wb_check_failed, 2u);
+  } else if (r != nullptr) {
+    // Another thread records (often a lane of this very warp, which fails at the same hand-off).
+    // A trap now would end the launch before its writes reach the host, and the host would see
+    // a fault with no rule (as an H100 run showed): wait for the record, at most about a second.
+    #pragma unroll 1
+    for (u32 n = 0; n < (1u << 20) && atomicAdd(&wb_check_failed, 0u) != 2u; ++n) __nanosleep(1000);
   }
   __trap();
 }
