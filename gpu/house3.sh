@@ -11,12 +11,13 @@
 # time: one to two minutes.
 # Writes $OUT/house3/stress.json (results::TwinStress: every case, and per mutation and twin the
 # seeds that caught it) and $OUT/house3/stress-log.txt, and prints the summary tables.
-# Success: "stock twins under stress: 21 of 21 verified", every static mutation refused, each
-# stress mutation's seeds listed. Two of them (twin-release-before-wgmma-done,
-# twin-out-empty-same-tile-only) are known not to be caught under every seed, or any, yet: then
-# the last line is "SOME STRESS CHECKS FAILED" and the exit status 1, with the tables saying
-# which; "ALL STRESS CHECKS MET" and exit 0 once they are. Exit 2: an error (no H100/H200);
-# 124: the pass ran past its 170 s limit.
+# Success: "stock twins under stress: 21 of 21 verified", "stress controls (6-wait2): 3 of 3
+# verified", every static mutation refused, every stress mutation caught on every seed and shape
+# by its named twin-check rule; the last line "ALL STRESS CHECKS MET" and exit 0. Otherwise "SOME
+# STRESS CHECKS FAILED" and exit 1, the tables saying which (at 917ae16 on an H100: twin 0 hung
+# under seeds 6 and 11, and the rules' names were seldom printed; see
+# assets/results/gpu-runs-h100-2026-11-25.md). Exit 2: an error (no H100/H200); 124: the pass ran
+# past its 170 s limit.
 set -u
 : "${R:?set R to the runner binary}"
 : "${OUT:?set OUT to the output folder}"

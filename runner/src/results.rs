@@ -355,6 +355,10 @@ pub struct TwinStressCase {
     /// The `--stress SEED`; none for a plain run.
     pub stress_seed: Option<u64>,
     pub mutation: Option<String>,
+    /// A stress control: the contender run in place of the stock twin (`--kernel`), which must
+    /// verify under every seed like it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contender: Option<String>,
     /// Whether the static check ran before the build.
     pub static_check: bool,
     pub expected: StressExpected,
@@ -370,7 +374,7 @@ pub struct TwinStressCase {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StressExpected {
-    /// A stock twin verifies.
+    /// A stock twin (or a stress control) verifies.
     Pass,
     /// A static mutation is refused by the static check.
     Refused,

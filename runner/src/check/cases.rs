@@ -3,6 +3,7 @@
 //! [`TwinSet`] or [`StressSet`], so the lists are tested here without a GPU.
 
 use super::pool::Child;
+use crate::bench::contenders::{Contender, CONTENDERS};
 use crate::results::{Expected, StressExpected};
 use anyhow::Result;
 use common::mutation::{self, Expect, Mutation, TwinCatch, TwinMutation, MUTATIONS};
@@ -435,7 +436,15 @@ pub struct StressCaseRun {
     pub case: StressCase,
     pub run: StressRun,
     pub expected: StressExpected,
+    /// A stress control ([`STRESS_CONTROLS`]) run in place of the stock twin.
+    pub contender: Option<&'static Contender>,
 }
+
+/// The stress controls: contenders that keep more in flight than their stock twin, correctly,
+/// and must verify under every seed and shape like it. `6-wait2` keeps two wgmma groups in
+/// flight and releases the ring slot two k-blocks back, which no pending group reads: a twin
+/// check that fired on it would fire on a correct kernel.
+pub const STRESS_CONTROLS: &[&str] = &["6-wait2"];
 
 /// The options every stress child starts from, before [`stress_options`]: f16 inputs of
 /// seed 5 and a short hang limit for a seeded bug (one may hang by design, and the runner must
@@ -468,6 +477,10 @@ impl StressCaseRun {
             StressRun::Plain => "-plain".into(),
             StressRun::Refusal => "-static".into(),
         });
+        if let Some(c) = self.contender {
+            s.push('-');
+            s.push_str(c.name);
+        }
         if let Some(m) = c.mutation {
             s.push('-');
             s.push_str(m);
@@ -480,6 +493,9 @@ impl StressCaseRun {
     pub fn options(&self) -> Result<RunOptions> {
         let step = runner::steps::get(self.case.step)?;
         let mut o = stress_options(&self.case, step, &stress_base(self.case.mutation.is_some()))?;
+        if let Some(c) = self.contender {
+            o.source = Some(c.source()?);
+        }
         match self.run {
             StressRun::Stressed => {}
             StressRun::Plain => o.stress = None,
@@ -515,6 +531,12 @@ impl StressCaseRun {
         }
         if let Some(m) = self.case.mutation {
             a.extend(["--mutate".into(), m.into()]);
+        }
+        if let Some(c) = self.contender {
+            a.extend(["--kernel".into(), c.path.into()]);
+            for p in c.params {
+                a.extend(["--param".into(), p.to_string()]);
+            }
         }
         if !o.static_check {
             a.push("--no-static-check".into());
@@ -557,8 +579,9 @@ pub fn stress_options(case: &StressCase, step: &dyn Step, base: &RunOptions) -> 
 /// The stress pass, in the order it is reported: [`common::stress::cases`] over every twin
 /// (the stock twins, each to verify under every seed, and the stress-caught twin mutations,
 /// each to be caught under every seed on each twin), a plain run beside each of those
-/// mutations; then each statically caught twin mutation on each twin it applies to: refused by
-/// the static check, and under every seed with the check off, for the record.
+/// mutations; then the stress controls ([`STRESS_CONTROLS`]) under every seed; then each
+/// statically caught twin mutation on each twin it applies to: refused by the static check, and
+/// under every seed with the check off, for the record.
 pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
     let steps: Vec<(u32, bool)> = runner::steps::all()
         .iter()
@@ -596,6 +619,7 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
                     case: case.clone(),
                     run: StressRun::Plain,
                     expected: StressExpected::Record,
+                    contender: None,
                 });
             }
         }
@@ -603,7 +627,31 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
             expected: expected(&case),
             case,
             run: StressRun::Stressed,
+            contender: None,
         });
+    }
+    // The controls, under every seed at their stock twin's stress shapes.
+    for c in CONTENDERS
+        .iter()
+        .filter(|c| STRESS_CONTROLS.contains(&c.name))
+    {
+        let Some(&(step, persistent)) = steps.iter().find(|s| s.0 == c.step) else {
+            continue;
+        };
+        for &seed in &set.seeds {
+            for case in stress::cases(&[(step, persistent)], &[seed])
+                .into_iter()
+                .filter(|k| k.mutation.is_none())
+                .filter(|k| set.every_stock_shape || (k.shape, k.clusters) == last_shape(step))
+            {
+                out.push(StressCaseRun {
+                    case,
+                    run: StressRun::Stressed,
+                    expected: StressExpected::Pass,
+                    contender: Some(c),
+                });
+            }
+        }
     }
     for t in mutation::TWIN_MUTATIONS
         .iter()
@@ -623,12 +671,14 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
                 case: case(set.seeds.first().copied().unwrap_or(0)),
                 run: StressRun::Refusal,
                 expected: StressExpected::Refused,
+                contender: None,
             });
             for &seed in &set.seeds {
                 out.push(StressCaseRun {
                     case: case(seed),
                     run: StressRun::Stressed,
                     expected: StressExpected::Record,
+                    contender: None,
                 });
             }
         }
@@ -760,8 +810,21 @@ mod tests {
         let seeds = set.seeds.len();
         // Stock: every twin at the default shape, the persistent ones at the capped grid too,
         // under every seed; each must verify.
-        let stock: Vec<_> = cases.iter().filter(|c| c.case.mutation.is_none()).collect();
+        let stock: Vec<_> = cases
+            .iter()
+            .filter(|c| c.case.mutation.is_none() && c.contender.is_none())
+            .collect();
         assert_eq!(stock.len(), (twins as usize + n_persistent) * seeds);
+        // The controls: 6-wait2 where step 6's twin runs, under every seed; each must verify.
+        let controls: Vec<_> = cases.iter().filter(|c| c.contender.is_some()).collect();
+        assert_eq!(controls.len(), STRESS_CONTROLS.len() * 2 * seeds);
+        for c in &controls {
+            let k = c.contender.unwrap();
+            assert!(STRESS_CONTROLS.contains(&k.name));
+            assert_eq!(c.case.step, k.step);
+            assert!(c.case.mutation.is_none() && c.expected == StressExpected::Pass);
+            assert!(c.name().ends_with(k.name), "{}", c.name());
+        }
         assert!(stock
             .iter()
             .all(|c| c.run == StressRun::Stressed && c.expected == StressExpected::Pass));
@@ -826,8 +889,15 @@ mod tests {
         let quick = stress_cases(&StressSet::quick());
         assert!(quick.iter().all(|c| c.run != StressRun::Plain));
         assert_eq!(
-            quick.iter().filter(|c| c.case.mutation.is_none()).count(),
+            quick
+                .iter()
+                .filter(|c| c.case.mutation.is_none() && c.contender.is_none())
+                .count(),
             twins as usize * seeds
+        );
+        assert_eq!(
+            quick.iter().filter(|c| c.contender.is_some()).count(),
+            STRESS_CONTROLS.len() * seeds
         );
         let muts = |v: &[StressCaseRun]| {
             v.iter()
@@ -871,7 +941,17 @@ mod tests {
             assert_eq!(got.trace_clusters, None, "{what}");
             assert_eq!(want.iters, 0, "{what}: verified, not timed");
             // The mutation the child applies (--mutate) is the source the case's options hold.
+            // A control's kernel (--kernel) is the source its options hold.
+            assert_eq!(
+                req.kernel_file.as_deref(),
+                c.contender.map(|k| std::path::Path::new(k.path)),
+                "{what}"
+            );
             match (c.case.mutation, &want.source) {
+                (None, Some(src)) if c.contender.is_some() => {
+                    let k = c.contender.unwrap();
+                    assert_eq!(k.source().unwrap().text, src.text, "{what}");
+                }
                 (Some(m), Some(src)) => {
                     let stock = runner::steps::get(c.case.step)
                         .unwrap()

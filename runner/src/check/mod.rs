@@ -503,6 +503,7 @@ fn stress_row(case: &StressCaseRun, ran: &Ran) -> TwinStressCase {
         clusters: c.clusters,
         stress_seed: (case.run == StressRun::Stressed).then_some(c.seed),
         mutation: c.mutation.map(str::to_string),
+        contender: case.contender.map(|k| k.name.to_string()),
         static_check: case.run == StressRun::Refusal || c.mutation.is_none(),
         expected: case.expected,
         outcome,
@@ -687,18 +688,23 @@ fn stress_summary(check: &TwinStress) -> String {
             }
         ));
     }
-    let stock: Vec<_> = check
-        .cases
-        .iter()
-        .filter(|c| c.mutation.is_none())
-        .collect();
-    s.push_str(&format!(
-        "\nstock twins under stress: {} of {} verified\n",
-        stock
+    let verified = |contender: bool| {
+        let runs: Vec<_> = check
+            .cases
+            .iter()
+            .filter(|c| c.mutation.is_none() && c.contender.is_some() == contender)
+            .collect();
+        let pass = runs
             .iter()
             .filter(|c| c.outcome == StressOutcome::Pass)
-            .count(),
-        stock.len()
+            .count();
+        format!("{pass} of {}", runs.len())
+    };
+    s.push_str(&format!(
+        "\nstock twins under stress: {} verified\nstress controls ({}): {} verified\n",
+        verified(false),
+        cases::STRESS_CONTROLS.join(", "),
+        verified(true)
     ));
     s
 }
