@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
 use common::cublas::Blas;
 use common::cublas::Warmup;
+use common::gpu::CudaResultExt;
 use common::gpu::{self, Gpu, GpuStatus};
 use common::problem::{Dist, Dtype, Problem, Shape};
 use common::run::open_nvml;
@@ -314,7 +315,7 @@ pub fn ready_kernels<'e>(
     let (shape, dtype) = (dp.shape(), dp.problem.dtype);
     let (pa, pb, _) = dp.ptrs(gpu);
     let check = |c: &Buf16| -> Result<common::verify::Verification> {
-        let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
+        let out = gpu.stream.clone_dtoh(c).cuda("copy from the GPU")?;
         Ok(verify(&dp.problem, &out, reference, 256))
     };
 
@@ -447,7 +448,7 @@ pub fn bench_shape(
     let reference = cublas_reference(gpu, blas, &dp)?;
     let (pa, pb, _) = dp.ptrs(gpu);
     let check = |c: &Buf16| -> Result<common::verify::Verification> {
-        let out = gpu.stream.clone_dtoh(c).map_err(|e| anyhow!("{e:?}"))?;
+        let out = gpu.stream.clone_dtoh(c).cuda("copy from the GPU")?;
         Ok(verify(&dp.problem, &out, &reference, 256))
     };
     let (timed, mut cases) = ready_kernels(gpu, entries, &dp, &reference, opts.timeout, bar)?;

@@ -4,7 +4,8 @@
 //! written, copied from the decoy, left over from an earlier launch, or just wrong.
 
 use super::job::Flag;
-use anyhow::{anyhow, Result};
+use anyhow::Result;
+use common::gpu::CudaResultExt;
 use common::gpu::{check, Gpu};
 use common::problem::Dtype;
 use common::verify::Tolerance;
@@ -39,7 +40,7 @@ pub fn htod<T: Copy>(gpu: &Gpu, dst: sys::CUdeviceptr, src: &[T]) -> Result<()> 
         },
         "copy to the GPU",
     )?;
-    gpu.stream.synchronize().map_err(|e| anyhow!("{e:?}"))
+    gpu.stream.synchronize().cuda("wait for the GPU")
 }
 
 pub fn dtoh<T: Copy + Default>(gpu: &Gpu, src: sys::CUdeviceptr, len: usize) -> Result<Vec<T>> {
@@ -56,7 +57,7 @@ pub fn dtoh<T: Copy + Default>(gpu: &Gpu, src: sys::CUdeviceptr, len: usize) -> 
         },
         "copy from the GPU",
     )?;
-    gpu.stream.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+    gpu.stream.synchronize().cuda("wait for the GPU")?;
     Ok(v)
 }
 
@@ -71,7 +72,7 @@ impl Guarded {
     pub fn new(gpu: &Gpu, data_bytes: usize, tail_bytes: usize) -> Result<Guarded> {
         let total = GUARD_BYTES + data_bytes + GUARD_BYTES + tail_bytes;
         // SAFETY: every byte is written below (guards) or by the caller (data, tail).
-        let buf = unsafe { gpu.stream.alloc::<u8>(total) }.map_err(|e| anyhow!("{e:?}"))?;
+        let buf = unsafe { gpu.stream.alloc::<u8>(total) }.cuda("allocate GPU memory")?;
         let base = buf.device_ptr(&gpu.stream).0;
         let g = Guarded {
             buf,
@@ -114,7 +115,7 @@ impl Guarded {
     /// the context's pool, where a later kernel could read it.
     pub fn scrub(&self, gpu: &Gpu) -> Result<()> {
         memset8(gpu, self.base, 0, self.buf.len())?;
-        gpu.stream.synchronize().map_err(|e| anyhow!("{e:?}"))
+        gpu.stream.synchronize().cuda("wait for the GPU")
     }
 }
 

@@ -20,6 +20,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, Compiled, KernelSource, Resources};
 use common::cublas::{Blas, Warmup};
 use common::emulation::EmuBuffers;
+use common::gpu::CudaResultExt;
 use common::gpu::{self, Gpu, GpuStatus};
 use common::rescale::{self, Pow2};
 use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
@@ -182,11 +183,11 @@ fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
     };
     let p = Problem::generate(shape, Dtype::F16, Dist::Gaussian, 1);
     let s = &gpu.stream;
-    let a = s.clone_htod(&p.a).map_err(|e| anyhow!("{e:?}"))?;
-    let b = s.clone_htod(&p.b).map_err(|e| anyhow!("{e:?}"))?;
+    let a = s.clone_htod(&p.a).cuda("copy to the GPU")?;
+    let b = s.clone_htod(&p.b).cuda("copy to the GPU")?;
     let c = s
         .alloc_zeros::<f32>(shape.m * shape.n)
-        .map_err(|e| anyhow!("{e:?}"))?;
+        .cuda("allocate GPU memory")?;
     let ptr = |x: &cudarc::driver::CudaSlice<u16>| common::run::dptr(x, gpu);
     blas.gemm(
         shape,
@@ -196,7 +197,7 @@ fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
         common::run::dptr(&c, gpu),
         true,
     )?;
-    let r = s.clone_dtoh(&c).map_err(|e| anyhow!("{e:?}"))?;
+    let r = s.clone_dtoh(&c).cuda("copy from the GPU")?;
     let out: Vec<u16> = r.iter().map(|&x| Dtype::F16.from_f32(x)).collect();
     let v = verify(&p, &out, &r, 32);
     if v.passed {

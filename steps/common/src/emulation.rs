@@ -1,6 +1,7 @@
 //! Host side of the tcgen05 emulation (steps/include/tcgen05_emu.cuh): the tensor-memory
 //! backing store, the per-CTA bookkeeping, and the fault record that survives a trap.
 
+use crate::gpu::CudaResultExt;
 use crate::gpu::{check, Gpu};
 use crate::model::descriptors::{decode_idesc, decode_smem_desc};
 use anyhow::{anyhow, bail, Result};
@@ -383,8 +384,8 @@ impl EmuBuffers {
         })?;
         let state = s
             .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
-            .map_err(|e| anyhow!("{e:?}"))?;
-        let params = s.alloc_zeros::<u64>(3).map_err(|e| anyhow!("{e:?}"))?;
+            .cuda("allocate GPU memory")?;
+        let params = s.alloc_zeros::<u64>(3).cuda("allocate GPU memory")?;
         let (fault_host, fault_dev) = mapped::<Fault>(1)?;
         let (hang_host, hang_dev) = match mapped::<HangRecord>(HANG_RECORDS) {
             Ok(h) => h,
@@ -416,7 +417,7 @@ impl EmuBuffers {
         let size_view = module.get_global("wb_emu_cta_state_bytes", s).map_err(|e| {
             anyhow!("the kernel has no wb_emu_cta_state_bytes: was it compiled for emulation? ({e:?})")
         })?;
-        let size = s.clone_dtoh(&size_view).map_err(|e| anyhow!("{e:?}"))?;
+        let size = s.clone_dtoh(&size_view).cuda("copy from the GPU")?;
         let device_bytes = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
         if device_bytes != CTA_STATE_BYTES {
             bail!(
@@ -438,10 +439,9 @@ impl EmuBuffers {
             let mut view = module.get_global(name, s).map_err(|e| {
                 anyhow!("the kernel has no {name}: was it compiled for emulation? ({e:?})")
             })?;
-            s.memcpy_htod(&bytes, &mut view)
-                .map_err(|e| anyhow!("{e:?}"))?;
+            s.memcpy_htod(&bytes, &mut view).cuda("copy to the GPU")?;
         }
-        s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+        s.synchronize().cuda("wait for the GPU")?;
         Ok(())
     }
 
@@ -451,7 +451,7 @@ impl EmuBuffers {
     pub fn reset(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
         let s = &gpu.stream;
         s.memcpy_htod(&[seed, self.watchdog_ns, 0], &mut self.params)
-            .map_err(|e| anyhow!("{e:?}"))?;
+            .cuda("copy to the GPU")?;
         {
             let (p, _g) = self.tmem.device_ptr(s);
             // SAFETY: `p` is the tmem buffer, `num_ctas * cells * 4` bytes long.
@@ -467,9 +467,8 @@ impl EmuBuffers {
                 "poisoning emulated tensor memory",
             )?;
         }
-        s.memset_zeros(&mut self.state)
-            .map_err(|e| anyhow!("{e:?}"))?;
-        s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+        s.memset_zeros(&mut self.state).cuda("clear GPU memory")?;
+        s.synchronize().cuda("wait for the GPU")?;
         // SAFETY: pinned host memory of one Fault and HANG_RECORDS records, not in use by a
         // running kernel now.
         unsafe {
@@ -514,7 +513,7 @@ impl EmuBuffers {
         let bytes = gpu
             .stream
             .clone_dtoh(&self.state)
-            .map_err(|e| anyhow!("{e:?}"))?;
+            .cuda("copy from the GPU")?;
         Ok((0..self.num_ctas)
             .filter(|&c| {
                 let o = c * CTA_STATE_BYTES;

@@ -88,20 +88,44 @@ pub fn open() -> GpuStatus {
     }
 }
 
+/// A failed CUDA driver call as one readable line: what was being done, then the driver's name
+/// for the error and its description (`copy to the GPU: CUDA_ERROR_OUT_OF_MEMORY (out of
+/// memory)`), rather than the Debug text of cudarc's error type.
+pub trait CudaResultExt<T> {
+    fn cuda(self, what: &str) -> Result<T>;
+}
+
+impl<T> CudaResultExt<T> for std::result::Result<T, cudarc::driver::DriverError> {
+    fn cuda(self, what: &str) -> Result<T> {
+        self.map_err(|e| anyhow!("{what}: {}", describe(&e)))
+    }
+}
+
+/// The driver's name and description of an error, e.g. `CUDA_ERROR_LAUNCH_FAILED (unspecified
+/// launch failure)`; its raw code where the driver cannot name it.
+pub fn describe(e: &cudarc::driver::DriverError) -> String {
+    match (e.error_name(), e.error_string()) {
+        (Ok(name), Ok(text)) => format!("{} ({})", name.to_string_lossy(), text.to_string_lossy()),
+        _ => format!("{:?}", e.0),
+    }
+}
+
 fn open_device(ordinal: usize) -> Result<Gpu> {
-    let ctx = CudaContext::new(ordinal).map_err(|e| anyhow!("{e:?}"))?;
+    let ctx = CudaContext::new(ordinal).cuda("open the CUDA device")?;
     // The harness orders its work on one stream itself; cudarc's per-buffer events would only
     // add synchronisation to the raw launches below.
     // SAFETY: called before any allocation on this context.
     unsafe { ctx.disable_event_tracking() };
-    let stream = ctx.new_stream().map_err(|e| anyhow!("{e:?}"))?;
+    let stream = ctx.new_stream().cuda("create a CUDA stream")?;
     let mut driver = 0;
     // SAFETY: plain out-parameter.
     unsafe { sys::cuDriverGetVersion(&mut driver) };
     use sys::CUdevice_attribute::*;
     let info = GpuInfo {
-        name: ctx.name().map_err(|e| anyhow!("{e:?}"))?,
-        compute_capability: ctx.compute_capability().map_err(|e| anyhow!("{e:?}"))?,
+        name: ctx.name().cuda("read the GPU's name")?,
+        compute_capability: ctx
+            .compute_capability()
+            .cuda("read the GPU's compute capability")?,
         sm_count: attr(&ctx, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
         max_clock_mhz: attr(&ctx, CU_DEVICE_ATTRIBUTE_CLOCK_RATE)? / 1000,
         l2_bytes: attr(&ctx, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)?,
@@ -120,7 +144,7 @@ impl Gpu {
     /// [`RUN_OVERHEAD_BYTES`]) exceed the memory free on this GPU now: a clear error instead
     /// of an allocation failure halfway through.
     pub fn check_fits(&self, bytes: u64, what: &str) -> Result<()> {
-        let (free, total) = self.ctx.mem_get_info().map_err(|e| anyhow!("{e:?}"))?;
+        let (free, total) = self.ctx.mem_get_info().cuda("read the GPU's free memory")?;
         let need = bytes.saturating_add(RUN_OVERHEAD_BYTES);
         if need > free as u64 {
             bail!(

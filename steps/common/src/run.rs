@@ -9,6 +9,7 @@ use crate::compile::{compile, Compiled, FuncAttributes, KernelSource, Target};
 use crate::cublas::{Blas, Warmup};
 use crate::emulation::EmuBuffers;
 pub use crate::gpu::dptr;
+use crate::gpu::CudaResultExt;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::nvml::{DeviceState, Nvml};
 use crate::problem::{Dist, Dtype, Problem, Shape};
@@ -374,8 +375,8 @@ impl DeviceProblem {
     pub fn upload(gpu: &Gpu, problem: Problem) -> Result<DeviceProblem> {
         let s = &gpu.stream;
         let shape = problem.shape;
-        let a = s.clone_htod(&problem.a).map_err(|e| anyhow!("{e:?}"))?;
-        let b = s.clone_htod(&problem.b).map_err(|e| anyhow!("{e:?}"))?;
+        let a = s.clone_htod(&problem.a).cuda("copy to the GPU")?;
+        let b = s.clone_htod(&problem.b).cuda("copy to the GPU")?;
         let c = alloc_c(gpu, shape)?;
         Ok(DeviceProblem { problem, a, b, c })
     }
@@ -390,7 +391,7 @@ impl DeviceProblem {
         poison(gpu, &self.c)
     }
     pub fn download_c(&self, gpu: &Gpu) -> Result<Vec<u16>> {
-        gpu.stream.clone_dtoh(&self.c).map_err(|e| anyhow!("{e:?}"))
+        gpu.stream.clone_dtoh(&self.c).cuda("copy from the GPU")
     }
     /// Launch arguments for `plan` over these buffers.
     pub fn args(&self, gpu: &Gpu, plan: &Plan) -> Result<LaunchArgs> {
@@ -405,10 +406,10 @@ pub fn cublas_reference(gpu: &Gpu, blas: &Blas, dp: &DeviceProblem) -> Result<Ve
     let s = &gpu.stream;
     let dref = s
         .alloc_zeros::<f32>(shape.m * shape.n)
-        .map_err(|e| anyhow!("{e:?}"))?;
+        .cuda("allocate GPU memory")?;
     let (a, b, _) = dp.ptrs(gpu);
     blas.gemm(shape, dp.problem.dtype, a, b, dptr(&dref, gpu), true)?;
-    s.clone_dtoh(&dref).map_err(|e| anyhow!("{e:?}"))
+    s.clone_dtoh(&dref).cuda("copy from the GPU")
 }
 
 /// A buffer twice the L2's size, overwritten before each timed launch so every run reads its
@@ -424,7 +425,7 @@ impl L2Flush {
         let buf = gpu
             .stream
             .alloc_zeros::<u8>(bytes)
-            .map_err(|e| anyhow!("{e:?}"))?;
+            .cuda("allocate GPU memory")?;
         Ok(L2Flush { buf, bytes })
     }
     pub fn arg(&self, gpu: &Gpu) -> (sys::CUdeviceptr, usize) {

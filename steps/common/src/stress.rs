@@ -13,6 +13,7 @@
 //! capped grid; and every twin mutation caught by stress, on each seed. (The pass adds the
 //! statically caught twin mutations, which must be refused, and plain runs for the record.)
 
+use crate::gpu::CudaResultExt;
 use crate::mutation::{Expect, TwinCatch, TWIN_MUTATIONS};
 use crate::problem::Shape;
 use crate::step::Arch;
@@ -259,8 +260,8 @@ impl CheckRecord {
             )
         })?;
         s.memcpy_htod(&record.dev.to_le_bytes(), &mut view)
-            .map_err(|e| anyhow::anyhow!("{e:?}"))?;
-        s.synchronize().map_err(|e| anyhow::anyhow!("{e:?}"))?;
+            .cuda("copy to the GPU")?;
+        s.synchronize().cuda("wait for the GPU")?;
         Ok(record)
     }
 

@@ -5,6 +5,7 @@
 //! launch, on inputs given a fresh power-of-two scale before each round: [`Protocol::rescale`]). The result is the median, minimum and interquartile range of each contender's
 //! times, with the SM clock, power and clock-event reasons NVML read while its launches ran.
 
+use crate::gpu::CudaResultExt;
 use crate::gpu::{check, Gpu};
 use crate::nvml::{reason_names, Nvml, Reading};
 use anyhow::{anyhow, Result};
@@ -146,7 +147,7 @@ impl PendingTiming {
         let ms = self
             .start
             .elapsed_ms(&self.end)
-            .map_err(|e| anyhow!("{e:?}"))?;
+            .cuda("read a CUDA event's time")?;
         Ok(ms as f64 * 1e3)
     }
 }
@@ -164,15 +165,9 @@ fn enqueue_timed(
             "L2 flush",
         )?;
     }
-    let start = gpu
-        .stream
-        .record_event(flags)
-        .map_err(|e| anyhow!("{e:?}"))?;
+    let start = gpu.stream.record_event(flags).cuda("record a CUDA event")?;
     c.launch()?;
-    let end = gpu
-        .stream
-        .record_event(flags)
-        .map_err(|e| anyhow!("{e:?}"))?;
+    let end = gpu.stream.record_event(flags).cuda("record a CUDA event")?;
     c.after_launch()?;
     Ok(PendingTiming { start, end })
 }

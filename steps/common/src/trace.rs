@@ -9,6 +9,7 @@
 //! [`TraceBuffer`] is pure and tested on synthetic records; the runner writes the Perfetto JSON
 //! and the SVG (`runner/src/trace.rs`).
 
+use crate::gpu::CudaResultExt;
 use crate::gpu::Gpu;
 use crate::step::Arch;
 use anyhow::{anyhow, bail, Result};
@@ -571,8 +572,7 @@ impl TraceBuffer {
     /// slot unwritten, nothing dropped. Call before each launch whose records are wanted.
     pub fn install(&mut self, gpu: &Gpu, module: &Arc<CudaModule>) -> Result<()> {
         let s = &gpu.stream;
-        s.memset_zeros(&mut self.buf)
-            .map_err(|e| anyhow!("{e:?}"))?;
+        s.memset_zeros(&mut self.buf).cuda("clear GPU memory")?;
         let (ptr, _guard) = self.buf.device_ptr(s);
         let values: [(&str, Vec<u8>); 4] = [
             ("wb_trace_records", ptr.to_le_bytes().to_vec()),
@@ -587,21 +587,20 @@ impl TraceBuffer {
             let mut view = module.get_global(name, s).map_err(|e| {
                 anyhow!("the kernel has no {name}: was it compiled with -DWB_TRACE=1? ({e:?})")
             })?;
-            s.memcpy_htod(&bytes, &mut view)
-                .map_err(|e| anyhow!("{e:?}"))?;
+            s.memcpy_htod(&bytes, &mut view).cuda("copy to the GPU")?;
         }
-        s.synchronize().map_err(|e| anyhow!("{e:?}"))?;
+        s.synchronize().cuda("wait for the GPU")?;
         Ok(())
     }
 
     /// The records of the last launch.
     pub fn read(&self, gpu: &Gpu, module: &Arc<CudaModule>) -> Result<Recording> {
         let s = &gpu.stream;
-        let bytes = s.clone_dtoh(&self.buf).map_err(|e| anyhow!("{e:?}"))?;
+        let bytes = s.clone_dtoh(&self.buf).cuda("copy from the GPU")?;
         let view = module
             .get_global("wb_trace_dropped", s)
             .map_err(|e| anyhow!("the kernel has no wb_trace_dropped ({e:?})"))?;
-        let d = s.clone_dtoh(&view).map_err(|e| anyhow!("{e:?}"))?;
+        let d = s.clone_dtoh(&view).cuda("copy from the GPU")?;
         let dropped = u64::from_le_bytes(
             d.get(..8)
                 .and_then(|b| b.try_into().ok())
