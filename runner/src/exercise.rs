@@ -6,7 +6,7 @@
 //!
 //! The solutions that edit a kernel live in `exercises/solutions.toml`.
 
-use crate::grade::sandbox::{self, ChildSpec};
+use crate::sandbox::{self, ChildSpec};
 use anyhow::{anyhow, bail, Context, Result};
 use common::edits;
 use common::model::tiling::{tile_coords, MinorDim};

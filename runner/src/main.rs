@@ -10,6 +10,7 @@ mod exercise;
 mod grade;
 mod report;
 mod results;
+mod sandbox;
 mod step_cmd;
 mod trace;
 mod workshop;

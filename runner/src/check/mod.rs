@@ -203,7 +203,7 @@ pub fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
             r.verdict,
             r.exit_code,
             r.seconds,
-            crate::grade::sandbox::truncate_log(r.stderr.trim_end(), 4096)
+            crate::sandbox::truncate_log(r.stderr.trim_end(), 4096)
         ));
     }
     // The log is written first: its folder (`--out`) may not exist yet.

@@ -3,7 +3,7 @@
 //! pool. A child's verdict is its exit status, by the one contract ([`Verdict`]); what it
 //! printed is kept for the report, never parsed for the verdict.
 
-use crate::grade::sandbox::{self, ChildSpec};
+use crate::sandbox::{self, ChildSpec};
 use anyhow::{anyhow, Result};
 use common::verdict::Verdict;
 use std::collections::VecDeque;
@@ -110,7 +110,7 @@ fn run_one(program: &Path, cwd: &Path, device: usize, child: &Child) -> Result<R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grade::sandbox::Exit;
+    use crate::sandbox::Exit;
 
     #[test]
     fn a_childs_verdict_is_its_exit_status() {

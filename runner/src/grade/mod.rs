@@ -3,7 +3,8 @@
 //!
 //! - [`rubric`]: the rubric file; [`policy`]: what a submission's text may contain;
 //!   [`seeds`]: hidden seeds from the instructor's secret.
-//! - [`sandbox`]: child processes (own process group, cleared environment, job over stdin,
+//! - [`crate::sandbox`] (shared with `runner check`): child processes (own process group,
+//!   cleared environment, job over stdin,
 //!   rlimits, wall-clock kill); [`confine`]: the children's Landlock confinement;
 //!   [`diagnostics`]: what of a compiler log a student may see;
 //!   [`job`]: what passes between grader and child; [`worker`]: the child (`grade-worker`).
@@ -22,7 +23,6 @@ pub mod job;
 pub mod policy;
 pub mod report;
 pub mod rubric;
-pub mod sandbox;
 pub mod seeds;
 pub mod selftest;
 pub mod submission;

@@ -9,9 +9,9 @@ use super::job::{
 use super::policy;
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
 use super::rubric::{Kind, Rubric};
-use super::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use super::seeds::{public_seed, sha256_hex, Secret};
 use super::technique::BuildSass;
+use crate::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
 use common::verdict::Verdict;

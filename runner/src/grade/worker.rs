@@ -14,8 +14,8 @@ use super::job::{
     TraceJob,
 };
 use super::rubric::Kind;
-use super::sandbox::truncate_log;
 use super::trace_facts::{evaluate, Fact, Traced};
+use crate::sandbox::truncate_log;
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, Compiled, KernelSource, Resources};
 use common::cublas::{Blas, Warmup};

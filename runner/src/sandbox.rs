@@ -3,7 +3,8 @@
 //! a pipe (never a file in its folder), resource limits (CPU time, file size, processes, no core
 //! dumps, and address space where the CUDA driver allows one), a wall-clock limit, and logs cut
 //! to a size a report can hold. The file-system confinement is the child's own first act
-//! ([`super::confine`]).
+//! ([`crate::grade::confine`]). The grader, `runner check` and the exercises run their children
+//! through it.
 
 use anyhow::{Context, Result};
 use common::verdict::Verdict;
