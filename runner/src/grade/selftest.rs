@@ -5,7 +5,7 @@
 
 use super::batch::{grade_all, grader_for};
 use super::job::Status;
-use super::report::{self, CompileStatus, GradeReport};
+use super::report::{CompileStatus, GradeReport};
 use super::rubric::Rubric;
 use super::submission::Submission;
 use crate::results::{GradeSelftest, GradeSelftestRow};
@@ -609,7 +609,6 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
         ));
     }
     std::fs::write(out.join("selftest.md"), &md)?;
-    let _ = report::SCHEMA;
     println!("{md}");
     println!(
         "selftest on {}: {passed} of {} as expected; reports in {}",
