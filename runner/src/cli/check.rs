@@ -29,9 +29,11 @@ enum Which {
     /// Every step's Hopper twin natively on every check shape it accepts (odd sizes included),
     /// both dtypes, seeds, other input distributions, and the persistent twins with capped grids.
     /// Writes twins.json and twins-log.txt. With --stress, the stress pass instead: stress
-    /// builds (`runner step --stress SEED`) of every stock twin, which must verify, and of every
-    /// twin mutation, each of which must be caught (wrong result, hang or fault) under every seed
-    /// on each twin, or refused by the static check; writes stress.json and stress-log.txt.
+    /// builds (`runner step --stress SEED`) of every stock twin and of the stress control
+    /// 6-wait2, which must verify, and of every twin mutation, each of which must be caught
+    /// under every seed and shape on each twin (by its named twin-check rule where it has one,
+    /// else a wrong result, hang or fault), or refused by the static check; writes stress.json
+    /// and stress-log.txt.
     Twins(TwinArgs),
 }
 
