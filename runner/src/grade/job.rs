@@ -327,6 +327,44 @@ pub struct CompiledDtype {
     pub traced: bool,
 }
 
+impl CompiledDtype {
+    /// A build that compiled: its log (cut to `log_bytes`), resources and SASS.
+    pub fn built(
+        name: String,
+        c: &common::compile::Compiled,
+        log_bytes: usize,
+        sass: Option<Result<std::collections::BTreeMap<String, usize>, String>>,
+        traced: bool,
+    ) -> CompiledDtype {
+        CompiledDtype {
+            dtype: name,
+            ok: true,
+            log: crate::sandbox::truncate_log(&c.log, log_bytes),
+            registers: c.resources.registers,
+            spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
+            compile_ms: c.compile_ms,
+            nvrtc_version: c.nvrtc_version.clone(),
+            sass,
+            traced,
+        }
+    }
+
+    /// A build that did not compile (or was refused before compiling): why, cut to `log_bytes`.
+    pub fn failed(name: String, log: &str, log_bytes: usize, traced: bool) -> CompiledDtype {
+        CompiledDtype {
+            dtype: name,
+            ok: false,
+            log: crate::sandbox::truncate_log(log, log_bytes),
+            registers: 0,
+            spill_bytes: 0,
+            compile_ms: 0.0,
+            nvrtc_version: String::new(),
+            sass: None,
+            traced,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct TimingResult {
     pub kernel_median_us: f64,

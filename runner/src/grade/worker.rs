@@ -251,17 +251,12 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
         };
         let compiled = match (native, target) {
             (Some(Err(e)), _) => {
-                report.push(CompiledDtype {
-                    dtype: format!("{dtype} (static checks and native sm_100a build)"),
-                    ok: false,
-                    log: truncate_log(&static_check_log(&e), job.log_bytes),
-                    registers: 0,
-                    spill_bytes: 0,
-                    compile_ms: 0.0,
-                    nvrtc_version: String::new(),
-                    sass: None,
-                    traced: false,
-                });
+                report.push(CompiledDtype::failed(
+                    format!("{dtype} (static checks and native sm_100a build)"),
+                    &static_check_log(&e),
+                    job.log_bytes,
+                    false,
+                ));
                 continue;
             }
             // Native: that compile is the kernel.
@@ -269,16 +264,20 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             (Some(Ok(c)), _) => {
                 // Graded under the emulation: the native build's SASS is the one the rubric's
                 // requirements check (the emulated build has none of tcgen05 by design).
+                // Its log and resources are reported with the emulated build below.
                 report.push(CompiledDtype {
-                    dtype: format!("{dtype} (native sm_100a)"),
-                    ok: true,
                     log: String::new(),
                     registers: 0,
                     spill_bytes: 0,
                     compile_ms: 0.0,
                     nvrtc_version: String::new(),
-                    sass: native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?,
-                    traced: false,
+                    ..CompiledDtype::built(
+                        format!("{dtype} (native sm_100a)"),
+                        &c,
+                        0,
+                        native_sass(job, dir, &format!("native-{dtype}"), &c.cubin)?,
+                        false,
+                    )
                 });
                 compile(&source, target, &defines)
             }
@@ -292,29 +291,11 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
                 } else {
                     native_sass(job, dir, &dtype.to_string(), &c.cubin)?
                 };
-                CompiledDtype {
-                    dtype: dtype.to_string(),
-                    ok: true,
-                    log: truncate_log(&c.log, job.log_bytes),
-                    registers: c.resources.registers,
-                    spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-                    compile_ms: c.compile_ms,
-                    nvrtc_version: c.nvrtc_version,
-                    sass,
-                    traced: false,
-                }
+                CompiledDtype::built(dtype.to_string(), &c, job.log_bytes, sass, false)
             }
-            Err(e) => CompiledDtype {
-                dtype: dtype.to_string(),
-                ok: false,
-                log: truncate_log(&format!("{e:#}"), job.log_bytes),
-                registers: 0,
-                spill_bytes: 0,
-                compile_ms: 0.0,
-                nvrtc_version: String::new(),
-                sass: None,
-                traced: false,
-            },
+            Err(e) => {
+                CompiledDtype::failed(dtype.to_string(), &format!("{e:#}"), job.log_bytes, false)
+            }
         };
         report.push(entry);
     }
@@ -332,29 +313,9 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
         report.push(match compile(&source, target, &defines) {
             Ok(c) => {
                 std::fs::write(traced_cubin_path(dir), &c.cubin)?;
-                CompiledDtype {
-                    dtype: name,
-                    ok: true,
-                    log: truncate_log(&c.log, job.log_bytes),
-                    registers: c.resources.registers,
-                    spill_bytes: c.resources.spill_store_bytes + c.resources.spill_load_bytes,
-                    compile_ms: c.compile_ms,
-                    nvrtc_version: c.nvrtc_version,
-                    sass: None,
-                    traced: true,
-                }
+                CompiledDtype::built(name, &c, job.log_bytes, None, true)
             }
-            Err(e) => CompiledDtype {
-                dtype: name,
-                ok: false,
-                log: truncate_log(&format!("{e:#}"), job.log_bytes),
-                registers: 0,
-                spill_bytes: 0,
-                compile_ms: 0.0,
-                nvrtc_version: String::new(),
-                sass: None,
-                traced: true,
-            },
+            Err(e) => CompiledDtype::failed(name, &format!("{e:#}"), job.log_bytes, true),
         });
     }
     std::fs::write(
