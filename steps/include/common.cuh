@@ -240,6 +240,13 @@ namespace wb {
 namespace check {
 __device__ __forceinline__ u32 ld(const u32* p) { return *reinterpret_cast<const volatile u32*>(p); }
 __device__ __forceinline__ void st(u32* p, u32 v) { *reinterpret_cast<volatile u32*>(p) = v; }
+// Raise a warp's counter to `v`. Every lane of a warp may raise the same counter at once (the
+// wait and thread-barrier hooks run in every thread that passed), so the update is an atomicMax:
+// a lane that read an older value cannot lower what another lane wrote.
+__device__ __forceinline__ void raise_to(u32* p, u32 v) {
+  if (v > ld(p)) atomicMax(p, v);
+}
+
 __device__ __forceinline__ u32 soff(const void* p) {
   return static_cast<u32>(__cvta_generic_to_shared(p));
 }
@@ -434,7 +441,7 @@ __device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
     for (u32 r = 0; r < REGIONS; ++r)
       if (fills >> r & 1) {
         const u32 f = atomicAdd(&target->region[r].fills, 1u) + 1;
-        if (f > ld(&w->known_fill[r])) st(&w->known_fill[r], f);
+        raise_to(&w->known_fill[r], f);
       }
     __threadfence();  // the fill is counted before the reads are looked at (the store does the converse)
     #pragma unroll 1
@@ -468,8 +475,13 @@ __device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
   __threadfence();  // the stamp is visible before the arrival completes the phase
 }
 
-// After a wait on `bar` for `parity` succeeded (one lane of the warp): take over the stamps.
-__device__ __forceinline__ void on_wait_done(u64* bar, u32 parity) {
+// After a wait on `bar` for `parity` succeeded: take over the stamps. Every thread that waited
+// runs it, with no warp-level synchronisation: the lanes of a warp can leave the try_wait loop
+// apart, and the earlier form (the lowest lane of __activemask() did the work, then
+// __syncwarp(active)) hung stock twins 0, 5 and 6 under some stress seeds on an H100, where
+// this form verified. Lanes that run it together cost about one lane's loads, and each lane
+// reads back what it wrote itself (on_tma_load's and on_arrive's lane need no other's).
+__device__ __forceinline__ void on_wait(u64* bar, u32 parity) {
   Warp* w = own_warp();
   if (w == nullptr) return;
   const u32 key = soff(bar) + 1;
@@ -479,35 +491,26 @@ __device__ __forceinline__ void on_wait_done(u64* bar, u32 parity) {
   __threadfence();
   #pragma unroll 1
   for (u32 r = 0; r < REGIONS; ++r) {
-    const u32 kr = ld(&b->stamp_read[parity & 1][r]), kf = ld(&b->stamp_fill[parity & 1][r]);
-    if (kr > ld(&w->known_read[r])) st(&w->known_read[r], kr);
-    if (kf > ld(&w->known_fill[r])) st(&w->known_fill[r], kf);
+    raise_to(&w->known_read[r], ld(&b->stamp_read[parity & 1][r]));
+    raise_to(&w->known_fill[r], ld(&b->stamp_fill[parity & 1][r]));
   }
-}
-__device__ __forceinline__ void on_wait(u64* bar, u32 parity) {
-  const u32 active = __activemask();
-  if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) on_wait_done(bar, parity);
-  __syncwarp(active);
 }
 
 // A thread barrier (bar.sync, barrier.cluster): it orders more than this shadow follows, so the
 // warp is credited with every retired read and every fill so far (only ever more lenient), and
-// no TMA copy after it belongs to the mbarrier waited on before it.
+// no TMA copy after it belongs to the mbarrier waited on before it. Every thread runs it, as
+// on_wait.
 __device__ __forceinline__ void on_thread_sync() {
-  const u32 active = __activemask();
-  if (threadIdx.x % 32 == static_cast<u32>(__ffs(active) - 1)) {
-    Cta* c = own();
-    Warp* w = warp_of(c);
-    if (w != nullptr) st(&w->last_bar, 0);
-    __threadfence();
-    #pragma unroll 1
-    for (u32 r = 0; w != nullptr && r < REGIONS; ++r) {
-      const u32 done = ld(&c->region[r].done), fills = ld(&c->region[r].fills);
-      if (done > ld(&w->known_read[r])) st(&w->known_read[r], done);
-      if (fills > ld(&w->known_fill[r])) st(&w->known_fill[r], fills);
-    }
+  Cta* c = own();
+  Warp* w = warp_of(c);
+  if (w == nullptr) return;
+  st(&w->last_bar, 0);
+  __threadfence();
+  #pragma unroll 1
+  for (u32 r = 0; r < REGIONS; ++r) {
+    raise_to(&w->known_read[r], ld(&c->region[r].done));
+    raise_to(&w->known_fill[r], ld(&c->region[r].fills));
   }
-  __syncwarp(active);
 }
 
 // A TMA load into `dst` (one lane), landing in the CTAs of `lands` (bit r: rank r): if this
@@ -553,8 +556,7 @@ __device__ __forceinline__ void on_tma_store(const void* src) {
     const u32 seq = atomicAdd(&c->region[r].reads, 1u) + 1;
     const u32 i = ld(&w->stores) % STORES;
     const u32 old_seq = ld(&w->store_seq[i]), old_region = ld(&w->store_region[i]);
-    if (old_seq > ld(&w->known_read[old_region]))
-      st(&w->known_read[old_region], old_seq);  // a read the ring forgets is credited
+    raise_to(&w->known_read[old_region], old_seq);  // a read the ring forgets is credited
     st(&w->store_region[i], r);
     st(&w->store_seq[i], seq);
     st(&w->store_group[i], ld(&w->bulk_committed));
@@ -586,7 +588,7 @@ __device__ __forceinline__ void on_bulk_wait_read(u32 pending) {
     const u32 seq = ld(&w->store_seq[i]);
     if (seq == 0 || ld(&w->store_group[i]) >= limit) continue;
     const u32 r = ld(&w->store_region[i]);
-    if (seq > ld(&w->known_read[r])) st(&w->known_read[r], seq);
+    raise_to(&w->known_read[r], seq);
     atomicMax(&c->region[r].done, seq);
     st(&w->store_seq[i], 0);
   }

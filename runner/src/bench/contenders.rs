@@ -5,10 +5,11 @@
 //! [`common::edits::EditFile`]), so that it follows that kernel's fixes. Their sources are
 //! embedded, so the runner binary times them without the repository at hand.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use common::compile::KernelSource;
 use common::edits::{self, EditFile};
 use common::step::{Arch, KernelSpec};
+use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Contender {
@@ -124,6 +125,25 @@ impl Contender {
             bail!("contender {}: {e}", self.name);
         }
         Ok(spec)
+    }
+
+    /// The file as a child process started in another folder can read it (`--kernel`): the
+    /// checkout's copy, by its absolute path, or with no checkout the built-in text, written to
+    /// a folder of this process's own in the system's temporary folder.
+    pub fn file(&self) -> Result<PathBuf> {
+        if let Some(root) = common::project::root() {
+            return Ok(root.join(self.path));
+        }
+        let dir = std::env::temp_dir().join(format!("workbook-contenders-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+        let name = Path::new(self.path)
+            .file_name()
+            .ok_or_else(|| anyhow!("contender {}: no file name in {}", self.name, self.path))?;
+        let file = dir.join(name);
+        std::fs::write(&file, self.text)
+            .with_context(|| format!("cannot write {}", file.display()))?;
+        Ok(file)
     }
 
     /// The kernel: the file itself, or its edits applied to the stock kernel they name.

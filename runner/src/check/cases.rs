@@ -533,7 +533,8 @@ impl StressCaseRun {
             a.extend(["--mutate".into(), m.into()]);
         }
         if let Some(c) = self.contender {
-            a.extend(["--kernel".into(), c.path.into()]);
+            // The child runs in a scratch folder: the path must not be relative.
+            a.extend(["--kernel".into(), c.file()?.display().to_string()]);
             for p in c.params {
                 a.extend(["--param".into(), p.to_string()]);
             }
@@ -943,10 +944,14 @@ mod tests {
             // The mutation the child applies (--mutate) is the source the case's options hold.
             // A control's kernel (--kernel) is the source its options hold.
             assert_eq!(
-                req.kernel_file.as_deref(),
-                c.contender.map(|k| std::path::Path::new(k.path)),
+                req.kernel_file,
+                c.contender.map(|k| k.file().unwrap()),
                 "{what}"
             );
+            // The child runs in a scratch folder: its kernel file is named absolutely and is there.
+            if let Some(f) = &req.kernel_file {
+                assert!(f.is_absolute() && f.is_file(), "{what}: {}", f.display());
+            }
             match (c.case.mutation, &want.source) {
                 (None, Some(src)) if c.contender.is_some() => {
                     let k = c.contender.unwrap();
