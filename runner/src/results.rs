@@ -661,6 +661,11 @@ pub struct LeaderboardEntry {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GradeSelftest {
     pub gpu: Option<String>,
+    /// The day it ran and the runner's commit (absent in files written before they were recorded).
+    #[serde(default)]
+    pub date: Option<String>,
+    #[serde(default)]
+    pub commit: Option<String>,
     pub passed: usize,
     pub total: usize,
     pub rows: Vec<GradeSelftestRow>,

@@ -571,6 +571,8 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     let passed = rows.iter().filter(|r| r.ok).count();
     let file = GradeSelftest {
         gpu,
+        date: Some(crate::bench::today()),
+        commit: Some(crate::bench::commit()),
         passed,
         total: rows.len(),
         rows,
