@@ -14,10 +14,10 @@
 # Success: "stock twins under stress: 21 of 21 verified", "stress controls (6-wait2): 3 of 3
 # verified", every static mutation refused, every stress mutation caught on every seed and shape
 # by its named twin-check rule; the last line "ALL STRESS CHECKS MET" and exit 0. Otherwise "SOME
-# STRESS CHECKS FAILED" and exit 1, the tables saying which (at 917ae16 on an H100: twin 0 hung
-# under seeds 6 and 11, and the rules' names were seldom printed; see
-# assets/results/gpu-runs-h100-2026-11-25.md). Exit 2: an error (no H100/H200); 124: the pass ran
-# past its 170 s limit.
+# STRESS CHECKS FAILED" and exit 1, the tables saying which. Exit 2: an error (no H100/H200);
+# 124: the pass ran past its 170 s limit. On an H100 at 96fed09 every check was met
+# (assets/results/stress-h100-2026-11-25/stress-twin-check-96fed09.json); the earlier runs, and
+# the two defects of the check they found, are in assets/results/gpu-runs-h100-2026-11-25.md.
 set -u
 : "${R:?set R to the runner binary}"
 : "${OUT:?set OUT to the output folder}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 23: why step 0's twin hangs under the stress seeds 6 and 11 once the twin check is on
 # (at 917ae16 on an H100; seed 3 passes, and before the twin check every seed passed). Seeds 6
-# and 11 both make BEFORE_TMA_LOAD a hot point; seed 3 does not. This bisects the check's hooks:
+# and 11 both make BEFORE_TMA_LOAD a hot point; seed 3 does not. This bisects the check's hooks
+# (at 2133b62 only the wait hook's removal made twin 0 verify; fixed in 96fed09):
 # each variant is a copy of the checkout with one hook (or the TMA load's delay) compiled out,
 # run with WORKBOOK_ROOT pointing at it, all at once, each under its own limit:
 #
