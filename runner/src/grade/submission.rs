@@ -669,11 +669,7 @@ impl Grader {
     /// Score the rubric's requirements against the SASS the compile child reported.
     fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
         for q in &self.rubric.requirements {
-            let Some(t) = r
-                .tests
-                .iter_mut()
-                .find(|t| t.kind == Kind::Technique && t.name == q.name)
-            else {
+            let Some(t) = technique_row(r, &q.name) else {
                 continue;
             };
             let v = q.check(builds);
@@ -692,6 +688,13 @@ impl Grader {
     }
 }
 
+/// The report's row of the requirement named `name` (SASS or trace), if the report has one.
+fn technique_row<'a>(r: &'a mut GradeReport, name: &str) -> Option<&'a mut TestReport> {
+    r.tests
+        .iter_mut()
+        .find(|t| t.kind == Kind::Technique && t.name == name)
+}
+
 /// Merge the trace facts a run child found (or the grader's account of why none came back:
 /// `missing`, for every requirement whose fact is not in `facts`) into the report's trace
 /// requirements, scored like SASS requirements: all the points or none.
@@ -702,11 +705,7 @@ pub fn apply_facts(
     missing: Option<&FactResult>,
 ) {
     for q in &rubric.trace_requirements {
-        let Some(t) = r
-            .tests
-            .iter_mut()
-            .find(|t| t.kind == Kind::Technique && t.name == q.name)
-        else {
+        let Some(t) = technique_row(r, &q.name) else {
             continue;
         };
         let Some(res) = facts.iter().find(|f| f.fact == q.fact.name()).or(missing) else {
