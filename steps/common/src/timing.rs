@@ -256,6 +256,10 @@ pub struct Measured {
     pub stats: Stats,
     /// None without NVML, or when no reading fell inside one of its launches.
     pub clocks: Option<Clocks>,
+    /// Every timed round's time, in round order: the same index is the same round for every
+    /// contender, which pairs them (`crate::confidence`). Not written to results files.
+    #[serde(skip)]
+    pub samples_us: Vec<f64>,
 }
 
 /// How [`time_rounds`] times. Every caller states each part; [`Protocol::standard`] is what
@@ -286,6 +290,10 @@ pub struct Protocol<'a> {
     /// the grader sets it, so a kernel cannot return an output it kept from an earlier launch on
     /// the same buffers. Off in [`Protocol::standard`].
     pub rescale: bool,
+    /// Asked after every timed round with every contender's times so far (round order, the
+    /// contenders' order): true ends the timing there, before `iters` rounds. The bench's
+    /// adaptive rounds (`crate::confidence::StopRule`); None in [`Protocol::standard`].
+    pub until: Option<&'a mut dyn FnMut(&[Vec<f64>]) -> bool>,
 }
 
 impl<'a> Protocol<'a> {
@@ -308,6 +316,7 @@ impl<'a> Protocol<'a> {
             nvml,
             sync_each: false,
             rescale: false,
+            until: None,
         }
     }
 }
@@ -318,7 +327,8 @@ pub fn round_order(round: usize, n: usize, rotate: bool) -> Vec<usize> {
     (0..n).map(|j| (first + j) % n).collect()
 }
 
-/// Time contenders against each other: `warmup` untimed rounds, then `iters` timed rounds. A
+/// Time contenders against each other: `warmup` untimed rounds, then `iters` timed rounds (fewer
+/// where [`Protocol::until`] ends them). A
 /// round runs every contender's `prepare` (and, if the protocol rescales, `rescale`), then the prime, then every contender's launch back
 /// to back in the round's [`round_order`] (each after the L2 flush, between two events, then
 /// its `after_launch`), then waits, then every `check`. Returns one [`Measured`] per contender,
@@ -351,7 +361,8 @@ pub fn time_rounds(
 ) -> Result<Vec<Measured>> {
     let n = contenders.len();
     let iters = protocol.iters;
-    let mut samples = vec![Vec::with_capacity(iters); n];
+    // `iters` is only a bound when `until` decides.
+    let mut samples = vec![Vec::with_capacity(iters.min(1 << 12)); n];
     let mut readings: Vec<Vec<Reading>> = vec![Vec::new(); n];
     for round in 0..protocol.warmup + iters {
         for c in contenders.iter_mut() {
@@ -392,13 +403,19 @@ pub fn time_rounds(
         for c in contenders.iter_mut() {
             c.check(round)?;
         }
+        if let (true, Some(until)) = (timed, protocol.until.as_mut()) {
+            if until(&samples) {
+                break;
+            }
+        }
     }
     Ok(samples
         .into_iter()
         .zip(readings)
         .map(|(s, r)| Measured {
-            stats: Stats::from_samples(s),
+            stats: Stats::from_samples(s.clone()),
             clocks: Clocks::from_readings(&r),
+            samples_us: s,
         })
         .collect())
 }
