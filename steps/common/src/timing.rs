@@ -66,7 +66,15 @@ impl Stats {
 /// the kernel (the grader's worker sat there until its 240 s limit killed it). The driver frees
 /// the context, and stops the kernel, when the process is gone.
 pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
-    sync_diagnosed(gpu, timeout, what, &|| None, &Vec::new)
+    sync_diagnosed(gpu, timeout, what, &|| None, &|| None)
+}
+
+/// What explains a hang: who saw it ("the emulation's watchdog saw these mbarrier waits never
+/// succeed"), and one line per finding, printed indented under the hang's `error:` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HangReport {
+    pub source: String,
+    pub lines: Vec<String>,
 }
 
 /// [`sync_with_timeout`], asking `diagnose` before calling a timeout a hang: under the tcgen05
@@ -76,14 +84,15 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
 /// exit code 2, as for any error), not as a hang. The process still ends at once, as for a hang:
 /// returning instead let the caller free buffers and unload the module under the still-running
 /// kernel, which blocked (on the H200 two such runs waited until an outer 150 s limit).
-/// A hang with no recorded fault is then explained by `waiting` (the emulation's watchdog
-/// records: which warp waits on which barrier, and what that barrier still lacks), one line each.
+/// A hang with no recorded fault is then explained by `waiting`, where it can: the emulation's
+/// watchdog records (which warp waits on which barrier, and what that barrier still lacks), or a
+/// native twin's re-run as a hang diagnosis build (`common::run::HangRerun`).
 pub fn sync_diagnosed(
     gpu: &Gpu,
     timeout: Duration,
     what: &str,
     diagnose: &dyn Fn() -> Option<String>,
-    waiting: &dyn Fn() -> Vec<String>,
+    waiting: &dyn Fn() -> Option<HangReport>,
 ) -> Result<()> {
     let event = gpu
         .stream
@@ -101,19 +110,20 @@ pub fn sync_diagnosed(
                         eprintln!("error: {d}");
                         exit_now(crate::verdict::Verdict::Error.code().into());
                     }
-                    let waits = waiting();
-                    if waits.is_empty() {
-                        eprintln!(
+                    match waiting().filter(|r| !r.lines.is_empty()) {
+                        None => eprintln!(
                             "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
                             timeout.as_secs_f64()
-                        );
-                    } else {
-                        eprintln!(
-                            "error: {what} did not finish within {:.0} s: it hangs; the emulation's watchdog saw these mbarrier waits never succeed (raise the limit with --timeout if the problem is just large):",
-                            timeout.as_secs_f64()
-                        );
-                        for w in &waits {
-                            eprintln!("  waiting: {w}");
+                        ),
+                        Some(r) => {
+                            eprintln!(
+                                "error: {what} did not finish within {:.0} s: it hangs; {} (raise the limit with --timeout if the problem is just large):",
+                                timeout.as_secs_f64(),
+                                r.source
+                            );
+                            for line in &r.lines {
+                                eprintln!("  {line}");
+                            }
                         }
                     }
                     exit_now(crate::verdict::Verdict::Hang.code().into());
