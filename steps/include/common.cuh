@@ -637,18 +637,15 @@ struct Wait {
   u32 parity;     // the parity awaited
   u32 count;      // arrivals that complete one phase (mbarrier.init)
   u32 arrivals;   // arrivals on it so far, all phases (the shadow count)
+  u32 claimed;    // how many waiting warps had claimed a record, this one included
   u32 waited_us;  // how long it had waited when it recorded
-  char name[48];  // the kernel's expression for the barrier, truncated
+  char name[44];  // the kernel's expression for the barrier, truncated
 };
-struct Waits {
-  u32 n;  // records claimed (more than WAITS: the rest did not fit)
-  u32 pad;
-  Wait wait[WAITS];
-};
-static_assert(sizeof(Wait) == 96 && sizeof(Waits) == 8 + WAITS * 96, "common::stress::Wait, Waits");
+static_assert(sizeof(Wait) == 96, "common::stress::Wait");
 }  // namespace check
 }  // namespace wb
-__device__ wb::check::Waits* wb_hang_waits;  // set by the host with wb_check_fault
+__device__ wb::check::Wait* wb_hang_waits;  // WAITS records, host-mapped; set by the host
+__device__ u32 wb_hang_claimed;             // records claimed (device memory: atomics stay here)
 namespace wb {
 namespace check {
 
@@ -659,16 +656,18 @@ __device__ __forceinline__ u64 hang_clock_ns() {
   return t;
 }
 
-// wb::Trace in a hang diagnosis build: the warp's last phase and tile, for the report.
+// wb::Trace in a hang diagnosis build: the warp's last phase and tile, for the report. st.global
+// (__stcg), as the trace's records: a generic store would look like a staging write to the
+// twin's static TMA-store check.
 __device__ __forceinline__ void note_phase(u32 phase, int arg) {
   Warp* w = own_warp();
   if (w == nullptr) return;
-  st(&w->phase, phase + 1);
-  st(&w->phase_arg, static_cast<u32>(arg));
+  __stcg(&w->phase, phase + 1);
+  __stcg(&w->phase_arg, static_cast<u32>(arg));
 }
 __device__ __forceinline__ void note_tile(int tile) {
   Warp* w = own_warp();
-  if (w != nullptr) st(&w->tile, static_cast<u32>(tile) + 1);
+  if (w != nullptr) __stcg(&w->tile, static_cast<u32>(tile) + 1);
 }
 
 // A wait's watch: when it began, and whether it has recorded.
@@ -677,34 +676,36 @@ struct HangWatch {
   u32 recorded;
 };
 
-// One record per waiting warp, by its lowest waiting lane.
+// One record per waiting warp, by its lowest waiting lane, written with st.global (as above)
+// into the host-mapped table; the slot is claimed with an atomic on device memory.
 __device__ __forceinline__ void record_wait(u64* bar, u32 parity, u64 waited_ns) {
-  Waits* t = wb_hang_waits;
+  Wait* t = wb_hang_waits;
   if (t == nullptr || static_cast<int>(threadIdx.x % 32) != __ffs(__activemask()) - 1) return;
-  const u32 i = atomicAdd(&t->n, 1u);
+  const u32 i = atomicAdd(&wb_hang_claimed, 1u);
   if (i >= WAITS) return;
-  volatile Wait* v = &t->wait[i];
+  Wait* v = &t[i];
   Warp* w = own_warp();
   const u32 key = soff(bar) + 1;
   const Bar* b = find_bar(own(), key);
-  v->cta = cta_linear();
-  v->warp = threadIdx.x / 32;
-  v->rank = my_rank();
-  v->phase = w != nullptr ? ld(&w->phase) : 0;
-  v->phase_arg = w != nullptr ? ld(&w->phase_arg) : 0;
-  v->tile = w != nullptr ? ld(&w->tile) : 0;
-  v->bar = key - 1;
-  v->parity = parity;
-  v->count = b != nullptr ? ld(&b->count) : 0;
-  v->arrivals = b != nullptr ? ld(&b->arrivals) : 0;
-  v->waited_us = static_cast<u32>(waited_ns / 1000);
+  __stcg(&v->cta, cta_linear());
+  __stcg(&v->warp, threadIdx.x / 32);
+  __stcg(&v->rank, my_rank());
+  __stcg(&v->phase, w != nullptr ? ld(&w->phase) : 0u);
+  __stcg(&v->phase_arg, w != nullptr ? ld(&w->phase_arg) : 0u);
+  __stcg(&v->tile, w != nullptr ? ld(&w->tile) : 0u);
+  __stcg(&v->bar, key - 1);
+  __stcg(&v->parity, parity);
+  __stcg(&v->count, b != nullptr ? ld(&b->count) : 0u);
+  __stcg(&v->arrivals, b != nullptr ? ld(&b->arrivals) : 0u);
+  __stcg(&v->claimed, i + 1);
+  __stcg(&v->waited_us, static_cast<u32>(waited_ns / 1000));
   const char* name = b != nullptr ? b->name : nullptr;
   u32 c = 0;
   #pragma unroll 1
-  for (; name != nullptr && name[c] != 0 && c + 1 < sizeof(v->name); ++c) v->name[c] = name[c];
-  v->name[c] = 0;
+  for (; name != nullptr && name[c] != 0 && c + 1 < sizeof(v->name); ++c) __stcg(&v->name[c], name[c]);
+  __stcg(&v->name[c], '\0');
   __threadfence_system();
-  v->done = 1;
+  __stcg(&v->done, 1u);
   __threadfence_system();
 }
 

@@ -537,7 +537,6 @@ pub fn bench_shape(
     );
     protocol.until = Some(&mut until);
     let measured = time_rounds(gpu, &mut protocol, &mut refs)?;
-    drop(protocol);
     drop(refs);
     drop(contenders);
     let cap_hit = rule.map(|_| matches!(stopped, Some(Stop::TimeCap | Stop::MaxRounds)));

@@ -209,10 +209,12 @@ pub struct Wait {
     pub count: u32,
     /// Arrivals on the barrier so far, over all its phases (the check's shadow count).
     pub arrivals: u32,
+    /// How many waiting warps had claimed a record when this one did, itself included.
+    pub claimed: u32,
     /// How long it had waited when it recorded, in µs.
     pub waited_us: u32,
     /// The kernel's expression for the barrier, NUL-terminated.
-    pub name: [u8; 48],
+    pub name: [u8; 44],
 }
 
 impl Default for Wait {
@@ -229,26 +231,19 @@ impl Default for Wait {
             parity: 0,
             count: 0,
             arrivals: 0,
+            claimed: 0,
             waited_us: 0,
-            name: [0; 48],
+            name: [0; 44],
         }
     }
 }
 
-/// The device's table of waits (`wb::check::Waits`).
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-struct Waits {
-    n: u32,
-    pad: u32,
-    wait: [Wait; WAITS],
-}
-
-/// What the host maps: the twin check's record, then the hang diagnosis build's waits.
+/// What the host maps: the twin check's record, then the hang diagnosis build's table of waits
+/// (`wb_hang_waits`).
 #[repr(C)]
 struct Area {
     fault: Fault,
-    waits: Waits,
+    waits: [Wait; WAITS],
 }
 
 /// The role the trace phase a warp entered last gives it, in the kernels' words, and what it
@@ -356,7 +351,8 @@ pub fn hang_report(
     bound: std::time::Duration,
 ) -> Vec<String> {
     let mut lines = vec![format!(
-        "twin hang: {} warp(s) waited longer than {:.1} s on an mbarrier (a hang diagnosis build, every wait bounded); warp {} of CTA {} trapped on {} after twice that:",
+        "twin hang: {}{} warp(s) waited longer than {:.1} s on an mbarrier (a hang diagnosis build, every wait bounded); warp {} of CTA {} trapped on {} after twice that:",
+        if claimed as usize >= WAITS { "at least " } else { "" },
         claimed,
         bound.as_secs_f64(),
         fault.warp,
@@ -391,10 +387,9 @@ pub fn hang_report(
         };
         lines.push(format!("  waiting: {}{more}", ws[0].describe()));
     }
-    if claimed as usize > waits.len() {
+    if claimed as usize >= WAITS {
         lines.push(format!(
-            "  ({} more waiting warp(s) did not fit the report's {WAITS} records)",
-            claimed as usize - waits.len()
+            "  (the report holds {WAITS} records: more warps may wait than it names)"
         ));
     }
     lines
@@ -508,11 +503,7 @@ impl CheckRecord {
             )?;
             record.host.write_volatile(Area {
                 fault: Fault::default(),
-                waits: Waits {
-                    n: 0,
-                    pad: 0,
-                    wait: [Wait::default(); WAITS],
-                },
+                waits: [Wait::default(); WAITS],
             });
         }
         record.dev = dev;
@@ -547,19 +538,13 @@ impl CheckRecord {
     }
 
     /// The waits a hang diagnosis build recorded (complete records only), and how many warps
-    /// claimed one.
+    /// had claimed one by the last of them.
     pub fn waits(&self) -> (Vec<Wait>, u32) {
         // SAFETY: as in `fault`; a record still being written reads `done` 0 and is left out.
         let t = unsafe { std::ptr::addr_of!((*self.host).waits).read_volatile() };
-        let n = (t.n as usize).min(WAITS);
-        (
-            t.wait[..n]
-                .iter()
-                .filter(|w| w.done == 1)
-                .copied()
-                .collect(),
-            t.n,
-        )
+        let waits: Vec<Wait> = t.iter().filter(|w| w.done == 1).copied().collect();
+        let claimed = waits.iter().map(|w| w.claimed).max().unwrap_or(0);
+        (waits, claimed)
     }
 
     /// The recorded failure in words: a rule's one line, or a hang diagnosis build's report.
@@ -890,8 +875,9 @@ mod tests {
             HANG_BOUND,
         );
         assert!(
-            lines[0].starts_with("twin hang: 40 warp(s) waited longer than 1.0 s on an mbarrier")
-                && lines[0].contains("warp 0 of CTA 6 trapped on &smem.load_empty[slot]"),
+            lines[0].starts_with(
+                "twin hang: at least 40 warp(s) waited longer than 1.0 s on an mbarrier"
+            ) && lines[0].contains("warp 0 of CTA 6 trapped on &smem.load_empty[slot]"),
             "{lines:?}"
         );
         assert_eq!(lines.len(), 5, "{lines:?}");
@@ -901,15 +887,15 @@ mod tests {
             "{lines:?}"
         );
         assert!(
-            lines[4].contains("36 more waiting warp(s) did not fit"),
+            lines[4].contains("more warps may wait than it names"),
             "{lines:?}"
         );
+        assert_eq!(hang_report(&fault, &[out], 1, HANG_BOUND).len(), 2);
         assert!(fault
             .describe()
             .starts_with("twin check wait-bound-exceeded: warp 0 of CTA 6 waited on &smem.load_empty[slot] (smem +0x38040) for parity 0"));
         // The layout the device writes (its static_assert holds the same numbers).
         assert_eq!(std::mem::size_of::<Wait>(), 96);
-        assert_eq!(std::mem::size_of::<Waits>(), 8 + WAITS * 96);
         assert_eq!(
             std::mem::offset_of!(Area, waits),
             std::mem::size_of::<Fault>()

@@ -272,6 +272,9 @@ pub struct Measured {
     pub samples_us: Vec<f64>,
 }
 
+/// [`Protocol::until`]: every contender's times so far, round by round; true stops.
+pub type Until<'a> = dyn FnMut(&[Vec<f64>]) -> bool + 'a;
+
 /// How [`time_rounds`] times. Every caller states each part; [`Protocol::standard`] is what
 /// `runner step`, `runner bench` and the grader use.
 pub struct Protocol<'a> {
@@ -303,7 +306,7 @@ pub struct Protocol<'a> {
     /// Asked after every timed round with every contender's times so far (round order, the
     /// contenders' order): true ends the timing there, before `iters` rounds. The bench's
     /// adaptive rounds (`crate::confidence::StopRule`); None in [`Protocol::standard`].
-    pub until: Option<&'a mut dyn FnMut(&[Vec<f64>]) -> bool>,
+    pub until: Option<&'a mut Until<'a>>,
 }
 
 impl<'a> Protocol<'a> {
