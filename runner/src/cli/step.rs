@@ -181,7 +181,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     // with --hang-diagnosis, in a process of its own.
     if !diagnosis {
         if let Ok(program) = std::env::current_exe() {
-            let mut args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+            // Its report is its error, in text (not --json's object).
+            let mut args: Vec<std::ffi::OsString> = std::env::args_os()
+                .skip(1)
+                .filter(|a| a != "--json")
+                .collect();
             args.push("--hang-diagnosis".into());
             opts.hang_rerun = Some(common::run::HangRerun { program, args });
         }
