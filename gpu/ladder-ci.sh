@@ -8,8 +8,14 @@
 #    steps 0-6 and every contender, with adaptive rounds: at least 30, then more until every
 #    kernel's 95 % bootstrap interval of its speed ratio (to cuBLAS and to the kernel before
 #    it) is within +-0.5 % of its median, or CAP seconds of timed rounds per shape and dtype
-#    (default 65: 4 x 65 = 260 s of rounds; a round of the 16 kernels takes about 20 ms at
-#    4096x8192x4096 and 35 ms at 8192^3, so the cap allows roughly 3,000 and 1,800 rounds).
+#    (default 65: 4 x 65 = 260 s of rounds; a round of cuBLAS and the 15 kernels, each after
+#    an L2 flush, plus the 5 ms prime, should take about 20-25 ms at 4096x8192x4096 and 35-40
+#    ms at 8192^3 (estimated from the committed bench's medians, not measured as a round), so
+#    the cap allows roughly 2,500 and 1,700 rounds). The step-6 ideas of the issue among the
+#    contenders: 6-hilbert (a Hilbert-curve tile order against the snake of bands) and 6-waves,
+#    which at both headline shapes is the grid of 128 SMs against step 6's 132 (64 of the 66
+#    clusters: 512 and 1024 tiles take 8 and 16 waves either way); each is compared with step 6
+#    in the same rounds (vs_previous).
 #    Writes $OUT/bench/bench-<gpu>-<date>.{json,svg} and bench.txt (the table, intervals and
 #    verdicts). The whole bench is limited to BENCH_LIMIT seconds (default 360).
 # 2. hang: three twins that hang natively, each run once plainly: the runner times it out
@@ -37,7 +43,7 @@ t0=$SECONDS
 cat "$OUT/env.txt"
 
 # Every contender of runner/src/bench/contenders.rs.
-CONTENDERS=${CONTENDERS:-4-snake,5-pingpong,6-l2hints,6-streamk,6-waves,6-wait2,6-workspace}
+CONTENDERS=${CONTENDERS:-4-snake,5-pingpong,6-hilbert,6-l2hints,6-streamk,6-waves,6-wait2,6-workspace}
 echo "contenders: $CONTENDERS"
 
 echo "== bench (adaptive, cap ${CAP} s per shape and dtype)"
