@@ -8,34 +8,41 @@
 #    steps 0-6 and every contender, with adaptive rounds: at least 30, then more until every
 #    kernel's 95 % bootstrap interval of its speed ratio (to cuBLAS and to the kernel before
 #    it) is within +-0.5 % of its median, or CAP seconds of timed rounds per shape and dtype
-#    (default 65: 4 x 65 = 260 s of rounds; a round of cuBLAS and the 15 kernels, each after
+#    (default 55: 4 x 55 = 220 s of rounds; a round of cuBLAS and the 15 kernels, each after
 #    an L2 flush, plus the 5 ms prime, should take about 20-25 ms at 4096x8192x4096 and 35-40
 #    ms at 8192^3 (estimated from the committed bench's medians, not measured as a round), so
-#    the cap allows roughly 2,500 and 1,700 rounds). The step-6 ideas of the issue among the
+#    the cap allows roughly 2,200 and 1,400 rounds; the adaptive rule stops earlier where every
+#    interval is narrow enough). The step-6 ideas of the issue among the
 #    contenders: 6-hilbert (a Hilbert-curve tile order against the snake of bands) and 6-waves,
 #    which at both headline shapes is the grid of 128 SMs against step 6's 132 (64 of the 66
 #    clusters: 512 and 1024 tiles take 8 and 16 waves either way); each is compared with step 6
 #    in the same rounds (vs_previous).
 #    Writes $OUT/bench/bench-<gpu>-<date>.{json,svg} and bench.txt (the table, intervals and
-#    verdicts). The whole bench is limited to BENCH_LIMIT seconds (default 360).
+#    verdicts). The whole bench is limited to BENCH_LIMIT seconds (default 380: the rounds, the
+#    NVRTC builds of 15 kernels in two dtypes and the verifications).
 # 2. hang: three twins that hang natively, each run once plainly: the runner times it out
 #    (--timeout 10), re-runs it by itself as a hang diagnosis build (every mbarrier wait bounded
 #    by 1 s) and prints which warps wait, in which role, on which barrier, for which parity,
 #    and what arrived. The bugs: the seeded mutation twin-out-full-one-arrival (it hung on
 #    every seed in the committed stress pass), and two planted in gpu/hang/ (a missing arrive,
 #    a wrong parity). Then a control: the stock twin 6 as a hang diagnosis build must verify.
-#    Each run is limited to 100 s; $OUT/hang/*.log.
-# The last lines printed: the bench's verdicts per shape and dtype, then each hang's report.
+#    Each run is limited to 60 s, and none starts past BUDGET seconds (default 530) less its
+#    limit; $OUT/hang/*.log.
+# Printed: each hang's report, then last the bench's intervals and verdicts per case (the end of the
+# output is what the device call's reply carries).
 set -u
 R=${R:-target/release/runner}
 : "${OUT:?set OUT to the output folder}"
-CAP=${CAP:-65}
-BENCH_LIMIT=${BENCH_LIMIT:-360}
+CAP=${CAP:-55}
+BENCH_LIMIT=${BENCH_LIMIT:-380}
+BUDGET=${BUDGET:-530}
+# Whether a step of `limit` seconds still fits the budget.
+fits() { [ $((BUDGET - SECONDS)) -ge "$1" ] || { echo "skipped (budget): $2"; false; }; }
 export WORKBOOK_CUDA=${WORKBOOK_CUDA:-/usr/local/cuda}
 B="$OUT/bench"
 H="$OUT/hang"
 mkdir -p "$B" "$H"
-t0=$SECONDS
+t0=$SECONDS  # 0: the budget counts from the script's start
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.sm,power.limit,temperature.gpu --format=csv
   "$R" --version
@@ -55,7 +62,8 @@ tail -n 5 "$B/bench.err"
 hang() { # name, then runner step arguments
   local name=$1 t=$SECONDS
   shift
-  timeout 100 "$R" step 6 --arch sm_90a --iters 0 --timeout 10 --no-static-check "$@" \
+  fits 60 "hang $name" || return 0
+  timeout 60 "$R" step 6 --arch sm_90a --iters 0 --timeout 10 --no-static-check "$@" \
     >"$H/$name.log" 2>&1
   echo "== hang $name: rc=$? in $((SECONDS - t)) s (124: hung, the report below)"
   grep -E '^(error|  |verify)' "$H/$name.log" | head -n 40
@@ -65,9 +73,11 @@ hang no-out-empty-arrive --kernel gpu/hang/step6_no_out_empty_arrive.toml
 hang wrong-empty-parity --kernel gpu/hang/step6_wrong_empty_parity.toml
 # The control: a working twin built for diagnosis runs to the end and verifies.
 t=$SECONDS
-timeout 100 "$R" step 6 --arch sm_90a --iters 0 --timeout 30 --hang-diagnosis >"$H/control.log" 2>&1
-echo "== control: stock twin 6 as a hang diagnosis build: rc=$? in $((SECONDS - t)) s (0: verified)"
-grep -E '^(error|verify)' "$H/control.log" | head -n 5
+if fits 45 "the control"; then
+  timeout 45 "$R" step 6 --arch sm_90a --iters 0 --timeout 30 --hang-diagnosis >"$H/control.log" 2>&1
+  echo "== control: stock twin 6 as a hang diagnosis build: rc=$? in $((SECONDS - t)) s (0: verified)"
+  grep -E '^(error|verify)' "$H/control.log" | head -n 5
+fi
 
 echo "== bench verdicts"
 python3 - "$B" <<'EOF'

@@ -18,7 +18,7 @@ pub mod measure;
 use crate::results::{AdaptiveRounds, BenchCase, BenchReport, CaseConfidence, Results, VsPrevious};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
-use common::confidence::{Ratio, Stop, StopRule, RESAMPLES, SEED};
+use common::confidence::{Ratio, Stop, StopRule, RESAMPLES, SEED, STOP_RESAMPLES};
 use common::cublas::Blas;
 use common::cublas::Warmup;
 use common::gpu::CudaResultExt;
@@ -616,12 +616,14 @@ fn previous_kernel(step: Option<u32>, varies: u32) -> Option<String> {
 }
 
 /// The widest relative half-width of the intervals of `pairs` (base, kernel: indices into
-/// `samples`); infinite where one cannot be computed yet.
+/// `samples`), from [`STOP_RESAMPLES`] resamples each; infinite where one cannot be computed
+/// yet.
 fn widest_half_width(samples: &[Vec<f64>], pairs: &[(usize, usize)]) -> f64 {
     pairs
         .iter()
         .map(|&(b, k)| {
-            Ratio::paired(&samples[b], &samples[k]).map_or(f64::INFINITY, |r| r.half_width())
+            Ratio::paired_with(&samples[b], &samples[k], STOP_RESAMPLES)
+                .map_or(f64::INFINITY, |r| r.half_width())
         })
         .fold(0.0, f64::max)
 }

@@ -19,6 +19,9 @@ use std::time::Duration;
 
 /// Bootstrap resamples per interval.
 pub const RESAMPLES: usize = 2000;
+/// Bootstrap resamples per interval while the adaptive rounds decide whether to go on: the
+/// width only has to be told from the target, and the check runs while the GPU waits.
+pub const STOP_RESAMPLES: usize = 500;
 /// The bootstrap's seed: the same times always give the same interval.
 pub const SEED: u64 = 0x5EED_0FC0_FF1D_E500;
 /// The default target: the interval's half-width below 0.5 % of the median, narrow enough to
@@ -79,8 +82,13 @@ impl Ratio {
     /// rounds, in order); None with fewer than 2 rounds, slices of different lengths, or a time
     /// that is not positive and finite.
     pub fn paired(base_us: &[f64], this_us: &[f64]) -> Option<Ratio> {
+        Ratio::paired_with(base_us, this_us, RESAMPLES)
+    }
+
+    /// [`Ratio::paired`] with `resamples` bootstrap resamples.
+    pub fn paired_with(base_us: &[f64], this_us: &[f64], resamples: usize) -> Option<Ratio> {
         let ratios = per_round(base_us, this_us)?;
-        let (median, lo, hi) = bootstrap_median(&ratios, RESAMPLES, SEED);
+        let (median, lo, hi) = bootstrap_median(&ratios, resamples, SEED);
         Some(Ratio {
             median,
             ci95: [lo, hi],
