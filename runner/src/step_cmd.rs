@@ -61,6 +61,7 @@ fn kernels(
     ];
     let hopper_only = [
         (opts.stress.is_some(), "--stress"),
+        (opts.hang_diagnosis, "--hang-diagnosis"),
         (mutation_arch == Some(Arch::Hopper), "--mutate twin-..."),
     ];
     if let (Some((_, b)), Some((_, h))) = (
@@ -473,6 +474,14 @@ fn compile_report(
     if let Some(seed) = opts.stress {
         common::stress::check_arch(spec.arch)?;
         defines.extend(common::stress::defines(seed));
+    }
+    if opts.hang_diagnosis {
+        common::stress::check_arch(spec.arch)?;
+        for d in common::stress::hang_defines(common::stress::HANG_BOUND) {
+            if !defines.iter().any(|(k, _)| *k == d.0) {
+                defines.push(d);
+            }
+        }
     }
     let compiled = match (spec.arch, opts.static_check, target) {
         // The sm_100a PTX rules, then the sm_100a compile: what every Blackwell build passes.

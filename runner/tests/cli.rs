@@ -1299,6 +1299,49 @@ fn stress_runs_take_the_twin_and_emulation_timing_the_blackwell_kernel() {
 }
 
 #[test]
+fn a_hang_diagnosis_build_is_the_twin_s_and_the_bench_s_intervals_are_checked() {
+    assert_one_line_error(
+        &runner(&["step", "6", "--arch", "sm_100a", "--hang-diagnosis"]),
+        "--hang-diagnosis applies to the Hopper twin",
+    );
+    assert_one_line_error(
+        &runner(&["step", "6", "--emulate", "--hang-diagnosis"]),
+        "one run takes one of them",
+    );
+    let o = runner(&["bench", "--ci-target", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a percentage above 0"),
+        "{}",
+        stderr(&o)
+    );
+    let o = runner(&["bench", "--time-cap", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+    // Without a GPU the diagnosis build of a planted hang (the twin implied) is compiled and
+    // reported: it passes the twin's static checks, with its waits bounded.
+    let o = runner(&[
+        "step",
+        "6",
+        "--kernel",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../gpu/hang/step6_wrong_empty_parity.toml"
+        ),
+        "--hang-diagnosis",
+    ]);
+    if stdout(&o).contains("no GPU to run on") {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("compiled for sm_90a only"),
+            "{}",
+            stdout(&o)
+        );
+        assert!(stdout(&o).contains("Hopper twin"), "{}", stdout(&o));
+    }
+}
+
+#[test]
 fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_refused() {
     // Without a GPU the stressed, mutated twin is compiled and reported: a twin mutation implies
     // the twin, and the build is the stress build (it sleeps).

@@ -8,6 +8,7 @@
 
 pub mod arch;
 pub mod compile;
+pub mod confidence;
 pub mod cublas;
 pub mod edits;
 pub mod emulation;
