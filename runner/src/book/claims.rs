@@ -141,12 +141,16 @@ pub fn compare(
     let (ca, cb) = (report.find(shape, dtype, a)?, report.find(shape, dtype, b)?);
     let (a_us, b_us) = (median(ca)?, median(cb)?);
     let gain_pct = 100.0 * (b_us / a_us - 1.0);
-    // The bench's own interval, where it compared exactly these two.
-    let interval = raw
-        .and_then(|raw| raw_case(raw, shape, dtype, a))
-        .and_then(|c| c.get("vs_previous"))
-        .filter(|v| v.get("contender").and_then(Value::as_str) == Some(b))
-        .and_then(|v| ratio(v.get("ratio")?));
+    // The bench's own interval, where it compared exactly these two: every kernel against
+    // cuBLAS (`ratio_to_cublas`), and each against the one before it (`vs_previous`).
+    let case = raw.and_then(|raw| raw_case(raw, shape, dtype, a));
+    let interval = if b == "cublas" {
+        case.and_then(|c| ratio(c.get("ratio_to_cublas")?))
+    } else {
+        case.and_then(|c| c.get("vs_previous"))
+            .filter(|v| v.get("contender").and_then(Value::as_str) == Some(b))
+            .and_then(|v| ratio(v.get("ratio")?))
+    };
     let (basis, call) = match interval {
         Some(Ratio {
             lo,
@@ -741,6 +745,30 @@ mod tests {
         // An interval against another contender is not this comparison's.
         let c = compare(&r, Some(&raw), S, Dtype::F16, "step 3", "cublas");
         assert!(c.is_none(), "no cuBLAS case in this report");
+    }
+
+    #[test]
+    fn the_interval_to_cublas_decides_a_claim_against_cublas() {
+        // 417.5 → 416.8 µs is inside a 4.6 % spread, but the paired ratios' interval lies
+        // wholly below 1: slower, from the interval.
+        let r = fixtures::report(vec![
+            timed(S, Dtype::F16, None, 417.5, 19.2),
+            timed(S, Dtype::F16, Some(5), 416.8, 16.8),
+        ]);
+        assert_eq!(
+            compare(&r, None, S, Dtype::F16, "step 5", "cublas")
+                .unwrap()
+                .call,
+            Call::Same
+        );
+        let raw = serde_json::json!({"cases": [{
+            "shape": {"m": 4096, "n": 8192, "k": 4096}, "dtype": "f16", "kernel": "step 5",
+            "ratio_to_cublas": {"median": 0.9985, "ci95": [0.9971, 0.9999], "rounds": 110,
+                "verdict": "slower"}
+        }]});
+        let c = compare(&r, Some(&raw), S, Dtype::F16, "step 5", "cublas").unwrap();
+        assert_eq!(c.call, Call::Slower);
+        assert!(matches!(c.basis, Basis::Interval { rounds: 110, .. }), "{c:?}");
     }
 
     #[test]
