@@ -9,6 +9,7 @@
 pub mod arch;
 pub mod compile;
 pub mod cublas;
+pub mod cupti;
 pub mod edits;
 pub mod emulation;
 pub mod gpu;
