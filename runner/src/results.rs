@@ -700,6 +700,9 @@ pub enum GradeSelftestExpect {
     Rejected,
     /// A cheat caught as it must be.
     Caught(GradeSelftestCatch),
+    /// A forgery that buys nothing: every test passes (the kernel is correct), and the named
+    /// requirement, whatever the kernel's own records show, is worth no points.
+    Unrewarded(String),
 }
 
 /// What a cheat's report must show.

@@ -11,15 +11,18 @@
 //! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
-//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel (proof the
-//!   technique is in it), checked from the compile child's disassembly; [`trace_facts`]: those
-//!   on the warps' trace records (Hopper), checked by the run child's one traced launch.
+//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel, checked
+//!   from the compile child's disassembly; [`executed`]: how often it executed them (proof the
+//!   technique ran), counted by [`measure`]'s child with CUPTI; [`trace_facts`]: facts of the
+//!   warps' own trace records (Hopper, feedback worth no points), from the traced launch.
 
 pub mod batch;
 pub mod confine;
 pub mod diagnostics;
+pub mod executed;
 pub mod integrity;
 pub mod job;
+pub mod measure;
 pub mod policy;
 pub mod report;
 pub mod rubric;

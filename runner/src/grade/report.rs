@@ -140,8 +140,9 @@ impl GradeReport {
         self.flags = flags;
     }
 
-    /// Whether a requirement was skipped: only a trace fact is (compiled only: no traced launch).
-    pub fn trace_skipped(&self) -> bool {
+    /// Whether a requirement was skipped: an executed count (compiled only, or native code that
+    /// does not run on this GPU) or a trace fact (no traced launch).
+    pub fn technique_skipped(&self) -> bool {
         self.tests
             .iter()
             .any(|t| t.kind == Kind::Technique && t.status == Status::Skipped)
@@ -226,8 +227,8 @@ impl GradeReport {
             if self.skipped_points > 0.0 && self.gpu.is_none() {
                 format!(
                     " (compiled only: no test ran{}; {:.1} points skipped)",
-                    if self.trace_skipped() {
-                        " and no trace fact was checked, which needs a Hopper GPU"
+                    if self.technique_skipped() {
+                        " and no technique was measured, which needs a GPU"
                     } else {
                         ""
                     },
@@ -328,8 +329,8 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         output.push_str(&format!(
             "\n\n{:.1} points were skipped: compiled only, no test ran{}.",
             r.skipped_points,
-            if r.trace_skipped() {
-                " and no trace fact was checked"
+            if r.technique_skipped() {
+                " and no technique was measured"
             } else {
                 ""
             }

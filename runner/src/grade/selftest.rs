@@ -54,7 +54,8 @@ pub struct Cheat {
     pub class: String,
     pub does: String,
     pub caught_as: String,
-    /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml.
+    /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml;
+    /// "step3-hopper" or "step5-hopper": of that step's Hopper twin, graded by its rubric.
     #[serde(default)]
     pub base: Option<String>,
     /// false: graded with the include screen off, so the confinement alone must stop it.
@@ -106,17 +107,52 @@ pub const CLASSES: &[&str] = &[
     "input-modification",
     "hang",
     "changes-when-timed",
+    "technique-not-executed",
+    "forged-trace",
 ];
+
+/// The Hopper twins other than step 0's that cheats edit (`base = "stepN-hopper"`), each graded
+/// by its own rubric.
+pub const HOPPER_BASES: &[(u32, &str, &str)] = &[
+    (3, "step3-hopper", "step3-hopper.toml"),
+    (5, "step5-hopper", "step5-hopper.toml"),
+];
+
+/// A cheat whose `caught_as` is `unrewarded:NAME` forges what requirement NAME reads, and must
+/// earn nothing by it ([`Expect::Unrewarded`]).
+pub const UNREWARDED: &str = "unrewarded:";
 
 impl Cheat {
     pub fn blackwell(&self) -> bool {
         self.base.as_deref() == Some("blackwell")
     }
+    /// The step of the Hopper twin it edits, when that is not step 0's.
+    pub fn hopper_step(&self) -> Option<u32> {
+        HOPPER_BASES
+            .iter()
+            .find(|(_, name, _)| self.base.as_deref() == Some(*name))
+            .map(|(n, _, _)| *n)
+    }
+    /// The step whose kernel it edits.
+    #[cfg(test)]
+    pub fn step(&self) -> u32 {
+        self.hopper_step().unwrap_or(0)
+    }
+    /// The stock kernel it edits.
+    pub fn base_text(&self) -> Result<&'static str> {
+        match self.hopper_step() {
+            Some(n) => Ok(runner::steps::get(n)?.info().kernel(Arch::Hopper).text),
+            None => cheat_base(self.blackwell()),
+        }
+    }
     /// Graded apart from the step-0 class: its own grader options or rubric.
     pub fn apart(&self) -> bool {
-        !self.screen || self.compile_seconds.is_some() || self.blackwell()
+        !self.screen || self.compile_seconds.is_some() || self.base.is_some()
     }
     fn expect(&self, secret: &Path) -> Expect {
+        if let Some(name) = self.caught_as.strip_prefix(UNREWARDED) {
+            return Expect::Unrewarded(name.to_string());
+        }
         Expect::Caught(Catch {
             flag: self.caught_as.clone(),
             costs_points: self.costs_points,
@@ -144,6 +180,13 @@ impl Suite {
     pub fn load() -> Result<Suite> {
         let file: CheatFile = toml::from_str(CHEATS).context("tests/cheats/cheats.toml")?;
         for c in &file.cheat {
+            if c.base.is_some() && !c.blackwell() && c.hopper_step().is_none() {
+                bail!(
+                    "tests/cheats/cheats.toml: cheat {} has base {:?}: \"blackwell\", \"step3-hopper\" or \"step5-hopper\"",
+                    c.name,
+                    c.base
+                );
+            }
             if !CLASSES.contains(&c.class.as_str()) {
                 bail!(
                     "tests/cheats/cheats.toml: cheat {} has class {:?}, not one of {}",
@@ -162,7 +205,7 @@ impl Suite {
     /// The cheat as a complete kernel: its stock kernel with the cheat's edits, `@SECRET@`
     /// replaced by `secret`.
     pub fn kernel(&self, cheat: &Cheat, secret: &Path) -> Result<String> {
-        let base = cheat_base(cheat.blackwell())?;
+        let base = cheat.base_text()?;
         let k = common::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)?;
         Ok(k.replace(SECRET_MARK, &secret.to_string_lossy()))
     }
@@ -296,6 +339,19 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
         }
         Expect::Flag(f) => r.flags.contains(f) && r.score < r.max_score,
         Expect::Rejected => r.compile.status == CompileStatus::Rejected && r.score == 0.0,
+        Expect::Unrewarded(name) => {
+            let tests_pass = ran
+                .iter()
+                .filter(|t| t.kind != super::rubric::Kind::Technique)
+                .all(|t| t.status == Status::Passed);
+            let worthless = r.tests.iter().any(|t| {
+                t.kind == super::rubric::Kind::Technique
+                    && t.name == *name
+                    && t.points == 0.0
+                    && t.score == 0.0
+            });
+            tests_pass && worthless && r.compile.status == CompileStatus::Ok
+        }
         Expect::Caught(c) => {
             let visible_ok = !c.visible_pass
                 || r.tests
@@ -386,7 +442,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     for c in suite
         .cheats()
         .iter()
-        .filter(|c| c.apart() && !c.blackwell())
+        .filter(|c| c.apart() && c.base.is_none())
     {
         let name = format!("cheat-{}", c.name);
         let dir = out.join("cheat-groups").join(&c.name);
@@ -461,6 +517,60 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
                 case,
             )],
         ));
+    }
+    // 2b. Steps 3 and 5's twins under their own rubrics (without the speed test, which grades
+    // speed, not the grader), with the cheats on their techniques: the stock twin earns every
+    // executed requirement, a cheat whose technique is dead code or forged records earns none.
+    for (n, base, rubric_name) in HOPPER_BASES {
+        let label = format!("step{n}-hopper-rubric");
+        let mut subs = Vec::new();
+        let mut add = |name: String, text: String, what: String, expect: Expect| -> Result<()> {
+            let d = stock_dir.join(&name);
+            std::fs::create_dir_all(&d)?;
+            std::fs::write(d.join("kernel.cu"), text)?;
+            subs.push((
+                Submission {
+                    student: name.clone(),
+                    path: d,
+                },
+                Case {
+                    name,
+                    rubric: format!("{rubric_name} (no speed test)"),
+                    what,
+                    expect,
+                    written: out.join("stock-grades").join(&label),
+                    log_cap: 0,
+                },
+            ));
+            Ok(())
+        };
+        add(
+            format!("step{n}-hopper-own-rubric"),
+            runner::steps::get(*n)?
+                .info()
+                .kernel(Arch::Hopper)
+                .text
+                .to_string(),
+            format!("step {n}'s Hopper twin as shipped, under {rubric_name}"),
+            Expect::FullMarks,
+        )?;
+        for c in suite
+            .cheats()
+            .iter()
+            .filter(|c| c.base.as_deref() == Some(*base))
+        {
+            add(
+                format!("cheat-{}", c.name),
+                suite.kernel(c, &secret_file)?,
+                format!("[{}] {}", c.class, c.does),
+                c.expect(&secret_file),
+            )?;
+        }
+        let mut rubric = Rubric::parse(rubric_text(rubric_name)?)?;
+        rubric
+            .tests
+            .retain(|t| t.kind != super::rubric::Kind::Performance);
+        groups.push((label, rubric, subs));
     }
     let bw = rubric_text("step3-blackwell.toml")?;
     for n in [0u32, 3] {
@@ -587,6 +697,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             Expect::Fails => "fails".to_string(),
             Expect::Flag(f) => format!("flag {f}"),
             Expect::Rejected => "refused".to_string(),
+            Expect::Unrewarded(name) => format!("tests pass, {name} worth no points"),
             Expect::Caught(c) => {
                 let mut s = format!("flag {}", c.flag);
                 if c.visible_pass {
@@ -649,8 +760,8 @@ mod tests {
             );
             assert!(!c.does.is_empty() && !c.caught_as.is_empty());
             assert!(
-                c.base.is_none() || c.blackwell(),
-                "{}: base is \"blackwell\" or nothing",
+                c.base.is_none() || c.blackwell() || c.hopper_step().is_some(),
+                "{}: base is \"blackwell\", a Hopper twin of HOPPER_BASES or nothing",
                 c.name
             );
         }
@@ -667,12 +778,7 @@ mod tests {
         let suite = Suite::load().unwrap();
         for c in suite.cheats() {
             let k = suite.kernel(c, &secret()).unwrap();
-            assert_ne!(
-                k,
-                cheat_base(c.blackwell()).unwrap(),
-                "{} edits nothing",
-                c.name
-            );
+            assert_ne!(k, c.base_text().unwrap(), "{} edits nothing", c.name);
             assert!(k.contains("gemm_kernel"));
             assert!(!k.contains(SECRET_MARK), "{}", c.name);
             let screened = super::super::policy::check(&k).and_then(|()| {
@@ -710,10 +816,11 @@ mod tests {
         // includes in the confined child) and the compile bomb (the same test stops one at a
         // short compile limit).
         let suite = Suite::load().unwrap();
-        let spec = common::step::KernelSpec::new(runner::steps::get(0).unwrap(), Arch::Hopper);
         for c in suite.cheats().iter().filter(|c| {
             c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
         }) {
+            let spec =
+                common::step::KernelSpec::new(runner::steps::get(c.step()).unwrap(), Arch::Hopper);
             let src = common::compile::KernelSource {
                 path: "kernel.cu".into(),
                 text: suite.kernel(c, &secret()).unwrap(),

@@ -191,7 +191,13 @@ impl Grader {
             .collect()
     }
 
-    fn child(&self, dir: &Path, job: &Job, device: usize, limit: Duration) -> Result<Outcome> {
+    pub(super) fn child(
+        &self,
+        dir: &Path,
+        job: &Job,
+        device: usize,
+        limit: Duration,
+    ) -> Result<Outcome> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let mut env = self.child_env.clone();
         env.push(("WORKBOOK_DEVICE".into(), device.to_string()));
@@ -443,9 +449,20 @@ impl Grader {
         }
         // Whether the traced build compiled (rubrics with trace facts): `Err` is what failed.
         let mut traced_build: Result<(), String> = Ok(());
+        // Requirements present in the binary whose executions are still to be counted.
+        let mut pending: Vec<String>;
         match compiled.map(|o| (o.report, o.sass, o.traced)) {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
-                self.check_requirements(&mut r, &sass);
+                pending = super::executed::apply_static(&mut r, &self.rubric, &sass);
+                if target == common::Target::Sm90aEmulated || self.compile_only {
+                    let why = if self.compile_only {
+                        super::executed::COMPILED_ONLY
+                    } else {
+                        super::executed::EMULATED
+                    };
+                    super::executed::skip(&mut r, &pending, why);
+                    pending.clear();
+                }
                 if !self.rubric.trace_requirements.is_empty() {
                     traced_build = traced.unwrap_or_else(|| {
                         Err("the compile child reported no traced build".into())
@@ -477,7 +494,8 @@ impl Grader {
             }
         }
         if self.compile_only {
-            // The SASS requirements were checked from the compile: they keep their verdicts.
+            // A requirement the binary fails keeps its verdict; one it meets is skipped above,
+            // never awarded: only an executed count earns its points.
             for t in r.tests.iter_mut().filter(|t| t.kind != Kind::Technique) {
                 t.detail = "not run: compiled only (a pre-screen: no GPU was used)".into();
                 t.status = Status::Skipped;
@@ -623,6 +641,21 @@ impl Grader {
                 break;
             }
         }
+        // After every test, never among the timed launches: the measured launches of the
+        // requirements the binary meets, one child each.
+        if !pending.is_empty() {
+            let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
+            match job.spec() {
+                Ok(spec) => super::executed::apply_measured(
+                    &mut r,
+                    &self.rubric,
+                    &spec,
+                    &pending,
+                    &builds,
+                ),
+                Err(e) => r.compile.message = format!("{e:#}"),
+            }
+        }
         let log = logs.join("\n");
         r.grading_flags
             .extend(log_flood(&log, self.rubric.limits.log_bytes));
@@ -662,29 +695,6 @@ impl Grader {
             cut_class,
         );
         r
-    }
-}
-
-impl Grader {
-    /// Score the rubric's requirements against the SASS the compile child reported.
-    fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
-        for q in &self.rubric.requirements {
-            let Some(t) = technique_row(r, &q.name) else {
-                continue;
-            };
-            let v = q.check(builds);
-            t.status = if v.passed {
-                Status::Passed
-            } else if v.grader_error {
-                Status::Error
-            } else {
-                Status::Failed
-            };
-            t.score = if v.passed { q.points } else { 0.0 };
-            t.max_score = q.points;
-            t.detail = v.detail;
-            t.flags = v.flag.into_iter().collect();
-        }
     }
 }
 
