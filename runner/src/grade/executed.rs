@@ -125,7 +125,7 @@ impl Unit {
             Unit::CBox => match k.output {
                 OutputArg::TensorMap { box_rows, box_cols } if box_rows > 0 && box_cols > 0 => {
                     let (r, c) = (box_rows as usize, box_cols as usize);
-                    if s.m % r != 0 || s.n % c != 0 {
+                    if !s.m.is_multiple_of(r) || !s.n.is_multiple_of(c) {
                         bail!("C's TMA box {r} x {c} does not tile {s}");
                     }
                     ((s.m / r) * (s.n / c)) as u64
@@ -992,6 +992,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("executed-map-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let multicast = Pattern::parse("UTMALDG.MULTICAST").unwrap();
+        // CUPTI names a measured instruction's cubin by its CRC: the grader's CUPTI (found, or
+        // the pinned wheel installed) loads without a GPU and tells the two builds apart.
+        let cupti = common::cupti::Cupti::open(&common::cupti::find_or_install().unwrap()).unwrap();
+        assert!(cupti.api_version >= 24, "{}", cupti.api_version);
+        let mut crcs = Vec::new();
         for (name, text) in [
             (
                 "stock",
@@ -1015,6 +1020,13 @@ mod tests {
             .unwrap();
             let file = dir.join(format!("{name}.cubin"));
             std::fs::write(&file, &c.cubin).unwrap();
+            let crc = cupti.cubin_crc(&c.cubin).unwrap();
+            assert_eq!(
+                crc,
+                cupti.cubin_crc(&c.cubin).unwrap(),
+                "{name}: the same CRC twice"
+            );
+            crcs.push(crc);
             let listing = common::sass::listing_of(&nvdisasm, &file).unwrap();
             let map = common::sass::instructions_of_kernel(&listing, "gemm_kernel").unwrap();
             // Every instruction once, 16 bytes apart, at the offsets nvdisasm printed.
@@ -1046,6 +1058,7 @@ mod tests {
                 );
             }
         }
+        assert_ne!(crcs[0], crcs[1], "two different kernels, one CRC");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

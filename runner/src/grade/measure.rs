@@ -25,13 +25,19 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The CUPTI library the grader named ([`CUPTI_ENV`]), loaded; or why not, as the one line the
-/// report shows.
-pub fn open_cupti() -> Result<Cupti, String> {
+/// The CUPTI library the grader named ([`CUPTI_ENV`]), loaded, its profiler initialised for
+/// `gpu` before any kernel runs; or why not, as the one line the report shows.
+pub fn open_cupti(gpu: &Gpu) -> Result<Cupti, String> {
     let path = std::env::var_os(CUPTI_ENV)
         .map(PathBuf::from)
         .ok_or_else(|| format!("internal: the grader named no CUPTI library ({CUPTI_ENV})"))?;
-    Cupti::open(&path).map_err(|e| one_line(&format!("{e:#}")))
+    let mut c = Cupti::open(&path).map_err(|e| one_line(&format!("{e:#}")))?;
+    gpu.ctx
+        .bind_to_thread()
+        .map_err(|e| format!("cannot make the context current: {e:?}"))?;
+    c.initialize(gpu.ctx.ordinal() as u32)
+        .map_err(|e| one_line(&format!("{e:#}")))?;
+    Ok(c)
 }
 
 /// The folders a measuring child may read besides the GPU's: the CUPTI library's (CUPTI opens

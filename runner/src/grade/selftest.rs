@@ -42,6 +42,12 @@ pub const RUBRICS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Testing only: a comma-separated list of the parts to grade (`class`: the step-0 class and
+/// the cheats graded apart; otherwise a group's label, as `step3-hopper-rubric` or
+/// `step0-blackwell`), the others skipped: how `gpu/grade-executed.sh` grades the technique
+/// cases first, quickly, with their scratch folders kept.
+pub const ONLY_ENV: &str = "WORKBOOK_GRADE_SELFTEST_ONLY";
+
 /// The demonstration secret of the selftest: the hidden tests run as they would for a class,
 /// with seeds anyone can reproduce. Never use it for a real class.
 const SELFTEST_SECRET: &str = "workbook selftest secret: not a secret";
@@ -409,10 +415,19 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             .ok_or_else(|| anyhow!("no rubric {name}"))
     };
 
+    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
+    let only: Option<Vec<String>> = std::env::var(ONLY_ENV)
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let wanted = |label: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == label));
+
     // 1. The class of the step-0 rubric: stock, seeded bug, cheats.
     let class_dir = out.join("class");
     let _ = std::fs::remove_dir_all(&class_dir);
     let mut cases = write_class(&class_dir, &secret_file)?;
+    if !wanted("class") {
+        cases.clear();
+    }
     let class_rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
     for c in &mut cases {
         c.written = out.join("class-grades");
@@ -430,11 +445,14 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
         },
     )?;
     let subs = super::batch::class(&class_dir, None)?;
-    eprintln!(
-        "selftest: grading {} submissions of the step-0 class",
-        subs.len()
-    );
-    let mut reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
+    let mut reports = Vec::new();
+    if wanted("class") {
+        eprintln!(
+            "selftest: grading {} submissions of the step-0 class",
+            subs.len()
+        );
+        reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
+    }
 
     // 1b. The cheats graded apart, one grading each: with the include screen off (the
     // confinement alone must hold), or with a shorter compile limit.
@@ -442,7 +460,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     for c in suite
         .cheats()
         .iter()
-        .filter(|c| c.apart() && c.base.is_none())
+        .filter(|c| c.apart() && c.base.is_none() && wanted("class"))
     {
         let name = format!("cheat-{}", c.name);
         let dir = out.join("cheat-groups").join(&c.name);
@@ -631,7 +649,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             subs,
         ));
     }
-    for (label, rubric, subs) in groups {
+    for (label, rubric, subs) in groups.into_iter().filter(|(l, _, _)| wanted(l)) {
         eprintln!("selftest: grading {label}");
         let paths: Vec<PathBuf> = subs.iter().map(|(s, _)| s.path.clone()).collect();
         let g = grader_for(

@@ -68,12 +68,12 @@ pub fn main(phase: Phase, confined: bool) -> Result<()> {
         }
         Phase::Measure => {
             let gpu = open_gpu()?;
+            // CUPTI is loaded by the grader's code, before the confinement (which then allows
+            // its folder, for the libraries CUPTI opens itself), and before any kernel runs.
+            let cupti = super::measure::open_cupti(&gpu);
             let env = env_info(&gpu);
             let blas = Blas::new(&gpu)?;
             common::compile::nvrtc_version()?;
-            // CUPTI is loaded by the grader's code, before the confinement (which then allows
-            // its folder, for the libraries CUPTI opens itself).
-            let cupti = super::measure::open_cupti();
             confine(Needs::Measure)?;
             let job = read_job(phase)?;
             super::measure::run(&job, &dir, &gpu, &blas, env, cupti)

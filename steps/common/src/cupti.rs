@@ -199,6 +199,8 @@ pub struct Cupti {
     pub path: PathBuf,
     /// `cuptiGetVersion`: the CUPTI API version (130001 for CUDA 13.0's).
     pub api_version: u32,
+    /// The chip's name, once [`Cupti::initialize`] ran (`GH100`).
+    pub chip: Option<String>,
 }
 
 /// One instruction's counts, summed over the GPU.
@@ -313,6 +315,7 @@ impl Cupti {
             lib,
             path: path.to_path_buf(),
             api_version: 0,
+            chip: None,
         };
         // SAFETY: `cuptiGetVersion(uint32_t*)` (cupti_version.h).
         let get: libloading::Symbol<unsafe extern "C" fn(*mut u32) -> c_int> =
@@ -385,9 +388,12 @@ impl Cupti {
         Ok(p.cubin_crc)
     }
 
-    /// Start counting on device `device` (its context `ctx`, current on this thread): every
-    /// kernel launched from now until [`Session::finish`] is patched at its first launch.
-    pub fn start(&self, ctx: *mut c_void, device: u32) -> Result<Session<'_>> {
+    /// Initialise CUPTI's profiler and read device `device`'s chip name: early, before the
+    /// process launches any kernel (cuBLAS's included).
+    pub fn initialize(&mut self, device: u32) -> Result<()> {
+        if self.chip.is_some() {
+            return Ok(());
+        }
         let mut init = ProfilerInitialize {
             struct_size: sizes::PROFILER_INITIALIZE,
             priv_: std::ptr::null_mut(),
@@ -404,9 +410,22 @@ impl Cupti {
             bail!("cuptiDeviceGetChipName gave no name");
         }
         // SAFETY: non-null, NUL-terminated, owned by CUPTI for the process's life.
-        let chip_name = unsafe { CStr::from_ptr(chip.chip_name) }
+        let name = unsafe { CStr::from_ptr(chip.chip_name) }
             .to_string_lossy()
             .into_owned();
+        self.chip = Some(name);
+        Ok(())
+    }
+
+    /// Start counting on device `device` (its context `ctx`, current on this thread), after
+    /// [`Cupti::initialize`]: every kernel launched from now until [`Session::finish`] is
+    /// patched at its first launch.
+    pub fn start(&self, ctx: *mut c_void, device: u32) -> Result<Session<'_>> {
+        let chip_name = self
+            .chip
+            .clone()
+            .ok_or_else(|| anyhow!("internal: CUPTI's profiler was not initialised"))?;
+        let chip_c = CString::new(chip_name.clone()).map_err(|e| anyhow!("{e}"))?;
         let mut metric_ids = BTreeMap::new();
         let mut configs = Vec::new();
         for m in METRICS {
@@ -414,7 +433,7 @@ impl Cupti {
             let mut p = GetProperties {
                 struct_size: sizes::GET_PROPERTIES,
                 priv_: std::ptr::null_mut(),
-                chip_name: chip.chip_name,
+                chip_name: chip_c.as_ptr(),
                 metric_name: name.as_ptr(),
                 metric: MetricDetails {
                     metric_id: 0,
