@@ -59,6 +59,7 @@ pub struct Cheat {
     /// The attack it stands for (see [`CLASSES`]).
     pub class: String,
     pub does: String,
+    #[serde(default)]
     pub caught_as: String,
     /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml;
     /// "step3-hopper" or "step5-hopper": of that step's Hopper twin, graded by its rubric.
@@ -80,6 +81,20 @@ pub struct Cheat {
     /// Graded with this compile limit instead of the rubric's.
     #[serde(default)]
     pub compile_seconds: Option<u64>,
+    /// An honest control, not a cheat: full marks, no flag (`caught_as` is empty).
+    #[serde(default)]
+    pub honest: bool,
+    /// Files written beside the kernel in its submission folder (name -> text).
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
+    /// What a student sees of the hidden tests must be one word each, and of time the visible
+    /// phase's.
+    #[serde(default)]
+    pub hidden_quiet: bool,
+    /// The hidden run must take at least this long, none of it in the time a student sees
+    /// (with an empty `caught_as`: no flag at all).
+    #[serde(default)]
+    pub hidden_spin_s: Option<f64>,
     edit: Vec<common::edits::Edit>,
 }
 
@@ -115,6 +130,10 @@ pub const CLASSES: &[&str] = &[
     "changes-when-timed",
     "technique-not-executed",
     "forged-trace",
+    "identity",
+    "hidden-to-visible",
+    "timing-channel",
+    "honest-control",
 ];
 
 /// The Hopper twins other than step 0's that cheats edit (`base = "stepN-hopper"`), each graded
@@ -156,6 +175,9 @@ impl Cheat {
         !self.screen || self.compile_seconds.is_some() || self.base.is_some()
     }
     fn expect(&self, secret: &Path) -> Expect {
+        if self.honest {
+            return Expect::FullMarks;
+        }
         if let Some(name) = self.caught_as.strip_prefix(UNREWARDED) {
             return Expect::Unrewarded(name.to_string());
         }
@@ -167,6 +189,8 @@ impl Cheat {
                 .protect
                 .as_ref()
                 .map(|p| PathBuf::from(p.replace(SECRET_MARK, &secret.to_string_lossy()))),
+            hidden_quiet: self.hidden_quiet,
+            hidden_spin_s: self.hidden_spin_s,
         })
     }
 }
@@ -274,12 +298,16 @@ pub fn write_class(dir: &Path, secret: &Path) -> Result<Vec<Case>> {
     )?;
     let suite = Suite::load()?;
     for c in suite.cheats().iter().filter(|c| !c.apart()) {
+        let name = format!("cheat-{}", c.name);
         put(
-            &format!("cheat-{}", c.name),
+            &name,
             Some(&suite.kernel(c, secret)?),
             &format!("[{}] {}", c.class, c.does),
             c.expect(secret),
         )?;
+        for (file, text) in &c.files {
+            std::fs::write(dir.join(&name).join(file), text)?;
+        }
     }
     Ok(cases)
 }
@@ -381,7 +409,26 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
             }
             // A flood's log is cut to the cap (plus the note of the cut).
             let capped = c.flag != "log-flood" || r.worker_log.len() <= log_cap + 256;
-            r.flags.contains(&c.flag)
+            // What Gradescope shows the student: one word per hidden test, the visible time.
+            let shown = super::report::gradescope_results(r);
+            let quiet = !c.hidden_quiet
+                || (shown
+                    .tests
+                    .iter()
+                    .filter(|t| t.visibility != super::rubric::Visibility::Visible)
+                    .all(|t| matches!(t.output.as_str(), "passed" | "failed" | "skipped"))
+                    && shown.execution_time == r.visible_elapsed_s.round() as u64);
+            let spun = c.hidden_spin_s.is_none_or(|s| {
+                r.hidden_elapsed_s >= s && shown.execution_time as f64 + s <= r.elapsed_s + 1.0
+            });
+            let flagged = if c.flag.is_empty() {
+                r.flags.is_empty()
+            } else {
+                r.flags.contains(&c.flag)
+            };
+            flagged
+                && quiet
+                && spun
                 && (!c.costs_points || r.score < r.max_score)
                 && visible_ok
                 && leaked.is_empty()
@@ -776,7 +823,23 @@ mod tests {
                 c.name,
                 c.class
             );
-            assert!(!c.does.is_empty() && !c.caught_as.is_empty());
+            assert!(!c.does.is_empty());
+            assert_eq!(
+                c.caught_as.is_empty(),
+                c.honest || c.hidden_spin_s.is_some(),
+                "{}: caught_as is empty exactly for an honest control or a timing case",
+                c.name
+            );
+            assert!(
+                !c.honest || c.class == "honest-control",
+                "{}: honest controls have their class",
+                c.name
+            );
+            assert!(
+                c.files.is_empty() || !c.apart(),
+                "{}: extra files only in the step-0 class",
+                c.name
+            );
             assert!(
                 c.base.is_none() || c.blackwell() || c.hopper_step().is_some(),
                 "{}: base is \"blackwell\", a Hopper twin of HOPPER_BASES or nothing",
@@ -837,14 +900,18 @@ mod tests {
         for c in suite.cheats().iter().filter(|c| {
             c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
         }) {
-            let spec =
-                common::step::KernelSpec::new(runner::steps::get(c.step()).unwrap(), Arch::Hopper);
+            let (arch, target) = if c.blackwell() {
+                (Arch::Blackwell, common::Target::Sm100a)
+            } else {
+                (Arch::Hopper, common::Target::Sm90a)
+            };
+            let spec = common::step::KernelSpec::new(runner::steps::get(c.step()).unwrap(), arch);
             let src = common::compile::KernelSource {
                 path: "kernel.cu".into(),
                 text: suite.kernel(c, &secret()).unwrap(),
             };
             for dtype in [common::Dtype::F16, common::Dtype::Bf16] {
-                let r = common::compile::compile(&src, common::Target::Sm90a, &spec.defines(dtype));
+                let r = common::compile::compile(&src, target, &spec.defines(dtype));
                 if c.caught_as == "compile-error" {
                     let e = r
                         .err()
