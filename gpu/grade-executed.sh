@@ -6,7 +6,7 @@
 #
 # Run the two stages as two calls where one command may take at most 10 minutes.
 #
-# probe (about 2 minutes, at most 6):
+# probe (a few minutes, at most 9 and a half):
 #   1. the machine: GPU and driver, and every CUPTI library it has (toolkit, python wheels);
 #   2. `runner grade --selftest --keep-scratch` limited (WORKBOOK_GRADE_SELFTEST_ONLY) to the
 #      technique groups: step 3's and step 5's twins under their own rubrics (no speed test),
@@ -22,7 +22,8 @@
 #   store-warp worth 0 points.
 #   3. if the stock step-3 twin's measurement failed, the same grading once with each other
 #      CUPTI library found (WORKBOOK_CUPTI), to tell a library mismatch from a layout mistake.
-# selftest (at most 9 minutes): the whole `runner grade --selftest`; success: every case "yes".
+# selftest (at most 9 and a half minutes): the whole `runner grade --selftest`; success: every
+# case "yes".
 #
 # Writes under $OUT/gexec: summary.txt (everything printed), debug.tar.gz (the measuring
 # children's folders: measure.json, measure-debug.txt), selftest.md and selftest.json of each
@@ -68,7 +69,7 @@ if [[ " $STAGES " == *" probe "* ]]; then
   note "== technique groups of the selftest (scratch kept)"
   S1="$T/selftest-technique"
   WORKBOOK_GRADE_SELFTEST_ONLY=step3-hopper-rubric,step5-hopper-rubric \
-    timeout 360 "$RUNNER" grade --selftest --out "$S1" --keep-scratch >"$T/st1.out" 2>"$T/st1.err"
+    timeout 560 "$RUNNER" grade --selftest --out "$S1" --keep-scratch >"$T/st1.out" 2>"$T/st1.err"
   note "selftest (technique groups) rc=$?"
   tail -5 "$T/st1.err" | tee -a "$LOG"
   cat "$T/st1.out" | tee -a "$LOG"
@@ -119,6 +120,15 @@ for t in r['tests']:
       [ -n "$f" ] && head -60 "$f" | tee -a "$LOG" >/dev/null
       [ -n "$f" ] && grep -E "^(CUPTI|chip|verdict)" "$f"
     done
+    # And unconfined (as on a kernel without Landlock), to tell the confinement's part apart.
+    export TMPDIR="$T/tmp-unconfined"
+    mkdir -p "$TMPDIR"
+    WORKBOOK_GRADE_SIMULATE_NO_LANDLOCK=1 timeout 120 "$RUNNER" grade "$T/step3-stock.cu" \
+      --rubric "$T/step3-nospeed.toml" --public-only --allow-unconfined --keep-scratch --json \
+      >"$T/unconfined.json" 2>"$T/unconfined.err"
+    note "-- unconfined rc=$?"
+    f=$(find "$TMPDIR" -name measure-debug.txt | head -1)
+    [ -n "$f" ] && head -60 "$f" | tee -a "$LOG"
   fi
   python3 -c "
 import json,sys
@@ -134,7 +144,7 @@ if [[ " $STAGES " == *" selftest "* ]]; then
   S2="$T/selftest-all"
   export TMPDIR="$T/tmp-all"
   mkdir -p "$TMPDIR"
-  timeout 540 "$RUNNER" grade --selftest --out "$S2" >"$T/st2.out" 2>"$T/st2.err"
+  timeout 580 "$RUNNER" grade --selftest --out "$S2" >"$T/st2.out" 2>"$T/st2.err"
   rc=$?
   note "selftest rc=$rc"
   tail -3 "$T/st2.err" | tee -a "$LOG"

@@ -308,6 +308,13 @@ const MIN_API_VERSION: u32 = 24;
 impl Cupti {
     /// Load the library at `path` and read its API version.
     pub fn open(path: &Path) -> Result<Cupti> {
+        // CUPTI's profiler opens its `libnvperf_*` neighbours by name, which a child with a
+        // cleared environment could not find: loaded first by path, they are found by name.
+        if let Some(dir) = path.parent() {
+            for lib in ["libnvperf_target.so", "libnvperf_host.so"] {
+                toolkit::preload_named(&[dir.to_path_buf()], &[lib]);
+            }
+        }
         // SAFETY: loading CUPTI runs its initialisers, which only register with the driver.
         let lib = unsafe { libloading::Library::new(path) }
             .with_context(|| format!("cannot load {}", path.display()))?;
