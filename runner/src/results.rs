@@ -749,6 +749,9 @@ pub enum GradeSelftestExpect {
     Rejected,
     /// A cheat caught as it must be.
     Caught(GradeSelftestCatch),
+    /// A forgery that buys nothing: every test passes (the kernel is correct), and the named
+    /// requirement, whatever the kernel's own records show, is worth no points.
+    Unrewarded(String),
 }
 
 /// What a cheat's report must show.
@@ -761,6 +764,13 @@ pub struct GradeSelftestCatch {
     pub visible_pass: bool,
     /// No line of this file is in anything the grading wrote.
     pub protect: Option<PathBuf>,
+    /// What a student sees of the hidden tests is one word each, and of time the visible
+    /// phase's (absent in files written before it was checked).
+    #[serde(default)]
+    pub hidden_quiet: bool,
+    /// The hidden run took at least this long, none of it in the time a student sees.
+    #[serde(default)]
+    pub hidden_spin_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -96,6 +96,14 @@ pub struct GradeReport {
     /// Points of tests skipped here (e.g. timing without native hardware).
     pub skipped_points: f64,
     pub elapsed_s: f64,
+    /// Seconds from the start of grading to the end of the visible phase (the compile and the
+    /// visible tests' child), before any hidden input existed: the only time a student is shown
+    /// (`execution_time`), so no hidden test can signal through its own duration.
+    #[serde(default)]
+    pub visible_elapsed_s: f64,
+    /// Seconds the hidden tests' child ran (0: none ran): for the instructor only.
+    #[serde(default)]
+    pub hidden_elapsed_s: f64,
     /// Seconds since the Unix epoch when grading started.
     pub started: u64,
     /// The run child's stderr, cut to the log limit.
@@ -140,8 +148,9 @@ impl GradeReport {
         self.flags = flags;
     }
 
-    /// Whether a requirement was skipped: only a trace fact is (compiled only: no traced launch).
-    pub fn trace_skipped(&self) -> bool {
+    /// Whether a requirement was skipped: an executed count (compiled only, or native code that
+    /// does not run on this GPU) or a trace fact (no traced launch).
+    pub fn technique_skipped(&self) -> bool {
         self.tests
             .iter()
             .any(|t| t.kind == Kind::Technique && t.status == Status::Skipped)
@@ -181,9 +190,12 @@ impl GradeReport {
         }
     }
 
-    pub fn best_tflops(&self) -> Option<f64> {
+    /// The best TFLOP/s of the visible tests: what a student may see (a hidden test's speed
+    /// depends on its hidden inputs, so a kernel could encode them in it).
+    pub fn visible_tflops(&self) -> Option<f64> {
         self.tests
             .iter()
+            .filter(|t| t.visibility == Visibility::Visible)
             .filter_map(|t| t.timing.as_ref().map(|x| x.tflops))
             .fold(None, |a, b| Some(a.map_or(b, |a: f64| a.max(b))))
     }
@@ -226,8 +238,8 @@ impl GradeReport {
             if self.skipped_points > 0.0 && self.gpu.is_none() {
                 format!(
                     " (compiled only: no test ran{}; {:.1} points skipped)",
-                    if self.trace_skipped() {
-                        " and no trace fact was checked, which needs a Hopper GPU"
+                    if self.technique_skipped() {
+                        " and no technique was measured, which needs a GPU"
                     } else {
                         ""
                     },
@@ -279,8 +291,11 @@ impl GradeReport {
 // ---- Gradescope -------------------------------------------------------------------------
 
 /// Gradescope's autograder `results.json`: one entry per test (score, max_score, status,
-/// output, visibility), the compile log as the overall output, TFLOP/s on the leaderboard.
-/// Hidden tests show their outcome and flags, not their details.
+/// output, visibility), the compile log as the overall output, the visible tests' TFLOP/s on the
+/// leaderboard. Nothing a student sees is computed from a hidden input beyond a hidden test's
+/// own score: a hidden test's output is one word (passed, failed or skipped), with no detail
+/// and no flag (a kernel could choose which flag to raise by its hidden inputs), and the time
+/// shown is the visible phase's.
 pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
     let tests: Vec<GradescopeTest> = r
         .tests
@@ -288,18 +303,20 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         .enumerate()
         .map(|(i, t)| {
             let hidden = t.visibility != Visibility::Visible;
-            let mut output = if hidden && t.status != Status::Skipped {
-                lower(&t.status)
+            let output = if hidden {
+                match t.status {
+                    Status::Passed => "passed",
+                    Status::Skipped => "skipped",
+                    _ => "failed",
+                }
+                .to_string()
             } else {
-                t.detail.clone()
-            };
-            for f in &t.flags {
-                if hidden {
-                    output.push_str(&format!("\nflag: {}", f.name));
-                } else {
+                let mut output = t.detail.clone();
+                for f in &t.flags {
                     output.push_str(&format!("\nflag {}: {}", f.name, f.detail));
                 }
-            }
+                output
+            };
             GradescopeTest {
                 name: t.name.clone(),
                 number: format!("{}", i + 1),
@@ -328,8 +345,8 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         output.push_str(&format!(
             "\n\n{:.1} points were skipped: compiled only, no test ran{}.",
             r.skipped_points,
-            if r.trace_skipped() {
-                " and no trace fact was checked"
+            if r.technique_skipped() {
+                " and no technique was measured"
             } else {
                 ""
             }
@@ -345,13 +362,13 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
     }
     GradescopeResults {
         score: r.score,
-        execution_time: r.elapsed_s.round() as u64,
+        execution_time: r.visible_elapsed_s.round() as u64,
         output,
         stdout_visibility: "hidden".into(),
         tests,
         leaderboard: vec![LeaderboardEntry {
             name: "TFLOP/s".into(),
-            value: (r.best_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
+            value: (r.visible_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
             order: "desc".into(),
         }],
     }
@@ -619,6 +636,8 @@ pub mod tests {
             max_score: 0.0,
             skipped_points: 0.0,
             elapsed_s: 12.34,
+            visible_elapsed_s: 4.6,
+            hidden_elapsed_s: 7.5,
             started: 0,
             worker_log: String::new(),
             gpu_after: Some("usable".into()),
@@ -644,7 +663,8 @@ pub mod tests {
         // Checked as the JSON Gradescope reads.
         let v = serde_json::to_value(gradescope_results(&sample("bob", Some(0.87)))).unwrap();
         assert_eq!(v["score"], 18.0);
-        assert_eq!(v["execution_time"], 12);
+        // The visible phase's time, never the hidden tests' (12.34 s in all).
+        assert_eq!(v["execution_time"], 5);
         let tests = v["tests"].as_array().unwrap();
         assert_eq!(tests.len(), 3);
         for t in tests {
@@ -655,16 +675,21 @@ pub mod tests {
         assert_eq!(tests[0]["status"], "passed");
         assert_eq!(tests[1]["status"], "failed");
         assert_eq!(tests[1]["visibility"], "after_published");
-        let hidden_out = tests[1]["output"].as_str().unwrap();
-        assert!(
-            hidden_out.contains("flag: stale-output") && !hidden_out.contains("secret details")
-        );
+        // A hidden test says passed or failed, nothing its run computed: no detail, no flag.
+        assert_eq!(tests[1]["output"], "failed");
         assert!(
             !v.to_string().contains("\"seeds\""),
             "seeds never reach students"
         );
         assert_eq!(v["leaderboard"][0]["name"], "TFLOP/s");
         assert_eq!(v["leaderboard"][0]["value"], 512.3);
+        // A hidden test's speed never reaches the leaderboard (its time could carry its inputs).
+        let mut h = sample("bob", Some(0.87));
+        h.tests[2].visibility = Visibility::Hidden;
+        let hv = serde_json::to_value(gradescope_results(&h)).unwrap();
+        assert_eq!(hv["leaderboard"][0]["value"], 0.0);
+        assert_eq!(hv["tests"][2]["output"], "passed");
+        assert!(!hv.to_string().contains("TFLOP/s ("), "{hv}");
         let skipped = serde_json::to_value(gradescope_results(&sample("alice", None))).unwrap();
         let t = &skipped["tests"][2];
         assert_eq!(t["max_score"], 0.0);
