@@ -768,7 +768,10 @@ mod tests {
         }]});
         let c = compare(&r, Some(&raw), S, Dtype::F16, "step 5", "cublas").unwrap();
         assert_eq!(c.call, Call::Slower);
-        assert!(matches!(c.basis, Basis::Interval { rounds: 110, .. }), "{c:?}");
+        assert!(
+            matches!(c.basis, Basis::Interval { rounds: 110, .. }),
+            "{c:?}"
+        );
     }
 
     #[test]

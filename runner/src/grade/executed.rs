@@ -651,6 +651,23 @@ pub const LAUNCHING_FILE: &str = "measure-launching";
 pub const DEBUG_FILE: &str = "measure-debug.txt";
 
 impl super::submission::Grader {
+    /// Measure the `pending` requirements (present in the binary, executions still to count)
+    /// and score them into `r`: the measured launches of [`Self::measure_builds`].
+    pub(super) fn measure(
+        &self,
+        r: &mut super::report::GradeReport,
+        dir: &std::path::Path,
+        device: usize,
+        job: &super::job::Job,
+        pending: &[String],
+    ) {
+        let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
+        match job.spec() {
+            Ok(spec) => apply_measured(r, &self.rubric, &spec, pending, &builds),
+            Err(e) => r.compile.message = format!("{e:#}"),
+        }
+    }
+
     /// One measured launch per dtype build in `dtypes` (the builds the compile child left in
     /// `dir/compile`), each in a confined measuring child of its own, after the tests: a fresh
     /// process, so the counting never touches a timed launch.

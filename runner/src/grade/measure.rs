@@ -210,6 +210,14 @@ fn measure(
     checked.flags.extend(run.check_seals(true, None)?);
     let m = session.finish()?;
     let counts = join(&m, crc, &map, debug);
+    if counts.pcs.is_empty() {
+        // Every kernel executes its first instruction: no record at all is CUPTI's failure to
+        // patch this launch, not the kernel's choice. No proof, and not the student's doing.
+        return Ok(Measured::Error(format!(
+            "CUPTI's SASS metrics recorded no instruction of the launched kernel ({} record(s) in all), so its executions could not be counted",
+            m.records.len()
+        )));
+    }
     Ok(Measured::Ran {
         flags: checked.flags,
         summary: checked.summary,

@@ -582,7 +582,15 @@ impl Grader {
         let mut last_outcome: Option<Outcome> = None;
         // The visibility class of the run that was cut short, if one was.
         let mut cut_class: Option<bool> = None;
+        // The measured launches of the requirements the binary meets (one child each, public
+        // inputs, never timed) run after the visible tests and before any hidden input exists
+        // in a process the submission runs in, like everything whose result a student sees.
+        let mut measured = pending.is_empty();
         for (class, hidden) in [("visible", false), ("hidden", true)] {
+            if hidden && !measured {
+                self.measure(&mut r, dir, device, &job, &pending);
+                measured = true;
+            }
             let class_tests: Vec<JobTest> = self
                 .rubric
                 .tests
@@ -697,16 +705,8 @@ impl Grader {
                 break;
             }
         }
-        // After every test, never among the timed launches: the measured launches of the
-        // requirements the binary meets, one child each.
-        if !pending.is_empty() {
-            let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
-            match job.spec() {
-                Ok(spec) => {
-                    super::executed::apply_measured(&mut r, &self.rubric, &spec, &pending, &builds)
-                }
-                Err(e) => r.compile.message = format!("{e:#}"),
-            }
+        if !measured {
+            self.measure(&mut r, dir, device, &job, &pending);
         }
         let log = logs.join("\n");
         r.grading_flags
