@@ -481,21 +481,23 @@ pub fn gather(dirs: &[PathBuf]) -> Result<Vec<GradeReport>> {
             listed.sort();
             held.sort();
             if listed != held {
-                let missing: Vec<&str> = listed
-                    .iter()
-                    .filter(|s| !held.contains(s))
-                    .map(String::as_str)
-                    .collect();
+                let apart = |a: &[String], b: &[String]| -> Vec<String> {
+                    a.iter().filter(|s| !b.contains(s)).cloned().collect()
+                };
+                let (missing, extra) = (apart(&listed, &held), apart(&held, &listed));
+                let mut why = Vec::new();
+                if !missing.is_empty() {
+                    why.push(format!("missing: {}", missing.join(", ")));
+                }
+                if !extra.is_empty() {
+                    why.push(format!("not in the summary: {}", extra.join(", ")));
+                }
                 bail!(
-                    "{} lists {} students in summary.csv but holds {} grade.json{}: regrade the folder (its reports were overwritten or removed)",
+                    "{} lists {} students in summary.csv but holds {} grade.json ({}): regrade the folder into a new one (its reports were overwritten, removed, or left from another batch)",
                     d.display(),
                     listed.len(),
                     held.len(),
-                    if missing.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (missing: {})", missing.join(", "))
-                    }
+                    why.join("; ")
                 );
             }
         }
