@@ -306,9 +306,9 @@ fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step, part: us
     // dropped): what can break is the C++ (a name, a `static_assert`), which NVRTC's front end
     // and NVVM check on the way to PTX. ptxas turns that PTX into SASS the same way it does the
     // stock kernel's (`builds_for_the_sm90a_emulation`), so every bug is compiled to PTX and the
-    // first of each part all the way to a CUBIN: ptxas was about 70 % of each build's time
-    // (5.9 CPU-s for the CUBIN of step 3 with wrong-sbo, 1.7 for its PTX), and ~100 builds of
-    // seeded bugs were most of this file's CPU time.
+    // first of each part all the way to a CUBIN. ptxas is most of a build's time (`runner
+    // inspect 3 --emulate --mutate wrong-sbo`: 5.9 CPU-s for the CUBIN and its disassembly,
+    // 1.7 with --ptx), and ~100 builds of seeded bugs were most of this file's CPU time.
     let info = step.info();
     let spec = KernelSpec::new(step, Arch::Blackwell);
     let applicable = MUTATIONS.iter().filter(|m| m.applies_to(info.number));
