@@ -1,6 +1,7 @@
 //! `runner bench`: time every step's native kernel against cuBLAS (the work is in `bench`).
 
 use super::{parse_shape, ArchArg};
+use crate::outdir::OutDir;
 use anyhow::{bail, Result};
 use common::gpu::{self, GpuStatus};
 use common::{Dtype, Shape};
@@ -150,11 +151,17 @@ pub fn run(a: Args) -> Result<ExitCode> {
         iters: a.iters as usize,
         warmup: a.warmup,
         seed: a.seed,
-        out: a.out.unwrap_or_else(|| {
-            common::toolkit::project_root()
+        out: match a.out {
+            // A folder of the user's holding other files is refused, never overwritten.
+            Some(out) => {
+                let d = OutDir::claim_own(&out, "--out", "the bench writes its results there")?;
+                d.create()?;
+                out
+            }
+            None => common::toolkit::project_root()
                 .join("assets")
-                .join("results")
-        }),
+                .join("results"),
+        },
         timeout: Duration::from_secs(a.timeout),
         heatmap: a.heatmap,
         adaptive: (!a.fixed && !a.heatmap && !a.diagnose).then(|| crate::bench::Adaptive {

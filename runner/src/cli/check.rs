@@ -3,6 +3,7 @@
 use super::parse_shape;
 use crate::check::cases::{EmulationSet, StressSet, TwinSet};
 use crate::check::{self, Pool};
+use crate::outdir::OutDir;
 use anyhow::{bail, Result};
 use common::{Dtype, Shape};
 use std::path::PathBuf;
@@ -54,12 +55,15 @@ struct PoolArgs {
 }
 
 impl PoolArgs {
-    fn pool(&self) -> Pool {
-        Pool {
+    /// The pool, its results folder checked (not yet made): new, empty, or one a runner command
+    /// wrote before; a folder of the user's holding other files is refused, never overwritten.
+    fn pool(&self) -> Result<Pool> {
+        OutDir::claim_own(&self.out, "--out", check::WRITES_RESULTS)?;
+        Ok(Pool {
             gpus: self.gpus.clone(),
             jobs: self.jobs as usize,
             out: self.out.clone(),
-        }
+        })
     }
 }
 
@@ -142,7 +146,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 only_mutations: e.mutations.clone(),
                 ..base
             };
-            check::emulation(&set, &e.pool.pool(), !e.no_selftest)?
+            check::emulation(&set, &e.pool.pool()?, !e.no_selftest)?
         }
         Which::Twins(t) if t.stress => {
             let p = &t.problems;
@@ -158,7 +162,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 seeds: or(&t.stress_seeds, base.seeds),
                 ..base
             };
-            check::stress(&set, &t.pool.pool())?
+            check::stress(&set, &t.pool.pool()?)?
         }
         Which::Twins(t) => {
             let base = if t.pool.quick {
@@ -172,7 +176,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 seeds: or(&t.problems.seeds, base.seeds),
                 ..base
             };
-            check::twins(&set, &t.pool.pool())?
+            check::twins(&set, &t.pool.pool()?)?
         }
     };
     Ok(verdict.into())

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     no_emulate: bool,
     /// Seconds before a running kernel is declared hung.
-    #[arg(long, default_value_t = 30, value_parser = super::at_least::<1>)]
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = super::at_least::<1>)]
     timeout: u64,
     /// Compile and run this kernel file instead of the step's own (a file that includes
     /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise). A `.toml` file holds
@@ -66,7 +66,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["trace", "time_emulation"])]
     hang_diagnosis: bool,
     /// Blackwell kernel under emulation: time N launches (default 5) of the emulation build
-    /// with the rules of issue 23 (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
+    /// with the emulation's strict rules (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
     /// and N with them on, alternating, each build verified once; prints what the rules cost.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "5",
           value_parser = super::positive_u32, conflicts_with = "trace")]
@@ -92,7 +92,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 2, requires = "trace",
           value_parser = super::positive_u32)]
     trace_clusters: u32,
-    /// Print one JSON object {"runner", "runs": [...]} instead of the text report.
+    /// Print one JSON object {"schema", "runner", "runs": [...]} instead of the text report.
     #[arg(long)]
     json: bool,
     #[command(flatten)]

@@ -310,7 +310,7 @@ pub fn grade_all(
                 bar.inc(1);
                 if write {
                     r.write(
-                        &out.join(super::submission::safe_name(&r.student)),
+                        &out.join(super::submission::report_folder(&r.student)),
                         gradescope,
                     )?;
                 }

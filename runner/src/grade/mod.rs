@@ -34,6 +34,7 @@ pub mod trace_facts;
 pub mod vocab;
 pub mod worker;
 
+use crate::outdir::OutDir;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -237,21 +238,27 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
 
 pub fn run(args: GradeArgs) -> Result<ExitCode> {
     if let Some(GradeSub::Merge { dirs, out }) = &args.sub {
-        let reports = report::merge(dirs, out)?;
+        let dir = OutDir::claim(out, "--out")?;
+        for name in report::SUMMARIES {
+            dir.fresh(name)?;
+        }
+        let mut reports = report::gather(dirs)?;
+        dir.create()?;
+        report::write_summary(dir.path(), &mut reports)?;
         println!("{}", report::summary_md(&reports));
         println!("merged {} students into {}", reports.len(), out.display());
         return Ok(ExitCode::SUCCESS);
     }
     if args.selftest {
         let out = match &args.out {
-            Some(out) => out.clone(),
+            Some(out) => OutDir::claim(out, "--out")?,
             None => {
                 let out = default_selftest_out();
                 eprintln!(
                     "selftest: writing into {} (--out DIR to choose)",
                     out.display()
                 );
-                out
+                OutDir::runners(&out, "--out")
             }
         };
         return selftest::run(&out, &args.gpus, args.keep_scratch);
@@ -291,6 +298,14 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
         let subs = batch::class(dir, shard)?;
+        // A folder of the user's takes only new names: every report folder and summary.
+        let out_dir = OutDir::claim(&out, "--out")?;
+        for s in &subs {
+            out_dir.fresh(submission::report_folder(&s.student))?;
+        }
+        for name in report::SUMMARIES {
+            out_dir.fresh(name)?;
+        }
         let grader = batch::grader_for(
             rubric,
             &rubric_path,
@@ -299,6 +314,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             std::slice::from_ref(dir),
             opts,
         )?;
+        out_dir.create()?;
         let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)
             .map_err(suggest_compile_only)?;
         if args.json {
@@ -359,6 +375,18 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let rubric = load_rubric()?;
+    // Checked before grading: a folder of the user's takes only new names.
+    let out_dir = match &args.out {
+        Some(out) => {
+            let d = OutDir::claim(out, "--out")?;
+            d.fresh(report::GRADE_FILE)?;
+            if args.gradescope {
+                d.fresh(report::GRADESCOPE_FILE)?;
+            }
+            Some(d)
+        }
+        None => None,
+    };
     let sub = submission::Submission {
         student,
         path: path.clone(),
@@ -387,8 +415,9 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     )
     .map_err(suggest_compile_only)?;
     let r = &reports[0];
-    if let Some(out) = &args.out {
-        r.write(out, args.gradescope)?;
+    if let Some(out) = &out_dir {
+        out.create()?;
+        r.write(out.path(), args.gradescope)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(r)?);

@@ -202,11 +202,11 @@ impl GradeReport {
 
     pub fn write(&self, dir: &Path, gradescope: bool) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let p = dir.join("grade.json");
+        let p = dir.join(GRADE_FILE);
         std::fs::write(&p, serde_json::to_vec_pretty(self)?)
             .with_context(|| format!("cannot write {}", p.display()))?;
         if gradescope {
-            let p = dir.join("results.json");
+            let p = dir.join(GRADESCOPE_FILE);
             std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
                 .with_context(|| format!("cannot write {}", p.display()))?;
         }
@@ -429,12 +429,17 @@ pub fn summary_md(reports: &[GradeReport]) -> String {
     s
 }
 
+/// A report's file, Gradescope's file, and a batch's two summaries.
+pub const GRADE_FILE: &str = "grade.json";
+pub const GRADESCOPE_FILE: &str = "results.json";
+pub const SUMMARIES: [&str; 2] = ["summary.csv", "summary.md"];
+
 /// Write `summary.csv` and `summary.md` for `reports` (sorted by student) into `dir`.
 pub fn write_summary(dir: &Path, reports: &mut [GradeReport]) -> Result<()> {
     reports.sort_by(|a, b| a.student.cmp(&b.student));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(dir.join("summary.csv"), summary_csv(reports)?)?;
-    std::fs::write(dir.join("summary.md"), summary_md(reports))?;
+    std::fs::write(dir.join(SUMMARIES[0]), summary_csv(reports)?)?;
+    std::fs::write(dir.join(SUMMARIES[1]), summary_md(reports))?;
     Ok(())
 }
 
@@ -458,8 +463,26 @@ pub fn collect(dir: &Path) -> Result<Vec<(PathBuf, GradeReport)>> {
     Ok(found)
 }
 
-/// `runner grade merge`: the summaries of several output folders (e.g. one per shard).
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
+/// The students a batch's `summary.csv` in `dir` lists, if it has one.
+fn summary_students(dir: &Path) -> Result<Option<Vec<String>>> {
+    let path = dir.join(SUMMARIES[0]);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut rd =
+        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut students = Vec::new();
+    for row in rd.records() {
+        let row = row.with_context(|| format!("{} is not a summary", path.display()))?;
+        students.push(row.get(0).unwrap_or_default().to_string());
+    }
+    Ok(Some(students))
+}
+
+/// `runner grade merge`: the reports of several output folders (e.g. one per shard), checked:
+/// every student once, one rubric, and every student a folder's `summary.csv` lists found in it
+/// (a folder that lost a report is refused, naming the students missing).
+pub fn gather(dirs: &[PathBuf]) -> Result<Vec<GradeReport>> {
     let mut reports: Vec<GradeReport> = Vec::new();
     let mut from: Vec<PathBuf> = Vec::new();
     for d in dirs {
@@ -469,6 +492,31 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
                 "{} holds no grade.json (neither in it nor in its subfolders)",
                 d.display()
             );
+        }
+        if let Some(mut listed) = summary_students(d)? {
+            let mut held: Vec<String> = found.iter().map(|(_, r)| r.student.clone()).collect();
+            listed.sort();
+            held.sort();
+            if listed != held {
+                let apart = |a: &[String], b: &[String]| -> Vec<String> {
+                    a.iter().filter(|s| !b.contains(s)).cloned().collect()
+                };
+                let (missing, extra) = (apart(&listed, &held), apart(&held, &listed));
+                let mut why = Vec::new();
+                if !missing.is_empty() {
+                    why.push(format!("missing: {}", missing.join(", ")));
+                }
+                if !extra.is_empty() {
+                    why.push(format!("not in the summary: {}", extra.join(", ")));
+                }
+                bail!(
+                    "{} lists {} students in summary.csv but holds {} grade.json ({}): regrade the folder into a new one (its reports were overwritten, removed, or left from another batch)",
+                    d.display(),
+                    listed.len(),
+                    held.len(),
+                    why.join("; ")
+                );
+            }
         }
         for (path, r) in found {
             if let Some(i) = reports.iter().position(|o| o.student == r.student) {
@@ -494,7 +542,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
             from.push(path);
         }
     }
-    write_summary(out, &mut reports)?;
     Ok(reports)
 }
 
@@ -727,6 +774,12 @@ pub mod tests {
         );
     }
 
+    fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
+        let mut reports = gather(dirs)?;
+        write_summary(out, &mut reports)?;
+        Ok(reports)
+    }
+
     #[test]
     fn merge_joins_shards_and_refuses_duplicates() {
         let root = std::env::temp_dir().join(format!("grade-merge-{}", std::process::id()));
@@ -754,6 +807,20 @@ pub mod tests {
             .unwrap();
         let e = merge(&[root.join("s0"), root.join("s1")], &root.join("all")).unwrap_err();
         assert!(e.to_string().contains("graded twice"), "{e}");
+        // A shard whose summary lists a student whose report is gone is refused.
+        std::fs::remove_dir_all(root.join("s1/alice")).unwrap();
+        let mut s0: Vec<GradeReport> = ["alice", "carol", "erin"]
+            .iter()
+            .map(|s| sample(s, Some(0.9)))
+            .collect();
+        write_summary(&root.join("s0"), &mut s0).unwrap();
+        let e = merge(&[root.join("s0"), root.join("s1")], &root.join("all"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("lists 3 students in summary.csv but holds 2 grade.json (missing: erin)"),
+            "{e}"
+        );
         assert!(merge(&[root.join("nothing")], &root.join("x")).is_err());
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -8,6 +8,7 @@ use super::job::Status;
 use super::report::{CompileStatus, GradeReport};
 use super::rubric::Rubric;
 use super::submission::Submission;
+use crate::outdir::OutDir;
 use crate::results::{GradeSelftest, GradeSelftestRow};
 use anyhow::{anyhow, bail, Context, Result};
 use common::mutation;
@@ -438,11 +439,67 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
     (ok, outcome)
 }
 
+/// Every GPU of the pool answers the grader's probe and is healthy: checked before the
+/// selftest writes anything.
+fn probe_gpus(gpus: &[usize]) -> Result<()> {
+    let rubric = Rubric::parse(
+        RUBRICS
+            .iter()
+            .find(|(n, _)| *n == "step0-hopper.toml")
+            .map(|(_, t)| *t)
+            .ok_or_else(|| anyhow!("no rubric step0-hopper.toml"))?,
+    )?;
+    // A grader that compiles only needs no secret; its probe is the one grading runs.
+    let prober = grader_for(
+        rubric,
+        Path::new("step0-hopper.toml"),
+        None,
+        None,
+        &[],
+        super::batch::Options {
+            compile_only: true,
+            ..Default::default()
+        },
+    )?;
+    for d in super::batch::default_gpus(gpus) {
+        let env = prober.probe(d)?;
+        if !env.healthy {
+            bail!(
+                "GPU {d} ({}) fails its health check: {}",
+                env.name,
+                env.health_detail
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A label, its rubric, and its submissions with what each must come to.
 type Group = (String, Rubric, Vec<(Submission, Case)>);
 
-pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+/// Everything the selftest writes at the top of its folder.
+pub const WRITES: [&str; 10] = [
+    "rubrics",
+    "selftest-secret.txt",
+    "class",
+    "class-grades",
+    "cheat-groups",
+    "cheat-grades",
+    "stock",
+    "stock-grades",
+    "selftest.json",
+    "selftest.md",
+];
+
+/// Run the selftest into `out`: checked first (a folder of the user's takes only new names, so
+/// nothing of theirs is replaced or deleted), then the GPUs, and only then written.
+pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
+    for name in WRITES {
+        out.fresh(name)?;
+    }
+    probe_gpus(gpus)?;
+    out.create()?;
+    let out = out.path();
     let rubric_dir = out.join("rubrics");
     std::fs::create_dir_all(&rubric_dir)?;
     for (name, text) in RUBRICS {

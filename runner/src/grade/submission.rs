@@ -56,6 +56,35 @@ impl Submission {
     }
 }
 
+/// The folder of a student's reports in a batch's output: the name itself where it is made of
+/// ASCII letters, digits, `_`, `-` and `.` (not leading), every other byte percent-encoded
+/// (`王伟` → `%E7%8E%8B%E4%BC%9F`, `carol smith` → `carol%20smith`), so two names never share a
+/// folder and the folder gives the name back. A name whose folder would exceed 120 bytes keeps
+/// its first 80 and ends `~` and a hash of the whole name (`~` is never in an encoded name).
+pub fn report_folder(student: &str) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    for (i, b) in student.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
+            t.push(b as char);
+        } else {
+            let _ = write!(t, "%{b:02X}");
+        }
+    }
+    if t.is_empty() {
+        return "%".into();
+    }
+    if t.len() > 120 {
+        let mut cut = 80;
+        // Never inside a %XX.
+        while t.as_bytes()[cut - 1] == b'%' || t.as_bytes()[cut - 2] == b'%' {
+            cut -= 1;
+        }
+        t = format!("{}~{}", &t[..cut], &sha256_hex(student.as_bytes())[..16]);
+    }
+    t
+}
+
 /// A name safe as a folder name: letters, digits, `.`, `_` and `-`.
 pub fn safe_name(s: &str) -> String {
     let t: String = s
@@ -1679,5 +1708,64 @@ esac
         let _ = std::fs::remove_dir_all(&d);
         assert_eq!(safe_name("bob smith/../x"), "bob_smith_.._x");
         assert_eq!(safe_name(".hidden"), "_.hidden");
+    }
+
+    /// Percent-decoding, to show the folder names give the student's name back.
+    fn decode(folder: &str) -> String {
+        let b = folder.as_bytes();
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < b.len() {
+            if b[i] == b'%' && i + 3 <= b.len() {
+                out.push(u8::from_str_radix(&folder[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn report_folders_are_unique_and_give_the_name_back() {
+        let names = [
+            "alice",
+            "王伟",
+            "李娜",
+            "éve",
+            "ève",
+            "carol smith",
+            "carol_smith",
+            "carol%20smith",
+            "bob/../x",
+            ".hidden",
+            "..",
+            "a.b-c_d",
+            "gradescope-4242+777",
+        ];
+        let folders: Vec<String> = names.iter().map(|n| report_folder(n)).collect();
+        let mut unique = folders.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{folders:?}");
+        for (n, f) in names.iter().zip(&folders) {
+            assert!(
+                f.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"%._-".contains(&b)),
+                "{f}"
+            );
+            assert!(!f.starts_with('.') && !f.is_empty(), "{f}");
+            assert_eq!(&decode(f), n, "{f}");
+        }
+        assert_eq!(report_folder("alice"), "alice");
+        assert_eq!(report_folder("王伟"), "%E7%8E%8B%E4%BC%9F");
+        assert_eq!(report_folder("carol smith"), "carol%20smith");
+        // A long name stays under the file system's limit, and distinct.
+        let long_a = "名".repeat(100);
+        let long_b = format!("{}字", "名".repeat(99));
+        let (fa, fb) = (report_folder(&long_a), report_folder(&long_b));
+        assert!(fa.len() <= 120 && fb.len() <= 120, "{fa} {fb}");
+        assert_ne!(fa, fb);
+        assert_eq!(report_folder(""), "%");
     }
 }

@@ -971,7 +971,7 @@ pub fn emulation_cost(
         )
         .with_context(|| {
             format!(
-                "the build with the rules of issue 23 {}",
+                "the build with the emulation's strict rules {}",
                 if strict { "on" } else { "off" }
             )
         })?;

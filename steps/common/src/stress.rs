@@ -661,6 +661,24 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn twin_mutations_caught_at_run_time_name_a_rule_of_the_twin_check() {
+        for t in TWIN_MUTATIONS
+            .iter()
+            .filter(|t| t.caught == TwinCatch::Stress)
+        {
+            let m = &t.mutation;
+            if !m.caught_by.is_empty() {
+                assert!(
+                    CHECK_RULES.iter().any(|(_, rule)| *rule == m.caught_by),
+                    "{}: the twin check has no rule {}",
+                    m.name,
+                    m.caught_by
+                );
+            }
+        }
+    }
+
     fn point(name: &str) -> u32 {
         let i = POINTS.iter().position(|(n, _)| *n == name);
         1 << i.expect("a point of POINTS")

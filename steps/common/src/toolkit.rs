@@ -257,8 +257,13 @@ fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     let lock_path = dir.with_extension("lock");
-    let lock = std::fs::File::create(&lock_path)
-        .with_context(|| format!("cannot create {}", lock_path.display()))?;
+    let lock = std::fs::File::create(&lock_path).with_context(|| {
+        format!(
+            "cannot create {} (the install lock, beside the toolkit's folder: {} must be writable by whoever installs; in a lab, install once as the instructor, and the installed folder is then read by everyone)",
+            lock_path.display(),
+            parent.display()
+        )
+    })?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let out = f();
