@@ -270,7 +270,9 @@ impl KMajorOperand {
             ));
         }
         let rows_per_pattern = pattern.repeat() / 128;
-        if pattern != SwizzlePattern::None && (f.start_address >> 7) % rows_per_pattern != 0 {
+        if pattern != SwizzlePattern::None
+            && !(f.start_address >> 7).is_multiple_of(rows_per_pattern)
+        {
             return Err(not_implemented(
                 WHAT,
                 format!(
@@ -321,7 +323,7 @@ impl KMajorOperand {
                 ),
             ));
         }
-        if self.pattern == SwizzlePattern::None && self.start % 16 != 0 {
+        if self.pattern == SwizzlePattern::None && !self.start.is_multiple_of(16) {
             return Err(invalid(
                 "shared-memory descriptor",
                 format!("start address {:#x} is not 16-byte aligned", self.start),
@@ -453,7 +455,7 @@ impl F16Instr {
                 )
             });
         }
-        if f.n < 16 || f.n > 256 || f.n % 16 != 0 {
+        if f.n < 16 || f.n > 256 || !f.n.is_multiple_of(16) {
             return Err(invalid(
                 WHAT,
                 format!(

@@ -5,4 +5,6 @@ mod error;
 pub use error::UnitError;
 
 pub mod descriptors;
+pub mod mma;
 pub mod numeric;
+pub mod tmem;
