@@ -7,4 +7,5 @@ pub use error::UnitError;
 pub mod descriptors;
 pub mod mma;
 pub mod numeric;
+pub mod tensormap;
 pub mod tmem;
