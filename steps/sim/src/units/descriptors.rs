@@ -509,6 +509,38 @@ mod tests {
     }
 
     #[test]
+    fn cutlass_goldens_pass_the_checked_decoders() {
+        // Descriptors CUTLASS's own sm100 code produced (recorded with their provenance in
+        // tests/tests/descriptor_goldens.rs): an encoder other than ours.
+        for (golden, group, m, n, bf16) in [
+            (0x0840_0010, 1, 128, 256, false),
+            (0x0840_0490, 1, 128, 256, true),
+            (0x1040_0010, 2, 256, 256, false),
+            (0x1040_0490, 2, 256, 256, true),
+            (0x0820_0010, 1, 128, 128, false),
+        ] {
+            assert_eq!(
+                F16Instr::decode(golden, group).unwrap(),
+                F16Instr { m, n, bf16 },
+                "{golden:#010x}"
+            );
+        }
+        for (golden, start) in [
+            (0x4000_4040_0001_0040u64, 0x400),
+            (0x4000_4040_0001_0046, 0x460),
+            (0x4000_4040_0001_0806, 0x8060),
+            (0x4000_4040_0001_1c44, 0x1c440),
+        ] {
+            let op = KMajorOperand::decode(golden).unwrap();
+            op.check_k16().unwrap();
+            assert_eq!(
+                (op.start, op.sbo, op.pattern),
+                (start, 1024, SwizzlePattern::B128)
+            );
+        }
+    }
+
+    #[test]
     fn checked_decode_rejects_what_is_not_modelled_by_name() {
         let good = make_smem_desc_sw128(0x400, 1024);
         let err = |d: u64| KMajorOperand::decode(d).unwrap_err().to_string();

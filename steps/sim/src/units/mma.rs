@@ -1,7 +1,7 @@
 //! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (PTX ISA "tcgen05.mma", "Matrix
-//! Descriptors", "Data Path Layout Organization"): D[i][j] (+)= sum over k < 16 of
-//! A[i][k] * B[j][k], A (M x 16) and B (N x 16) K-major in shared memory, D (M x N, f32) in tensor
-//! memory.
+//! Descriptors", "Data Path Layout Organization"): `D[i][j] (+)= sum over k < 16 of
+//! A[i][k] * B[j][k]`, A (M x 16) and B (N x 16) K-major in shared memory, D (M x N, f32) in
+//! tensor memory.
 //!
 //! cta_group::2 (PTX ISA "CTA Pair"; the emulation's `execute` does the same): both CTAs of the
 //! pair hold their operands at the offsets of the issuing CTA's descriptors. CTA c's A holds its

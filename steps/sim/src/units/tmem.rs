@@ -1,6 +1,13 @@
 //! Tensor memory of one CTA (PTX ISA "Tensor Memory"): 128 lanes x 512 columns of 32-bit cells,
 //! its allocator ("Tensor Memory Allocation", "tcgen05.alloc/dealloc/relinquish_alloc_permit")
 //! and the warp-level `tcgen05.ld`/`tcgen05.st` shape the kernels use (`.32x32b`).
+//!
+//! Against the project's facts sheet (`shared/reference/blackwell-facts.md`), the PTX ISA wins:
+//! it gives the 128 x 512 cells per CTA ("Tensor Memory": "512 columns and 128 rows per CTA" on
+//! sm_100a), where the sheet says per SM, so each simulated CTA has its own [`TensorMemory`]; and
+//! `tcgen05.alloc` takes at most 512 columns and "the number of columns allocated should not
+//! increase between any two allocations in the execution order within the CTA", two rules the
+//! sheet does not list (and the GPU emulation does not check the second).
 
 use super::error::invalid;
 use super::UnitError;
