@@ -81,6 +81,8 @@ pub(crate) struct Mbar {
     /// (kind, cluster rank, warp, ptx line, source line, phase) of the last arrival.
     pub last: Option<(&'static str, u32, u32, u32, u32, u64)>,
     pub expected_tx_total: i64,
+    /// The phase the last tcgen05.commit from another CTA arrived in.
+    pub remote_commit: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -1395,6 +1397,7 @@ impl<'a> Machine<'a> {
                         waiters: Vec::new(),
                         last: None,
                         expected_tx_total: 0,
+                        remote_commit: None,
                     },
                 );
                 // Generic-proxy view: the barrier word is written.
@@ -1437,6 +1440,7 @@ impl<'a> Machine<'a> {
                 }
                 let w = who(self);
                 let ph = self.mbar_arrive(Some(t), c, off, n, kname, w)?;
+                rules::on_arrive(self, t, c, off, ph);
                 let d = a[0].clone();
                 self.wr(t, &d, ph);
             }
@@ -2110,6 +2114,11 @@ impl<'a> Machine<'a> {
                         "tcgen05.commit",
                         (cta, warp, line.0, line.1),
                     )?;
+                    if c != cta {
+                        if let Some(b) = self.ctas[c as usize].mbars.get_mut(&off) {
+                            b.remote_commit = Some(ph);
+                        }
+                    }
                     arrived.push((c, off, ph));
                 }
                 rules::commit_arrived(self, t, &arrived);

@@ -93,11 +93,23 @@ pub struct ThreadRules {
     pub observed: Vec<((u32, u32), u64)>,
 }
 
+/// A warp's `tcgen05.ld` of accumulator columns, until the MMA warp may overwrite them.
+#[derive(Debug, Clone)]
+struct Reader {
+    cta: u32,
+    warp: u32,
+    lo: u32,
+    hi: u32,
+    /// The arrive that handed the columns back: (cta, barrier offset, phase).
+    handed: Option<(u32, u32, u64)>,
+}
+
 /// Machine-wide rule state (MMA operand and accumulator uses, store coverage).
 #[derive(Default)]
 pub struct Global {
     operands: Vec<Use>,
     accum: Vec<Use>,
+    readers: Vec<Reader>,
     pub store_covered: Vec<bool>,
     store_cta: Vec<(u32, u32, (u32, u32))>,
 }
@@ -281,6 +293,32 @@ pub fn mma_issue(
         // The accumulator columns: older, ordered writes of the same columns are superseded.
         let col = d & 0xFFFF;
         let (lo, hi) = (col, col + id.n);
+        // release-before-overwrite: every warp that read these columns handed them back, and
+        // this thread waited for that hand-over.
+        let mut keep = Vec::new();
+        for r in std::mem::take(&mut m.rg.readers) {
+            if r.cta != c || r.hi <= lo || r.lo >= hi {
+                keep.push(r);
+                continue;
+            }
+            let ok = r
+                .handed
+                .is_some_and(|(hc, ho, hp)| observed(m, t, (hc, ho)) > hp);
+            if !ok {
+                let rank = m.ctas[c as usize].rank;
+                let why = match r.handed {
+                    None => format!("warp {} (lane quarter {}) has read them and not handed them over (tcgen05.wait::ld, tcgen05.fence::before_thread_sync, arrive, and the MMA warp waiting for that arrival)", r.warp, r.warp % 4),
+                    Some((hc, ho, hp)) => format!("warp {} read them and handed them over in phase {hp} of the barrier at shared-memory offset {ho:#x} of CTA {hc}, but the MMA warp has not waited for that phase", r.warp),
+                };
+                m.rg.readers = keep;
+                return Err(m.rule(
+                    t,
+                    "release-before-overwrite",
+                    format!("tcgen05.mma overwrites columns {lo}.. of CTA rank {rank} while {why}: the accumulator was released too early or not at all"),
+                ));
+            }
+        }
+        m.rg.readers = keep;
         m.rg.accum
             .retain(|u| !(u.cta == c && u.lo < hi && u.hi > lo && u.release.is_some()));
         m.rg.accum.push(Use {
@@ -320,6 +358,22 @@ pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<()
     let cta = m.threads[t as usize].cta;
     let col = taddr & 0xFFFF;
     let (lo, hi) = (col, col + n);
+    let warp = m.threads[t as usize].warp;
+    match m
+        .rg
+        .readers
+        .iter_mut()
+        .find(|r| r.cta == cta && r.warp == warp && r.lo == lo && r.hi == hi)
+    {
+        Some(r) => r.handed = None,
+        None => m.rg.readers.push(Reader {
+            cta,
+            warp,
+            lo,
+            hi,
+            handed: None,
+        }),
+    }
     for u in &m.rg.accum {
         if u.cta != cta || u.hi <= lo || u.lo >= hi {
             continue;
@@ -430,6 +484,17 @@ pub fn check_ld_regs(m: &mut Machine, t: u32, ins: &Instr) -> Result<(), SimErro
 
 pub fn on_wait_ld(_m: &mut Machine, _lanes: &[u32]) {}
 
+/// Thread `t` arrived on barrier (cta, off) in `phase`: the accumulator columns its warp read
+/// are handed over there.
+pub fn on_arrive(m: &mut Machine, t: u32, cta: u32, off: u32, phase: u64) {
+    let (c, w) = (m.threads[t as usize].cta, m.threads[t as usize].warp);
+    for r in m.rg.readers.iter_mut() {
+        if r.cta == c && r.warp == w && r.handed.is_none() {
+            r.handed = Some((cta, off, phase));
+        }
+    }
+}
+
 pub fn tma_store_issue(
     m: &mut Machine,
     t: u32,
@@ -505,6 +570,27 @@ pub fn on_dealloc(m: &mut Machine, t: u32) -> Result<(), SimError> {
             t,
             "wait-read-before-exit",
             format!("tcgen05.dealloc (the CTA is about to exit) while a TMA store of warp {warp} (PTX line {}) is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0 (wb::tma_store_wait_read<0>)", line.0),
+        ));
+    }
+    // Commits from other CTAs that arrived here must have been seen by a thread of this CTA.
+    let mut unseen = None;
+    for (&off, b) in &m.ctas[cta as usize].mbars {
+        if let Some(p) = b.remote_commit {
+            let seen = m
+                .threads
+                .iter()
+                .enumerate()
+                .any(|(i, th)| th.cta == cta && observed(m, i as u32, (cta, off)) > p);
+            if !seen {
+                unseen = Some((off, p));
+            }
+        }
+    }
+    if let Some((off, p)) = unseen {
+        return Err(m.rule(
+            t,
+            "wait-for-peer-commits",
+            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared-memory offset {off:#x} in phase {p}, and no thread of this CTA waited for that phase: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
         ));
     }
     if let Some(off) = pending_peer_commit(m, cta) {

@@ -45,3 +45,57 @@ fn check(
 fn step0_f16_verifies() {
     check(0, Dtype::F16, 256, 256, 128, 1, Policy::Random, 148);
 }
+
+#[test]
+fn step1_f16_verifies() {
+    check(1, Dtype::F16, 256, 256, 256, 2, Policy::Random, 148);
+}
+
+#[test]
+fn step2_f16_verifies() {
+    check(2, Dtype::F16, 256, 256, 128, 3, Policy::Random, 148);
+}
+
+#[test]
+fn step3_f16_verifies() {
+    check(3, Dtype::F16, 256, 512, 128, 4, Policy::Random, 148);
+}
+
+#[test]
+fn step4_f16_verifies_with_several_tiles_per_cluster() {
+    check(4, Dtype::F16, 512, 512, 128, 5, Policy::Random, 2);
+}
+
+#[test]
+fn step5_f16_verifies_with_several_tiles_per_cluster() {
+    check(5, Dtype::F16, 512, 512, 128, 6, Policy::Random, 2);
+}
+
+#[test]
+fn step6_f16_verifies_with_several_tiles_per_cluster() {
+    check(6, Dtype::F16, 512, 512, 128, 7, Policy::Random, 2);
+}
+
+#[test]
+fn bf16_kernels_verify() {
+    check(0, Dtype::Bf16, 256, 256, 128, 8, Policy::Random, 148);
+    check(3, Dtype::Bf16, 256, 512, 192, 9, Policy::Random, 148);
+    check(6, Dtype::Bf16, 512, 512, 128, 10, Policy::Random, 1);
+}
+
+/// Every stock kernel under every exploration policy (both extremes of asynchronous timing,
+/// random, PCT), with refills of the ring (K = 8 k-blocks) and, for the persistent kernels,
+/// every tile of the grid in one cluster so the accumulator stages are reused.
+#[test]
+fn every_stock_kernel_verifies_under_every_policy() {
+    for step in 0..=6 {
+        let (m, n, mc) = match step {
+            0..=2 => (256, 256, 148),
+            3 => (256, 512, 148),
+            _ => (512, 512, 1),
+        };
+        for (i, policy) in sim::EXPLORE_POLICIES.iter().enumerate() {
+            check(step, Dtype::F16, m, n, 512, 100 + i as u64, *policy, mc);
+        }
+    }
+}
