@@ -160,7 +160,7 @@ struct BoxWalk {
     row_bytes: u32,
     /// Elements along dimensions 1..rank in shared memory.
     extents: [u32; 4],
-    rows: u32,
+    rows: u64,
     pattern: SwizzlePattern,
 }
 
@@ -333,11 +333,17 @@ impl TensorMapDesc {
 
     /// Bytes one box occupies in shared memory: what a load's `complete_tx` counts, out-of-bound
     /// elements included.
+    /// Saturates at `u32::MAX`: a box that large fits no shared memory, and loading it fails.
     pub fn box_bytes(&self) -> u32 {
-        let esize = self.dtype.size().unwrap_or(0);
+        u32::try_from(self.box_bytes_exact()).unwrap_or(u32::MAX)
+    }
+
+    /// [`Self::box_bytes`] without saturation (256^5 elements of 8 bytes need 44 bits).
+    pub fn box_bytes_exact(&self) -> u64 {
+        let esize = u64::from(self.dtype.size().unwrap_or(0));
         (0..self.rank as usize)
-            .map(|i| self.box_extent(i))
-            .product::<u32>()
+            .map(|i| u64::from(self.box_extent(i)))
+            .product::<u64>()
             * esize
     }
 
@@ -385,22 +391,22 @@ impl TensorMapDesc {
             esize,
             row_bytes,
             extents,
-            rows: extents.iter().product(),
+            rows: extents.iter().map(|&e| u64::from(e)).product(),
             pattern,
         })
     }
 
     /// Row `row` of the box (dimensions 1.. in row-major order): its global address at element
     /// `coords[0]` and whether every coordinate of dimensions 1.. is in bounds.
-    fn row_origin(&self, walk: &BoxWalk, coords: &[i32], row: u32) -> (i128, bool) {
+    fn row_origin(&self, walk: &BoxWalk, coords: &[i32], row: u64) -> (i128, bool) {
         let mut rest = row;
         let mut addr = i128::from(self.base) + i128::from(coords[0]) * i128::from(walk.esize);
         let mut inside = true;
         for (i, &coord) in coords.iter().enumerate().skip(1) {
-            let extent = walk.extents[i - 1];
+            let extent = u64::from(walk.extents[i - 1]);
             let j = rest % extent;
             rest /= extent;
-            let c = i64::from(coord) + i64::from(j) * i64::from(self.elem_strides[i]);
+            let c = i64::from(coord) + (j as i64) * i64::from(self.elem_strides[i]);
             inside &= c >= 0 && (c as u64) < self.dims[i];
             addr += i128::from(c) * i128::from(self.strides[i - 1]);
         }
@@ -453,7 +459,7 @@ impl TensorMapDesc {
     ) -> Result<(), UnitError> {
         const WHAT: &str = "cp.async.bulk.tensor (load)";
         let walk = self.walk(WHAT, coords)?;
-        check_window(WHAT, smem.len(), dst_addr, self.box_bytes())?;
+        check_window(WHAT, smem.len(), dst_addr, self.box_bytes_exact())?;
         let es = walk.esize as usize;
         let fill = self.fill_pattern(walk.esize).to_le_bytes();
         let mut row = vec![0u8; walk.row_bytes as usize];
@@ -479,7 +485,8 @@ impl TensorMapDesc {
                     });
                 }
             }
-            let line = dst_addr + r * walk.row_bytes;
+            // In the window (checked above), so below 2^32.
+            let line = (u64::from(dst_addr) + r * u64::from(walk.row_bytes)) as u32;
             for (q, chunk) in row.chunks_exact(16).enumerate() {
                 let at = walk.pattern.apply(line + 16 * q as u32) as usize;
                 smem[at..at + 16].copy_from_slice(chunk);
@@ -518,7 +525,7 @@ impl TensorMapDesc {
                 format!("coordinate {c}: the PTX ISA requires non-negative box coordinates for stores to global memory"),
             ));
         }
-        check_window(WHAT, smem.len(), src_addr, self.box_bytes())?;
+        check_window(WHAT, smem.len(), src_addr, self.box_bytes_exact())?;
         let es = walk.esize as usize;
         let mut row = vec![0u8; walk.row_bytes as usize];
         let (lo, hi) = self.row_span(coords[0]);
@@ -527,7 +534,7 @@ impl TensorMapDesc {
             if !inside || lo >= hi {
                 continue;
             }
-            let line = src_addr + r * walk.row_bytes;
+            let line = (u64::from(src_addr) + r * u64::from(walk.row_bytes)) as u32;
             for (q, chunk) in row.chunks_exact_mut(16).enumerate() {
                 let at = walk.pattern.apply(line + 16 * q as u32) as usize;
                 chunk.copy_from_slice(&smem[at..at + 16]);
@@ -548,19 +555,21 @@ impl TensorMapDesc {
     }
 }
 
-fn check_window(what: &'static str, size: usize, addr: u32, bytes: u32) -> Result<(), UnitError> {
+fn check_window(what: &'static str, size: usize, addr: u32, bytes: u64) -> Result<(), UnitError> {
     if !addr.is_multiple_of(128) {
         return Err(invalid(
             what,
             format!("shared-memory address {addr:#x} is not 128-byte aligned"),
         ));
     }
-    if u64::from(addr) + u64::from(bytes) > size as u64 {
+    // Shared-memory addresses are 32-bit: a window past 4 GiB is cut there.
+    let size = (size as u64).min(1 << 32);
+    if u64::from(addr) + bytes > size {
         return Err(UnitError::SmemOutOfRange {
             what,
             addr: u64::from(addr),
-            len: u64::from(bytes),
-            size: size as u64,
+            len: bytes,
+            size,
         });
     }
     Ok(())
