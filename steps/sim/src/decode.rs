@@ -1292,13 +1292,7 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
             }
         }
         "nanosleep" => Op::Nanosleep,
-        "prefetch" => {
-            if has("tensormap") {
-                Op::PrefetchTensormap
-            } else {
-                return Err(unsupported(s));
-            }
-        }
+        "prefetch" if has("tensormap") => Op::PrefetchTensormap,
         "cp" => decode_cp(s, mods)?,
         "tcgen05" => decode_tcgen05(s, mods)?,
         "atom" | "red" => {

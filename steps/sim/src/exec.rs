@@ -54,7 +54,6 @@ pub(crate) struct Thread {
     pub st: St,
     pub cta: u32,
     pub tid: [u32; 3],
-    pub lin: u32,
     pub warp: u32,
     pub lane: u32,
     pub local: Vec<u8>,
@@ -121,7 +120,6 @@ pub(crate) enum TcJob {
         targets: Vec<(u32, u32)>,
         line: (u32, u32),
         warp: u32,
-        rank: u32,
     },
 }
 
@@ -156,7 +154,7 @@ pub(crate) struct Machine<'a> {
     pub l: &'a Launch,
     pub o: &'a Options,
     pub params: Vec<u8>,
-    pub maps: Vec<(u32, glue::MapDesc)>,
+    pub maps: ParamMaps,
     pub globals: Vec<u64>,
     pub dyn_off: u32,
     pub smem_bytes: u32,
@@ -460,12 +458,12 @@ impl<'a> Machine<'a> {
             Space::Local => Ok(Loc::Local(addr)),
             Space::Param => Ok(Loc::Param(addr)),
             Space::Generic => {
-                if addr >= SHARED_WINDOW && addr < SHARED_WINDOW + WINDOW_BYTES {
+                if (SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&addr) {
                     let (c, o) = self.shared_loc(t, addr - SHARED_WINDOW, len)?;
                     Ok(Loc::Shared(c, o))
-                } else if addr >= LOCAL_WINDOW && addr < LOCAL_WINDOW + WINDOW_BYTES {
+                } else if (LOCAL_WINDOW..LOCAL_WINDOW + WINDOW_BYTES).contains(&addr) {
                     Ok(Loc::Local(addr - LOCAL_WINDOW))
-                } else if addr >= PARAM_WINDOW && addr < PARAM_WINDOW + WINDOW_BYTES {
+                } else if (PARAM_WINDOW..PARAM_WINDOW + WINDOW_BYTES).contains(&addr) {
                     Ok(Loc::Param(addr - PARAM_WINDOW))
                 } else {
                     Ok(Loc::Global(addr))
@@ -1890,7 +1888,7 @@ impl<'a> Machine<'a> {
         let idesc = self.rv(t, &a[3]) as u32;
         let acc = self.rv(t, &a[4]) != 0;
         let cta = self.threads[t as usize].cta;
-        if cg2 && self.ctas[cta as usize].rank % 2 != 0 {
+        if cg2 && !self.ctas[cta as usize].rank.is_multiple_of(2) {
             return Err(self.fault(t, format!("tcgen05.mma.cta_group::2 issued by the CTA of cluster rank {}: only the pair's leader (even rank) may issue it", self.ctas[cta as usize].rank)));
         }
         if cg2 && cta + 1 >= self.cl_size {
@@ -1943,12 +1941,11 @@ impl<'a> Machine<'a> {
         };
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
-        let (warp, rank) = (th.warp, self.ctas[th.cta as usize].rank);
+        let warp = th.warp;
         self.tcq[t as usize].push_back(TcJob::Commit {
             targets,
             line,
             warp,
-            rank,
         });
         if self.tcq[t as usize].len() == 1 {
             self.tc_active.push(t);
@@ -2101,7 +2098,6 @@ impl<'a> Machine<'a> {
                 targets,
                 line,
                 warp,
-                rank: _,
             } => {
                 let cta = self.threads[t as usize].cta;
                 let mut arrived = Vec::new();
@@ -2359,11 +2355,11 @@ fn _rnd(_: Rnd) {}
 // Setting up and running a launch
 // -------------------------------------------------------------------------------------------
 
+/// Where each tensor-map parameter starts in the parameter buffer, and its description.
+pub(crate) type ParamMaps = Vec<(u32, glue::MapDesc)>;
+
 /// Lay out the kernel parameters: their bytes and where each tensor map starts.
-pub(crate) fn build_params(
-    k: &Kernel,
-    l: &Launch,
-) -> Result<(Vec<u8>, Vec<(u32, glue::MapDesc)>), SimError> {
+pub(crate) fn build_params(k: &Kernel, l: &Launch) -> Result<(Vec<u8>, ParamMaps), SimError> {
     if l.params.len() != k.params.len() {
         return Err(SimError::Launch(format!(
             "kernel {} takes {} parameters, the launch passes {}",
@@ -2381,7 +2377,7 @@ pub(crate) fn build_params(
             Param::U64(x) => x.to_le_bytes().to_vec(),
             Param::Bytes(b) => b.clone(),
             Param::TensorMap(d) => {
-                maps.push((p.offset, d.clone()));
+                maps.push((p.offset, *d));
                 // An opaque blob: the simulator resolves the map by the parameter's address.
                 let mut b = vec![0u8; 128];
                 b[..8].copy_from_slice(b"SIMTMAP\0");
@@ -2413,7 +2409,6 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
             (lin / block[0]) % block[1],
             lin / (block[0] * block[1]),
         ],
-        lin,
         warp: lin / 32,
         lane: lin % 32,
         local: vec![0; k.local_bytes as usize],
@@ -2487,7 +2482,7 @@ impl<'a> Machine<'a> {
         for t in 0..n as u32 {
             self.rpos[t as usize] = t;
             self.runnable.push(t);
-            self.threads[t as usize].prio = self.rng.next();
+            self.threads[t as usize].prio = self.rng.next_u64();
         }
         if let Policy::Pct { depth } = self.o.policy {
             // Change points spread over an estimate of the run's length.

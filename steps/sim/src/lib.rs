@@ -103,7 +103,7 @@ fn check_launch(p: &Program, l: &Launch) -> Result<(), SimError> {
         return bad(format!("{threads} threads per CTA: at most 1024"));
     }
     for i in 0..3 {
-        if l.grid[i] % l.cluster[i] != 0 {
+        if !l.grid[i].is_multiple_of(l.cluster[i]) {
             return bad(format!(
                 "grid dimension {i} ({}) is not a multiple of the cluster's ({})",
                 l.grid[i], l.cluster[i]

@@ -9,7 +9,7 @@ impl Rng {
     pub fn new(seed: u64) -> Rng {
         Rng(seed ^ 0x9E37_79B9_7F4A_7C15)
     }
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -18,7 +18,7 @@ impl Rng {
     }
     /// Uniform in `0..n` (`n > 0`).
     pub fn below(&mut self, n: u64) -> u64 {
-        ((self.next() as u128 * n as u128) >> 64) as u64
+        ((self.next_u64() as u128 * n as u128) >> 64) as u64
     }
     pub fn chance(&mut self, num: u64, den: u64) -> bool {
         self.below(den) < num
@@ -60,10 +60,10 @@ mod tests {
     fn same_seed_same_stream() {
         let (mut a, mut b) = (Rng::new(7), Rng::new(7));
         for _ in 0..100 {
-            assert_eq!(a.next(), b.next());
+            assert_eq!(a.next_u64(), b.next_u64());
         }
         let mut c = Rng::new(8);
-        assert_ne!(Rng::new(7).next(), c.next());
+        assert_ne!(Rng::new(7).next_u64(), c.next_u64());
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod gemm;
 use gemm::{facts, fixture, simulate_gemm, Dtype};
 use sim::Policy;
 
+#[allow(clippy::too_many_arguments)]
 fn check(
     step: u32,
     dtype: Dtype,

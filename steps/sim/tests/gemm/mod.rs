@@ -135,6 +135,9 @@ pub fn tensor_map_2d(
     .map_err(|e| e.to_string())
 }
 
+/// (elements outside the tolerance, worst error, first bad element: row, column, got, want).
+pub type Verdict = (usize, f64, Option<(u32, u32, f64, f64)>);
+
 #[derive(Debug, Clone)]
 pub struct Outcome {
     pub report: RunReport,
@@ -189,7 +192,10 @@ impl Problem {
 
     pub fn launch(&self, f: &StepFacts, max_clusters: u32) -> Result<Launch, String> {
         let (cm, cn) = f.cluster_tile();
-        if self.m % cm != 0 || self.n % cn != 0 || self.k % f.tile_k != 0 {
+        if !self.m.is_multiple_of(cm)
+            || !self.n.is_multiple_of(cn)
+            || !self.k.is_multiple_of(f.tile_k)
+        {
             return Err(format!(
                 "step {} needs M a multiple of {cm}, N of {cn}, K of {}",
                 f.number, f.tile_k
@@ -229,7 +235,7 @@ impl Problem {
     }
 
     /// Compare C in `dev` with the fp64 reference.
-    pub fn verify(&self, dev: &Device) -> (usize, f64, Option<(u32, u32, f64, f64)>) {
+    pub fn verify(&self, dev: &Device) -> Verdict {
         let (m, n, k) = (self.m as usize, self.n as usize, self.k as usize);
         let mut c = vec![0u8; m * n * 2];
         dev.read(self.c_addr, &mut c);
@@ -254,7 +260,7 @@ impl Problem {
                 );
                 let err = (got - s).abs();
                 let tol = tol_rel * (s.abs() + (k as f64).sqrt() * 0.1);
-                if !(err <= tol) {
+                if err.is_nan() || err > tol {
                     bad += 1;
                     if first.is_none() {
                         first = Some((i as u32, j as u32, got, s));
