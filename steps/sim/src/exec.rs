@@ -1463,7 +1463,10 @@ impl<'a> Machine<'a> {
                 if done {
                     self.count(t, ins);
                     // The completed phase of this parity: the latest one.
-                    let completed = if (phase - 1) & 1 == parity as u64 {
+                    // (none: the parity-1 wait of a fresh barrier, before phase 0).
+                    let completed = if phase == 0 {
+                        0
+                    } else if (phase - 1) & 1 == parity as u64 {
                         phase
                     } else {
                         phase - 1
