@@ -1507,6 +1507,134 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
     Ok(op)
 }
 
+/// How many operands each instruction takes (fewest, most), so the interpreter can index them
+/// without checks: a malformed (or hostile) kernel is refused at decode time, never a panic.
+fn arity(op: &Op) -> (usize, usize) {
+    match op {
+        Op::Mov(_) | Op::Cvta { .. } | Op::Un(..) => (2, 2),
+        Op::Ld { .. } | Op::St { .. } => (2, 2),
+        Op::Bin(..) => (3, 3),
+        Op::Mad { .. } | Op::Fma(_) | Op::Selp(_) | Op::Prmt | Op::Shf { .. } | Op::Bfe(_) => {
+            (4, 4)
+        }
+        Op::Bfi(_) => (5, 5),
+        Op::Setp { bop: None, .. } => (3, 3),
+        Op::Setp { bop: Some(_), .. } => (4, 4),
+        Op::Cvt {
+            dst: Ty::F16x2 | Ty::Bf16x2,
+            ..
+        } => (3, 3),
+        Op::Cvt { .. } => (2, 2),
+        Op::Bra => (1, 1),
+        Op::Ret | Op::Exit | Op::Trap | Op::Fence(_) | Op::BulkCommit => (0, 0),
+        Op::TcWaitLd | Op::TcWaitSt | Op::TcFenceBefore | Op::TcFenceAfter => (0, 0),
+        Op::BarSync { .. } => (1, 2),
+        Op::BarWarpSync => (1, 1),
+        Op::ElectSync => (2, 2),
+        Op::ShflSync(_) => (5, 5),
+        Op::VoteSync(_) => (3, 3),
+        Op::Activemask => (1, 1),
+        Op::Mbar(MbarOp::Init, _) => (2, 2),
+        Op::Mbar(MbarOp::Inval, _) => (1, 1),
+        Op::Mbar(
+            MbarOp::Arrive {
+                expect_tx: true, ..
+            },
+            _,
+        ) => (3, 3),
+        Op::Mbar(MbarOp::Arrive { .. } | MbarOp::ArriveDrop, _) => (2, 3),
+        Op::Mbar(MbarOp::ExpectTx | MbarOp::CompleteTx, _) => (2, 2),
+        Op::Mbar(_, _) => (3, 4),
+        Op::ClusterBarrier { .. } => (0, 0),
+        Op::Mapa { .. } => (3, 3),
+        Op::Nanosleep | Op::PrefetchTensormap => (1, 1),
+        Op::TmaLoad {
+            multicast: true, ..
+        } => (4, 4),
+        Op::TmaLoad { .. } => (3, 3),
+        Op::TmaStore { .. } => (2, 2),
+        Op::BulkWait { .. } => (1, 1),
+        Op::TcAlloc { .. } | Op::TcDealloc { .. } => (2, 2),
+        Op::TcRelinquish { .. } => (0, 0),
+        Op::TcMma { .. } => (5, 5),
+        Op::TcCommit {
+            multicast: true, ..
+        } => (2, 2),
+        Op::TcCommit { .. } => (1, 1),
+        Op::TcLd { .. } | Op::TcSt { .. } => (2, 2),
+        Op::Atom { red: true, .. } => (2, 2),
+        Op::Atom {
+            op: AtomOp::Cas, ..
+        } => (4, 4),
+        Op::Atom { .. } => (3, 3),
+    }
+}
+
+fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
+    let bad = |d: String| SimError::Parse {
+        ptx_line: s.line,
+        detail: format!("{}: {d}", s.opcode),
+    };
+    let (lo, hi) = arity(op);
+    if args.len() < lo || args.len() > hi {
+        return Err(bad(format!(
+            "{} operands, expected {}",
+            args.len(),
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo} to {hi}")
+            }
+        )));
+    }
+    // Vector operands: non-empty, of plain registers or immediates, as long as the
+    // instruction's vector width says.
+    for a in args {
+        if let Opd::Vec(v) = a {
+            if v.is_empty()
+                || v.iter()
+                    .any(|x| !matches!(x, Opd::Reg(_) | Opd::Imm(_) | Opd::Sink))
+            {
+                return Err(bad("a vector operand must list registers".into()));
+            }
+            let want = match op {
+                Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
+                Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
+                Op::Mov(t) => (v.len() > 1 && t.bits() % v.len() as u32 == 0).then_some(v.len()),
+                _ => None,
+            };
+            if want != Some(v.len()) {
+                return Err(bad(format!(
+                    "a vector operand of {} registers here",
+                    v.len()
+                )));
+            }
+        }
+    }
+    let ty_ok = match op {
+        Op::Bin(_, t)
+        | Op::Un(_, t)
+        | Op::Mad { ty: t, .. }
+        | Op::Setp { ty: t, .. }
+        | Op::Selp(t)
+        | Op::Bfe(t)
+        | Op::Bfi(t)
+        | Op::Ld { ty: t, .. }
+        | Op::St { ty: t, .. }
+        | Op::Atom { ty: t, .. }
+        | Op::Mov(t) => *t != Ty::B128,
+        Op::Cvt { dst, src, .. } => *dst != Ty::B128 && *src != Ty::B128,
+        _ => true,
+    };
+    if !ty_ok {
+        return Err(SimError::Unsupported {
+            opcode: s.opcode.clone(),
+            ptx_line: s.line,
+        });
+    }
+    Ok(())
+}
+
 fn decode_stmt(
     s: &Stmt,
     scope: &Scope,
@@ -1530,6 +1658,7 @@ fn decode_stmt(
         .iter()
         .map(|o| operand(o, s, scope, syms, labels))
         .collect::<Result<Vec<_>, _>>()?;
+    check_operands(s, &op, &args)?;
     Ok(Instr {
         op,
         guard,
