@@ -283,6 +283,23 @@ impl<'a> Machine<'a> {
         }
     }
 
+    /// Record an event of the trace (`Options::trace`): who (thread `t`, if any) and what.
+    pub fn ev(&mut self, t: Option<u32>, what: String) {
+        const MAX_EVENTS: usize = 200_000;
+        if self.trace.len() >= MAX_EVENTS {
+            return;
+        }
+        let who = match t {
+            Some(t) => {
+                let th = &self.threads[t as usize];
+                format!("CTA {} warp {}", self.cta_linear(th.cta), th.warp)
+            }
+            None => "async".to_string(),
+        };
+        let step = self.steps;
+        self.trace.push(format!("{step:>10} {who}: {what}"));
+    }
+
     pub fn line_of(&self, t: u32) -> (u32, u32) {
         let th = &self.threads[t as usize];
         match self.k.code.get(th.pc as usize) {
@@ -635,7 +652,15 @@ impl<'a> Machine<'a> {
             b.pending = b.count;
             b.expected_tx_total = 0;
             let w = std::mem::take(&mut b.waiters);
+            let done = b.phase - 1;
             self.report.barrier_phases += 1;
+            if self.o.trace {
+                let rank = self.ctas[cta as usize].rank;
+                self.ev(
+                    None,
+                    format!("mbarrier at {off:#x} of CTA rank {rank} completes phase {done}"),
+                );
+            }
             for t in w {
                 self.make_runnable(t);
             }
@@ -1831,6 +1856,9 @@ impl<'a> Machine<'a> {
             rec: recs,
             line,
         });
+        if self.o.trace {
+            self.ev(Some(t), format!("TMA load issued (PTX line {}), box at {:?} into {doff:#x}, completes on {boff:#x}", line.0, &coords[..2]));
+        }
         self.report.async_issued += 1;
         self.after_issue()
     }
@@ -1861,6 +1889,16 @@ impl<'a> Machine<'a> {
             line,
         });
         self.threads[t as usize].bulk_open.push(id);
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!(
+                    "TMA store issued (PTX line {}), from {off:#x} to the box at {:?}",
+                    line.0,
+                    &coords[..2]
+                ),
+            );
+        }
         self.report.async_issued += 1;
         self.after_issue()
     }
@@ -1918,6 +1956,16 @@ impl<'a> Machine<'a> {
         if self.tcq[t as usize].len() == 1 {
             self.tc_active.push(t);
         }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!(
+                    "tcgen05.mma issued (PTX line {}), D at column {}, accumulate {acc}",
+                    line.0,
+                    d & 0xFFFF
+                ),
+            );
+        }
         self.report.async_issued += 1;
         self.after_issue()
     }
@@ -1952,6 +2000,15 @@ impl<'a> Machine<'a> {
         });
         if self.tcq[t as usize].len() == 1 {
             self.tc_active.push(t);
+        }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!(
+                    "tcgen05.commit issued (PTX line {}) to the barrier at {boff:#x}",
+                    line.0
+                ),
+            );
         }
         self.report.async_issued += 1;
         self.after_issue()
@@ -2028,6 +2085,12 @@ impl<'a> Machine<'a> {
                 self.rule_at(j.line, who.0, who.1, "mbarrier-init", format!("a TMA load completes on shared-memory offset {bo:#x} of CTA rank {bc}, which holds no initialised mbarrier"))
             })?;
         }
+        if self.o.trace {
+            self.ev(
+                Some(j.thread),
+                format!("TMA load (PTX line {}) landed in {:?}", j.line.0, j.dst),
+            );
+        }
         self.report.async_retired += 1;
         Ok(())
     }
@@ -2051,6 +2114,15 @@ impl<'a> Machine<'a> {
             if self.bulk_wait_done(s.thread, n) {
                 self.make_runnable(s.thread);
             }
+        }
+        if self.o.trace {
+            self.ev(
+                Some(s.thread),
+                format!(
+                    "TMA store (PTX line {}) read shared memory and wrote global memory",
+                    s.line.0
+                ),
+            );
         }
         self.report.async_retired += 1;
         Ok(())
@@ -2096,6 +2168,12 @@ impl<'a> Machine<'a> {
                     detail: format!("tcgen05.mma: {e}"),
                 })?;
                 rules::mma_done(self, seq);
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!("tcgen05.mma (PTX line {}) completed", line.0),
+                    );
+                }
             }
             TcJob::Commit {
                 targets,
@@ -2119,6 +2197,15 @@ impl<'a> Machine<'a> {
                         }
                     }
                     arrived.push((c, off, ph));
+                }
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!(
+                            "tcgen05.commit (PTX line {}) arrived on {:?} (cta, offset, phase)",
+                            line.0, arrived
+                        ),
+                    );
                 }
                 rules::commit_arrived(self, t, &arrived);
             }

@@ -263,16 +263,32 @@ fn the_same_seed_replays_the_same_schedule() {
         let o = Options {
             seed,
             policy: Policy::Random,
+            trace: true,
             ..Options::default()
         };
         let r = run(&p, &mut dev, &l, &o).unwrap();
         (
-            r.instructions,
-            r.retired_early,
-            r.retired_late,
-            r.barrier_phases,
+            (
+                r.instructions,
+                r.retired_early,
+                r.retired_late,
+                r.barrier_phases,
+            ),
+            r.trace,
         )
     };
-    assert_eq!(go(5), go(5));
-    assert_eq!(go(6), go(6));
+    let (a, b) = (go(5), go(5));
+    assert_eq!(
+        a, b,
+        "same seed, same schedule and the same trace of events"
+    );
+    assert!(a
+        .1
+        .iter()
+        .any(|e| e.contains("tcgen05.commit") && e.contains("arrived")));
+    assert!(a
+        .1
+        .iter()
+        .any(|e| e.contains("TMA load") && e.contains("landed")));
+    assert_ne!(a.1, go(6).1, "another seed, another interleaving");
 }
