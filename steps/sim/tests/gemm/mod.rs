@@ -311,3 +311,60 @@ pub fn fixture(name: &str) -> String {
     let path = format!("{}/tests/ptx/{name}.ptx", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
+
+/// Apply a `diff` (normal format: `NaR,S`, `N,McR,S`, `N,MdR`) of `base` made by
+/// `diff base new`: the seeded bugs' PTX is kept as its difference from the stock kernel's.
+pub fn apply_diff(base: &str, diff: &str) -> Result<String, String> {
+    let old: Vec<&str> = base.lines().collect();
+    let mut out: Vec<&str> = Vec::new();
+    let mut next = 0usize; // first old line (0-based) not yet copied
+    let range = |s: &str| -> Result<(usize, usize), String> {
+        let (a, b) = s.split_once(',').unwrap_or((s, s));
+        let p = |v: &str| {
+            v.parse::<usize>()
+                .map_err(|_| format!("bad diff range {s}"))
+        };
+        Ok((p(a)?, p(b)?))
+    };
+    let mut lines = diff.lines().peekable();
+    while let Some(cmd) = lines.next() {
+        let pos = cmd
+            .find(['a', 'c', 'd'])
+            .ok_or_else(|| format!("bad diff command {cmd}"))?;
+        let (l, kind) = (range(&cmd[..pos])?, &cmd[pos..pos + 1]);
+        // Lines up to the change stay.
+        let keep_to = if kind == "a" { l.0 } else { l.0 - 1 };
+        if keep_to < next || keep_to > old.len() {
+            return Err(format!("diff command {cmd} out of order"));
+        }
+        out.extend(&old[next..keep_to]);
+        next = if kind == "a" { l.0 } else { l.1 };
+        while let Some(x) = lines.peek() {
+            if let Some(t) = x.strip_prefix("> ") {
+                out.push(t);
+            } else if *x == ">" {
+                out.push("");
+            } else if !(x.starts_with("< ") || *x == "<" || *x == "---") {
+                break;
+            }
+            lines.next();
+        }
+    }
+    out.extend(&old[next.min(old.len())..]);
+    Ok(out.join("\n") + "\n")
+}
+
+/// The PTX of seeded bug `name` for `step`: from `SIM_MUTANT_PTX` (files `mut-NAME.stepN.ptx`
+/// made by `runner inspect N --ptx --mutate NAME`) when set, else from the committed
+/// difference to the stock f16 kernel (`tests/ptx/mut/NAME.stepN.diff`).
+pub fn mutant(name: &str, step: u32) -> Option<String> {
+    if let Ok(dir) = std::env::var("SIM_MUTANT_PTX") {
+        return std::fs::read_to_string(format!("{dir}/mut-{name}.step{step}.ptx")).ok();
+    }
+    let path = format!(
+        "{}/tests/ptx/mut/{name}.step{step}.diff",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let diff = std::fs::read_to_string(path).ok()?;
+    Some(apply_diff(&fixture(&format!("step{step}.f16")), &diff).expect("a committed diff applies"))
+}
