@@ -100,3 +100,24 @@ fn every_stock_kernel_verifies_under_every_policy() {
         }
     }
 }
+
+/// Shapes whose K is not a multiple of the ring (5 k-blocks), and persistent grids whose
+/// clusters take several tiles each, unevenly where the tiles do not divide.
+#[test]
+fn odd_shapes_and_uneven_persistent_grids_verify() {
+    check(1, Dtype::F16, 384, 512, 320, 21, Policy::Random, 148);
+    check(
+        2,
+        Dtype::F16,
+        128,
+        512,
+        320,
+        22,
+        Policy::Pct { depth: 3 },
+        148,
+    );
+    check(3, Dtype::F16, 512, 256, 320, 23, Policy::AsyncLate, 148);
+    check(4, Dtype::F16, 768, 512, 192, 24, Policy::Random, 4);
+    check(5, Dtype::F16, 768, 512, 192, 25, Policy::AsyncEarly, 4);
+    check(6, Dtype::F16, 1024, 768, 320, 26, Policy::Random, 5);
+}
