@@ -322,6 +322,35 @@ fn missing_nvrtc_that_cannot_be_installed_says_how_to_install() {
 }
 
 #[test]
+fn inspect_ptx_prints_the_sm100a_ptx_and_seeds_a_bug_into_it() {
+    let o = runner(&["inspect", "3", "--ptx"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let stock = stdout(&o);
+    assert!(stock.contains(".target sm_100a"), "{stock}");
+    assert!(stock.contains("tcgen05.mma.cta_group::2"), "{stock}");
+    // alloc-cta-group-1 turns the 2-CTA allocation into the 1-CTA form.
+    let o = runner(&["inspect", "3", "--ptx", "--mutate", "alloc-cta-group-1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let seeded = stdout(&o);
+    assert!(seeded.contains("tcgen05.alloc.cta_group::1"), "{seeded}");
+    assert!(!stock.contains("tcgen05.alloc.cta_group::1"), "{stock}");
+    assert_one_line_error(
+        &runner(&[
+            "inspect",
+            "3",
+            "--ptx",
+            "--mutate",
+            "twin-no-out-empty-wait",
+        ]),
+        "edits the Hopper twin; add --arch sm_90a",
+    );
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--ptx", "--mutate", "early-acc-release"]),
+        "does not apply to step 0",
+    );
+}
+
+#[test]
 fn inspect_prints_resources_and_a_histogram() {
     let o = runner(&["inspect", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));

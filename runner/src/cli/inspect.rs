@@ -3,9 +3,9 @@
 use super::ArchArg;
 use crate::report;
 use anyhow::{anyhow, bail, Result};
-use common::compile::{compile, Target};
+use common::compile::{compile, compile_ptx, KernelSource, Target};
 use common::step::{Arch, KernelSpec};
-use common::{sass, Dtype};
+use common::{mutation, sass, Dtype};
 use runner::steps;
 use std::process::ExitCode;
 
@@ -32,6 +32,13 @@ pub struct Args {
     /// Print one JSON object {"runner", "runs": [...]} instead of the report.
     #[arg(long)]
     json: bool,
+    /// Print the PTX NVRTC produces (the text ptxas turns into SASS, and what the CPU simulator
+    /// runs) instead of the report.
+    #[arg(long, conflicts_with_all = ["json", "sass"])]
+    ptx: bool,
+    /// Seed a known bug into the kernel first (`runner mutations` lists them).
+    #[arg(long, value_name = "NAME")]
+    mutate: Option<String>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -46,7 +53,32 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         Target::native(arch)
     };
-    let source = spec.source();
+    let mut source = spec.source();
+    if let Some(name) = &a.mutate {
+        let (m, m_arch) = mutation::lookup(name)?;
+        if m_arch != arch {
+            bail!(
+                "the seeded bug {name:?} edits the {}; add --arch {}",
+                m_arch.name(),
+                m_arch.sm()
+            );
+        }
+        if !m.applies_to(a.step) {
+            bail!(
+                "the seeded bug {name:?} does not apply to step {} (it applies to steps {:?})",
+                a.step,
+                m.steps
+            );
+        }
+        source = KernelSource {
+            path: source.path.clone(),
+            text: m.apply(&source.text)?,
+        };
+    }
+    if a.ptx {
+        print!("{}", compile_ptx(&source, target, &spec.defines(a.dtype))?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let compiled = compile(&source, target, &spec.defines(a.dtype))?;
     let listing = sass::disassemble(&compiled.cubin)?;
     let smem = spec.shape().smem_bytes;
