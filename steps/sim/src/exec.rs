@@ -82,6 +82,8 @@ pub(crate) struct Mbar {
     pub expected_tx_total: i64,
     /// The phase the last tcgen05.commit from another CTA arrived in.
     pub remote_commit: Option<u64>,
+    /// Source (file, line) of the `mbarrier.init` (the kernel's line where it was inlined).
+    pub init_at: (u32, u32),
 }
 
 #[derive(Debug, Clone, Default)]
@@ -1421,6 +1423,11 @@ impl<'a> Machine<'a> {
                         last: None,
                         expected_tx_total: 0,
                         remote_commit: None,
+                        init_at: if ins.loc.caller_line != 0 {
+                            (ins.loc.caller_file, ins.loc.caller_line)
+                        } else {
+                            (ins.loc.file, ins.loc.line)
+                        },
                     },
                 );
                 // Generic-proxy view: the barrier word is written.

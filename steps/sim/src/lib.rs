@@ -11,7 +11,7 @@
 //! let a = dev.alloc(bytes); dev.write(a, &host_a);      // global memory
 //! let launch = Launch { kernel: "gemm_kernel".into(), grid, block, cluster, dynamic_smem,
 //!                       params: vec![Param::TensorMap(map_a), ..., Param::U64(c), Param::U32(m)],
-//!                       barrier_names: vec![] };
+//!                       ..Launch::default() };
 //! let report = run(&prog, &mut dev, &launch, &Options::default())?;
 //! dev.read(c, &mut host_c);
 //! ```
@@ -58,7 +58,7 @@ pub enum Param {
 }
 
 /// One kernel launch.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Launch {
     pub kernel: String,
     pub grid: [u32; 3],
@@ -70,6 +70,10 @@ pub struct Launch {
     /// Names of mbarriers for hang reports: (offset from the start of dynamic shared memory,
     /// name).
     pub barrier_names: Vec<(u32, String)>,
+    /// Source files of the kernel, (path suffix, text): a hang report names a barrier after the
+    /// expression its `mbarrier.init` was given in the source (`smem.load_full[2]`), as the GPU
+    /// emulation does, when no `barrier_names` entry names it.
+    pub sources: Vec<(String, String)>,
 }
 
 /// How to schedule one run.

@@ -587,14 +587,35 @@ pub struct Loc {
     pub caller_line: u32,
 }
 
+/// Resolve a `.loc`'s `inlined_at` to the outermost caller: NVVM names only the immediate
+/// caller (`inlined_at 2 719`), whose own `.loc` line, seen earlier in the body, names its
+/// caller in turn. The outermost is the kernel's own line.
+fn resolve_caller(loc: &mut Loc, callers: &mut HashMap<(u32, u32), (u32, u32)>) {
+    if loc.caller_line == 0 {
+        return;
+    }
+    let mut at = (loc.caller_file, loc.caller_line);
+    for _ in 0..16 {
+        match callers.get(&at) {
+            Some(&up) if up != at => at = up,
+            _ => break,
+        }
+    }
+    callers.insert((loc.file, loc.line), at);
+    loc.caller_file = at.0;
+    loc.caller_line = at.1;
+}
+
 fn parse_body(raws: &[Raw], mut i: usize, loc: &mut Loc) -> Result<(Vec<Item>, usize), SimError> {
     let mut items = Vec::new();
     let mut depth = 1;
+    let mut callers: HashMap<(u32, u32), (u32, u32)> = HashMap::new();
     while i < raws.len() {
         match &raws[i] {
             Raw::Line(t, l) => {
                 if t.starts_with(".loc") {
                     *loc = parse_loc(t, *l)?;
+                    resolve_caller(loc, &mut callers);
                 }
             }
             Raw::Open(_) => {

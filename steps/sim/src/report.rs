@@ -70,11 +70,66 @@ pub(crate) fn role(m: &Machine, w: u32) -> String {
     }
 }
 
-fn barrier_words(m: &Machine, cta: u32, off: u32) -> String {
+/// The expression the kernel passed to its `mbarrier_init(...)` call on source line `line` of
+/// `text` (`&smem.load_full[s]` -> `smem.load_full[s]`).
+fn init_expression(text: &str, line: u32) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)? as usize)?;
+    let start = l.find("mbarrier_init(")? + "mbarrier_init(".len();
+    let mut depth = 0i32;
+    let mut end = None;
+    for (i, c) in l[start..].char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' if depth > 0 => depth -= 1,
+            ',' | ')' if depth == 0 => {
+                end = Some(start + i);
+                break;
+            }
+            _ => {}
+        }
+    }
+    let e = l[start..end?].trim().trim_start_matches('&').trim();
+    (!e.is_empty()).then(|| e.to_string())
+}
+
+/// A barrier's name: from the launch's table, else from the source line of its
+/// `mbarrier.init` (the n-th barrier that line initialised gets index n: `smem.load_full[2]`).
+fn barrier_name(m: &Machine, cta: u32, off: u32) -> Option<String> {
     let rel = off.wrapping_sub(m.dyn_off);
+    if let Some((_, name)) = m.l.barrier_names.iter().find(|(o, _)| *o == rel) {
+        return Some(name.clone());
+    }
+    let b = m.ctas[cta as usize].mbars.get(&off)?;
+    let path = m.prog.files.get(&b.init_at.0)?;
+    let (_, text) =
+        m.l.sources
+            .iter()
+            .find(|(suffix, _)| path.ends_with(suffix.as_str()))?;
+    let expr = init_expression(text, b.init_at.1)?;
+    match (expr.find('['), expr.rfind(']')) {
+        (Some(open), Some(close)) if close > open => {
+            let mut same: Vec<u32> = m.ctas[cta as usize]
+                .mbars
+                .iter()
+                .filter(|(_, o)| o.init_at == b.init_at)
+                .map(|(k, _)| *k)
+                .collect();
+            same.sort_unstable();
+            let ordinal = same.iter().position(|&k| k == off)?;
+            Some(format!(
+                "{}[{ordinal}]{}",
+                &expr[..open],
+                &expr[close + 1..]
+            ))
+        }
+        _ => Some(expr),
+    }
+}
+
+fn barrier_words(m: &Machine, cta: u32, off: u32) -> String {
     let rank = m.ctas[cta as usize].rank;
-    match m.l.barrier_names.iter().find(|(o, _)| *o == rel) {
-        Some((_, name)) => format!("{name} of CTA rank {rank} (shared-memory offset {off:#x})"),
+    match barrier_name(m, cta, off) {
+        Some(name) => format!("{name} of CTA rank {rank} (shared-memory offset {off:#x})"),
         None => format!("the barrier at shared-memory offset {off:#x} of CTA rank {rank}"),
     }
 }
@@ -111,7 +166,10 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
         );
         let what = match why {
             Why::Mbar { cta, off, parity } => {
-                let b = &m.ctas[cta as usize].mbars[&off];
+                let Some(b) = m.ctas[cta as usize].mbars.get(&off) else {
+                    lines.push(format!("{who} waits on shared-memory offset {off:#x}, whose mbarrier was invalidated"));
+                    continue;
+                };
                 let got = b.count - b.pending;
                 let state = if b.pending > 0 && b.tx > 0 {
                     format!("it is in phase {}, with {got} of its {} arrivals; {} missing, and {} transaction bytes are missing (announced by arrive.expect_tx, not yet delivered)", b.phase, b.count, b.pending, b.tx)

@@ -15,6 +15,7 @@ fn launch(kernel: &str, threads: u32, out: u64) -> Launch {
         dynamic_smem: 1024,
         params: vec![Param::U64(out)],
         barrier_names: vec![(0, "smem.full".into())],
+        sources: vec![],
     }
 }
 
@@ -258,7 +259,7 @@ fn the_same_seed_replays_the_same_schedule() {
                 Param::U32(256),
                 Param::U32(128),
             ],
-            barrier_names: vec![],
+            ..Launch::default()
         };
         let o = Options {
             seed,

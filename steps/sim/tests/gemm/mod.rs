@@ -231,6 +231,7 @@ impl Problem {
                 Param::U32(self.k),
             ],
             barrier_names: Vec::new(),
+            sources: vec![("kernel.cu".into(), kernel_source(f.number))],
         })
     }
 
@@ -305,6 +306,22 @@ pub fn simulate_gemm(
         max_err,
         first_bad,
     })
+}
+
+/// The step's Blackwell kernel source, for naming barriers in hang reports.
+pub fn kernel_source(step: u32) -> String {
+    let dir = format!("{}/..", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_dir(&dir)
+        .ok()
+        .and_then(|entries| {
+            entries.flatten().find(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("step{step}_"))
+            })
+        })
+        .and_then(|e| std::fs::read_to_string(e.path().join("src/kernel.cu")).ok())
+        .unwrap_or_default()
 }
 
 pub fn fixture(name: &str) -> String {
