@@ -27,6 +27,24 @@
 //! cannot synchronise with each other). One seeded scheduler picks which thread runs and for how
 //! long, and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
 //! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
+//!
+//! # Ordering rules
+//! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
+//! from what happened to be timed, and named as the GPU emulation names them (see
+//! `rules.rs`): `operand-loaded`, `no-refill-in-flight`, `ld-in-flight`,
+//! `ld-after-commit-wait`, `release-before-overwrite`, `fence-after-sync`,
+//! `wait-ld-before-handoff`, `fence-before-handoff`, `proxy-fence-before-store`,
+//! `wait-read-before-reuse`, `wait-read-before-exit`, `wait-for-peer-commits`,
+//! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
+//! `tcgen05.wait::ld`), which only the simulator checks.
+//!
+//! # Not modelled (an error naming the instruction, never a silent skip)
+//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.shift`, `tcgen05.mma` other than
+//! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
+//! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
+//! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and
+//! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
+//! `%globaltimer` count executed instructions.
 
 pub mod decode;
 pub mod error;
@@ -217,7 +235,10 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
 pub struct Failure {
     pub seed: u64,
     pub policy: Policy,
+    /// The failure in words (a simulator error's `Display`, or what `verify` said).
     pub error: String,
+    /// The simulator's error, when the run failed (None: `verify` refused its result).
+    pub cause: Option<SimError>,
 }
 
 impl std::fmt::Display for Failure {
@@ -261,9 +282,18 @@ pub fn explore(
             ..base.clone()
         };
         let mut d = dev.clone();
-        let fail = |error: String| Failure { seed, policy, error };
-        last = run(p, &mut d, l, &o).map_err(|e| fail(e.to_string()))?;
-        verify(&d).map_err(fail)?;
+        last = run(p, &mut d, l, &o).map_err(|e| Failure {
+            seed,
+            policy,
+            error: e.to_string(),
+            cause: Some(e),
+        })?;
+        verify(&d).map_err(|error| Failure {
+            seed,
+            policy,
+            error,
+            cause: None,
+        })?;
     }
     Ok(last)
 }
