@@ -11,6 +11,7 @@ mod grade;
 mod report;
 mod results;
 mod sandbox;
+mod sim_cmd;
 mod step_cmd;
 mod trace;
 mod workshop;
