@@ -84,6 +84,9 @@ pub(crate) struct Mbar {
     pub remote_commit: Option<u64>,
     /// Source (file, line) of the `mbarrier.init` (the kernel's line where it was inlined).
     pub init_at: (u32, u32),
+    /// The initialising thread and when (for the fence.mbarrier_init rule).
+    pub init_by: u32,
+    pub init_seq: u64,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -617,6 +620,9 @@ impl<'a> Machine<'a> {
             });
         }
         b.pending -= n;
+        if who.0 != cta {
+            rules::remote_barrier_use(self, cta, off, kind, who)?;
+        }
         let rank = self.ctas[who.0 as usize].rank;
         let b = self.mbar_mut(cta, off).expect("looked up above");
         b.last = Some((kind, rank, who.1, who.2, who.3, phase));
@@ -959,6 +965,10 @@ impl<'a> Machine<'a> {
                     self.seq += 1;
                     let s = self.seq;
                     self.threads[t as usize].rules.proxy_fence_seq = s;
+                } else if *f == Fence::MbarrierInit {
+                    self.seq += 1;
+                    let s = self.seq;
+                    self.threads[t as usize].rules.mbar_init_fence_seq = s;
                 }
             }
             Op::Activemask => {
@@ -1423,6 +1433,11 @@ impl<'a> Machine<'a> {
                         last: None,
                         expected_tx_total: 0,
                         remote_commit: None,
+                        init_by: t,
+                        init_seq: {
+                            self.seq += 1;
+                            self.seq
+                        },
                         init_at: if ins.loc.caller_line != 0 {
                             (ins.loc.caller_file, ins.loc.caller_line)
                         } else {
@@ -2086,6 +2101,9 @@ impl<'a> Machine<'a> {
                 });
             }
             let (bc, bo) = j.mbar[k];
+            if bc != who.0 && self.ctas[bc as usize].mbars.contains_key(&bo) {
+                rules::remote_barrier_use(self, bc, bo, "a TMA load's complete_tx", who)?;
+            }
             let phase = self.ctas[bc as usize].mbars.get(&bo).map_or(0, |b| b.phase);
             rules::tma_landed(self, c, j.rec[k], bc, bo, phase);
             self.mbar_tx(bc, bo, -(j.bytes as i64)).map_err(|_| {

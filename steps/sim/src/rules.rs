@@ -89,6 +89,7 @@ pub struct ThreadRules {
     /// The last thread synchronisation not yet followed by tcgen05.fence::after_thread_sync.
     pub synced: Option<&'static str>,
     pub proxy_fence_seq: u64,
+    pub mbar_init_fence_seq: u64,
     /// Per barrier (cta, offset): how many of its phases this thread has seen complete.
     pub observed: Vec<((u32, u32), u64)>,
 }
@@ -624,6 +625,34 @@ pub fn on_cta_exit(m: &mut Machine, cta: u32) -> Result<(), SimError> {
     }
     if let Some(off) = pending_peer_commit(m, cta) {
         return Err(m.rule_at((0, 0), cta, 0, "wait-for-peer-commits", format!("the CTA exited while a tcgen05.commit from another CTA has still to arrive on its barrier at shared-memory offset {off:#x}: the producer must wait for the last load_empty phases (a producer tail)")));
+    }
+    Ok(())
+}
+
+/// A barrier of CTA `cta` is used (arrive, complete_tx, commit) from another CTA (`who`: its
+/// cta, warp, PTX line, source line): its initialisation must have been made visible to the
+/// cluster with `fence.mbarrier_init.release.cluster` by the initialising thread (then a
+/// cluster barrier), or the remote operation may see an uninitialised barrier.
+pub fn remote_barrier_use(
+    m: &mut Machine,
+    cta: u32,
+    off: u32,
+    what: &str,
+    who: (u32, u32, u32, u32),
+) -> Result<(), SimError> {
+    let Some(b) = m.ctas[cta as usize].mbars.get(&off) else {
+        return Ok(());
+    };
+    let (by, at) = (b.init_by, b.init_seq);
+    if m.threads[by as usize].rules.mbar_init_fence_seq < at {
+        let rank = m.ctas[cta as usize].rank;
+        return Err(m.rule_at(
+            (who.2, who.3),
+            who.0,
+            who.1,
+            "fence-mbarrier-init",
+            format!("{what} from another CTA reaches the barrier at shared-memory offset {off:#x} of CTA rank {rank}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init: the initialisation is not ordered before operations from other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[by as usize].warp),
+        ));
     }
     Ok(())
 }

@@ -104,3 +104,32 @@ fn every_seeded_bug_is_caught() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Bugs only the simulator's rules name, made by editing the stock PTX here: each must be
+/// caught by its rule.
+#[test]
+fn ptx_edits_are_caught_by_their_rule() {
+    let step3 = gemm::fixture("step3.f16");
+    let cases: &[(&str, String)] = &[
+        (
+            "rule fence-mbarrier-init",
+            step3.replace("fence.mbarrier_init.release.cluster;", ""),
+        ),
+        (
+            "rule fence-before-handoff",
+            step3.replace("tcgen05.fence::before_thread_sync;", ""),
+        ),
+    ];
+    for (want, ptx) in cases {
+        assert_ne!(ptx, &step3, "the edit for {want} changed nothing");
+        let prog = Program::parse(ptx).unwrap();
+        let mut p = Problem::new(256, 512, 512, Dtype::F16, 3);
+        let l = p.launch(&facts(3), 148).unwrap();
+        let dev = std::mem::take(&mut p.dev);
+        let r = explore(&prog, &dev, &l, &Options::default(), 4, &mut |_| Ok(()));
+        match r {
+            Err(e) => assert!(e.error.contains(want), "wanted {want}, got {e}"),
+            Ok(_) => panic!("{want}: not caught"),
+        }
+    }
+}
