@@ -1,12 +1,19 @@
 //! A hand-written parser for the subset of PTX that NVRTC emits for the workbook's kernels.
 //!
-//! Crates checked before writing it (2026-11): `ptx-parser` (PTX 7.x grammar, no tcgen05, no
-//! `::` state-space qualifiers such as `shared::cluster`), `ptx` / `ptx_parser` from the ZLUDA
-//! project (a PTX 7.x/8.x front end tied to ZLUDA's compiler, no tcgen05 or `cp.async.bulk.tensor`
-//! `.cta_group::2`), `ptx-builder` (emits PTX, does not read it). None reads PTX 9.x with tcgen05,
-//! so this module reads what the kernels use: statements, scoped register declarations (inline
-//! `asm` blocks open `{ .reg .pred p; ... }` scopes), labels, guards, `.loc` line information and
-//! the state-space variables. Decoding the statements into instructions is [`crate::decode`].
+//! Crates checked before writing it (2026-11-26), by parsing the stock kernels' PTX
+//! (`tests/ptx/`, NVRTC 13.0) with each in a scratch project:
+//! - `ptx-90-parser` 0.4.4 (generated from the PTX 9.0 grammar, tcgen05 included; 0.5.0 is
+//!   deprecated in favour of a successor): fails on every kernel at the body's `{` after the
+//!   `.maxntid` / `.minnctapersm` performance directives NVRTC writes.
+//! - `singe-ptx` 0.1.0-alpha.7 (PTX 9.1 syntax tables): fails on every kernel, at the entry's
+//!   `.param .align 64 .b8 name[128]` list or at `.loc ... inlined_at` lines.
+//! - `ptx-parser` 0.1.6 (2023, PTX 7.x): no `::` state spaces, no tcgen05.
+//!
+//! None reads what NVRTC produces today, so this module reads what the kernels use: statements,
+//! scoped register declarations (inline `asm` blocks open `{ .reg .pred p; ... }` scopes),
+//! labels, guards, `.loc` line information (with the `inlined_at` chain resolved to the
+//! kernel's own line) and the state-space variables. Decoding the statements into instructions
+//! is [`crate::decode`].
 
 use crate::error::SimError;
 use std::collections::HashMap;
