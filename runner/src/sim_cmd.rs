@@ -89,18 +89,17 @@ pub fn run(
         }
         serde_json::Value::Null
     };
-    // The failure itself, on stderr as one line a parent (a check) can find.
-    if let Some(f) = &r.failure {
-        if !req.json {
-            eprintln!(
-                "error: simulated step {n}: {} (replay: --sim-seed {} --sim-policy {})",
-                f.message.lines().next().unwrap_or(""),
-                f.schedule_seed,
-                f.policy
-            );
-        } else {
-            eprintln!("error: simulated step {n}: {}", f.message);
-        }
+    // What failed, on stderr as one `error:` line, with the flags that replay its schedule.
+    if !passed {
+        let what = match &r.failure {
+            Some(f) if req.json => f.message.clone(),
+            Some(f) => f.message.lines().next().unwrap_or("").to_string(),
+            None => "the result is wrong (see verify)".to_string(),
+        };
+        eprintln!(
+            "error: simulated step {n}: {what} (replay: {})",
+            r.replay.as_deref().unwrap_or("the same flags")
+        );
     }
     Ok((v, passed, trace_file.is_some()))
 }

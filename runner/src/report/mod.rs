@@ -344,4 +344,10 @@ pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
     } else if let Some(v) = &r.verification {
         println!("{:<W$}{}", "verify", v.summary());
     }
+    if let Some(flags) = &r.replay {
+        println!(
+            "{:<W$}the same command with {flags} (and without --explore) replays this schedule",
+            "replay"
+        );
+    }
 }

@@ -147,6 +147,9 @@ pub struct SimReport {
     pub verification: Option<Verification>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub failure: Option<SimFailure>,
+    /// The `runner step` flags that replay the failing schedule, when one failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replay: Option<String>,
     pub sim: SimStats,
     /// The order of events (`SimOptions::trace`), one per line.
     #[serde(skip)]
@@ -319,40 +322,6 @@ fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
     }
 }
 
-/// An explored schedule's failure, classified from its message (`sim::explore` gives the text).
-fn failure_of_explored(f: &sim::Failure) -> SimFailure {
-    let kind = if f.error.starts_with("rule ") {
-        "rule"
-    } else if f.error.starts_with("deadlock") {
-        "deadlock"
-    } else if f.error.starts_with("not modelled") {
-        "unsupported"
-    } else if f.error.starts_with("fault") {
-        "fault"
-    } else if f.error.starts_with("the run exceeded") {
-        "step-limit"
-    } else if f.error.starts_with("wrong result") {
-        "wrong-result"
-    } else {
-        "launch"
-    };
-    let rule = (kind == "rule")
-        .then(|| {
-            f.error["rule ".len()..]
-                .split(':')
-                .next()
-                .map(str::to_string)
-        })
-        .flatten();
-    SimFailure {
-        kind,
-        rule,
-        message: f.error.clone(),
-        schedule_seed: f.seed,
-        policy: f.policy.name(),
-    }
-}
-
 /// Compile `source` (the step's kernel, a user's, or a seeded bug's) for sm_100a, run it on the
 /// simulator on `p`'s problem under `o`'s schedules, and verify C against the fp64 reference.
 /// `Err` is the harness's: a bad shape, a failed compile or static check, a PTX the simulator
@@ -413,14 +382,22 @@ pub fn simulate(
         ..sim::Options::default()
     };
     let start = Instant::now();
-    let (outcome, verification) = if o.schedules == 1 {
+    // The run's report (when it finished), its verification, the simulator's finding, and the
+    // schedule that failed (for the replay line).
+    let (run, verification, failure, failed) = if o.schedules == 1 {
         let mut dev = prep.device.clone();
         match sim::run(&prep.program, &mut dev, &prep.launch, &base) {
             Ok(r) => {
                 let v = check(&dev);
-                (Ok(r), Some(v))
+                let failed = (!v.passed).then_some((o.seed, o.policy));
+                (r, Some(v), None, failed)
             }
-            Err(e) => (Err(failure_of(&e, o.seed, o.policy)), None),
+            Err(e) => (
+                sim::RunReport::default(),
+                None,
+                Some(failure_of(&e, o.seed, o.policy)),
+                Some((o.seed, o.policy)),
+            ),
         }
     } else {
         // Each schedule's C is verified; the first that fails (or breaks a rule) stops it.
@@ -445,24 +422,21 @@ pub fn simulate(
             &mut judge,
         );
         match r {
-            Ok(r) => (Ok(r), last),
-            // A wrong result keeps its verification; any other failure has none.
+            Ok(r) => (r, last, None, None),
+            // A simulator error stops the kernel; a wrong result keeps its verification.
             Err(f) => {
-                let wrong = f.error.starts_with("wrong result");
+                let found = f.cause.as_ref().map(|e| failure_of(e, f.seed, f.policy));
+                let v = if found.is_some() { None } else { last };
                 (
-                    Err(failure_of_explored(&f)),
-                    if wrong { last } else { None },
+                    sim::RunReport::default(),
+                    v,
+                    found,
+                    Some((f.seed, f.policy)),
                 )
             }
         }
     };
     let wall_s = start.elapsed().as_secs_f64();
-    let (run, failure) = match outcome {
-        Ok(r) => (r, None),
-        // A wrong result is a verification failure, not a simulator error.
-        Err(f) if f.kind == "wrong-result" => (sim::RunReport::default(), None),
-        Err(f) => (sim::RunReport::default(), Some(f)),
-    };
     let first_policy = if o.schedules == 1 {
         o.policy
     } else {
@@ -486,6 +460,8 @@ pub fn simulate(
         block: plan.dims.block,
         verification,
         failure,
+        replay: failed
+            .map(|(seed, policy)| format!("--sim-seed {seed} --sim-policy {}", policy.name())),
         sim: SimStats {
             backend: BACKEND,
             schedule_seed: o.seed,
