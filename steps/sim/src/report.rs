@@ -31,6 +31,24 @@ pub struct RunReport {
 }
 
 impl RunReport {
+    /// Executed count per (role, opcode), summed over the warps of each role.
+    pub fn per_role(&self) -> Vec<(String, String, u64)> {
+        let mut out: Vec<(String, String, u64)> = Vec::new();
+        for (w, op, n) in &self.per_warp {
+            let role = self
+                .roles
+                .iter()
+                .find(|(x, _)| x == w)
+                .map_or("other", |(_, r)| r.as_str());
+            match out.iter_mut().find(|(r, o, _)| r == role && o == op) {
+                Some(e) => e.2 += n,
+                None => out.push((role.to_string(), op.clone(), *n)),
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Executed count of every opcode starting with `prefix`.
     pub fn executed(&self, prefix: &str) -> u64 {
         self.per_opcode

@@ -41,6 +41,26 @@ pub enum Policy {
     AsyncEarly,
 }
 
+impl std::str::FromStr for Policy {
+    type Err = String;
+    /// `random`, `pct` (depth 3) or `pctN`, `async-late`, `async-early`: as [`Policy::name`]
+    /// prints them.
+    fn from_str(s: &str) -> Result<Policy, String> {
+        match s {
+            "random" => Ok(Policy::Random),
+            "async-late" => Ok(Policy::AsyncLate),
+            "async-early" => Ok(Policy::AsyncEarly),
+            "pct" => Ok(Policy::Pct { depth: 3 }),
+            _ => match s.strip_prefix("pct").map(str::parse::<u32>) {
+                Some(Ok(depth)) if (1..=64).contains(&depth) => Ok(Policy::Pct { depth }),
+                _ => Err(format!(
+                    "unknown schedule policy `{s}`: random, pct, pctN (N from 1 to 64), async-late or async-early"
+                )),
+            },
+        }
+    }
+}
+
 impl Policy {
     pub fn name(self) -> String {
         match self {
@@ -64,6 +84,20 @@ mod tests {
         }
         let mut c = Rng::new(8);
         assert_ne!(Rng::new(7).next_u64(), c.next_u64());
+    }
+
+    #[test]
+    fn policies_parse_as_they_print() {
+        for p in [
+            Policy::Random,
+            Policy::Pct { depth: 5 },
+            Policy::AsyncLate,
+            Policy::AsyncEarly,
+        ] {
+            assert_eq!(p.name().parse::<Policy>(), Ok(p));
+        }
+        assert!("pct0".parse::<Policy>().is_err());
+        assert!("fast".parse::<Policy>().is_err());
     }
 
     #[test]

@@ -121,3 +121,36 @@ fn odd_shapes_and_uneven_persistent_grids_verify() {
     check(5, Dtype::F16, 768, 512, 192, 25, Policy::AsyncEarly, 4);
     check(6, Dtype::F16, 1024, 768, 320, 26, Policy::Random, 5);
 }
+
+/// With `SIM_STOCK_PTX` set (a folder of `stepN.{f16,bf16}.ptx` from `runner inspect N --ptx`),
+/// every stock kernel there, both dtypes, verifies; the role split of what executed is
+/// plausible (the MMA issued by one warp role, TMA loads by the producer).
+#[test]
+fn stock_ptx_from_a_folder_verifies() {
+    let Ok(dir) = std::env::var("SIM_STOCK_PTX") else {
+        return;
+    };
+    for step in 0..=6 {
+        for (dt, dtype) in [("f16", Dtype::F16), ("bf16", Dtype::Bf16)] {
+            let Ok(ptx) = std::fs::read_to_string(format!("{dir}/step{step}.{dt}.ptx")) else {
+                continue;
+            };
+            let (m, n, mc) = match step {
+                0..=2 => (256, 256, 148),
+                3 => (256, 512, 148),
+                _ => (512, 512, 1),
+            };
+            let out = simulate_gemm(&ptx, &facts(step), m, n, 320, dtype, 31, Policy::Random, mc)
+                .unwrap_or_else(|e| panic!("step {step} {dt}: {e}"));
+            assert_eq!(out.bad, 0, "step {step} {dt}: {:?}", out.first_bad);
+            let roles = out.report.per_role();
+            assert!(roles
+                .iter()
+                .any(|(r, o, _)| r.contains("mma") && o.starts_with("tcgen05.mma")));
+            eprintln!(
+                "step {step} {dt}: verified, {} instructions",
+                out.report.instructions
+            );
+        }
+    }
+}
