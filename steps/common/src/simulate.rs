@@ -26,21 +26,22 @@ use std::time::Instant;
 /// What ran, in the words every report uses.
 pub const BACKEND: &str = "simulated (CPU, sm_100a PTX)";
 
-/// The default problem of a kernel that launches one cluster per tile: small enough to take
-/// seconds on one core.
+/// The default problem of a kernel that launches one cluster per tile: small enough to take a
+/// fraction of a second on one core, with K of eight k-blocks so the four-stage ring is refilled
+/// twice (a parity or refill bug needs the ring to wrap to show).
 pub const DEFAULT_SHAPE: Shape = Shape {
     m: 256,
     n: 256,
-    k: 128,
+    k: 512,
 };
 
 /// The default problem of a persistent kernel: six tiles of 256 x 256 over
 /// [`DEFAULT_CLUSTERS`] clusters, so each cluster loops over three tiles and reuses its ring and
-/// its first accumulator slot (steps 5 and 6 have two), and K of four k-blocks.
+/// its first accumulator slot (steps 5 and 6 have two), and K of eight k-blocks.
 pub const DEFAULT_PERSISTENT_SHAPE: Shape = Shape {
     m: 768,
     n: 512,
-    k: 256,
+    k: 512,
 };
 
 /// Clusters a persistent kernel gets on the simulator unless told otherwise: few, so each runs
