@@ -96,7 +96,7 @@ pub struct Args {
 }
 
 /// The CPU simulator: what runs the Blackwell kernel where no GPU does, and on request anywhere.
-#[derive(clap::Args, Clone, Default)]
+#[derive(clap::Args, Clone)]
 pub struct SimArgs {
     /// Run the Blackwell kernel on the CPU simulator (its sm_100a PTX, verified against an fp64
     /// reference), even on a GPU machine. Without a GPU it is what runs the Blackwell kernel.
@@ -108,7 +108,7 @@ pub struct SimArgs {
     /// The simulator's schedule policy: random, pct (random priorities with 3 changes; pctN for
     /// N), async-late (asynchronous operations complete at the last moment) or async-early.
     #[arg(long, value_name = "POLICY", default_value = "random")]
-    pub sim_policy: String,
+    pub sim_policy: common::simulate::Policy,
     /// Simulate N schedules (seeds from --sim-seed on, cycling through async-late, async-early,
     /// random and pct3), verifying each; the first failure is reported with the seed and policy
     /// that replay it.
@@ -228,7 +228,7 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         forced: a.sim.sim,
         options: common::simulate::SimOptions {
             seed: a.sim.sim_seed,
-            policy: common::simulate::parse_policy(&a.sim.sim_policy)?,
+            policy: a.sim.sim_policy,
             schedules: a.sim.explore.unwrap_or(1),
             trace: a.trace.is_some(),
         },

@@ -20,7 +20,8 @@ use serde::Serialize;
 use sim::units::tensormap::{
     TensorMapDesc, TmaDtype, TmaInterleave, TmaL2Promotion, TmaOobFill, TmaSwizzle,
 };
-use sim::{Device, Launch, Param, Policy, Program};
+pub use sim::Policy;
+use sim::{Device, Launch, Param, Program};
 use std::time::Instant;
 
 /// What ran, in the words every report uses.
@@ -70,23 +71,6 @@ impl Default for SimOptions {
             schedules: 1,
             trace: false,
         }
-    }
-}
-
-/// `--sim-policy`: random, pct (or pctN, N priority changes), async-late, async-early.
-pub fn parse_policy(s: &str) -> Result<Policy> {
-    let s = s.trim().to_ascii_lowercase();
-    match s.as_str() {
-        "random" => Ok(Policy::Random),
-        "async-late" => Ok(Policy::AsyncLate),
-        "async-early" => Ok(Policy::AsyncEarly),
-        "pct" => Ok(Policy::Pct { depth: 3 }),
-        _ => match s.strip_prefix("pct").map(str::parse::<u32>) {
-            Some(Ok(depth)) if depth <= 64 => Ok(Policy::Pct { depth }),
-            _ => bail!(
-                "unknown schedule policy {s:?}: use random, pct (or pctN, N from 0 to 64), async-late or async-early"
-            ),
-        },
     }
 }
 
@@ -481,20 +465,6 @@ pub fn simulate(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn policies_parse_by_name() {
-        assert_eq!(parse_policy("random").unwrap(), Policy::Random);
-        assert_eq!(parse_policy("PCT").unwrap(), Policy::Pct { depth: 3 });
-        assert_eq!(parse_policy("pct5").unwrap(), Policy::Pct { depth: 5 });
-        assert_eq!(parse_policy("async-late").unwrap(), Policy::AsyncLate);
-        assert_eq!(parse_policy("async-early").unwrap(), Policy::AsyncEarly);
-        assert!(parse_policy("fifo").is_err());
-        assert!(parse_policy("pct999").is_err());
-        for p in sim::EXPLORE_POLICIES {
-            assert_eq!(parse_policy(&p.name()).unwrap(), p, "names round-trip");
-        }
-    }
 
     #[test]
     fn the_simulators_map_is_the_gpus_map() {
