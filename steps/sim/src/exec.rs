@@ -526,6 +526,16 @@ impl<'a> Machine<'a> {
             }
             Loc::Param(o) => {
                 let end = o as usize + n;
+                // A CUtensorMap's bytes are the driver's opaque encoding: the simulator holds a
+                // description instead, so a kernel may use a map's address (TMA, prefetch) but
+                // not read it; reading it would also tell the simulator from a GPU.
+                if self
+                    .maps
+                    .iter()
+                    .any(|(m, _)| (o as usize) < *m as usize + 128 && end > *m as usize)
+                {
+                    return Err(self.fault(t, format!("the kernel reads bytes {o:#x}..{end:#x} of a CUtensorMap parameter: its encoding is the CUDA driver's and opaque, and the simulator does not model it (a kernel passes the map's address to cp.async.bulk.tensor and never reads it)")));
+                }
                 if end > self.params.len() {
                     return Err(self.fault(
                         t,

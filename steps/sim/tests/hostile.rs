@@ -99,3 +99,23 @@ fn random_edits_of_stock_kernels_never_panic() {
         outcomes[0], outcomes[1], outcomes[2]
     );
 }
+
+/// A kernel that reads the bytes of its CUtensorMap parameter (to tell the simulator from a
+/// GPU, say) is stopped: the map's encoding is the driver's and is not modelled.
+#[test]
+fn reading_a_tensor_map_parameter_is_refused() {
+    let text = fixture("step0.f16");
+    // After the kernel takes the map's address, load its first word.
+    let edited = text.replacen(
+        "mov.b64 \t%rd8, gemm_kernel_param_0;",
+        "mov.b64 \t%rd8, gemm_kernel_param_0;\n\tld.param.u64 \t%rd9, [gemm_kernel_param_0];",
+        1,
+    );
+    assert_ne!(edited, text);
+    let p = Program::parse(&edited).unwrap();
+    let mut prob = Problem::new(256, 256, 128, Dtype::F16, 1);
+    let l = prob.launch(&facts(0), 148).unwrap();
+    let mut dev = std::mem::take(&mut prob.dev);
+    let e = sim::run(&p, &mut dev, &l, &Options::default()).unwrap_err();
+    assert!(e.to_string().contains("CUtensorMap parameter"), "{e}");
+}
