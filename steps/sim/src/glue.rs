@@ -65,6 +65,23 @@ pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32
     Ok(crate::units::mma::MmaF16::decode(idesc, a, b, group)?.smem_reads())
 }
 
+/// Which operand of the MMA ("A" or "B") the shared-memory byte `addr` belongs to.
+pub fn mma_operand_at(idesc: u32, a: u64, b: u64, group: u32, addr: u32) -> &'static str {
+    let Ok(m) = crate::units::mma::MmaF16::decode(idesc, a, b, group) else {
+        return "A or B";
+    };
+    let in_a = (0..m.a_rows_per_cta()).any(|r| {
+        m.a.chunk_addrs(r)
+            .iter()
+            .any(|&c| (c..c + 16).contains(&addr))
+    });
+    if in_a {
+        "A"
+    } else {
+        "B"
+    }
+}
+
 pub fn float_round(r: Rnd) -> Option<FloatRound> {
     match r {
         Rnd::Rn | Rnd::None => Some(FloatRound::Rn),

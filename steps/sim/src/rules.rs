@@ -252,7 +252,6 @@ pub fn mma_issue(
     let _ = b;
     for &c in &ctas {
         {
-            let name = "A or B";
             for &(lo, hi) in &reads {
                 if hi > m.smem_bytes {
                     return Err(m.fault(t, format!("tcgen05.mma reads shared-memory bytes {lo:#x}..{hi:#x}, past the CTA's {:#x} bytes: check the descriptors' start address and SBO", m.smem_bytes)));
@@ -272,6 +271,7 @@ pub fn mma_issue(
                     if let Some(why) = why {
                         let rank = m.ctas[c as usize].rank;
                         let at = g as u32 * G;
+                        let name = crate::glue::mma_operand_at(idesc, a, b, ctas.len() as u32, at);
                         return Err(m.rule(
                             t,
                             "operand-loaded",
