@@ -206,9 +206,8 @@ pub struct SimProblem {
     pub cpu_samples: usize,
 }
 
-/// The PTX and launch of one kernel on one problem, ready to run under any schedule.
+/// The launch of one kernel on one problem, ready to run under any schedule.
 struct Prepared {
-    program: Program,
     device: Device,
     launch: Launch,
     problem: Problem,
@@ -216,16 +215,11 @@ struct Prepared {
 }
 
 fn prepare(
-    spec: &KernelSpec,
     source: &KernelSource,
     shape: Shape,
     p: &SimProblem,
     plan: &crate::step::Plan,
 ) -> Result<Prepared> {
-    let defines = spec.defines(p.dtype);
-    let ptx = compile_ptx(source, Target::Sm100a, &defines)?;
-    let program = Program::parse(&ptx)
-        .map_err(|e| anyhow!("the simulator cannot read {}'s PTX: {e}", source.path))?;
     let problem = Problem::generate(shape, p.dtype, p.dist, p.seed);
     let mut device = Device::new();
     let bytes = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
@@ -269,7 +263,6 @@ fn prepare(
         sources: vec![(source.path.clone(), source.text.clone())],
     };
     Ok(Prepared {
-        program,
         device,
         launch,
         problem,
@@ -307,159 +300,203 @@ fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
     }
 }
 
-/// Compile `source` (the step's kernel, a user's, or a seeded bug's) for sm_100a, run it on the
-/// simulator on `p`'s problem under `o`'s schedules, and verify C against the fp64 reference.
-/// `Err` is the harness's: a bad shape, a failed compile or static check, a PTX the simulator
-/// cannot read. How the kernel fared, simulator errors included, is in the report.
+/// A Blackwell kernel built for the simulator: its static checks passed (when asked), its
+/// sm_100a PTX compiled and decoded once, ready to run on any problem of its dtype.
+pub struct SimKernel {
+    spec: KernelSpec,
+    source: KernelSource,
+    dtype: Dtype,
+    compile: Option<Compiled>,
+    program: Program,
+}
+
+impl SimKernel {
+    /// Compile `source` (the step's kernel, a user's, or a seeded bug's) for sm_100a with the
+    /// spec's defines for `dtype`, after the static checks a GPU run makes (`static_check`).
+    pub fn build(
+        spec: &KernelSpec,
+        source: &KernelSource,
+        dtype: Dtype,
+        static_check: bool,
+    ) -> Result<SimKernel> {
+        if spec.arch != Arch::Blackwell {
+            bail!(
+                "the simulator runs Blackwell kernels (tcgen05, sm_100a); the Hopper twin's wgmma is not modelled: run it on an H100/H200"
+            );
+        }
+        let k = spec.shape();
+        if k.smem_bytes > MAX_SMEM_PER_CTA {
+            bail!(
+                "step {} needs {} bytes of shared memory per CTA; sm_100 allows at most {MAX_SMEM_PER_CTA}",
+                spec.info().number,
+                k.smem_bytes
+            );
+        }
+        let defines = spec.defines(dtype);
+        let compile = if static_check {
+            Some(crate::static_check::check_blackwell(source, &defines)?)
+        } else {
+            None
+        };
+        let ptx = compile_ptx(source, Target::Sm100a, &defines)?;
+        let program = Program::parse(&ptx)
+            .map_err(|e| anyhow!("the simulator cannot read {}'s PTX: {e}", source.path))?;
+        Ok(SimKernel {
+            spec: spec.clone(),
+            source: source.clone(),
+            dtype,
+            compile,
+            program,
+        })
+    }
+
+    /// Run it on `p`'s problem under `o`'s schedules and verify C against the fp64 reference.
+    /// `Err` is the harness's (a bad shape); how the kernel fared, simulator errors included,
+    /// is in the report.
+    pub fn run(&self, p: &SimProblem, o: &SimOptions) -> Result<SimReport> {
+        let (spec, source) = (&self.spec, &self.source);
+        if p.dtype != self.dtype {
+            bail!(
+                "the kernel was built for {}, the problem is {}",
+                self.dtype,
+                p.dtype
+            );
+        }
+        let k = spec.shape();
+        let shape = p.shape.unwrap_or_else(|| default_shape(&k));
+        spec.check_shape(shape).map_err(|e| anyhow!(e))?;
+        if p.clusters.is_some() && !k.persistent {
+            bail!(
+                "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
+                spec.info().number
+            );
+        }
+        if o.schedules == 0 {
+            bail!("the simulator needs at least one schedule to run");
+        }
+        let compile = self.compile.clone();
+        let plan = k.plan(shape, p.clusters.unwrap_or(DEFAULT_CLUSTERS));
+        let prep = prepare(source, shape, p, &plan)?;
+        let reference = cpu_reference(&prep.problem);
+        let check = |dev: &Device| {
+            verify(
+                &prep.problem,
+                &read_c(dev, prep.c_addr, shape),
+                &reference,
+                p.cpu_samples,
+            )
+        };
+        let base = sim::Options {
+            seed: o.seed,
+            policy: o.policy,
+            trace: o.trace,
+            ..sim::Options::default()
+        };
+        let start = Instant::now();
+        // The run's report (when it finished), its verification, the simulator's finding, and the
+        // schedule that failed (for the replay line).
+        let (run, verification, failure, failed) = if o.schedules == 1 {
+            let mut dev = prep.device.clone();
+            match sim::run(&self.program, &mut dev, &prep.launch, &base) {
+                Ok(r) => {
+                    let v = check(&dev);
+                    let failed = (!v.passed).then_some((o.seed, o.policy));
+                    (r, Some(v), None, failed)
+                }
+                Err(e) => (
+                    sim::RunReport::default(),
+                    None,
+                    Some(failure_of(&e, o.seed, o.policy)),
+                    Some((o.seed, o.policy)),
+                ),
+            }
+        } else {
+            // Each schedule's C is verified; the first that fails (or breaks a rule) stops it.
+            let mut last: Option<Verification> = None;
+            let mut judge = |dev: &Device| {
+                let v = check(dev);
+                let ok = v.passed;
+                let summary = v.summary();
+                last = Some(v);
+                if ok {
+                    Ok(())
+                } else {
+                    Err(format!("wrong result: {summary}"))
+                }
+            };
+            let r = sim::explore(
+                &self.program,
+                &prep.device,
+                &prep.launch,
+                &base,
+                o.schedules,
+                &mut judge,
+            );
+            match r {
+                Ok(r) => (r, last, None, None),
+                // A simulator error stops the kernel; a wrong result keeps its verification.
+                Err(f) => {
+                    let found = f.cause.as_ref().map(|e| failure_of(e, f.seed, f.policy));
+                    let v = if found.is_some() { None } else { last };
+                    (
+                        sim::RunReport::default(),
+                        v,
+                        found,
+                        Some((f.seed, f.policy)),
+                    )
+                }
+            }
+        };
+        let wall_s = start.elapsed().as_secs_f64();
+        let first_policy = if o.schedules == 1 {
+            o.policy
+        } else {
+            sim::EXPLORE_POLICIES[0]
+        };
+        Ok(SimReport {
+            step: spec.info().number,
+            arch: spec.arch,
+            kernel_path: source.path.clone(),
+            target: Target::Sm100a,
+            simulated: true,
+            shape,
+            dtype: p.dtype,
+            dist: p.dist,
+            seed: p.seed,
+            params: spec.params.clone(),
+            compile,
+            smem_bytes: plan.dims.smem_bytes,
+            grid: plan.dims.grid,
+            cluster: plan.dims.cluster,
+            block: plan.dims.block,
+            verification,
+            failure,
+            replay: failed
+                .map(|(seed, policy)| format!("--sim-seed {seed} --sim-policy {}", policy.name())),
+            sim: SimStats {
+                backend: BACKEND,
+                schedule_seed: o.seed,
+                policy: first_policy.name(),
+                schedules: o.schedules,
+                instructions: run.instructions,
+                per_opcode: run.per_opcode,
+                barrier_phases: run.barrier_phases,
+                clusters: run.clusters,
+                wall_s,
+            },
+            trace: run.trace,
+        })
+    }
+}
+
+/// [`SimKernel::build`] then [`SimKernel::run`]: one kernel, one problem.
 pub fn simulate(
     spec: &KernelSpec,
     source: &KernelSource,
     p: &SimProblem,
     o: &SimOptions,
 ) -> Result<SimReport> {
-    if spec.arch != Arch::Blackwell {
-        bail!(
-            "the simulator runs Blackwell kernels (tcgen05, sm_100a); the Hopper twin's wgmma is not modelled: run it on an H100/H200"
-        );
-    }
-    let k = spec.shape();
-    let shape = p.shape.unwrap_or_else(|| default_shape(&k));
-    spec.check_shape(shape).map_err(|e| anyhow!(e))?;
-    if p.clusters.is_some() && !k.persistent {
-        bail!(
-            "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
-            spec.info().number
-        );
-    }
-    if k.smem_bytes > MAX_SMEM_PER_CTA {
-        bail!(
-            "step {} needs {} bytes of shared memory per CTA; sm_100 allows at most {MAX_SMEM_PER_CTA}",
-            spec.info().number,
-            k.smem_bytes
-        );
-    }
-    if o.schedules == 0 {
-        bail!("the simulator needs at least one schedule to run");
-    }
-    let compile = if p.static_check {
-        Some(crate::static_check::check_blackwell(
-            source,
-            &spec.defines(p.dtype),
-        )?)
-    } else {
-        None
-    };
-    let plan = k.plan(shape, p.clusters.unwrap_or(DEFAULT_CLUSTERS));
-    let prep = prepare(spec, source, shape, p, &plan)?;
-    let reference = cpu_reference(&prep.problem);
-    let check = |dev: &Device| {
-        verify(
-            &prep.problem,
-            &read_c(dev, prep.c_addr, shape),
-            &reference,
-            p.cpu_samples,
-        )
-    };
-    let base = sim::Options {
-        seed: o.seed,
-        policy: o.policy,
-        trace: o.trace,
-        ..sim::Options::default()
-    };
-    let start = Instant::now();
-    // The run's report (when it finished), its verification, the simulator's finding, and the
-    // schedule that failed (for the replay line).
-    let (run, verification, failure, failed) = if o.schedules == 1 {
-        let mut dev = prep.device.clone();
-        match sim::run(&prep.program, &mut dev, &prep.launch, &base) {
-            Ok(r) => {
-                let v = check(&dev);
-                let failed = (!v.passed).then_some((o.seed, o.policy));
-                (r, Some(v), None, failed)
-            }
-            Err(e) => (
-                sim::RunReport::default(),
-                None,
-                Some(failure_of(&e, o.seed, o.policy)),
-                Some((o.seed, o.policy)),
-            ),
-        }
-    } else {
-        // Each schedule's C is verified; the first that fails (or breaks a rule) stops it.
-        let mut last: Option<Verification> = None;
-        let mut judge = |dev: &Device| {
-            let v = check(dev);
-            let ok = v.passed;
-            let summary = v.summary();
-            last = Some(v);
-            if ok {
-                Ok(())
-            } else {
-                Err(format!("wrong result: {summary}"))
-            }
-        };
-        let r = sim::explore(
-            &prep.program,
-            &prep.device,
-            &prep.launch,
-            &base,
-            o.schedules,
-            &mut judge,
-        );
-        match r {
-            Ok(r) => (r, last, None, None),
-            // A simulator error stops the kernel; a wrong result keeps its verification.
-            Err(f) => {
-                let found = f.cause.as_ref().map(|e| failure_of(e, f.seed, f.policy));
-                let v = if found.is_some() { None } else { last };
-                (
-                    sim::RunReport::default(),
-                    v,
-                    found,
-                    Some((f.seed, f.policy)),
-                )
-            }
-        }
-    };
-    let wall_s = start.elapsed().as_secs_f64();
-    let first_policy = if o.schedules == 1 {
-        o.policy
-    } else {
-        sim::EXPLORE_POLICIES[0]
-    };
-    Ok(SimReport {
-        step: spec.info().number,
-        arch: spec.arch,
-        kernel_path: source.path.clone(),
-        target: Target::Sm100a,
-        simulated: true,
-        shape,
-        dtype: p.dtype,
-        dist: p.dist,
-        seed: p.seed,
-        params: spec.params.clone(),
-        compile,
-        smem_bytes: plan.dims.smem_bytes,
-        grid: plan.dims.grid,
-        cluster: plan.dims.cluster,
-        block: plan.dims.block,
-        verification,
-        failure,
-        replay: failed
-            .map(|(seed, policy)| format!("--sim-seed {seed} --sim-policy {}", policy.name())),
-        sim: SimStats {
-            backend: BACKEND,
-            schedule_seed: o.seed,
-            policy: first_policy.name(),
-            schedules: o.schedules,
-            instructions: run.instructions,
-            per_opcode: run.per_opcode,
-            barrier_phases: run.barrier_phases,
-            clusters: run.clusters,
-            wall_s,
-        },
-        trace: run.trace,
-    })
+    SimKernel::build(spec, source, p.dtype, p.static_check)?.run(p, o)
 }
 
 #[cfg(test)]
