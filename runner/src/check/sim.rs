@@ -35,26 +35,23 @@ pub fn run_case(case: &EmulationCase, kernels: &mut HashMap<Key, SimKernel>) -> 
         case.dtype == Dtype::Bf16,
         case.mutation.map(|m| m.name),
     );
-    let mut built: Result<()> = Ok(());
-    if !kernels.contains_key(&key) {
-        let stock = spec.source();
-        let source = match case.mutation {
-            Some(m) => KernelSource {
-                path: stock.path.clone(),
-                text: m.apply(&stock.text)?,
-            },
-            None => stock,
-        };
-        // The seeded bugs run with the static checks off, as in the emulation check: the
-        // simulator itself must catch them.
-        match SimKernel::build(&spec, &source, case.dtype, case.mutation.is_none()) {
-            Ok(k) => {
-                kernels.insert(key, k);
-            }
-            Err(e) => built = Err(e),
+    let kernel: Result<&SimKernel> = match kernels.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let stock = spec.source();
+            let source = match case.mutation {
+                Some(m) => KernelSource {
+                    path: stock.path.clone(),
+                    text: m.apply(&stock.text)?,
+                },
+                None => stock,
+            };
+            // The seeded bugs run with the static checks off, as in the emulation check: the
+            // simulator itself must catch them.
+            SimKernel::build(&spec, &source, case.dtype, case.mutation.is_none())
+                .map(|k| &*e.insert(k))
         }
-    }
-    let kernel = built.map(|()| &kernels[&key]);
+    };
     let report = kernel.and_then(|k| {
         k.run(
             &SimProblem {
