@@ -583,8 +583,16 @@ fn run_kernel(
                 v["verification"]["bad_count"], v["verification"]["elements"]
             ))
         }
+        // Built but not run (no GPU that runs it): the child's JSON says why.
+        Verdict::Partial => {
+            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+            match all["runs"][0]["reason"].as_str() {
+                Some(why) => Outcome::NotRun(why.to_string()),
+                None => Outcome::Error(err_line()),
+            }
+        }
         Verdict::Hang => Outcome::Hung,
-        Verdict::Error | Verdict::Partial => Outcome::Error(err_line()),
+        Verdict::Error => Outcome::Error(err_line()),
     })
 }
 
@@ -617,19 +625,41 @@ pub struct Options<'a> {
     /// The student's prediction for a timed exercise (else asked on a terminal).
     pub predict: Option<crate::bench::measure::Verdict>,
     pub write: Option<&'a Path>,
+    /// With `write`: overwrite an existing file (never a tracked one).
+    pub force: bool,
     pub json: bool,
 }
 
 /// Run the exercise's checks; `kernel` replaces the committed solution.
 pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let (kernel, write, json) = (o.kernel, o.write, o.json);
+    if let Some(w) = write {
+        crate::outdir::check_new_file(w, o.force)?;
+    }
     let ex = find(id)?;
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
-        Some(k) => (
-            Some(crate::step_cmd::read_kernel(k)?),
-            k.display().to_string(),
-        ),
+        Some(k) => {
+            let text = crate::step_cmd::read_kernel(k)?;
+            let src = common::compile::KernelSource {
+                path: k.display().to_string(),
+                text,
+            };
+            // The exercises edit the Blackwell kernel; a twin fails on unrelated asserts.
+            if crate::step_cmd::implied_arch(&src) == Arch::Hopper {
+                bail!(
+                    "{} is a Hopper twin (it includes hopper.cuh): exercise {id} checks step {}'s Blackwell kernel (kernel.cu){}",
+                    k.display(),
+                    ex.step,
+                    if crate::bench::measure::find(id).is_some() {
+                        "; give an edited twin with --twin FILE"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            (Some(src.text), k.display().to_string())
+        }
         None => (
             solution(ex)?,
             "the solution in exercises/solutions.toml".to_string(),
@@ -705,7 +735,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                 }
                 let from = match args.iter().position(|a| *a == "--mutate") {
                     Some(i) => format!(
-                        "the stock kernel with the seeded bug {}",
+                        "{from} with the seeded bug {}",
                         args.get(i + 1).copied().unwrap_or("?")
                     ),
                     None => from.clone(),
@@ -779,7 +809,12 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     if let Some(m) = crate::bench::measure::find(id) {
         let predicted = o
             .predict
-            .or_else(|| (!json).then(|| crate::bench::measure::prompt(m)).flatten());
+            // No question where no GPU can answer it.
+            .or_else(|| {
+                (!json && common::gpu::driver_present())
+                    .then(|| crate::bench::measure::prompt(m))
+                    .flatten()
+            });
         let twin = match o.twin {
             Some(p) => Some(common::compile::KernelSource {
                 path: p.display().to_string(),
@@ -834,6 +869,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
             .to_string(),
             summary: verdict,
         };
+        let v = crate::report::envelope("exercise", serde_json::to_value(&v)?);
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("{verdict}");
@@ -861,6 +897,9 @@ pub fn timings(out: &Path) -> Result<Verdict> {
     use crate::check::pool::{self, Child};
     use crate::results::{ExerciseRun, ExerciseTimings, Results};
     crate::check::require_hopper("runner exercise --timings")?;
+    if out != common::toolkit::project_root().join("assets/results") {
+        crate::outdir::OutDir::make_own(out, "--out", "the timings write their results there")?;
+    }
     let head = crate::check::provenance();
     let children = MEASURES
         .iter()

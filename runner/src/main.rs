@@ -8,6 +8,7 @@ mod cli;
 mod diff;
 mod exercise;
 mod grade;
+mod outdir;
 mod report;
 mod results;
 mod sandbox;

@@ -7,6 +7,7 @@
 //! first files were committed are `Option`s or default, so the archive still parses (the test
 //! below holds every committed file to its type).
 
+use common::confidence::Ratio;
 use common::gpu::GpuInfo;
 use common::run::DeviceReport;
 use common::step::Arch;
@@ -121,6 +122,50 @@ pub struct BenchCase {
     pub tflops: Option<f64>,
     pub pct_of_peak: Option<f64>,
     pub pct_of_cublas: Option<f64>,
+    /// The paired ratios and their verdicts (absent in files written before them).
+    #[serde(flatten)]
+    pub confidence: CaseConfidence,
+}
+
+/// How sure a case's speed is (`common::confidence`): its paired per-round ratio to cuBLAS and
+/// to the kernel before it, each with a bootstrap 95 % interval and the verdict it allows.
+/// Written beside the other fields of the case (`ratio_to_cublas`, `vs_previous`, `cap_hit`);
+/// every field is absent in files written before the intervals.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaseConfidence {
+    /// cuBLAS's time over this kernel's, round by round (above 1: faster than cuBLAS).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ratio_to_cublas: Option<Ratio>,
+    /// The kernel before it (step N: step N - 1; a contender: the step it varies), timed in the
+    /// same rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_previous: Option<VsPrevious>,
+    /// Whether the adaptive rounds stopped at their time cap before every interval of this
+    /// shape and dtype was as narrow as the target (absent with a fixed number of rounds).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cap_hit: Option<bool>,
+}
+
+/// A kernel against the one before it: the previous kernel's time over this one's, per round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VsPrevious {
+    /// The previous kernel's `kernel` ("step 5").
+    pub contender: String,
+    pub ratio: Ratio,
+}
+
+/// The adaptive rounds a bench ran with (`runner bench`, `common::confidence::StopRule`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdaptiveRounds {
+    /// Stop once every interval's half-width is below this fraction of its median.
+    pub target_half_width: f64,
+    /// ...or after this long of timed rounds, per shape and dtype.
+    pub time_cap_s: f64,
+    pub min_rounds: usize,
+    pub max_rounds: usize,
+    /// Bootstrap resamples per interval, and their seed.
+    pub resamples: usize,
+    pub bootstrap_seed: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -148,6 +193,10 @@ pub struct BenchReport {
     pub device: Option<DeviceReport>,
     pub seed: u64,
     pub dist: Dist,
+    /// The adaptive rounds' rule; absent with a fixed number of rounds (`iters`) and in files
+    /// written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveRounds>,
     pub cases: Vec<BenchCase>,
 }
 
@@ -703,6 +752,9 @@ pub enum GradeSelftestExpect {
     Rejected,
     /// A cheat caught as it must be.
     Caught(GradeSelftestCatch),
+    /// A forgery that buys nothing: every test passes (the kernel is correct), and the named
+    /// requirement, whatever the kernel's own records show, is worth no points.
+    Unrewarded(String),
 }
 
 /// What a cheat's report must show.
@@ -715,6 +767,13 @@ pub struct GradeSelftestCatch {
     pub visible_pass: bool,
     /// No line of this file is in anything the grading wrote.
     pub protect: Option<PathBuf>,
+    /// What a student sees of the hidden tests is one word each, and of time the visible
+    /// phase's (absent in files written before it was checked).
+    #[serde(default)]
+    pub hidden_quiet: bool,
+    /// The hidden run took at least this long, none of it in the time a student sees.
+    #[serde(default)]
+    pub hidden_spin_s: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -825,6 +884,7 @@ pub mod fixtures {
             tflops: Some(tflops),
             pct_of_peak: None,
             pct_of_cublas: None,
+            confidence: CaseConfidence::default(),
         }
     }
 
@@ -856,6 +916,7 @@ pub mod fixtures {
             }),
             seed: 1,
             dist: Dist::Gaussian,
+            adaptive: None,
             cases,
         }
     }
@@ -939,6 +1000,78 @@ pub mod tests {
             );
         }
         assert_eq!(by_kind.values().sum::<usize>(), files.len());
+    }
+
+    #[test]
+    fn bench_cases_carry_their_intervals_and_older_files_load_without_them() {
+        use common::confidence::Verdict;
+        // The bench of record predates the intervals: it loads, with none.
+        let text = std::fs::read_to_string(dir().join("bench-h100-2026-11-25.json")).unwrap();
+        let Some(Results::Bench(old)) = parse(&text).unwrap() else {
+            panic!("a bench file")
+        };
+        assert!(old.adaptive.is_none());
+        assert!(old
+            .cases
+            .iter()
+            .all(|c| c.confidence == CaseConfidence::default()));
+        // A case with both ratios, as the book reads it: the fields beside the others.
+        let ratio = |median: f64, verdict| Ratio {
+            median,
+            ci95: [median - 0.004, median + 0.004],
+            rounds: 240,
+            verdict,
+        };
+        let mut case = fixtures::case(DEFAULT_SHAPES[1], Dtype::Bf16, Some(6), 800.0);
+        case.confidence = CaseConfidence {
+            ratio_to_cublas: Some(ratio(1.034, Verdict::Faster)),
+            vs_previous: Some(VsPrevious {
+                contender: "step 5".into(),
+                ratio: ratio(1.001, Verdict::Same),
+            }),
+            cap_hit: Some(false),
+        };
+        let mut report = fixtures::report(vec![case]);
+        report.adaptive = Some(AdaptiveRounds {
+            target_half_width: 0.005,
+            time_cap_s: 60.0,
+            min_rounds: 30,
+            max_rounds: 100_000,
+            resamples: 2000,
+            bootstrap_seed: 7,
+        });
+        let json = serde_json::to_value(Results::Bench(report)).unwrap();
+        let c = &json["cases"][0];
+        assert_eq!(c["kernel"], "step 6");
+        assert_eq!(
+            c["ratio_to_cublas"],
+            serde_json::json!({"median": 1.034, "ci95": [1.034 - 0.004, 1.034 + 0.004],
+                               "rounds": 240, "verdict": "faster"})
+        );
+        assert_eq!(c["vs_previous"]["contender"], "step 5");
+        assert_eq!(c["vs_previous"]["ratio"]["verdict"], "same within noise");
+        assert_eq!(c["cap_hit"], false);
+        assert_eq!(json["adaptive"]["target_half_width"], 0.005);
+        let Some(Results::Bench(back)) = parse(&json.to_string()).unwrap() else {
+            panic!("a bench file")
+        };
+        assert_eq!(
+            back.cases[0]
+                .confidence
+                .vs_previous
+                .as_ref()
+                .unwrap()
+                .ratio
+                .median,
+            1.001
+        );
+        // A case without them writes none of the three fields.
+        let plain =
+            serde_json::to_value(fixtures::case(DEFAULT_SHAPES[0], Dtype::F16, None, 700.0))
+                .unwrap();
+        for field in ["ratio_to_cublas", "vs_previous", "cap_hit"] {
+            assert!(plain.get(field).is_none(), "{field}");
+        }
     }
 
     #[test]

@@ -267,11 +267,10 @@ pub fn check(json: bool) -> Result<ExitCode> {
             .iter()
             .map(|i| serde_json::json!({"check": i.what, "status": i.mark.word().to_ascii_lowercase(), "detail": i.detail}))
             .collect();
-        let v = serde_json::json!({
-            "runner": crate::report::version_info(),
-            "checks": checks,
-            "ready": fails == 0,
-        });
+        let v = crate::report::envelope(
+            "workshop-check",
+            serde_json::json!({ "checks": checks, "ready": fails == 0 }),
+        );
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         for i in &items {

@@ -57,6 +57,14 @@ const FOREIGN: &[(&str, &str)] = &[
         "SASS of barrier.cluster.wait (nvdisasm output)",
     ),
     ("run_autograder", "Gradescope's autograder entry script"),
+    (
+        "KernelTmaWarpSpecializedPingpong",
+        "CUTLASS, include/cutlass/gemm/kernel/sm90_gemm_tma_warpspecialized_pingpong.hpp",
+    ),
+    (
+        "__cluster_dims__",
+        "CUDA C++'s kernel attribute for a compile-time cluster shape",
+    ),
 ];
 
 /// Top-level entries of this repository: a path starting with one of them is ours.

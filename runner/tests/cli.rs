@@ -50,6 +50,19 @@ fn assert_one_line_error(o: &Output, needle: &str) {
     );
 }
 
+/// A `step` that went well: exit 0 where every kernel ran and verified; exit 3 where a kernel
+/// was only built (no GPU that runs it: "compiled for ... only", `"ran": false`), never 0 then.
+fn assert_step_ok(o: &Output) {
+    let out = stdout(o);
+    let built_only = out.contains(" only") || out.contains("\"ran\": false");
+    assert_eq!(
+        o.status.code(),
+        Some(if built_only { 3 } else { 0 }),
+        "{out}{}",
+        stderr(o)
+    );
+}
+
 /// A scratch folder of one test, removed when the test ends (passing or failing): the tests
 /// leave nothing in the temp folder.
 struct Tmp(PathBuf);
@@ -87,14 +100,15 @@ fn list_shows_the_ladder() {
     assert!(out.contains("Basic pipelined kernel"), "{out}");
     let o = runner(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v[0]["number"], 0);
-    assert_eq!(v[0]["crate"], "steps/step0_naive");
+    assert_eq!(v["schema"], "workbook-list/1");
+    assert_eq!(v["steps"][0]["number"], 0);
+    assert_eq!(v["steps"][0]["crate"], "steps/step0_naive");
 }
 
 #[test]
 fn step_0_reports_its_sm100a_build_or_runs() {
     let o = runner(&["step", "0"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let out = stdout(&o);
     assert!(out.contains("Step 0"), "{out}");
     // Without a usable GPU (CI): the compile report; on a GPU: a verified run.
@@ -110,7 +124,7 @@ fn step_emulate_without_a_gpu_reports_the_emulation_build() {
     let o = runner(&["step", "4", "--emulate"]);
     let out = stdout(&o);
     if out.contains("compiled for sm_90a (the emulation build) only") {
-        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
         assert!(out.contains("UTMALDG"), "TMA stays native: {out}");
         assert!(!out.contains("UTCHMMA"), "no tcgen05 on sm_90: {out}");
     } else {
@@ -123,7 +137,7 @@ fn step_emulate_without_a_gpu_reports_the_emulation_build() {
 fn step_json_is_machine_readable() {
     // One kernel: one run, in the same {"runs": [...]} object.
     let o = runner(&["step", "0", "--arch", "sm_100a", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let all: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     assert_eq!(all["runs"].as_array().map(Vec::len), Some(1), "{all}");
     let v = &all["runs"][0];
@@ -137,7 +151,7 @@ fn step_json_is_machine_readable() {
     }
     // Without a GPU both kernels are reported: {"runs": [twin, Blackwell]}.
     let o = runner(&["step", "2", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     if let Some(runs) = v["runs"].as_array() {
         assert_eq!(runs.len(), 2);
@@ -161,7 +175,7 @@ fn step_reports_registers_of_the_real_build_never_a_vacuous_zero() {
     // Both builds of step 4: without a GPU from ptxas' report; on a GPU from the loaded
     // function too (cuFuncGetAttribute), whatever the compile log held.
     let o = runner(&["step", "4", "--json"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("one JSON object");
     let runs = v["runs"].as_array().expect("both builds");
     for run in runs {
@@ -175,7 +189,7 @@ fn step_reports_registers_of_the_real_build_never_a_vacuous_zero() {
         }
     }
     let o = runner(&["step", "4"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let out = stdout(&o);
     let compile_lines: Vec<&str> = out.lines().filter(|l| l.starts_with("compile")).collect();
     assert_eq!(compile_lines.len(), 2, "{out}");
@@ -277,7 +291,7 @@ fn a_kernel_that_breaks_a_static_rule_is_refused_with_its_source_line() {
 #[test]
 fn a_seeded_bug_still_compiles_for_sm100a() {
     let o = runner(&["step", "0", "--mutate", "skip-acc-wait"]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     assert!(stderr(&o).contains("seeded bug"), "{}", stderr(&o));
 }
 
@@ -607,10 +621,12 @@ fn budget_prints_the_box_and_checks_its_input() {
         &runner(&["budget", "0", "--gpu", "mi300"]),
         "unknown GPU \"mi300\"",
     );
-    assert_one_line_error(
-        &runner(&["budget", "0", "--latency-ns", "0"]),
-        "--latency-ns must be a positive number",
-    );
+    for bad in ["0", "-1", "1e300"] {
+        assert_one_line_error(
+            &runner(&["budget", "0", "--latency-ns", bad]),
+            "--latency-ns must be a positive number",
+        );
+    }
     assert_one_line_error(
         &runner(&["budget", "3", "--m", "128"]),
         "M must be a positive multiple of 256",
@@ -760,10 +776,39 @@ fn exercises_have_runnable_checks() {
     assert!(std::fs::read_to_string(&f)
         .unwrap()
         .contains("exercise 2.1"));
+    // An existing file is refused without --force, before anything else.
     assert_one_line_error(
         &runner(&["exercise", "3.1", "--write", f.to_str().unwrap()]),
+        "--force",
+    );
+    assert_one_line_error(
+        &runner(&["exercise", "3.1", "--write", f.to_str().unwrap(), "--force"]),
         "changes no kernel",
     );
+    std::fs::write(&f, "my notes").unwrap();
+    assert_one_line_error(
+        &runner(&["exercise", "2.1", "--write", f.to_str().unwrap()]),
+        "exists: give a new file name, or --force",
+    );
+    assert_eq!(std::fs::read_to_string(&f).unwrap(), "my notes");
+    let o = runner(&["exercise", "2.1", "--write", f.to_str().unwrap(), "--force"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::read_to_string(&f)
+        .unwrap()
+        .contains("exercise 2.1"));
+    // A file git tracks (the stock kernel) is refused even with --force.
+    let stock = format!(
+        "{}/../steps/step2_tiled_epilogue/src/kernel.cu",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    if std::path::Path::new(&format!("{}/../.git", env!("CARGO_MANIFEST_DIR"))).exists() {
+        let before = std::fs::read(&stock).unwrap();
+        assert_one_line_error(
+            &runner(&["exercise", "2.1", "--write", &stock, "--force"]),
+            "git tracks it",
+        );
+        assert_eq!(std::fs::read(&stock).unwrap(), before);
+    }
 }
 
 #[test]
@@ -785,9 +830,182 @@ fn the_grading_selftest_without_a_gpu_is_a_clear_error() {
         !err.contains("--compile-only") && err.matches("error:").count() == 1,
         "{err}"
     );
-    // The class it grades was written first: at least 10 submissions.
-    let n = std::fs::read_dir(d.join("class")).unwrap().count();
-    assert!(n >= 10, "{n}");
+    // The GPU is checked before anything is written.
+    let left: Vec<_> = std::fs::read_dir(&d).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Every file of `dir` (recursively) with its content.
+fn tree(dir: &std::path::Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(tree(&p));
+        } else {
+            out.push((p.clone(), std::fs::read(&p).unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn grade_selftest_never_replaces_or_deletes_a_users_files() {
+    // A course folder: the instructor's class and rubrics (the selftest's own names).
+    let d = tmp("selftest-course");
+    std::fs::create_dir_all(d.join("class/alice")).unwrap();
+    std::fs::write(d.join("class/alice/kernel.cu"), "alice's work").unwrap();
+    std::fs::create_dir_all(d.join("rubrics")).unwrap();
+    std::fs::write(d.join("rubrics/step0-hopper.toml"), "name = 'mine'").unwrap();
+    let before = tree(&d);
+    let o = runner(&["grade", "--selftest", "--out", d.to_str().unwrap()]);
+    assert_one_line_error(&o, "only new names");
+    assert_eq!(tree(&d), before, "the folder is untouched");
+    // A folder of the user's holding other names only: checked, then the GPU, then written.
+    let e = tmp("selftest-logs");
+    std::fs::write(e.join("stdout.txt"), "a log").unwrap();
+    let o = runner(&["grade", "--selftest", "--out", e.to_str().unwrap()]);
+    if !o.status.success() {
+        assert_one_line_error(&o, "cannot be used for grading");
+        assert_eq!(tree(&e).len(), 1, "nothing written without a GPU");
+    }
+}
+
+#[test]
+fn grade_out_writes_only_new_names_in_a_users_folder() {
+    let d = tmp("grade-out-user");
+    let rubric = rubric_path("step3-hopper.toml");
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap(); // no .cu file: rejected at once, on any machine
+    let out = d.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::fs::write(out.join("grade.json"), "my own notes").unwrap();
+    let args = |out: &std::path::Path| -> Vec<String> {
+        [
+            "grade",
+            sub.to_str().unwrap(),
+            "--rubric",
+            &rubric,
+            "--compile-only",
+            "--out",
+            out.to_str().unwrap(),
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let run = |a: Vec<String>| runner(&a.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_one_line_error(&run(args(&out)), "grade.json exists");
+    assert_eq!(
+        std::fs::read(out.join("grade.json")).unwrap(),
+        b"my own notes"
+    );
+    // Another name in it: written, and the folder stays the user's (no marker).
+    std::fs::rename(out.join("grade.json"), out.join("notes.txt")).unwrap();
+    let o = run(args(&out));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(out.join("grade.json").is_file() && out.join("notes.txt").is_file());
+    assert!(!out.join(".runner-output").exists());
+    // A new folder is the runner's: a regrade replaces its own report.
+    let own = d.join("own");
+    for _ in 0..2 {
+        let o = run(args(&own));
+        assert!(o.status.success(), "{}", stderr(&o));
+    }
+    assert!(own.join(".runner-output").is_file());
+}
+
+#[test]
+fn a_batch_keeps_every_student_whose_names_look_alike() {
+    let d = tmp("grade-names");
+    let class = d.join("class");
+    let names = ["王伟", "李娜", "éve", "ève", "carol smith", "carol_smith"];
+    for n in names {
+        // No .cu file: each is rejected at once (no compile), with its own report.
+        std::fs::create_dir_all(class.join(n)).unwrap();
+    }
+    let out = d.join("out");
+    let o = runner(&[
+        "grade",
+        "--batch",
+        class.to_str().unwrap(),
+        "--rubric",
+        &rubric_path("step3-hopper.toml"),
+        "--compile-only",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut graded = Vec::new();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let p = e.unwrap().path().join("grade.json");
+        if p.is_file() {
+            let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&p).unwrap()).unwrap();
+            graded.push(v["student"].as_str().unwrap().to_string());
+        }
+    }
+    graded.sort();
+    let mut want: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    want.sort();
+    assert_eq!(graded, want, "one report per student");
+    let merged = d.join("merged");
+    let o = runner(&[
+        "grade",
+        "merge",
+        out.to_str().unwrap(),
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("merged 6 students"), "{}", stdout(&o));
+    // A report lost after the batch: merge refuses, naming the student.
+    std::fs::remove_dir_all(out.join("%E7%8E%8B%E4%BC%9F")).unwrap();
+    let again = d.join("merged2");
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "merge",
+            out.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ]),
+        "lists 6 students in summary.csv but holds 5 grade.json (missing: 王伟)",
+    );
+    // Merging into a folder of the user's never replaces its summary.
+    std::fs::remove_file(merged.join(".runner-output")).unwrap();
+    let before = tree(&merged);
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "merge",
+            out.to_str().unwrap(),
+            "--out",
+            merged.to_str().unwrap(),
+        ]),
+        "only new names",
+    );
+    assert_eq!(tree(&merged), before);
+}
+
+#[test]
+fn result_folders_of_check_and_bench_refuse_a_users_folder() {
+    let d = tmp("check-out-user");
+    std::fs::write(d.join("thesis.tex"), "years of work").unwrap();
+    for args in [
+        &["check", "twins", "--quick", "--out"][..],
+        &["bench", "--out"][..],
+        &["exercise", "--timings", "--out"][..],
+    ] {
+        let mut a = args.to_vec();
+        a.push(d.to_str().unwrap());
+        let o = runner(&a);
+        assert_ne!(o.status.code(), Some(0), "{a:?}");
+        assert_eq!(
+            tree(&d),
+            vec![(d.join("thesis.tex"), b"years of work".to_vec())],
+            "{a:?}"
+        );
+    }
 }
 
 #[test]
@@ -1028,6 +1246,7 @@ fn assert_run_schema(run: &serde_json::Value) {
 }
 
 fn check_envelope(v: &serde_json::Value) {
+    assert_eq!(v["schema"], "workbook-runs/1", "{v}");
     assert!(v["runner"]["version"].is_string(), "{v}");
     assert!(v["runner"]["commit"].is_string(), "{v}");
     assert!(v["runs"].is_array(), "{v}");
@@ -1041,7 +1260,7 @@ fn json_output_of_step_follows_its_schema() {
         &["step", "3", "--arch", "sm_90a", "--json"],
     ] {
         let o = runner(args);
-        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        assert_step_ok(&o);
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         check_envelope(&v);
         for run in v["runs"].as_array().unwrap() {
@@ -1075,7 +1294,8 @@ fn json_output_of_list_and_workshop_check_follows_its_schema() {
     // list: labelled tiles.
     let o = runner(&["list", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    for step in v.as_array().unwrap() {
+    assert_eq!(v["schema"], "workbook-list/1", "{v}");
+    for step in v["steps"].as_array().unwrap() {
         for sm in ["sm_100a", "sm_90a"] {
             let t = &step["tiles"][sm];
             assert!(t["cluster_m"].is_u64() && t["tile_k"].is_u64(), "{t}");
@@ -1085,6 +1305,7 @@ fn json_output_of_list_and_workshop_check_follows_its_schema() {
     // workshop check: one object, every check with a known status.
     let o = runner(&["workshop", "check", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "workbook-workshop-check/1", "{v}");
     assert!(v["ready"].is_boolean(), "{v}");
     assert!(v["runner"]["commit"].is_string(), "{v}");
     for c in v["checks"].as_array().unwrap() {
@@ -1259,7 +1480,13 @@ fn the_gpu_checks_refuse_bad_input_and_a_machine_without_an_h100() {
         assert!(std::fs::read_dir(&*out).map_or(true, |mut d| d.next().is_none()));
     }
     let help = stdout(&runner(&["--help"]));
-    for code in ["0    success", "1    failed", "2    error", "124  hang"] {
+    for code in [
+        "0    success",
+        "1    failed",
+        "2    error",
+        "3    ran only in part",
+        "124  hang",
+    ] {
         assert!(help.contains(code), "{code} in runner --help");
     }
 }
@@ -1299,6 +1526,49 @@ fn stress_runs_take_the_twin_and_emulation_timing_the_blackwell_kernel() {
 }
 
 #[test]
+fn a_hang_diagnosis_build_is_the_twin_s_and_the_bench_s_intervals_are_checked() {
+    assert_one_line_error(
+        &runner(&["step", "6", "--arch", "sm_100a", "--hang-diagnosis"]),
+        "--hang-diagnosis applies to the Hopper twin",
+    );
+    assert_one_line_error(
+        &runner(&["step", "6", "--emulate", "--hang-diagnosis"]),
+        "one run takes one of them",
+    );
+    let o = runner(&["bench", "--ci-target", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("not a percentage above 0"),
+        "{}",
+        stderr(&o)
+    );
+    let o = runner(&["bench", "--time-cap", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give at least 1"), "{}", stderr(&o));
+    // Without a GPU the diagnosis build of a planted hang (the twin implied) is compiled and
+    // reported: it passes the twin's static checks, with its waits bounded.
+    let o = runner(&[
+        "step",
+        "6",
+        "--kernel",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../gpu/hang/step6_wrong_empty_parity.toml"
+        ),
+        "--hang-diagnosis",
+    ]);
+    if stdout(&o).contains("no GPU to run on") {
+        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        assert!(
+            stdout(&o).contains("compiled for sm_90a only"),
+            "{}",
+            stdout(&o)
+        );
+        assert!(stdout(&o).contains("Hopper twin"), "{}", stdout(&o));
+    }
+}
+
+#[test]
 fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_refused() {
     // Without a GPU the stressed, mutated twin is compiled and reported: a twin mutation implies
     // the twin, and the build is the stress build (it sleeps).
@@ -1311,7 +1581,7 @@ fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_ref
         "twin-out-empty-same-tile-only",
         "--json",
     ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    assert_step_ok(&o);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["runs"].as_array().map(Vec::len), Some(1), "{v}");
     assert_eq!(v["runs"][0]["arch"], "sm_90a", "{v}");
@@ -1327,7 +1597,8 @@ fn a_twin_mutation_and_a_stress_build_are_the_twin_s_and_the_static_ones_are_ref
     );
     let list: serde_json::Value =
         serde_json::from_slice(&runner(&["mutations", "--json"]).stdout).unwrap();
-    let twin = list
+    assert_eq!(list["schema"], "workbook-mutations/1", "{list}");
+    let twin = list["mutations"]
         .as_array()
         .and_then(|a| a.iter().find(|m| m["name"] == "twin-no-out-empty-wait"))
         .cloned()

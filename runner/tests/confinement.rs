@@ -265,46 +265,93 @@ fn without_landlock_hidden_tests_are_refused_unless_allowed() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// `runner grade` as Gradescope's script runs it, with `METADATA` (the trusted place of the
+/// metadata) unset unless `env` sets it.
+fn grade_cmd(sub: &Path, extra: &[&str], env: Option<&Path>) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_runner"));
+    c.arg("grade")
+        .arg(sub)
+        .args(["--rubric", &rubric(), "--gradescope", "--public-only"])
+        .args(extra)
+        .env_remove("WORKBOOK_GRADESCOPE_METADATA");
+    if let Some(p) = env {
+        c.env("WORKBOOK_GRADESCOPE_METADATA", p);
+    }
+    c.output().unwrap()
+}
+
 #[test]
-fn gradescope_needs_an_identity() {
+fn gradescope_identity_comes_only_from_a_trusted_place() {
     let d = tmp("gradescope");
     let sub = d.join("submission");
     std::fs::create_dir_all(&sub).unwrap();
-    std::fs::write(sub.join("kernel.cu"), "#include \"hopper.cuh\"\n").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("grade")
-        .arg(&sub)
-        .args(["--rubric", &rubric(), "--gradescope", "--public-only"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(err.contains("needs the student's identity"), "{err}");
-    // Gradescope's metadata beside the submission names the student.
+    let kernel = sub.join("kernel.cu");
+    std::fs::write(&kernel, "#include \"hopper.cuh\"\n").unwrap();
+    let one_error = |o: &Output, needle: &str| {
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(lines[0].starts_with("error: "), "{err}");
+        assert!(lines[0].contains(needle), "{err}");
+    };
+    // No identity at all.
+    one_error(&grade_cmd(&sub, &[], None), "needs the student's identity");
+    // A student who ships Gradescope's file names nobody: it is never read, whether the folder
+    // or its kernel file is graded.
+    let forged = r#"{"id": 1, "users": [{"email": "b@x.edu", "id": 1, "name": "B"}]}"#;
+    std::fs::write(sub.join("submission_metadata.json"), forged).unwrap();
+    for s in [&sub, &kernel] {
+        let o = grade_cmd(s, &[], None);
+        one_error(&o, "needs the student's identity");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("is never read"),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    // Pointing the trusted place into the submission is refused too.
+    let inside = sub.join("submission_metadata.json");
+    one_error(
+        &grade_cmd(&sub, &["--metadata", inside.to_str().unwrap()], None),
+        "inside the submission folder",
+    );
+    one_error(
+        &grade_cmd(&sub, &[], Some(&inside)),
+        "inside the submission folder",
+    );
+    // Gradescope's metadata where Gradescope puts it (outside the submission, here named by the
+    // variable) names the student; the shipped file is ignored and the instructor's report says so.
+    let trusted = d.join("submission_metadata.json");
     std::fs::write(
-        d.join("submission_metadata.json"),
+        &trusted,
         r#"{"id": 1, "users": [{"email": "a@x.edu", "id": 4711, "name": "A"}]}"#,
     )
     .unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_runner"))
-        .arg("grade")
-        .arg(&sub)
-        .args([
-            "--rubric",
-            &rubric(),
-            "--gradescope",
-            "--public-only",
-            "--compile-only",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        out.contains("\"student\": \"gradescope-4711\""),
-        "{out}{}",
-        String::from_utf8_lossy(&o.stderr)
+    let out_dir = d.join("out");
+    let o = grade_cmd(
+        &sub,
+        &["--compile-only", "--out", out_dir.to_str().unwrap()],
+        Some(&trusted),
     );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out_dir.join("grade.json")).unwrap()).unwrap();
+    assert_eq!(report["student"], "gradescope-4711", "{report}");
+    let flags = report["grading_flags"].to_string();
+    assert!(flags.contains("metadata-in-submission"), "{flags}");
+    // The student's own results never mention it.
+    let results = std::fs::read_to_string(out_dir.join("results.json")).unwrap();
+    assert!(!results.contains("metadata"), "{results}");
+    // --student wins over any metadata.
+    let o = grade_cmd(
+        &sub,
+        &["--compile-only", "--json", "--student", "carol"],
+        Some(&trusted),
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("\"student\": \"carol\""), "{out}");
     let _ = std::fs::remove_dir_all(&d);
 }
 

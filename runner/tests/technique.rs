@@ -1,7 +1,8 @@
-//! Proof the technique is in the kernel, without a GPU (`--compile-only`): the stock step-3
-//! kernels meet their rubrics' SASS requirements; a kernel that is correct but lacks the
-//! technique (step 0's) loses exactly those points, with the missing instruction named; a
-//! requirement written wrong stops the grader with one clear line.
+//! Technique requirements without a GPU (`--compile-only`): the stock kernels have every
+//! instruction their rubrics count, yet earn nothing for it (only an executed count, measured on
+//! a GPU, earns a requirement's points: compiled only, each is skipped); a kernel that is correct
+//! but lacks the instruction (step 0's) loses exactly those points, with it named; a requirement
+//! written wrong stops the grader with one clear line.
 
 use serde_json::Value;
 use std::path::PathBuf;
@@ -53,73 +54,72 @@ fn rubric_file(name: &str) -> PathBuf {
     root().join("rubrics").join(name)
 }
 
-/// The stock kernel meets every SASS requirement, which are worth `points` together; the tests
-/// are skipped (compile only), and so are the trace requirements (`trace`: their names), which
-/// need the traced launch on a GPU: the score is the SASS requirements' alone.
-fn meets_all(kernel: &str, rubric: &str, points: f64, trace: &[&str]) {
+/// The stock kernel has every instruction its rubric counts, and earns none of their points
+/// compiled only: each requirement is skipped (its executed count needs the measured launch on a
+/// GPU), and so are the trace facts (`trace`: their names, worth no points), which need the
+/// traced launch: the score is 0 of 0, every point skipped.
+fn meets_all(kernel: &str, rubric: &str, trace: &[&str]) {
     let r = grade(kernel, &rubric_file(rubric), "stock");
     assert_eq!(r["compile"]["status"], "ok", "{r:#}");
     let reqs = requirements(&r);
     assert!(!reqs.is_empty(), "{rubric} has no requirements");
-    let mut trace_points = 0.0;
     for q in &reqs {
+        assert_eq!(q["status"], "skipped", "{kernel}: {q:#}");
+        assert_eq!(
+            (q["score"].as_f64(), q["max_score"].as_f64()),
+            (Some(0.0), Some(0.0))
+        );
+        assert!(q["flags"].as_array().unwrap().is_empty());
+        let detail = q["detail"].as_str().unwrap();
         if trace.contains(&q["name"].as_str().unwrap()) {
-            assert_eq!(q["status"], "skipped", "{kernel}: {q:#}");
-            assert_eq!(q["max_score"], 0.0);
+            assert_eq!(q["points"], 0.0, "a trace fact is worth nothing: {q:#}");
             assert!(
-                q["detail"].as_str().unwrap().contains(
+                detail.contains(
                     "not checked: compiled only (a pre-screen: no GPU was used), and a trace fact needs one traced launch on a Hopper GPU"
                 ),
                 "{q:#}"
             );
-            assert!(q["flags"].as_array().unwrap().is_empty());
-            trace_points += q["points"].as_f64().unwrap();
         } else {
-            assert_eq!(q["status"], "passed", "{kernel}: {q:#}");
+            assert!(
+                detail.starts_with("not measured: compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on a GPU"),
+                "{q:#}"
+            );
         }
     }
-    assert_eq!(
-        reqs.iter().filter(|q| q["status"] == "skipped").count(),
-        trace.len(),
-        "{r:#}"
-    );
-    assert_eq!(r["score"], points, "{r:#}");
-    assert_eq!(r["max_score"], points);
-    // Skipped points: the tests' and the trace requirements'.
-    let tests: f64 = r["tests"]
+    assert_eq!(r["score"], 0.0, "{r:#}");
+    assert_eq!(r["max_score"], 0.0);
+    // Skipped points: every test's and every requirement's.
+    let all: f64 = r["tests"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|t| t["kind"] != "technique")
         .map(|t| t["points"].as_f64().unwrap())
         .sum();
-    assert_eq!(r["skipped_points"].as_f64(), Some(tests + trace_points));
+    assert_eq!(r["skipped_points"].as_f64(), Some(all));
     assert!(r["flags"].as_array().unwrap().is_empty(), "{r:#}");
 }
 
 #[test]
-fn the_stock_step3_twin_meets_its_rubrics_sass_requirements() {
+fn the_stock_step3_twin_has_its_instructions_but_compiled_only_earns_nothing() {
     meets_all(
         "steps/step3_collective_mma/src/kernel_sm90.cu",
         "step3-hopper.toml",
-        30.0,
         &["producer-loads-only"],
     );
 }
 
 #[test]
-fn the_stock_step5_twin_meets_its_rubrics_sass_requirements() {
+fn the_stock_step5_twin_has_its_instructions_but_compiled_only_earns_nothing() {
     meets_all(
         "steps/step5_epilogue_warpgroup/src/kernel_sm90.cu",
         "step5-hopper.toml",
-        20.0,
         &["store-warp"],
     );
 }
 
-/// Compiled only, the text report says the trace facts were not checked, and why.
+/// Compiled only, the text report says no technique was measured, and why.
 #[test]
-fn compiled_only_the_text_report_says_no_trace_fact_was_checked() {
+fn compiled_only_the_text_report_says_no_technique_was_measured() {
     let d = tmp("text");
     let sub = d.join("stock.cu");
     std::fs::copy(
@@ -139,7 +139,7 @@ fn compiled_only_the_text_report_says_no_trace_fact_was_checked() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         out.lines().next().unwrap_or("").ends_with(
-            "30.0 / 30.0 points (compiled only: no test ran and no trace fact was checked, which needs a Hopper GPU; 120.0 points skipped)"
+            "0.0 / 0.0 points (compiled only: no test ran and no technique was measured, which needs a GPU; 140.0 points skipped)"
         ),
         "{out}"
     );
@@ -155,11 +155,10 @@ fn compiled_only_the_text_report_says_no_trace_fact_was_checked() {
 }
 
 #[test]
-fn the_stock_step3_blackwell_kernel_meets_its_rubrics_sass_requirements() {
+fn the_stock_step3_blackwell_kernel_has_its_instructions_but_compiled_only_earns_nothing() {
     meets_all(
         "steps/step3_collective_mma/src/kernel.cu",
         "step3-blackwell.toml",
-        30.0,
         &[],
     );
 }
@@ -224,12 +223,13 @@ fn step0s_hopper_twin_lacks_only_the_multicast() {
         .as_str()
         .unwrap()
         .starts_with("missing UTMALDG.MULTICAST"));
-    assert_eq!(by_name("wgmma-fp32")["status"], "passed");
+    // In the binary, but only its executed count would earn its points: skipped.
+    assert_eq!(by_name("wgmma-fp32")["status"], "skipped");
     // The trace fact needs the GPU: skipped, counting neither way.
     assert_eq!(by_name("producer-loads-only")["status"], "skipped");
     assert_eq!(
         (r["score"].as_f64(), r["max_score"].as_f64()),
-        (Some(10.0), Some(30.0))
+        (Some(0.0), Some(20.0))
     );
     let _ = std::fs::remove_dir_all(&d);
 }
@@ -242,19 +242,29 @@ fn a_requirement_written_wrong_is_one_clear_error() {
     let text = std::fs::read_to_string(rubric_file("step3-hopper.toml")).unwrap();
     for (from, to, says) in [
         (
-            "sass = \"UTMALDG.MULTICAST\"",
-            "sass = \"utmaldg.multicast\"",
-            "requirements[0] (\"tma-multicast\"): sass \"utmaldg.multicast\": write an upper-case SASS opcode",
+            "executed = \"UTMALDG.MULTICAST\"",
+            "executed = \"utmaldg.multicast\"",
+            "requirements[0] (\"tma-multicast\"): \"utmaldg.multicast\": write an upper-case SASS opcode",
         ),
         (
-            "sass = \"HGMMA.F32\"",
-            "sass = \"HGMMA.F32\"\nmin = 5\nmax = 2",
-            "requirements[1] (\"wgmma-fp32\"): min (5) is above max (2)",
+            "executed = \"HGMMA.F32\"",
+            "executed = \"HGMMA.F32\"\nat_least = 5\nat_most = 2",
+            "requirements[1] (\"wgmma-fp32\"): at_least (5) is above at_most (2)",
         ),
         (
-            "sass = \"HGMMA.F32\"",
+            "executed = \"HGMMA.F32\"",
             "instruction = \"HGMMA.F32\"",
             "unknown field `instruction`",
+        ),
+        (
+            "per = \"cta-k-block\"      # each CTA",
+            "per = \"warp\"      # each CTA",
+            "requirements[0] (\"tma-multicast\"): per \"warp\": one of launch, cta-k-block",
+        ),
+        (
+            "points = 0\ntrace",
+            "points = 10\ntrace",
+            "requirements[2] (\"producer-loads-only\"): a trace fact is read from records the kernel writes itself",
         ),
         // Traces are recorded on Hopper: the same rubric for the Blackwell kernel is refused.
         (

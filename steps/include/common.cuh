@@ -207,6 +207,9 @@ struct Warp {
   u32 store_group[STORES];  // its bulk group
   u32 known_read[REGIONS];  // reads of each region this warp knows retired
   u32 known_fill[REGIONS];  // fills of each region this warp acquired
+  u32 phase;                // hang diagnosis builds: the trace phase the warp entered last + 1
+  u32 phase_arg;            // ...and its argument (a k-block)
+  u32 tile;                 // ...and the tile its persistent loop took last + 1
 };
 struct Bar {
   u32 key;  // shared-memory offset + 1; 0: free
@@ -217,6 +220,7 @@ struct Bar {
   u32 fill_mask;                    // regions a bulk store reads after a wait on this barrier
   u32 stamp_read[2][REGIONS];       // per phase parity: what the arrivals knew
   u32 stamp_fill[2][REGIONS];
+  u32 arrivals;                     // hang diagnosis builds: every arrival so far, all phases
 };
 struct Region {
   u32 key;    // shared-memory offset + 1 of a bulk store's source; 0: free
@@ -280,7 +284,12 @@ __device__ __forceinline__ const char* bar_name(const Bar* b) {
 }
 
 // The rules, as the host names them (common::stress::CheckRecord).
-enum Rule : u32 { RELEASE_BEFORE_WGMMA_DONE = 1, FILL_BEFORE_READ_RETIRED, STORE_OF_UNACQUIRED_FILL };
+enum Rule : u32 {
+  RELEASE_BEFORE_WGMMA_DONE = 1,
+  FILL_BEFORE_READ_RETIRED,
+  STORE_OF_UNACQUIRED_FILL,
+  WAIT_BOUND_EXCEEDED,  // hang diagnosis builds: an mbarrier wait outlived its bound
+};
 
 // What the first failure saw, in host-mapped memory the host installs before the launch and
 // reads after it, even once the trap has ended the context. Mirrored by
@@ -409,6 +418,11 @@ __device__ __forceinline__ void on_arrive(u64* bar, u32 rank, bool local) {
   Cta* target = local ? own() : cta_of_rank(rank);
   Bar* b = find_bar(target, key);
   if (b == nullptr) return;
+  // BEGIN hang diagnosis
+#if defined(WB_HANG_DIAG) && WB_HANG_DIAG
+  atomicAdd(&b->arrivals, 1u);  // what arrived, for a hang report
+#endif
+  // END hang diagnosis
   // release-before-wgmma-done: the destinations a TMA load writes after a wait on this barrier
   // must not lie in what an unretired wgmma group of this warp reads.
   const u32 nl = min(ld(&b->nlinks), LINKS);
@@ -593,12 +607,145 @@ __device__ __forceinline__ void on_bulk_wait_read(u32 pending) {
     st(&w->store_seq[i], 0);
   }
 }
+
+// BEGIN hang diagnosis
+// Hang diagnosis builds (-DWB_HANG_DIAG=1 with the twin check, and WB_HANG_DIAG_NS; the runner
+// re-runs a native twin so once it has timed out): every mbarrier wait is bounded. A wait still
+// unfinished after WB_HANG_DIAG_NS nanoseconds (%globaltimer) records who waits and on what
+// into host-mapped memory: the CTA, the warp, the trace phase it entered last (which names its
+// role: a producer waits for a free slot, a consumer for a k-block, the store warp for a
+// consumer's rows), the barrier by the kernel's expression for it, the parity awaited, and what
+// arrived on it (a shadow count of every arrival, from the twin check's arrive hooks). After
+// twice the bound, so that the other waiting warps have recorded theirs too, it traps through
+// the twin check's `fail`, which the host reads as it reads the twin check's rules
+// (common::stress::Fault, Wait). Without WB_HANG_DIAG none of this is compiled: the wait
+// wrappers' WB_HANG_ calls expand to nothing, and a test compares the normal build's SASS with
+// that of headers without these lines.
+#if defined(WB_HANG_DIAG) && WB_HANG_DIAG
+#if !defined(WB_HANG_DIAG_NS)
+#error "a hang diagnosis build (WB_HANG_DIAG) needs WB_HANG_DIAG_NS, the bound of a wait"
+#endif
+constexpr u32 WAITS = 32;  // waiting warps a report names
+// One waiting warp; mirrored by common::stress::Wait.
+struct Wait {
+  u32 done;       // 1 once the record is complete
+  u32 cta, warp, rank;
+  u32 phase;      // the trace phase the warp entered last + 1 (0: none)
+  u32 phase_arg;  // its argument (a k-block)
+  u32 tile;       // the persistent loop's tile + 1 (0: none)
+  u32 bar;        // the barrier's shared-memory offset
+  u32 parity;     // the parity awaited
+  u32 count;      // arrivals that complete one phase (mbarrier.init)
+  u32 arrivals;   // arrivals on it so far, all phases (the shadow count)
+  u32 claimed;    // how many waiting warps had claimed a record, this one included
+  u32 waited_us;  // how long it had waited when it recorded
+  char name[44];  // the kernel's expression for the barrier, truncated
+};
+static_assert(sizeof(Wait) == 96, "common::stress::Wait");
+}  // namespace check
+}  // namespace wb
+__device__ wb::check::Wait* wb_hang_waits;  // WAITS records, host-mapped; set by the host
+__device__ u32 wb_hang_claimed;             // records claimed (device memory: atomics stay here)
+namespace wb {
+namespace check {
+
+// %globaltimer (PTX ISA "Special Registers"): ns, one timer for the whole GPU.
+__device__ __forceinline__ u64 hang_clock_ns() {
+  u64 t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) :: "memory");
+  return t;
+}
+
+// wb::Trace in a hang diagnosis build: the warp's last phase and tile, for the report. st.global
+// (__stcg), as the trace's records: a generic store would look like a staging write to the
+// twin's static TMA-store check.
+__device__ __forceinline__ void note_phase(u32 phase, int arg) {
+  Warp* w = own_warp();
+  if (w == nullptr) return;
+  __stcg(&w->phase, phase + 1);
+  __stcg(&w->phase_arg, static_cast<u32>(arg));
+}
+__device__ __forceinline__ void note_tile(int tile) {
+  Warp* w = own_warp();
+  if (w != nullptr) __stcg(&w->tile, static_cast<u32>(tile) + 1);
+}
+
+// A wait's watch: when it began, and whether it has recorded.
+struct HangWatch {
+  u64 start;
+  u32 recorded;
+};
+
+// One record per waiting warp, by its lowest waiting lane, written with st.global (as above)
+// into the host-mapped table; the slot is claimed with an atomic on device memory.
+__device__ __forceinline__ void record_wait(u64* bar, u32 parity, u64 waited_ns) {
+  Wait* t = wb_hang_waits;
+  if (t == nullptr || static_cast<int>(threadIdx.x % 32) != __ffs(__activemask()) - 1) return;
+  const u32 i = atomicAdd(&wb_hang_claimed, 1u);
+  if (i >= WAITS) return;
+  Wait* v = &t[i];
+  Warp* w = own_warp();
+  const u32 key = soff(bar) + 1;
+  const Bar* b = find_bar(own(), key);
+  __stcg(&v->cta, cta_linear());
+  __stcg(&v->warp, threadIdx.x / 32);
+  __stcg(&v->rank, my_rank());
+  __stcg(&v->phase, w != nullptr ? ld(&w->phase) : 0u);
+  __stcg(&v->phase_arg, w != nullptr ? ld(&w->phase_arg) : 0u);
+  __stcg(&v->tile, w != nullptr ? ld(&w->tile) : 0u);
+  __stcg(&v->bar, key - 1);
+  __stcg(&v->parity, parity);
+  __stcg(&v->count, b != nullptr ? ld(&b->count) : 0u);
+  __stcg(&v->arrivals, b != nullptr ? ld(&b->arrivals) : 0u);
+  __stcg(&v->claimed, i + 1);
+  __stcg(&v->waited_us, static_cast<u32>(waited_ns / 1000));
+  const char* name = b != nullptr ? b->name : nullptr;
+  u32 c = 0;
+  #pragma unroll 1
+  for (; name != nullptr && name[c] != 0 && c + 1 < sizeof(v->name); ++c) __stcg(&v->name[c], name[c]);
+  __stcg(&v->name[c], '\0');
+  __threadfence_system();
+  __stcg(&v->done, 1u);
+  __threadfence_system();
+}
+
+// Called on every unsuccessful try of a wait: record once past the bound, trap past twice it.
+__device__ __forceinline__ void hang_waiting(u64* bar, u32 parity, HangWatch& watch) {
+  const u64 now = hang_clock_ns();
+  if (watch.start == 0) {
+    watch.start = now;
+    return;
+  }
+  const u64 waited = now - watch.start;
+  if (waited < WB_HANG_DIAG_NS) return;
+  if (!watch.recorded) {
+    watch.recorded = 1;
+    record_wait(bar, parity, waited);
+  }
+  if (waited >= 2 * WB_HANG_DIAG_NS) {
+    const Bar* b = find_bar(own(), soff(bar) + 1);
+    fail(WAIT_BOUND_EXCEEDED, bar_name(b), soff(bar), parity, 0, 0, 0, 0, 0);
+  }
+}
+#endif
+// END hang diagnosis
 }  // namespace check
 }  // namespace wb
 #define WB_CHECK_HOOK(call) ::wb::check::call
 #else
 #define WB_CHECK_HOOK(call) ((void)0)
 #endif
+// BEGIN hang diagnosis
+#if defined(WB_TWIN_CHECK) && WB_TWIN_CHECK && defined(WB_HANG_DIAG) && WB_HANG_DIAG
+#define WB_HANG_WATCH(name) ::wb::check::HangWatch name = {0, 0}
+#define WB_HANG_HOOK(call) ::wb::check::call
+#elif defined(WB_HANG_DIAG) && WB_HANG_DIAG
+#error "a hang diagnosis build (WB_HANG_DIAG) needs the twin check (WB_TWIN_CHECK), whose records it fills"
+#else
+#define WB_HANG_WATCH(name)
+#define WB_HANG_HOOK(call) ((void)0)
+#endif
+// END hang diagnosis
 
 // The host encodes tensor maps with cuTensorMapEncodeTiled; the device only passes their address.
 struct alignas(64) TmaDesc {
@@ -746,8 +893,10 @@ __device__ __forceinline__ bool mbarrier_try_wait(u64* bar, u32 parity) {
 // side runs every kernel under a timeout for exactly that reason.
 __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
   WB_EMU_WATCH(watch);
+  WB_HANG_WATCH(hang);
   while (!mbarrier_try_wait(bar, parity)) {
     WB_EMU_HOOK(waiting(bar, parity, watch));
+    WB_HANG_HOOK(hang_waiting(bar, parity, hang));
   }
   WB_CHECK_HOOK(on_wait(bar, parity));
   WB_STRESS_POINT(AFTER_WAIT);
@@ -758,6 +907,7 @@ __device__ __forceinline__ void mbarrier_wait(u64* bar, u32 parity) {
 __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
   u32 done = 0;
   WB_EMU_WATCH(watch);
+  WB_HANG_WATCH(hang);
   while (!done) {
     asm volatile(
         "{\n\t.reg .pred p;\n\t"
@@ -767,6 +917,7 @@ __device__ __forceinline__ void mbarrier_wait_cluster(u64* bar, u32 parity) {
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");
     if (!done) WB_EMU_HOOK(waiting(bar, parity, watch));
+    if (!done) WB_HANG_HOOK(hang_waiting(bar, parity, hang));
   }
   WB_EMU_HOOK(wait_done(bar, parity));
   WB_CHECK_HOOK(on_wait(bar, parity));
@@ -1048,6 +1199,16 @@ class Trace {
   TraceRecord* next_;  // this warp's next free record; nullptr: this CTA does not record
   u32 left_;           // free records left in the region
 };
+#elif defined(WB_TWIN_CHECK) && WB_TWIN_CHECK && defined(WB_HANG_DIAG) && WB_HANG_DIAG
+// BEGIN hang diagnosis
+// A hang diagnosis build: each warp's last phase and tile only, for the report of a wait that
+// outlived its bound (wb::check::record_wait). Every lane writes the same values.
+class Trace {
+ public:
+  __device__ __forceinline__ void enter(TracePhase phase, int arg = 0) { check::note_phase(phase, arg); }
+  __device__ __forceinline__ void start_tile(int tile) { check::note_tile(tile); }
+};
+// END hang diagnosis
 #else
 // Not a trace build: nothing is recorded and every call compiles to nothing.
 class Trace {

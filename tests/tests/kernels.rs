@@ -1,6 +1,6 @@
 //! Every step kernel compiles (NVRTC, no GPU needed) and its SASS holds what the step is about.
 
-use common::compile::{compile, CompileError, KernelSource, Target};
+use common::compile::{compile, compile_ptx, CompileError, KernelSource, Target};
 use common::mutation::MUTATIONS;
 use common::sass::{disassemble, Sass};
 use common::step::{Arch, KernelSpec, OutputArg, Step};
@@ -301,21 +301,43 @@ const MUTATION_PARTS: usize = 3;
 fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step, part: usize) {
     // The GPU check runs each of them; a variant that does not compile would report an error
     // instead of the bug being caught. Part `part` takes every third one that applies.
+    //
+    // A seeded bug edits a few source lines (a wait skipped, a parity flipped, a fence
+    // dropped): what can break is the C++ (a name, a `static_assert`), which NVRTC's front end
+    // and NVVM check on the way to PTX. ptxas turns that PTX into SASS the same way it does the
+    // stock kernel's (`builds_for_the_sm90a_emulation`), so every bug is compiled to PTX and the
+    // first of each part all the way to a CUBIN. ptxas is most of a build's time (`runner
+    // inspect 3 --emulate --mutate wrong-sbo`: 5.9 CPU-s for the CUBIN and its disassembly,
+    // 1.7 with --ptx), and ~100 builds of seeded bugs were most of this file's CPU time.
     let info = step.info();
     let spec = KernelSpec::new(step, Arch::Blackwell);
     let applicable = MUTATIONS.iter().filter(|m| m.applies_to(info.number));
-    for m in applicable.skip(part).step_by(MUTATION_PARTS) {
+    for (i, m) in applicable.skip(part).step_by(MUTATION_PARTS).enumerate() {
         let text = m.apply(info.blackwell.text).expect("applies");
         let src = KernelSource {
             path: info.kernel_path(Arch::Blackwell),
             text,
         };
-        compile(&src, Target::Sm90aEmulated, &spec.defines(Dtype::F16)).unwrap_or_else(|e| {
+        let start = std::time::Instant::now();
+        let defines = spec.defines(Dtype::F16);
+        let what = if i == 0 {
+            compile(&src, Target::Sm90aEmulated, &defines).map(|_| "a CUBIN")
+        } else {
+            compile_ptx(&src, Target::Sm90aEmulated, &defines).map(|_| "PTX")
+        }
+        .unwrap_or_else(|e| {
             panic!(
                 "step {} with {} does not compile: {e:#}",
                 info.number, m.name
             )
         });
+        // Seen with --nocapture: what each of these tests spends its time on.
+        eprintln!(
+            "step {} with {}: {what} for the emulation in {:.1} s",
+            info.number,
+            m.name,
+            start.elapsed().as_secs_f64()
+        );
     }
 }
 

@@ -74,6 +74,15 @@ pub const CONTENDERS: &[Contender] = &[
         description: "step 6's twin with a stream-K tail: the last, partial wave's k-blocks split evenly over every cluster where that saves more than the fix-up costs (8192^3, not 4096x8192x4096)",
     },
     Contender {
+        name: "6-hilbert",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_hilbert_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step6_hilbert_sm90.toml"),
+        params: &[],
+        description: "step 6's twin visiting its tiles along a Hilbert curve (power-of-two squares) instead of the snake of bands",
+    },
+    Contender {
         name: "6-waves",
         step: 6,
         arch: Arch::Hopper,
@@ -193,6 +202,7 @@ mod tests {
         assert!(err.contains("5-pingpong (step 5's twin as ping-pong"));
         let stock = KernelSpec::new(runner::steps::get(6).expect("step 6"), Arch::Hopper);
         for name in [
+            "6-hilbert",
             "6-l2hints",
             "6-streamk",
             "6-waves",

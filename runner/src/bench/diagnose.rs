@@ -276,6 +276,7 @@ pub fn run(
                 nvml: if v.nvml { ctx.nvml } else { None },
                 sync_each: v.sync_each,
                 rescale: false,
+                until: None,
             },
             &mut refs,
         )

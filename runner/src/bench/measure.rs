@@ -529,6 +529,7 @@ fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::Benc
         out: std::path::PathBuf::new(),
         timeout: std::time::Duration::from_secs(30),
         heatmap: false,
+        adaptive: None,
     };
     let ctx = crate::bench::Ctx {
         gpu,

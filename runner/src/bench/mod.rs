@@ -15,9 +15,10 @@ pub mod diagnose;
 pub mod heatmap;
 pub mod measure;
 
-use crate::results::{BenchCase, BenchReport, Results};
+use crate::results::{AdaptiveRounds, BenchCase, BenchReport, CaseConfidence, Results, VsPrevious};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
+use common::confidence::{Ratio, Stop, StopRule, RESAMPLES, SEED, STOP_RESAMPLES};
 use common::cublas::Blas;
 use common::cublas::Warmup;
 use common::gpu::CudaResultExt;
@@ -35,7 +36,7 @@ use common::Step;
 use contenders::Contender;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub struct BenchOptions {
     pub steps: Vec<&'static dyn Step>,
@@ -50,6 +51,32 @@ pub struct BenchOptions {
     pub timeout: Duration,
     /// Write `heatmap-<gpu>-<date>.json` and its heatmap SVG instead of the bench's files.
     pub heatmap: bool,
+    /// Adaptive rounds: `iters` is then the least number of rounds, and more are added until
+    /// every interval is narrow enough or the time cap is hit. None: exactly `iters` rounds.
+    pub adaptive: Option<Adaptive>,
+}
+
+/// The adaptive rounds' settings (`common::confidence::StopRule`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Adaptive {
+    /// Stop once every interval's half-width is below this fraction of its median (0.005).
+    pub target: f64,
+    /// Stop after this long of timed rounds at one shape and dtype, narrow or not.
+    pub cap: Duration,
+}
+
+/// The most rounds an adaptive run times at one shape and dtype, whatever its cap.
+pub const MAX_ROUNDS: usize = 100_000;
+
+impl BenchOptions {
+    fn stop_rule(&self) -> Option<StopRule> {
+        self.adaptive.map(|a| StopRule {
+            target: a.target,
+            min_rounds: self.iters,
+            max_rounds: MAX_ROUNDS.max(self.iters),
+            cap: a.cap,
+        })
+    }
 }
 
 /// The default shapes, and the square sizes `--sweep` adds.
@@ -243,6 +270,14 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         device: Some(device),
         seed: opts.seed,
         dist: Dist::Gaussian,
+        adaptive: opts.stop_rule().map(|r| AdaptiveRounds {
+            target_half_width: r.target,
+            time_cap_s: r.cap.as_secs_f64(),
+            min_rounds: r.min_rounds,
+            max_rounds: r.max_rounds,
+            resamples: RESAMPLES,
+            bootstrap_seed: SEED,
+        }),
         cases,
     };
     std::fs::create_dir_all(&opts.out)
@@ -272,7 +307,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
 }
 
 /// The one description of the protocol every results file carries.
-pub const PROTOCOL: &str = "common::timing::time_rounds: per round, ~5 ms of cuBLAS tensor-core work on scratch data (prime), then every contender back to back in rotated order, each after an L2 flush (2x the L2) and between two CUDA events; outputs verified before timing; median, min, quartiles; NVML SM clock and power read during each contender's launches";
+pub const PROTOCOL: &str = "common::timing::time_rounds: per round, ~5 ms of cuBLAS tensor-core work on scratch data (prime), then every contender back to back in rotated order, each after an L2 flush (2x the L2) and between two CUDA events; outputs verified before timing; median, min, quartiles; NVML SM clock and power read during each contender's launches; per kernel, the paired per-round speed ratio to cuBLAS and to the kernel before it (common::confidence: median, percentile-bootstrap 95 % interval, verdict)";
 
 /// What every shape of a run shares.
 pub struct Ctx<'a> {
@@ -343,6 +378,7 @@ pub fn ready_kernels<'e>(
             tflops: None,
             pct_of_peak: None,
             pct_of_cublas: None,
+            confidence: CaseConfidence::default(),
         };
         let plan = match e.kernel.plan(gpu, shape, None) {
             Ok(p) => p,
@@ -464,20 +500,46 @@ pub fn bench_shape(
     }
     let mut refs: Vec<&mut dyn Timed> = contenders.iter_mut().map(|b| b.as_mut() as _).collect();
     let mut prime = || warm.run(gpu, blas);
-    let measured = time_rounds(
-        gpu,
-        &mut Protocol::standard(
-            opts.warmup,
-            opts.iters,
-            Some(flush.arg(gpu)),
-            opts.timeout,
-            &mut prime,
-            nvml,
-        ),
-        &mut refs,
-    )?;
+    // The pairs whose intervals the adaptive rounds watch: every kernel against cuBLAS (index
+    // 0) and against the kernel before it, where that one is timed too.
+    let previous: Vec<Option<usize>> = timed
+        .iter()
+        .map(|t| {
+            let name = previous_kernel(t.entry.step, t.step())?;
+            timed.iter().position(|u| u.entry.name == name)
+        })
+        .collect();
+    let pairs: Vec<(usize, usize)> = (0..timed.len())
+        .flat_map(|j| std::iter::once((0, j + 1)).chain(previous[j].map(|p| (p + 1, j + 1))))
+        .collect();
+    let rule = opts.stop_rule();
+    let mut started: Option<Instant> = None;
+    let mut checked = 0;
+    let mut stopped: Option<Stop> = None;
+    let mut until = |samples: &[Vec<f64>]| -> bool {
+        let Some(rule) = rule else { return false };
+        let t0 = *started.get_or_insert_with(Instant::now);
+        let n = samples.first().map_or(0, Vec::len);
+        let widest = rule.due(n, checked).then(|| {
+            checked = n;
+            widest_half_width(samples, &pairs)
+        });
+        stopped = rule.stop(n, t0.elapsed(), widest);
+        stopped.is_some()
+    };
+    let mut protocol = Protocol::standard(
+        opts.warmup,
+        rule.map_or(opts.iters, |r| r.max_rounds),
+        Some(flush.arg(gpu)),
+        opts.timeout,
+        &mut prime,
+        nvml,
+    );
+    protocol.until = Some(&mut until);
+    let measured = time_rounds(gpu, &mut protocol, &mut refs)?;
     drop(refs);
     drop(contenders);
+    let cap_hit = rule.map(|_| matches!(stopped, Some(Stop::TimeCap | Stop::MaxRounds)));
     let flops = shape.flops();
     let peak = gpu.info.peak_tflops();
     let blas_stats = measured[0].stats.clone();
@@ -485,7 +547,7 @@ pub fn bench_shape(
     bar.inc(1);
 
     // The last timed output of every kernel, verified.
-    for (t, m) in timed.iter().zip(&measured[1..]) {
+    for (j, (t, m)) in timed.iter().zip(&measured[1..]).enumerate() {
         let st = &m.stats;
         let v = check(&t.c)?;
         let name = &t.entry.name;
@@ -504,6 +566,16 @@ pub fn bench_shape(
             case.tflops = Some(tflops);
             case.pct_of_peak = peak.map(|p| 100.0 * tflops / p);
             case.pct_of_cublas = Some(100.0 * tflops / blas_tflops);
+            case.confidence = CaseConfidence {
+                ratio_to_cublas: Ratio::paired(&measured[0].samples_us, &m.samples_us),
+                vs_previous: previous[j].and_then(|p| {
+                    Some(VsPrevious {
+                        contender: timed[p].entry.name.clone(),
+                        ratio: Ratio::paired(&measured[p + 1].samples_us, &m.samples_us)?,
+                    })
+                }),
+                cap_hit,
+            };
         }
         bar.inc(1);
     }
@@ -524,20 +596,55 @@ pub fn bench_shape(
             tflops: Some(blas_tflops),
             pct_of_peak: peak.map(|p| 100.0 * blas_tflops / p),
             pct_of_cublas: Some(100.0),
+            confidence: CaseConfidence {
+                cap_hit,
+                ..CaseConfidence::default()
+            },
         },
     );
     Ok(cases)
 }
 
+/// The kernel an entry is compared with besides cuBLAS: step N's is step N - 1 (none for step
+/// 0), a contender's (`step` None) the step whose kernel it varies, `varies`.
+fn previous_kernel(step: Option<u32>, varies: u32) -> Option<String> {
+    match step {
+        Some(0) => None,
+        Some(n) => Some(format!("step {}", n - 1)),
+        None => Some(format!("step {varies}")),
+    }
+}
+
+/// The widest relative half-width of the intervals of `pairs` (base, kernel: indices into
+/// `samples`), from [`STOP_RESAMPLES`] resamples each; infinite where one cannot be computed
+/// yet.
+fn widest_half_width(samples: &[Vec<f64>], pairs: &[(usize, usize)]) -> f64 {
+    pairs
+        .iter()
+        .map(|&(b, k)| {
+            Ratio::paired_with(&samples[b], &samples[k], STOP_RESAMPLES)
+                .map_or(f64::INFINITY, |r| r.half_width())
+        })
+        .fold(0.0, f64::max)
+}
+
 /// The table printed last.
 pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
+    let rounds = match &r.adaptive {
+        Some(a) => format!(
+            "adaptive rounds (at least {}, until every 95 % interval is within ±{}% of its median or {:.0} s per shape and dtype)",
+            a.min_rounds,
+            100.0 * a.target_half_width,
+            a.time_cap_s
+        ),
+        None => format!("{} primed rotated rounds", r.iters),
+    };
     println!(
-        "bench: {} ({}, driver {}), {} kernels, {} primed rotated rounds after {} warm-up, L2 flushed, commit {}, {}",
+        "bench: {} ({}, driver {}), {} kernels, {rounds} after {} warm-up, L2 flushed, commit {}, {}",
         r.gpu.name,
         r.gpu.sm(),
         r.gpu.driver_version,
         r.arch.name(),
-        r.iters,
         r.warmup,
         r.commit,
         r.date
@@ -555,8 +662,9 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
             (None, None) => {}
         }
     }
+    println!("x cuBLAS and vs prev: the median of the per-round speed ratios (the other's time over this one's, in the same round) [95 % bootstrap interval], and what the interval says");
     println!(
-        "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  note",
+        "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5} {:>6}  {:<40} {:<50} note",
         "shape",
         "dtype",
         "kernel",
@@ -566,17 +674,27 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
         "% peak",
         "% cuBLAS",
         "SM MHz",
-        "W"
+        "W",
+        "rounds",
+        "x cuBLAS [95% CI]",
+        "vs prev [95% CI]"
     );
     for c in &r.cases {
         let f = |v: Option<f64>, p: usize| v.map_or("-".to_string(), |x| format!("{x:.p$}"));
+        let conf = &c.confidence;
         let reasons = c
             .clocks
             .as_ref()
             .filter(|k| !k.clock_event_reasons.is_empty())
             .map(|k| format!("clock held by {}", k.clock_event_reasons.join("+")));
+        let cap = (conf.cap_hit == Some(true)).then_some("time cap before the target interval");
+        let note = [c.skipped.as_deref(), cap, reasons.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join("; ");
         println!(
-            "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5}  {}",
+            "{:<16} {:<5} {:<10} {:>10} {:>7} {:>9} {:>8} {:>9} {:>7} {:>5} {:>6}  {:<40} {:<50} {}",
             c.shape.to_string(),
             c.dtype.to_string(),
             c.kernel,
@@ -587,7 +705,17 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
             f(c.pct_of_cublas, 1),
             f(c.clocks.as_ref().map(|k| k.sm_mhz_median), 0),
             f(c.clocks.as_ref().and_then(|k| k.power_w_median), 0),
-            c.skipped.as_deref().or(reasons.as_deref()).unwrap_or("")
+            c.stats.as_ref().map_or("-".to_string(), |s| s.runs.to_string()),
+            conf.ratio_to_cublas
+                .as_ref()
+                .map_or("-".to_string(), |x| format!("{} {}", x.describe(), x.verdict.word())),
+            conf.vs_previous.as_ref().map_or("-".to_string(), |v| format!(
+                "{}: {} {}",
+                v.contender,
+                v.ratio.describe(),
+                v.ratio.verdict.word()
+            )),
+            note
         );
     }
     println!("wrote {} and {}", json.display(), svg.display());
@@ -604,6 +732,22 @@ mod tests {
         let d = today();
         assert_eq!(d.len(), 10);
         assert!(d.starts_with("20"), "{d}");
+    }
+
+    #[test]
+    fn each_kernel_is_paired_with_the_one_before_it() {
+        assert_eq!(previous_kernel(Some(0), 0), None);
+        assert_eq!(previous_kernel(Some(4), 4).as_deref(), Some("step 3"));
+        assert_eq!(previous_kernel(None, 6).as_deref(), Some("step 6"));
+        // The widest interval decides; one that cannot be computed yet is infinitely wide.
+        let flat = vec![100.0; 40];
+        let noisy: Vec<f64> = (0..40).map(|i| 100.0 + (i % 7) as f64).collect();
+        let samples = vec![flat.clone(), flat.clone(), noisy];
+        assert_eq!(widest_half_width(&samples, &[(0, 1)]), 0.0);
+        let w = widest_half_width(&samples, &[(0, 1), (0, 2)]);
+        assert!(w > 0.0 && w.is_finite(), "{w}");
+        let short = vec![flat, vec![100.0]];
+        assert_eq!(widest_half_width(&short, &[(0, 1)]), f64::INFINITY);
     }
 
     #[test]

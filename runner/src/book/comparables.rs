@@ -36,7 +36,8 @@ const BF16: &str = "bf16, K-major";
 const GAU_POST_BASE: &str = "cuBLAS via PyTorch 2.9.1 + CUDA 13: 1506.74 TFLOP/s";
 const GAU_README_BASE: &str =
     "cuBLAS via PyTorch 2.10, CUDA 13.0: 1358.69 TFLOP/s (\"results vary quite a bit across Modal runs\")";
-const TILUS_DATA: &str = "f16 (inputs not stated in its data file)";
+const TILUS_DATA: &str =
+    "f16; its plot's data file states no inputs, its `benchmark.py` draws `torch.randn`";
 const TILUS_BASE: &str = "cuBLAS 1599.8 TFLOP/s; all figures from Nsight Compute";
 
 /// Every published comparable, by step.
@@ -121,6 +122,15 @@ pub const ALL: &[Comparable] = &[
         data: TILUS_DATA,
         baseline: TILUS_BASE,
         result: "1351.1 TFLOP/s (from 1103.2)",
+    },
+    Comparable {
+        step: 1,
+        source: "CuTeDSL warp-specialisation note (one of the workbook's source tutorials): the 1-CTA kernel, then the same kernel warp-specialized; the 2-CTA kernel likewise",
+        gpu: "B200 (by the note's text)",
+        shape: CUBE_8K,
+        data: "not stated in the note",
+        baseline: "the same kernel before warp specialization",
+        result: "1-CTA: 1376.56 TFLOP/s (from 1318.88, +4.4 %); 2-CTA: 1395.39 TFLOP/s, with no speedup observed from specializing it",
     },
     Comparable {
         step: 2,
@@ -224,7 +234,7 @@ pub const ALL: &[Comparable] = &[
     Comparable {
         step: 5,
         source: "Triton Gluon tutorial `08-warp-specialization.py`: warp-specialized, persistent, double-buffered accumulator, dedicated epilogue partition, grouped tile order; no 2-CTA MMA",
-        gpu: "not named (a capability 10.x Blackwell GPU)",
+        gpu: "not named in the matmul table (a capability 10.x Blackwell GPU); the tutorial's first benchmark is labelled \"Results on GB200\"",
         shape: "8192 × 8192 × K",
         data: "f16, `torch.randn`",
         baseline: "cuBLAS (timed with `do_bench`; the kernel with `do_bench_cudagraph`)",

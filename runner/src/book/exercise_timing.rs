@@ -37,26 +37,83 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
             m.step
         ));
     };
+    // The call follows the book's rule with the stock twin's spread in the committed bench
+    // (the run recorded the spread of whatever bench was committed when it ran).
+    let bench = crate::results::oldest_first(files, |r| match r {
+        Results::Bench(b) => Some(b),
+        _ => None,
+    })
+    .pop();
+    let now = bench.as_ref().and_then(|(bname, b, _)| {
+        let c = b.find(measure::SHAPE, measure::DTYPE, &format!("step {}", v.step))?;
+        Some((bname.clone(), super::claims::spread(c)?))
+    });
+    let spread = now.as_ref().map_or(v.spread.relative, |(_, s)| *s);
+    let call = |pct: f64| {
+        if pct.abs() <= 100.0 * spread {
+            "the same within noise"
+        } else if pct < 0.0 {
+            "faster"
+        } else {
+            "slower"
+        }
+    };
+    let mut recorded_differs = Vec::new();
     let each: Vec<String> = v
         .variants
         .iter()
         .map(|x| {
+            let c = call(x.relative_pct);
+            let was = match x.verdict.as_str() {
+                "same" => "the same within noise",
+                other => other,
+            };
+            if now.is_some() && was != c {
+                recorded_differs.push(format!("{} {}", x.label, x.verdict));
+            }
             format!(
-                "{} {:.1} µs ({:+.1} %, {})",
-                x.label, x.median_us, x.relative_pct, x.verdict
+                "{} {:.1} µs ({:+.1} %): {c}",
+                x.label, x.median_us, x.relative_pct
             )
         })
         .collect();
+    let tree = if v.commit.ends_with("+changes") {
+        format!(
+            "at `{}`, a working tree with uncommitted changes, so the exact source that ran is not recorded",
+            v.commit
+        )
+    } else {
+        format!("commit `{}`", v.commit)
+    };
+    let rule = match &now {
+        Some((bname, s)) => format!(
+            "The calls use ±{:.1} %, the stock twin's spread in the committed bench (`assets/results/{bname}`), by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower).{}",
+            100.0 * s,
+            if recorded_differs.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " The run itself judged against ±{:.1} % ({}) and said: {}.",
+                    100.0 * v.spread.relative,
+                    v.spread.source,
+                    recorded_differs.join("; ")
+                )
+            }
+        ),
+        None => format!(
+            "\"The same\" is within ±{:.1} %: {}.",
+            100.0 * v.spread.relative,
+            v.spread.source
+        ),
+    };
     Ok(format!(
-        "*Measured on the twin ({}, {}, commit `{}`, {} f16, `assets/results/{name}`): {} {:.1} µs; {}. \"Same\" is within ±{:.1} %, the stock twin's spread in the committed bench.*\n",
+        "*Measured on the twin ({}, {}, {tree}; {} f16, `assets/results/{name}`): {} {:.1} µs; {}. {rule}*\n",
         v.gpu,
         v.date,
-        v.commit,
         measure::SHAPE,
         v.stock.label,
         v.stock.median_us,
         each.join("; "),
-        100.0 * v.spread.relative
     ))
 }
 
@@ -126,10 +183,36 @@ mod tests {
         let files = vec![("exercises-h100-2026-11-26.json".to_string(), run)];
         let line = timing_in(&files, "1.2").unwrap();
         assert!(
-            line.contains("4 stages 470.0 µs; 2 stages 520.0 µs (+10.6 %, slower)"),
+            line.contains("4 stages 470.0 µs; 2 stages 520.0 µs (+10.6 %): slower"),
             "{line}"
         );
         assert!(line.contains("±2.0 %") && line.contains("exercises-h100-2026-11-26.json"));
+        assert!(line.contains("commit `abc1234`"), "{line}");
         assert!(timing_in(&files, "4.1").is_err());
+
+        // With a committed bench, its spread decides: 12 % makes the +10.6 % the same, and the
+        // line says what the run itself said.
+        let mut stock =
+            crate::results::fixtures::case(measure::SHAPE, measure::DTYPE, Some(1), 1.0);
+        stock.stats = Some(common::timing::Stats {
+            median_us: 500.0,
+            min_us: 460.0,
+            max_us: 540.0,
+            q1_us: 470.0,
+            q3_us: 530.0,
+            runs: 30,
+        });
+        let mut files = files;
+        files.push((
+            "bench-h100-2026-11-26.json".to_string(),
+            Results::Bench(crate::results::fixtures::report(vec![stock])),
+        ));
+        let line = timing_in(&files, "1.2").unwrap();
+        assert!(line.contains("(+10.6 %): the same within noise"), "{line}");
+        assert!(line.contains("±12.0 %, the stock twin's spread in the committed bench (`assets/results/bench-h100-2026-11-26.json`)"), "{line}");
+        assert!(
+            line.contains("The run itself judged against ±2.0 % (s) and said: 2 stages slower."),
+            "{line}"
+        );
     }
 }

@@ -38,6 +38,10 @@ pub const FIGURES: &[Figure] = &[
         file: "roofline.svg",
         draw: super::roofline::figure,
     },
+    Figure {
+        file: "final-kernel.svg",
+        draw: final_kernel,
+    },
 ];
 
 /// A minimal SVG writer: absolute coordinates, escaped text.
@@ -731,6 +735,221 @@ fn pair_data_flow() -> Result<String> {
         11,
         "start",
         "identically, so the leader's local descriptors name the peer's tiles too.",
+    );
+    Ok(svg.finish())
+}
+
+/// The map of the final kernel (step 6's Blackwell kernel): the warp roles of one CTA of the pair,
+/// its shared-memory ring and staging tiles, the tensor-memory slots and the barriers between
+/// them, each labelled with the step that adds it. Sizes come from step 6's configuration.
+fn final_kernel() -> Result<String> {
+    let spec = common::step::KernelSpec::new(runner::steps::get(6)?, common::step::Arch::Blackwell);
+    let param = |name: &str| {
+        spec.params
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+            .ok_or_else(|| anyhow::anyhow!("step 6 has no {name}"))
+    };
+    let (stages, tile_n, epi_n) = (
+        param("stages")?,
+        param("tile_n")?,
+        param("epilogue_tile_n")?,
+    );
+    let i = BudgetInput::from_step(runner::steps::get(6)?);
+    let (mma_n, cluster) = (i.acc_cols(), i.cluster);
+    // The kernel's ACC_STAGES: two accumulator slots, as many as fit the 512 columns.
+    let acc_slots = 512 / mma_n;
+    let mut svg = Svg::new(
+        900,
+        470,
+        "The final kernel: step 6's roles, barriers and tensor memory",
+    );
+    svg.bold(
+        10.0,
+        22.0,
+        14,
+        "The final kernel (step 6, Blackwell): one CTA of a 2-CTA cluster, and which step adds what",
+    );
+    // The persistent loop and the tile order around everything.
+    svg.rect(10.0, 34.0, 880.0, 420.0, "#fbfbfb", "#888");
+    svg.text(
+        20.0,
+        52.0,
+        11,
+        "start",
+        &format!(
+            "[step 4] persistent: one cluster of {cluster} CTAs per SM pair loops over tiles · [step 6] in a snake order over bands of tiles"
+        ),
+    );
+    // Warpgroup 0: producer and MMA warps.
+    svg.rect(25.0, 66.0, 250.0, 170.0, "#f4f8fc", "#2a5d8f");
+    svg.bold(35.0, 84.0, 12, "warpgroup 0");
+    svg.rect(40.0, 94.0, 220.0, 40.0, "#7fb3e6", "#2a5d8f");
+    svg.text(150.0, 110.0, 11, "middle", "warp 0: producer (TMA loads)");
+    svg.text(150.0, 125.0, 10, "middle", "[step 1] its own warp");
+    svg.rect(40.0, 142.0, 220.0, 52.0, "#f2b36b", "#9a5b12");
+    svg.text(150.0, 158.0, 11, "middle", "warp 1: MMA issuer");
+    svg.text(
+        150.0,
+        172.0,
+        10,
+        "middle",
+        "[step 1] its own warp · [step 3] leader only,",
+    );
+    svg.text(
+        150.0,
+        186.0,
+        10,
+        "middle",
+        &format!("cta_group::2, M = {} across the pair", 2 * i.tile_m),
+    );
+    svg.text(150.0, 220.0, 10, "middle", "warps 2–3: no role (idle)");
+    // Warpgroup 1: the epilogue.
+    svg.rect(25.0, 250.0, 250.0, 100.0, "#f4fcf4", "#3f7a2f");
+    svg.bold(35.0, 268.0, 12, "warpgroup 1 [step 5]");
+    svg.text(35.0, 288.0, 11, "start", "warps 4–7: epilogue only");
+    svg.text(
+        35.0,
+        304.0,
+        10,
+        "start",
+        "each warp reads its lane quarter of TMEM,",
+    );
+    svg.text(
+        35.0,
+        318.0,
+        10,
+        "start",
+        &format!("{epi_n} columns at a time, into a staging tile"),
+    );
+    svg.text(
+        35.0,
+        336.0,
+        10,
+        "start",
+        "[step 2] staged, then one TMA store",
+    );
+    // Shared memory: the ring and the staging tiles.
+    svg.rect(330.0, 66.0, 270.0, 170.0, "#fffaf0", "#9a5b12");
+    svg.bold(340.0, 84.0, 12, "shared memory");
+    for s in 0..stages {
+        let x = 345.0 + f64::from(s) * 62.0;
+        svg.rect(x, 96.0, 56.0, 56.0, SLOT[(s % 4) as usize], "#555");
+        svg.text(x + 28.0, 118.0, 10, "middle", &format!("slot {s}"));
+        svg.text(x + 28.0, 132.0, 9, "middle", "A + half B");
+    }
+    svg.text(
+        465.0,
+        168.0,
+        10,
+        "middle",
+        &format!("[step 0] a ring of {stages} k-blocks (B: {tile_n} rows,"),
+    );
+    svg.text(
+        465.0,
+        181.0,
+        10,
+        "middle",
+        "[step 3] the other half lives in the peer CTA)",
+    );
+    svg.rect(345.0, 192.0, 240.0, 34.0, "#dddddd", "#555");
+    svg.text(
+        465.0,
+        213.0,
+        10,
+        "middle",
+        "[step 2] staging tiles of C, two per warp",
+    );
+    // Tensor memory.
+    svg.rect(330.0, 250.0, 270.0, 100.0, "#f8f0fc", "#6a3d8f");
+    svg.bold(340.0, 268.0, 12, "tensor memory: 128 lanes × 512 columns");
+    for s in 0..acc_slots {
+        let x = 345.0 + f64::from(s) * 122.0;
+        svg.rect(x, 278.0, 116.0, 40.0, "#c9a3e6", "#6a3d8f");
+        svg.text(
+            x + 58.0,
+            296.0,
+            10,
+            "middle",
+            &format!("accumulator slot {s}"),
+        );
+        svg.text(
+            x + 58.0,
+            310.0,
+            9,
+            "middle",
+            &format!("{mma_n} f32 columns"),
+        );
+    }
+    svg.text(
+        465.0,
+        338.0,
+        10,
+        "middle",
+        "[step 0] one slot · [step 5] two, filled and drained in turn",
+    );
+    // Barriers.
+    svg.rect(650.0, 66.0, 230.0, 284.0, "#ffffff", "#555");
+    svg.bold(660.0, 84.0, 12, "mbarriers (waiter ← arriver)");
+    let rows = [
+        (
+            "load_full[s]",
+            "MMA ← TMA bytes [0]; the leader's counts both CTAs [3]",
+        ),
+        (
+            "load_empty[s]",
+            "producer ← tcgen05.commit [0], multicast to the pair [3]",
+        ),
+        ("acc_full[a]", "epilogue ← tcgen05.commit [0], per slot [5]"),
+        ("acc_empty[a]", "MMA ← each epilogue warp, both CTAs [5]"),
+    ];
+    for (j, (name, what)) in rows.iter().enumerate() {
+        let y = 110.0 + 60.0 * j as f64;
+        svg.bold(660.0, y, 11, name);
+        let (a, b) = what
+            .split_once("; ")
+            .or_else(|| what.split_once(", "))
+            .unwrap_or((what, ""));
+        svg.text(660.0, y + 16.0, 10, "start", a);
+        svg.text(660.0, y + 30.0, 10, "start", b);
+    }
+    // Data and signal flow.
+    svg.arrow(260.0, 114.0, 343.0, 114.0, "#2a5d8f");
+    svg.arrow(343.0, 140.0, 260.0, 168.0, "#9a5b12");
+    svg.arrow(200.0, 194.0, 400.0, 278.0, "#9a5b12");
+    svg.arrow(400.0, 318.0, 275.0, 300.0, "#3f7a2f");
+    svg.arrow(275.0, 336.0, 345.0, 214.0, "#3f7a2f");
+    // Legend.
+    svg.text(
+        20.0,
+        384.0,
+        11,
+        "start",
+        "Arrows: TMA fills a slot → the MMA warp multiplies it into a tensor-memory slot → the epilogue reads the slot, stages it, stores it.",
+    );
+    svg.text(
+        20.0,
+        402.0,
+        11,
+        "start",
+        "[N]: the step that adds the piece. Step 0 has one warp for loads and MMAs, one accumulator slot, and stores C from registers.",
+    );
+    svg.text(
+        20.0,
+        420.0,
+        11,
+        "start",
+        &format!(
+            "Drawn from step 6's configuration: {stages} stages, B tile {tile_n} rows per CTA (MMA N = {mma_n}), epilogue sub-tiles of {epi_n} columns, {acc_slots} accumulator slots."
+        ),
+    );
+    svg.text(
+        20.0,
+        438.0,
+        11,
+        "start",
+        "The peer CTA (rank 1) is the same, except that its warp 1 issues nothing: the leader's MMA writes both CTAs' tensor memory.",
     );
     Ok(svg.finish())
 }

@@ -209,7 +209,7 @@ pub const TERMS: &[Term] = &[
     Term {
         term: "tcgen05.commit",
         aliases: &["mma_commit"],
-        line: "makes an mbarrier arrive once every tcgen05 operation the thread issued before it has completed",
+        line: "makes an mbarrier arrive once every asynchronous tcgen05 operation (mma, cp, shift) the thread issued before it has completed; tcgen05.ld/st are waited for with tcgen05.wait",
         step: Some(0),
     },
     Term {

@@ -3,6 +3,7 @@
 //! it), `{{#bench-plot}}` (the bench's SVG) and `{{#twins-summary}}` (what the twin check
 //! verified). Nothing here is typed by hand: a new bench run changes the chapters.
 
+use super::claims;
 use crate::results::{
     self, oldest_first, BenchCase, BenchReport, Expected, Results, SelftestSummary,
 };
@@ -177,14 +178,22 @@ pub fn bench(spec: &str) -> Result<String> {
         md.push('\n');
         for (shape, dtype) in v.shapes_and_dtypes() {
             let blas = tflops(v.find(shape, dtype, "cublas"));
+            let blas_spread = v
+                .find(shape, dtype, "cublas")
+                .and_then(claims::spread)
+                .map_or(String::new(), |s| format!(" ±{:.0}%", 50.0 * s));
             md.push_str(&format!(
-                "| {shape} | {dtype} | {} |",
+                "| {shape} | {dtype} | {}{blas_spread} |",
                 blas.map_or("-".into(), |b| format!("{b:.0}"))
             ));
             for n in &steps {
                 let c = v.find(shape, dtype, &format!("step {n}"));
                 md.push_str(&match (tflops(c), c.and_then(|c| c.pct_of_cublas)) {
-                    (Some(t), Some(p)) => format!(" {t:.0} ({p:.0}%) |"),
+                    (Some(t), Some(p)) => format!(
+                        " {t:.0} ({p:.0}%){} |",
+                        c.and_then(claims::spread)
+                            .map_or(String::new(), |s| format!(" ±{:.0}%", 50.0 * s))
+                    ),
                     _ => format!(
                         " {} |",
                         c.and_then(|c| c.skipped.as_ref())
@@ -194,15 +203,16 @@ pub fn bench(spec: &str) -> Result<String> {
             }
             md.push('\n');
         }
-        md.push_str("\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets.\n");
+        md.push_str("\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets and ± half the spread (the interquartile range of the timed launches over their median). By the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower), two cells whose difference is inside the wider spread are the same within noise.\n");
         md.push_str(&cublas_caveat(v, &files));
         return Ok(md);
     };
     let title = kernel
         .strip_prefix("step ")
         .map_or_else(|| format!("`{kernel}`"), |n| format!("step {n}"));
+    let raw = claims::raw(&name);
     md.push_str(&format!(
-        "| shape | dtype | {title}: TFLOP/s | % of peak | % of cuBLAS |{}\n|---|---|---|---|---|{}\n",
+        "| shape | dtype | {title}: TFLOP/s | spread | % of peak | % of cuBLAS |{}\n|---|---|---|---|---|---|{}\n",
         before.as_ref().map_or(String::new(), |b| format!(" vs {b} |")),
         if before.is_some() { "---|" } else { "" }
     ));
@@ -212,14 +222,32 @@ pub fn bench(spec: &str) -> Result<String> {
         let Some(t) = tflops(c) else { continue };
         any = true;
         let vs = before.as_ref().map_or(String::new(), |b| {
-            tflops(v.find(shape, dtype, b)).map_or(" - |".to_string(), |p| {
-                format!(" {:+.1}% |", 100.0 * (t / p - 1.0))
-            })
+            claims::compare(v, raw.as_ref(), shape, dtype, &kernel, b).map_or_else(
+                || " - |".to_string(),
+                |cmp| format!(" {:+.1}%, {} |", cmp.gain_pct, cmp.call.words()),
+            )
         });
+        let interval = claims::cublas_interval(raw.as_ref(), shape, dtype, &kernel)
+            .map_or(String::new(), |(lo, hi)| {
+                format!(" [{:.1}–{:.1}]", 100.0 * lo, 100.0 * hi)
+            });
         md.push_str(&format!(
-            "| {shape} | {dtype} | {t:.1} | {:.1}% | {:.1}% |{vs}\n",
+            "| {shape} | {dtype} | {t:.1} | {} | {:.1}% | {:.1}%{interval} |{vs}\n",
+            c.and_then(claims::spread)
+                .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
             c.and_then(|c| c.pct_of_peak).unwrap_or(f64::NAN),
             c.and_then(|c| c.pct_of_cublas).unwrap_or(f64::NAN),
+        ));
+    }
+    if any {
+        md.push_str(&format!(
+            "\n*Spread: the interquartile range of the timed launches over their median. {}{}*\n",
+            if before.is_some() {
+                "The last column: how much faster than the kernel before it (its time over this one's), and the call by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower). "
+            } else {
+                ""
+            },
+            "Where the bench records a 95 % interval of the ratio to cuBLAS, it follows the % of cuBLAS in brackets."
         ));
     }
     if !any && step.is_none() {
@@ -345,6 +373,45 @@ pub fn emulation_caught(_spec: &str) -> Result<String> {
     Ok(md)
 }
 
+/// `{{#verified N}}`: step N's one-line verification summary from the latest emulation check
+/// (runs verified, seeded bugs caught), with where the details are.
+pub fn verified(spec: &str) -> Result<String> {
+    let n: u32 = spec
+        .trim()
+        .parse()
+        .map_err(|_| anyhow::anyhow!("verified wants a step number, got {spec:?}"))?;
+    runner::steps::get(n)?;
+    let files = results::committed()?;
+    let latest = oldest_first(&files, |r| match r {
+        Results::Emulation(e) => Some(e),
+        _ => None,
+    })
+    .pop();
+    let Some((name, e, _)) = latest else {
+        return Ok(format!(
+            "**Verified:** no emulation check of step {n} is recorded yet (`runner check emulation` on a Hopper GPU).\n"
+        ));
+    };
+    let mine: Vec<_> = e.cases.iter().filter(|c| c.step == n).collect();
+    if mine.is_empty() {
+        bail!("{name} has no case of step {n}");
+    }
+    let (runs, bugs): (Vec<_>, Vec<_>) = mine.iter().partition(|c| c.expected == Expected::Pass);
+    let met =
+        |v: &[&&crate::results::EmulationCase]| v.iter().filter(|c| c.met_expectation).count();
+    let h = &e.head;
+    Ok(format!(
+        "**Verified** under the tcgen05 emulation on an {} ({}, commit `{}`; not on a B200): {} of {} runs verified, {} of {} seeded-bug runs caught. [How the kernels are checked](verification.md) says what that proves; [the emulation records](emulation-records.md#step-{n}) list every run (`assets/results/{name}`).\n",
+        h.gpu,
+        h.date,
+        h.commit,
+        met(&runs),
+        runs.len(),
+        met(&bugs),
+        bugs.len()
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -444,6 +511,9 @@ mod tests {
     fn the_check_summaries_count_cases() {
         let t = twins_summary("").unwrap();
         assert!(t.contains("| 6 |") && t.contains(" of "), "{t}");
+        let v = verified("3").unwrap();
+        assert!(v.contains("not on a B200") && v.contains(" of "), "{v}");
+        assert!(verified("42").is_err());
         let e = emulation_caught("").unwrap();
         assert!(e.contains("| `wrong-parity` |"), "{e}");
         assert!(e.contains(" of 5"), "five emulation seeds: {e}");

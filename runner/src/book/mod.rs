@@ -6,9 +6,13 @@
 //! `{{#phase-timeline STEP BUG TIMING}}`, `{{#comparables N}}`,
 //! `{{#trace-figure N ARCH}}`, `{{#glossary}}`, and from `roofline` and `exercise_timing`:
 //! `{{#speed-of-light}}`, `{{#measured-vs-model N}}`, `{{#trace-shares N}}`,
-//! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`.
+//! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`, and from `claims`
+//! every comparison of our kernels' speed: `{{#claim A B SHAPE DTYPE CALL}}`,
+//! `{{#heatmap-claim ...}}`, `{{#headline-call N}}`, `{{#vs-previous N}}`, `{{#heatmap-gains N}}`,
+//! `{{#noise-rule}}`.
 
 pub mod budget;
+pub mod claims;
 pub mod comparables;
 pub mod exercise_timing;
 pub mod figures;
@@ -16,6 +20,7 @@ pub mod glossary;
 pub mod measured;
 pub mod phase_tables;
 pub mod plot;
+pub mod progress;
 pub mod roofline;
 pub mod terminal;
 
@@ -397,10 +402,26 @@ fn trace_figure_in(dir: &Path, spec: &str) -> Result<String> {
     }
     let text = std::fs::read_to_string(&json)
         .with_context(|| format!("cannot read {}", json.display()))?;
-    let o = TraceFile::parse(&text)
+    let head = TraceFile::parse(&text)
         .with_context(|| format!("{} is not a trace", json.display()))?
-        .other
-        .meta;
+        .other;
+    // What the trace does not cover: a reader must know before reading its shares.
+    let mut limits = format!(" It covers the first {:.0} µs of the launch.", head.end_us);
+    if !head.cut_short.is_empty() || head.meta.dropped > 0 {
+        limits.push_str(&format!(
+            " Cut short: {} filled its record region ({} records dropped), so its row and its shares stop early.",
+            if head.cut_short.is_empty() {
+                "a warp".to_string()
+            } else {
+                head.cut_short.join(", ")
+            },
+            head.meta.dropped
+        ));
+    }
+    if let Some(note) = &head.commit_note {
+        limits.push_str(&format!(" Commit: {note}."));
+    }
+    let o = head.meta;
     if o.step != n || o.arch != arch {
         bail!(
             "{} is not the trace of step {n}'s {} (its otherData says step {}, arch {})",
@@ -428,7 +449,7 @@ fn trace_figure_in(dir: &Path, spec: &str) -> Result<String> {
         ""
     };
     Ok(format!(
-        "\n![{caption}](assets/results/{stem}.svg)\n\n*{caption}, recorded with `{cmd}`.{order_only} The JSON beside it opens in ui.perfetto.dev.*\n"
+        "\n![{caption}](assets/results/{stem}.svg)\n\n*{caption}, recorded with `{cmd}`.{limits}{order_only} The JSON beside it opens in ui.perfetto.dev.*\n"
     ))
 }
 
@@ -547,6 +568,12 @@ fn grid_footprint(spec: &str) -> Result<String> {
 /// text).
 fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(md, "results", results_table)?;
+    let md = expand_marker(&md, "claim", claims::claim)?;
+    let md = expand_marker(&md, "heatmap-claim", claims::heatmap_claim)?;
+    let md = expand_marker(&md, "headline-call", claims::headline_call)?;
+    let md = expand_marker(&md, "vs-previous", claims::vs_previous)?;
+    let md = expand_marker(&md, "heatmap-gains", claims::heatmap_gains)?;
+    let md = expand_marker(&md, "noise-rule", claims::noise_rule)?;
     let md = expand_marker(&md, "diff", diff_block)?;
     let md = expand_marker(&md, "budget-value", budget::value_marker)?;
     let md = expand_marker(&md, "budget", |s| {
@@ -568,6 +595,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "trace-figure", trace_figure)?;
     let md = expand_marker(&md, "bench-plot", measured::bench_plot)?;
     let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
+    let md = expand_marker(&md, "verified", measured::verified)?;
     let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
     let md = expand_marker(&md, "bench", measured::bench)?;
     let md = expand_marker(&md, "speed-of-light", roofline::speed_of_light)?;
@@ -576,6 +604,7 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "published-gain", roofline::published_gain)?;
     let md = expand_marker(&md, "twin-gain", roofline::twin_gain)?;
     let md = expand_marker(&md, "exercise-timing", exercise_timing::marker)?;
+    let md = expand_marker(&md, "progress", |s| progress::marker(s, html))?;
     expand_marker(&md, "grid-order", |s| grid_order(s, html))
 }
 
@@ -607,10 +636,27 @@ impl Preprocessor for Results {
         mut book: Book,
     ) -> mdbook_preprocessor::errors::Result<Book> {
         let mut failed = None;
-        book.for_each_chapter_mut(|ch| match expand_markers(&ch.content, true) {
-            Ok(md) => ch.content = md,
-            Err(e) => {
-                failed.get_or_insert(format!("{}: {e:#}", ch.name));
+        book.for_each_chapter_mut(|ch| {
+            // A chapter may compare our kernels' speed only through the generated claims: the
+            // check reads the chapter as written, before any include.
+            if let Some(src) = &ch.source_path {
+                let rel = format!("book/src/{}", src.display());
+                if let Ok(raw) = read_repo_file(&rel) {
+                    let found = claims::unbacked(&raw);
+                    if !found.is_empty() {
+                        failed.get_or_insert(format!(
+                            "{}: compares our kernels in words no result backs (write them with {{{{#claim}}}}, {{{{#heatmap-claim}}}}, {{{{#headline-call}}}} or {{{{#vs-previous}}}}):\n{}",
+                            ch.name,
+                            found.join("\n")
+                        ));
+                    }
+                }
+            }
+            match expand_markers(&ch.content, true) {
+                Ok(md) => ch.content = md,
+                Err(e) => {
+                    failed.get_or_insert(format!("{}: {e:#}", ch.name));
+                }
             }
         });
         match failed {
@@ -822,6 +868,21 @@ mod tests {
             "{fig}"
         );
         assert!(!fig.contains("Emulated"));
+        assert!(
+            fig.contains("covers the first 1 µs") && !fig.contains("Cut short"),
+            "{fig}"
+        );
+        // A trace whose warp ran out of room says so in its caption.
+        let cut = meta
+            .to_string()
+            .replace("\"cut_short\":[]", "\"cut_short\":[\"CTA 0 warp 0\"]");
+        assert!(cut.contains("CTA 0 warp 0"), "{cut}");
+        std::fs::write(dir.join("trace-step4-sm_90a.json"), cut).unwrap();
+        let fig = trace_figure_in(&dir, "4 sm_90a").unwrap();
+        assert!(
+            fig.contains("Cut short: CTA 0 warp 0 filled its record region"),
+            "{fig}"
+        );
         // A file that is another step's trace is refused, as are malformed markers.
         std::fs::copy(
             dir.join("trace-step4-sm_90a.json"),

@@ -333,7 +333,7 @@ pub fn figure() -> Result<String> {
     let shape = Shape::DEFAULT;
     let gpus: [(&GpuSpec, &str, bool); 2] =
         [(&B200, "#1f5fa8", false), (&H100_SXM, "#c0561b", true)];
-    let (w, h) = (900.0, 420.0);
+    let (w, h) = (900.0, 440.0);
     let mut body = String::new();
     let mut text = |x: f64, y: f64, size: u32, anchor: &str, fill: &str, t: &str| {
         body.push_str(&format!(
@@ -377,7 +377,12 @@ pub fn figure() -> Result<String> {
         "#000",
         "FLOP per byte (log)",
     );
-    text(18.0, (y0 + y1) / 2.0, 12, "middle", "#000", "TFLOP/s");
+    // The axis title is rotated: it is written after the labels (`rotated`, below).
+    let rotated = format!(
+        "  <text x=\"22.0\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"middle\" fill=\"#000\" transform=\"rotate(-90 22.0 {:.1})\">TFLOP/s</text>\n",
+        (y0 + y1) / 2.0,
+        (y0 + y1) / 2.0
+    );
     let mut marks = String::new();
     let whole = for_step(0, &B200, shape, Assumptions::DEFAULT)?;
     let problem_intensity = shape.flops() / whole.compulsory_bytes;
@@ -426,11 +431,18 @@ pub fn figure() -> Result<String> {
                 (Some(a), _) => format!("{a}"),
                 _ => String::new(),
             };
+            // The B200's labels sit left of their dots, above its line, clear of the H100's roof
+            // label; the twins' sit right of theirs, below the H100's line.
+            let (lx, ly, anchor) = if k == 0 {
+                (x - 8.0, y - 4.0, "end")
+            } else {
+                (x + 6.0, y + 14.0, "start")
+            };
             text(
-                x + 6.0,
-                y + if k == 0 { -6.0 } else { 14.0 },
+                lx,
+                ly,
                 10,
-                "start",
+                anchor,
                 color,
                 &format!("{} {label}: {i:.0}", if *twin { "twin" } else { "step" }),
             );
@@ -518,14 +530,17 @@ pub fn figure() -> Result<String> {
             "  <line x1=\"{bx0}\" y1=\"{0:.1}\" x2=\"{bx1}\" y2=\"{0:.1}\" stroke=\"{color}\" stroke-dasharray=\"5,3\"/>\n",
             by(g.hbm_tbps)
         ));
-        text(
-            bx1,
-            by(g.hbm_tbps) - 4.0,
-            10,
-            "end",
-            color,
-            &format!("{} HBM {} TB/s", g.name, g.hbm_tbps),
-        );
+        // A white box behind the reference line's label keeps it readable over the bars (about
+        // 5.6 px a character at 10 px).
+        let label = format!("{} HBM {} TB/s", g.name, g.hbm_tbps);
+        let lw = 5.6 * label.chars().count() as f64 + 6.0;
+        bars.push_str(&format!(
+            "  <rect x=\"{:.1}\" y=\"{:.1}\" width=\"{lw:.1}\" height=\"13\" fill=\"#ffffff\" opacity=\"0.9\"/>\n  <text x=\"{bx1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"end\" fill=\"{color}\">{}</text>\n",
+            bx1 - lw + 3.0,
+            by(g.hbm_tbps) - 15.0,
+            by(g.hbm_tbps) - 5.0,
+            esc(&label)
+        ));
     }
     let mut t = 0.0;
     while t <= top {
@@ -550,14 +565,24 @@ pub fn figure() -> Result<String> {
     text(bx0 - 34.0, (by0 + by1) / 2.0, 12, "middle", "#000", "TB/s");
     text(
         450.0,
-        h - 12.0,
+        h - 26.0,
         11,
         "middle",
         "#444",
-        &format!("{shape} f16. Figures: NVIDIA's B200 and H100 specifications (common::model::budget). Dots: a step's tile schedule if every operand byte came from HBM."),
+        &format!(
+            "{shape} f16. Figures: NVIDIA's B200 and H100 specifications (common::model::budget)."
+        ),
+    );
+    text(
+        450.0,
+        h - 10.0,
+        11,
+        "middle",
+        "#444",
+        "Dots: a step's tile schedule if every operand byte came from HBM.",
     );
     Ok(format!(
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n  <title>Roofline of the B200 and the H100 with each step's tile schedule, and the L2 to SM bandwidth each step asks for</title>\n  <rect width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n{lines}{marks}{bars}{body}</svg>\n"
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" font-family=\"sans-serif\" font-size=\"12\">\n  <title>Roofline of the B200 and the H100 with each step's tile schedule, and the L2 to SM bandwidth each step asks for</title>\n  <rect width=\"{w}\" height=\"{h}\" fill=\"#ffffff\"/>\n{lines}{marks}{bars}{body}{rotated}</svg>\n"
     ))
 }
 
@@ -733,7 +758,7 @@ pub fn twin_gain(spec: &str) -> Result<String> {
         .parse()
         .with_context(|| format!("twin-gain wants a step number, got {spec:?}"))?;
     runner::steps::get(step)?;
-    let Some((_, bench)) = latest_bench()? else {
+    let Some((bench_name, bench)) = latest_bench()? else {
         return Ok("not timed yet".into());
     };
     let find = |n: u32| {
@@ -747,10 +772,22 @@ pub fn twin_gain(spec: &str) -> Result<String> {
         return Ok("not timed".into());
     };
     Ok(match step.checked_sub(1).and_then(tf) {
-        Some(before) => format!(
-            "{:+.0} % ({before:.0} → {now:.0} TFLOP/s)",
-            100.0 * (now / before - 1.0)
-        ),
+        Some(before) => {
+            let raw = super::claims::raw(&bench_name);
+            let call = super::claims::compare(
+                &bench,
+                raw.as_ref(),
+                Shape::DEFAULT,
+                Dtype::F16,
+                &format!("step {step}"),
+                &format!("step {}", step - 1),
+            )
+            .map_or(String::new(), |c| format!(": {}", c.call.words()));
+            format!(
+                "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}",
+                100.0 * (now / before - 1.0)
+            )
+        }
         None => format!(
             "{now:.0} TFLOP/s ({:.0} % of cuBLAS)",
             find(step).and_then(|c| c.pct_of_cublas).unwrap_or(f64::NAN)

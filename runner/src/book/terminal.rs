@@ -589,17 +589,18 @@ fn rewrite_links(line: &str) -> String {
 }
 
 /// Print `text`, through a pager when it is longer than the terminal; without a pager that
-/// starts, print it directly.
+/// can start (`$PAGER`, else `less`, not on the PATH), print it directly. Quitting the pager
+/// before the end is no error.
 fn page(text: &str) -> std::io::Result<()> {
     use std::io::Write;
     let rows = terminal_size::terminal_size().map_or(24, |(_, h)| usize::from(h.0));
     if text.lines().count() < rows {
         return print(text);
     }
-    let pager = std::env::var("PAGER")
-        .ok()
-        .filter(|p| !p.trim().is_empty())
-        .unwrap_or_else(|| "less".to_string());
+    let path = std::env::var_os("PATH");
+    let Some(pager) = resolve_pager(std::env::var("PAGER").ok().as_deref(), path.as_deref()) else {
+        return print(text);
+    };
     let mut cmd = std::process::Command::new("sh");
     cmd.args(["-c", &pager]).stdin(std::process::Stdio::piped());
     if std::env::var_os("LESS").is_none() {
@@ -610,10 +611,36 @@ fn page(text: &str) -> std::io::Result<()> {
         return print(text);
     };
     if let Some(mut stdin) = child.stdin.take() {
-        // The reader may quit the pager before the end: that is no error.
+        // The reader may quit the pager before the end: the write then fails (EPIPE) instead
+        // of ending the runner with SIGPIPE, and that is no error.
+        // SAFETY: SIGPIPE's action is set and restored on this thread, around one write.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         let _ = stdin.write_all(text.as_bytes());
+        drop(stdin);
+        // SAFETY: as above; SIG_DFL is what main set.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     }
-    child.wait().map(|_| ())
+    match child.wait()?.code() {
+        // The shell found no such command after all: the text was never shown.
+        Some(126 | 127) => print(text),
+        _ => Ok(()),
+    }
+}
+
+/// The pager command to run: `$PAGER` (else `less`), if its program is a file on the `PATH`
+/// (or a path to one); leading `NAME=value` words are the shell's, not the program.
+fn resolve_pager(pager: Option<&str>, path: Option<&std::ffi::OsStr>) -> Option<String> {
+    let pager = pager
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .unwrap_or("less");
+    let program = pager.split_whitespace().find(|w| !w.contains('='))?;
+    let found = if program.contains('/') {
+        std::path::Path::new(program).is_file()
+    } else {
+        path.is_some_and(|p| std::env::split_paths(p).any(|d| d.join(program).is_file()))
+    };
+    found.then(|| pager.to_string())
 }
 
 /// Print to stdout; a reader that stops reading (`| head`) ends the output quietly.
@@ -635,6 +662,28 @@ mod tests {
         color: false,
         full: false,
     };
+
+    #[test]
+    fn a_pager_that_is_not_there_is_not_used() {
+        let sh = std::path::Path::new("/bin/sh");
+        let bin = std::ffi::OsStr::new("/bin:/usr/bin");
+        assert_eq!(
+            resolve_pager(Some("sh -c cat"), Some(bin)).as_deref(),
+            Some("sh -c cat")
+        );
+        assert_eq!(resolve_pager(Some("nonexistent-pager"), Some(bin)), None);
+        assert_eq!(resolve_pager(Some("/no/such/pager -R"), Some(bin)), None);
+        if sh.is_file() {
+            assert_eq!(
+                resolve_pager(Some("X=1 /bin/sh"), None).as_deref(),
+                Some("X=1 /bin/sh")
+            );
+        }
+        // No PAGER and no less on the PATH (a minimal container): print directly.
+        let empty = std::env::temp_dir();
+        assert_eq!(resolve_pager(None, Some(empty.as_os_str())), None);
+        assert_eq!(resolve_pager(Some("  "), None), None);
+    }
 
     #[test]
     fn paragraphs_are_reflowed_not_broken_where_the_source_was() {

@@ -14,6 +14,7 @@ pub mod cases;
 pub mod pool;
 pub mod sim;
 
+use crate::outdir::OutDir;
 use crate::results::{
     EmulationCase as EmulationRow, EmulationCheck, Expected, Provenance, Results, SelftestCase,
     SelftestSummary, StressExpected, StressOutcome, TwinCase as TwinRow, TwinCheck, TwinStress,
@@ -97,6 +98,9 @@ pub fn print_cases(names: &[String], rows: &[EmulationRow]) -> usize {
 /// under the emulation): without such a GPU a `runner step` child only reports its builds and
 /// exits 0, which must not pass for a verified case (nor a partial exercise for a timed one).
 /// `what` is the command, for the error.
+/// What a check does with its `--out` folder, for the refusal of a folder of the user's.
+pub const WRITES_RESULTS: &str = "the check writes its results there";
+
 pub fn require_hopper(what: &str) -> Result<()> {
     match common::gpu::open() {
         common::gpu::GpuStatus::Present(g) if g.info.compute_capability == (9, 0) => Ok(()),
@@ -317,6 +321,7 @@ fn selftest(pool: &Pool, head: &Provenance) -> Result<(SelftestSummary, bool)> {
 pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result<Verdict> {
     let cases = cases::emulation_cases(set)?;
     require_hopper("runner check")?;
+    OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
     let head = provenance();
     let mut ok = true;
     if with_selftest {
@@ -381,6 +386,7 @@ pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result
 pub fn twins(set: &TwinSet, pool: &Pool) -> Result<Verdict> {
     let cases = cases::twin_cases(set);
     require_hopper("runner check")?;
+    OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
     let head = provenance();
     println!(
         "{} twin cases, {} at a time on each of GPUs {:?}",
@@ -603,6 +609,7 @@ pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
         .map(StressCaseRun::child)
         .collect::<Result<Vec<_>>>()?;
     require_hopper("runner check")?;
+    OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
     let head = provenance();
     println!(
         "{} stress cases (seeds {:?}), {} at a time on each of GPUs {:?}",

@@ -1,6 +1,7 @@
 //! `runner bench`: time every step's native kernel against cuBLAS (the work is in `bench`).
 
 use super::{parse_shape, ArchArg};
+use crate::outdir::OutDir;
 use anyhow::{bail, Result};
 use common::gpu::{self, GpuStatus};
 use common::{Dtype, Shape};
@@ -30,9 +31,23 @@ pub struct Args {
     /// Which kernels: must be the ones this GPU runs natively (emulated times mean nothing).
     #[arg(long, value_enum)]
     arch: Option<ArchArg>,
-    /// Timed rounds (each kernel once per round, cuBLAS too); at least 20.
+    /// Timed rounds (each kernel once per round, cuBLAS too); at least 20. With adaptive rounds
+    /// (the default of the bench) the least number: more are added until every interval is
+    /// narrow enough (--ci-target) or the time cap is hit (--time-cap).
     #[arg(long, default_value_t = 30, value_parser = super::at_least::<20>)]
     iters: u64,
+    /// Adaptive rounds stop once every kernel's 95 % interval of its speed ratio, to cuBLAS and
+    /// to the kernel before it, is narrower than ± this many percent of its median.
+    #[arg(long, value_name = "PERCENT", default_value_t = 0.5, value_parser = positive_percent)]
+    ci_target: f64,
+    /// Adaptive rounds stop after this many seconds of timed rounds at each shape and dtype,
+    /// narrow or not (the results say where the cap came first).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60, value_parser = super::at_least::<1>)]
+    time_cap: u64,
+    /// Time exactly --iters rounds, without adaptive rounds (the default with --heatmap, whose
+    /// grid of shapes would take too long otherwise).
+    #[arg(long)]
+    fixed: bool,
     /// Untimed warm-up rounds.
     #[arg(long, default_value_t = 5)]
     warmup: usize,
@@ -57,6 +72,14 @@ pub struct Args {
     heatmap: bool,
     #[command(flatten)]
     device: super::DeviceArg,
+}
+
+/// A percentage above 0 and below 100.
+fn positive_percent(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x > 0.0 && x < 100.0 => Ok(x),
+        _ => Err(format!("{s:?} is not a percentage above 0 and below 100")),
+    }
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -128,13 +151,23 @@ pub fn run(a: Args) -> Result<ExitCode> {
         iters: a.iters as usize,
         warmup: a.warmup,
         seed: a.seed,
-        out: a.out.unwrap_or_else(|| {
-            common::toolkit::project_root()
+        out: match a.out {
+            // A folder of the user's holding other files is refused, never overwritten.
+            Some(out) => {
+                let d = OutDir::claim_own(&out, "--out", "the bench writes its results there")?;
+                d.create()?;
+                out
+            }
+            None => common::toolkit::project_root()
                 .join("assets")
-                .join("results")
-        }),
+                .join("results"),
+        },
         timeout: Duration::from_secs(a.timeout),
         heatmap: a.heatmap,
+        adaptive: (!a.fixed && !a.heatmap && !a.diagnose).then(|| crate::bench::Adaptive {
+            target: a.ci_target / 100.0,
+            cap: Duration::from_secs(a.time_cap),
+        }),
     };
     if a.diagnose {
         crate::bench::run_diagnose(&opts)?;

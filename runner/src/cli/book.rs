@@ -61,6 +61,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
 /// and any non-empty folder without [`MARKER`].
 pub fn check_out_dir(out: &Path, project: &Path) -> Result<()> {
     let shown = out.display();
+    // Inside the sources, the HTML would be copied into every later build of the book.
+    let sources = project
+        .join("book")
+        .join("src")
+        .canonicalize()
+        .unwrap_or_else(|_| project.join("book").join("src"));
+    if let Some(existing) = out
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.exists())
+        .and_then(|a| a.canonicalize().ok())
+    {
+        if existing.starts_with(&sources) {
+            bail!("--out {shown} lies inside the book's sources (book/src): every later build would copy it into the book; give a folder outside book/src");
+        }
+    }
     let meta = match std::fs::metadata(out) {
         Ok(m) => m,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -105,6 +120,12 @@ mod tests {
         let d = scratch("guard");
         // A new folder and an empty one are fine.
         check_out_dir(&d.join("new"), &project).unwrap();
+        for inside in ["book/src/html", "book/src"] {
+            let e = check_out_dir(&project.join(inside), &project)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("inside the book's sources"), "{inside}: {e}");
+        }
         check_out_dir(&d, &project).unwrap();
         // A folder holding someone's files is not.
         std::fs::write(d.join("thesis.tex"), "x").unwrap();

@@ -21,19 +21,28 @@ pub struct Args {
     /// The reduction dimension (default: 4096).
     #[arg(long, allow_negative_numbers = true, value_parser = super::size)]
     k: Option<usize>,
-    /// Assumed load latency under load, in ns (not a published figure).
-    #[arg(long, value_name = "NS")]
+    /// Assumed load latency under load, in ns (not a published figure; up to 100000).
+    #[arg(long, value_name = "NS", allow_negative_numbers = true)]
     latency_ns: Option<f64>,
-    /// Print one JSON object {"runner", "step", "shape", "tiles", "gpus": [...]}: the same
+    /// Print one JSON object {"schema", "runner", "step", "shape", "tiles", "gpus": [...]}: the same
     /// arithmetic as numbers (ns, bytes, FLOP).
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    // A latency a GPU could have (DRAM under load is hundreds of ns): 1e300 would print a
+    // 300-digit byte count.
+    if let Some(l) = a.latency_ns.filter(|l| !(*l > 0.0 && *l <= 100_000.0)) {
+        anyhow::bail!(
+            "--latency-ns must be a positive number of nanoseconds, at most 100000 (got {l})"
+        );
+    }
     if a.json {
-        let mut v = crate::book::budget::json(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?;
-        v["runner"] = crate::report::version_info();
+        let v = crate::report::envelope(
+            "budget",
+            crate::book::budget::json(a.step, &a.gpus, (a.m, a.n, a.k), a.latency_ns)?,
+        );
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }

@@ -3,6 +3,7 @@
 use super::parse_shape;
 use crate::check::cases::{EmulationSet, StressSet, TwinSet};
 use crate::check::{self, Pool};
+use crate::outdir::OutDir;
 use anyhow::{bail, Result};
 use common::{Dtype, Shape};
 use std::path::PathBuf;
@@ -86,12 +87,15 @@ struct PoolArgs {
 }
 
 impl PoolArgs {
-    fn pool(&self) -> Pool {
-        Pool {
+    /// The pool, its results folder checked (not yet made): new, empty, or one a runner command
+    /// wrote before; a folder of the user's holding other files is refused, never overwritten.
+    fn pool(&self) -> Result<Pool> {
+        OutDir::claim_own(&self.out, "--out", check::WRITES_RESULTS)?;
+        Ok(Pool {
             gpus: self.gpus.clone(),
             jobs: self.jobs as usize,
             out: self.out.clone(),
-        }
+        })
     }
 }
 
@@ -179,7 +183,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 only_mutations: e.mutations.clone(),
                 ..base
             };
-            check::emulation(&set, &e.pool.pool(), !e.no_selftest)?
+            check::emulation(&set, &e.pool.pool()?, !e.no_selftest)?
         }
         Which::Twins(t) if t.stress => {
             let p = &t.problems;
@@ -195,7 +199,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 seeds: or(&t.stress_seeds, base.seeds),
                 ..base
             };
-            check::stress(&set, &t.pool.pool())?
+            check::stress(&set, &t.pool.pool()?)?
         }
         Which::Sim(a) => sim(a)?,
         Which::Agree { a, b } => check::agree::agree(&a, &b)?,
@@ -211,7 +215,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 seeds: or(&t.problems.seeds, base.seeds),
                 ..base
             };
-            check::twins(&set, &t.pool.pool())?
+            check::twins(&set, &t.pool.pool()?)?
         }
     };
     Ok(verdict.into())

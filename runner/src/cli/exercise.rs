@@ -1,5 +1,6 @@
 //! `runner exercise N.M`: the check a book exercise names (the checks are in `exercise`).
 
+use crate::outdir::OutDir;
 use anyhow::{anyhow, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,9 +25,13 @@ pub struct Args {
     /// against the stock twin (asked on a terminal when not given).
     #[arg(long, value_name = "WHICH")]
     predict: Option<crate::bench::measure::Verdict>,
-    /// Write the solution's kernel to FILE instead of checking.
+    /// Write the solution's kernel to FILE instead of checking. FILE must be new (or give
+    /// --force); a file git tracks (a kernel of the workbook) is always refused.
     #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
     write: Option<PathBuf>,
+    /// With --write: overwrite FILE if it exists (never a file git tracks).
+    #[arg(long, requires = "write")]
+    force: bool,
     /// List the exercises.
     #[arg(long)]
     list: bool,
@@ -38,7 +43,7 @@ pub struct Args {
     /// With --timings: the folder of the results file (default: assets/results).
     #[arg(long, value_name = "DIR", requires = "timings")]
     out: Option<PathBuf>,
-    /// Print one JSON object {"runner", "exercise", "checks": [{status, detail}], "result":
+    /// Print one JSON object {"schema", "runner", "exercise", "checks": [{status, detail}], "result":
     /// pass|fail|partial}, e.g. to collect a class's checks.
     #[arg(long)]
     json: bool,
@@ -56,9 +61,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     if a.timings {
-        let out = a
-            .out
-            .unwrap_or_else(|| common::toolkit::project_root().join("assets/results"));
+        let out = match a.out {
+            // A folder of the user's holding other files is refused, never overwritten.
+            // Checked here, made once the GPU is found.
+            Some(out) => {
+                OutDir::claim_own(&out, "--out", "the timings write their results there")?;
+                out
+            }
+            None => common::toolkit::project_root().join("assets/results"),
+        };
         return Ok(crate::exercise::timings(&out)?.into());
     }
     let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
@@ -69,6 +80,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
             twin: a.twin.as_deref(),
             predict: a.predict,
             write: a.write.as_deref(),
+            force: a.force,
             json: a.json,
         },
     )

@@ -22,8 +22,8 @@ const CHAPTERS: &[(&str, &str)] = &[
 #[derive(clap::Args)]
 pub struct Args {
     /// A step number (0-6), or a chapter: introduction, prerequisites, no-gpu, running,
-    /// speed-of-light, barriers, verification, emulation, instructor, further-reading (`runner
-    /// glossary` prints the glossary).
+    /// speed-of-light, barriers, verification, emulation, instructor, further-reading, glossary
+    /// (also `runner glossary [TERM]`).
     #[arg(value_name = "STEP|CHAPTER")]
     topic: String,
     /// Print the markdown instead of rendering it.
@@ -44,6 +44,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 .find(|(name, _)| *name == topic || (topic.len() >= 3 && name.starts_with(&topic)));
             match found {
                 Some((_, path)) => book::other_chapter_markdown(path)?,
+                // The book's glossary page: what `runner glossary` prints.
+                None if topic == "glossary" => crate::book::glossary::markdown(None)?,
                 None => bail!(
                     "there is no chapter {:?}: give a step number ({}) or one of {}",
                     a.topic,

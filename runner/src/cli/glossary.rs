@@ -8,17 +8,17 @@ use std::process::ExitCode;
 pub struct Args {
     /// Only the terms containing this (case-insensitive).
     term: Option<String>,
-    /// Print {"runner", "terms": [{"term", "aliases", "line", "step", "chapter"}]}.
+    /// Print {"schema", "runner", "terms": [{"term", "aliases", "line", "step", "chapter"}]}.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
-        let v = serde_json::json!({
-            "runner": crate::report::version_info(),
-            "terms": crate::book::glossary::json(a.term.as_deref())?,
-        });
+        let v = crate::report::envelope(
+            "glossary",
+            serde_json::json!({ "terms": crate::book::glossary::json(a.term.as_deref())? }),
+        );
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(ExitCode::SUCCESS);
     }

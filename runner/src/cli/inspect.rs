@@ -29,7 +29,7 @@ pub struct Args {
     /// Print the whole SASS listing.
     #[arg(long)]
     sass: bool,
-    /// Print one JSON object {"runner", "runs": [...]} instead of the report.
+    /// Print one JSON object {"schema", "runner", "runs": [...]} instead of the report.
     #[arg(long)]
     json: bool,
     /// Print the PTX NVRTC produces (the text ptxas turns into SASS, and what the CPU simulator

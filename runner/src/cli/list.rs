@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// One JSON array of {number, title, idea, hopper_idea, crate, tiles: {sm_100a, sm_90a:
-    /// {cluster_m, cluster_n, tile_k, persistent}}}.
+    /// One JSON object {"schema", "runner", "steps": [{number, title, idea, hopper_idea, crate,
+    /// tiles: {sm_100a, sm_90a: {cluster_m, cluster_n, tile_k, persistent}}}]}.
     #[arg(long)]
     json: bool,
 }
@@ -44,6 +44,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 "hopper_idea": i.hopper_idea, "crate": i.crate_dir, "tiles": tiles})
         })
         .collect();
+    let v = crate::report::envelope("list", serde_json::json!({ "steps": v }));
     println!("{}", serde_json::to_string_pretty(&v)?);
     Ok(ExitCode::SUCCESS)
 }

@@ -52,14 +52,16 @@ Environment:
   WORKBOOK_WRITE_FIGURES   (tests) rewrite the figures in assets/ from the code
   NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
 
-Exit status (one contract, `common::verdict::Verdict`, for `step`, `exercise`, `check` and the
-grader's children; a parent classifies a child by it, never by parsing its output):
-  0    success: the kernel ran and verified (every check passed)
+Exit status (one contract, `common::verdict::Verdict`, for every command; a parent classifies a
+child by it, never by parsing its output):
+  0    success: the command did its work; `step`, `exercise`, `check`, `selftest`: every
+       kernel ran and verified; `grade`: every submission was graded (whatever its score)
   1    failed: a verification, check or test failed
   2    error: bad input, a compile error, a fault the emulation reported, no GPU or toolkit
        where one is needed; one `error:` line says which
+  3    ran only in part: a kernel was built but not run (`step` or `exercise` without a GPU
+       that runs it: the builds are reported, nothing is verified)
   124  hang: a kernel did not finish within its --timeout
-  3    a check that could only run in part (`exercise` without a GPU that runs the kernel)
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
 
 #[derive(Parser)]
@@ -79,7 +81,7 @@ pub enum Command {
     /// List the steps of the ladder.
     List(list::Args),
     /// Compile a step, verify it against cuBLAS and the CPU, and time it. Without a usable GPU,
-    /// report its builds (resources, SASS) instead.
+    /// report its builds (resources, SASS) instead, and exit 3: built, not verified.
     Step(Box<step::Args>),
     /// Registers, shared memory and the SASS instruction histogram of a step.
     Inspect(inspect::Args),
@@ -217,8 +219,19 @@ impl ProblemArgs {
 #[derive(clap::Args, Clone, Copy)]
 pub struct DeviceArg {
     /// The GPU to run on (CUDA device number; default 0).
-    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE")]
+    #[arg(long, value_name = "N", env = "WORKBOOK_DEVICE", allow_negative_numbers = true,
+          value_parser = parse_device)]
     pub device: Option<usize>,
+}
+
+/// A CUDA device number, from `--device` or `WORKBOOK_DEVICE` (the message names both: the
+/// user may have set either).
+fn parse_device(s: &str) -> Result<usize, String> {
+    s.trim().parse::<usize>().map_err(|_| {
+        format!(
+            "{s:?} is not a GPU number (0, 1, ...): check --device or the WORKBOOK_DEVICE variable"
+        )
+    })
 }
 
 impl DeviceArg {

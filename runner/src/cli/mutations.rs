@@ -7,14 +7,18 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print the seeded bugs as one JSON array.
+    /// Print the seeded bugs as one JSON object {"schema", "runner", "mutations": [...]}.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&mutation::listing()?)?);
+        let v = crate::report::envelope(
+            "mutations",
+            serde_json::json!({ "mutations": mutation::listing()? }),
+        );
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         report::print_mutations(mutation::MUTATIONS, mutation::TWIN_MUTATIONS);
     }

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long)]
     no_emulate: bool,
     /// Seconds before a running kernel is declared hung.
-    #[arg(long, default_value_t = 30, value_parser = super::at_least::<1>)]
+    #[arg(long, default_value_t = 30, allow_negative_numbers = true, value_parser = super::at_least::<1>)]
     timeout: u64,
     /// Compile and run this kernel file instead of the step's own (a file that includes
     /// hopper.cuh is taken for a Hopper twin unless --arch says otherwise). A `.toml` file holds
@@ -59,8 +59,14 @@ pub struct Args {
     /// Verified, not timed; try a handful of seeds.
     #[arg(long, value_name = "SEED")]
     stress: Option<u64>,
+    /// Hopper twin: build it with every mbarrier wait bounded (1 s): a wait past the bound
+    /// records the warp's role, the barrier, the parity awaited and what arrived, and the
+    /// kernel traps; the error is that report. A native twin that hangs is re-run so once by
+    /// itself; verified, not timed.
+    #[arg(long, conflicts_with_all = ["trace", "time_emulation"])]
+    hang_diagnosis: bool,
     /// Blackwell kernel under emulation: time N launches (default 5) of the emulation build
-    /// with the rules of issue 23 (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
+    /// with the emulation's strict rules (async proxy, bulk groups, tcgen05.ld poison, cta_group) off
     /// and N with them on, alternating, each build verified once; prints what the rules cost.
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "5",
           value_parser = super::positive_u32, conflicts_with = "trace")]
@@ -86,7 +92,7 @@ pub struct Args {
     #[arg(long, value_name = "N", default_value_t = 2, requires = "trace",
           value_parser = super::positive_u32)]
     trace_clusters: u32,
-    /// Print one JSON object {"runner", "runs": [...]} instead of the text report.
+    /// Print one JSON object {"schema", "runner", "runs": [...]} instead of the text report.
     #[arg(long)]
     json: bool,
     #[command(flatten)]
@@ -192,7 +198,21 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if !a.json {
         warn_ignored(&a, step);
     }
-    let (request, opts) = request(a)?;
+    let diagnosis = a.hang_diagnosis;
+    let (request, mut opts) = request(a)?;
+    // A native twin that hangs is re-run once as a hang diagnosis build: this very command
+    // with --hang-diagnosis, in a process of its own.
+    if !diagnosis {
+        if let Ok(program) = std::env::current_exe() {
+            // Its report is its error, in text (not --json's object).
+            let mut args: Vec<std::ffi::OsString> = std::env::args_os()
+                .skip(1)
+                .filter(|a| a != "--json")
+                .collect();
+            args.push("--hang-diagnosis".into());
+            opts.hang_rerun = Some(common::run::HangRerun { program, args });
+        }
+    }
     step_cmd::run(&request, opts)
 }
 
@@ -223,6 +243,8 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         trace_clusters: a.trace.as_ref().map(|_| a.trace_clusters),
         static_check: !a.no_static_check,
         stress: a.stress,
+        hang_diagnosis: a.hang_diagnosis,
+        hang_rerun: None,
     };
     let sim = step_cmd::SimRequest {
         forced: a.sim.sim,

@@ -14,7 +14,7 @@ enum Sub {
     /// Check the checkout, the toolkit, a compile, free disk space, the GPU, cuBLAS and the
     /// clocks. Exit code 0: ready; 1: a check failed; 2: the checks could not run.
     Check {
-        /// One JSON object {"runner", "checks": [{check, status, detail}], "ready"}, e.g. to
+        /// One JSON object {"schema", "runner", "checks": [{check, status, detail}], "ready"}, e.g. to
         /// collect a lab's machines.
         #[arg(long)]
         json: bool,

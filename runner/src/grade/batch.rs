@@ -93,6 +93,20 @@ pub fn grader_for(
             nvdisasm.display().to_string(),
         ));
     }
+    if rubric.measure_shape.is_some() && !opts.compile_only {
+        // The executed requirements count a launch's instructions with CUPTI: found (or
+        // installed) here, as nvdisasm is. None found: every executed row says why.
+        match common::cupti::find_or_install() {
+            Ok(p) => child_env.push((
+                super::executed::CUPTI_ENV.to_string(),
+                p.display().to_string(),
+            )),
+            Err(e) => child_env.push((
+                super::executed::CUPTI_MISSING_ENV.to_string(),
+                format!("{e:#}").lines().next().unwrap_or("").to_string(),
+            )),
+        }
+    }
     let exe = std::env::current_exe().context("cannot find the runner binary")?;
     // One folder per grader (the selftest makes several in one process).
     static GRADERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -296,7 +310,7 @@ pub fn grade_all(
                 bar.inc(1);
                 if write {
                     r.write(
-                        &out.join(super::submission::safe_name(&r.student)),
+                        &out.join(super::submission::report_folder(&r.student)),
                         gradescope,
                     )?;
                 }

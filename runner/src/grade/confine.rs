@@ -62,6 +62,8 @@ pub enum Needs {
     Compiler,
     /// The GPU as well: device files, driver information, the system's libraries.
     Gpu,
+    /// The GPU, and to count a launch's instructions: the CUPTI library's folder and nvdisasm.
+    Measure,
 }
 
 /// Folders (or files) a child may read, for `needs`, that exist here.
@@ -80,7 +82,7 @@ pub fn read_only(needs: Needs, toolkit: &[PathBuf]) -> Vec<PathBuf> {
     ] {
         v.push(PathBuf::from(p));
     }
-    if needs == Needs::Gpu {
+    if needs != Needs::Compiler {
         for p in [
             "/proc/self",
             "/proc/driver/nvidia",
@@ -169,8 +171,11 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
         Ok(PathBeneath::new(fd, access))
     };
     let mut toolkit = toolkit_dirs()?;
-    if needs == Needs::Compiler {
+    if needs != Needs::Gpu {
         toolkit.extend(nvdisasm()?);
+    }
+    if needs == Needs::Measure {
+        toolkit.extend(super::measure::cupti_dir());
     }
     for p in read_only(needs, &toolkit) {
         // A file rule may carry only the rights that apply to files.
@@ -183,7 +188,7 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
             .add_rule(rule(&p, access)?)
             .with_context(|| format!("Landlock: allowing {}", p.display()))?;
     }
-    if needs == Needs::Gpu {
+    if needs != Needs::Compiler {
         for dev in device_files() {
             let access = if dev.is_dir() {
                 AccessFs::from_read(abi)
@@ -228,7 +233,7 @@ mod tests {
 
     #[test]
     fn the_read_only_set_never_holds_etc_home_tmp_or_the_whole_proc() {
-        for needs in [Needs::Compiler, Needs::Gpu] {
+        for needs in [Needs::Compiler, Needs::Gpu, Needs::Measure] {
             let ro = read_only(needs, &[]);
             for p in &ro {
                 for bad in [

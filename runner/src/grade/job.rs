@@ -23,6 +23,8 @@ pub enum Phase {
     Compile,
     /// Run every test on the GPU.
     Run,
+    /// Count the instructions one launch executes (the executed requirements), on the GPU.
+    Measure,
 }
 
 impl Phase {
@@ -31,6 +33,7 @@ impl Phase {
             "probe" => Phase::Probe,
             "compile" => Phase::Compile,
             "run" => Phase::Run,
+            "measure" => Phase::Measure,
             other => bail!("unknown phase {other:?}"),
         })
     }
@@ -39,6 +42,7 @@ impl Phase {
             Phase::Probe => "probe",
             Phase::Compile => "compile",
             Phase::Run => "run",
+            Phase::Measure => "measure",
         }
     }
 }
@@ -108,6 +112,9 @@ pub struct Job {
     /// and the run child that gets this makes one traced launch after its tests.
     #[serde(default)]
     pub trace: Option<TraceJob>,
+    /// The measured launch of a measuring child (its one dtype is `dtypes`).
+    #[serde(default)]
+    pub measure: Option<super::executed::MeasureJob>,
 }
 
 /// The one traced launch of a rubric with trace requirements: public, like a visible test.
@@ -183,6 +190,7 @@ impl Job {
             log_bytes: 16 * 1024,
             disassemble: false,
             trace: None,
+            measure: None,
         }
     }
 
@@ -214,7 +222,9 @@ impl Job {
             launch_seconds: rubric.limits.launch_seconds,
             log_bytes: rubric.limits.log_bytes,
             disassemble: phase == Phase::Compile && !rubric.requirements.is_empty(),
-            trace: TraceJob::for_rubric(rubric).filter(|_| phase != Phase::Probe),
+            trace: TraceJob::for_rubric(rubric)
+                .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
+            measure: None,
         }
     }
 
@@ -419,15 +429,15 @@ points = 10
 seed = 1
 [[requirements]]
 name = "producer"
-points = 5
+points = 0
 trace = "loads-by-producer-only"
 [[requirements]]
 name = "store"
-points = 5
+points = 0
 trace = "dedicated-store-warp"
 [[requirements]]
 name = "producer-again"
-points = 5
+points = 0
 trace = "loads-by-producer-only"
 "#;
 

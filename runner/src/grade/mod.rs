@@ -11,15 +11,18 @@
 //! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
-//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel (proof the
-//!   technique is in it), checked from the compile child's disassembly; [`trace_facts`]: those
-//!   on the warps' trace records (Hopper), checked by the run child's one traced launch.
+//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel, checked
+//!   from the compile child's disassembly; [`executed`]: how often it executed them (proof the
+//!   technique ran), counted by [`measure`]'s child with CUPTI; [`trace_facts`]: facts of the
+//!   warps' own trace records (Hopper, feedback worth no points), from the traced launch.
 
 pub mod batch;
 pub mod confine;
 pub mod diagnostics;
+pub mod executed;
 pub mod integrity;
 pub mod job;
+pub mod measure;
 pub mod policy;
 pub mod report;
 pub mod rubric;
@@ -31,6 +34,7 @@ pub mod trace_facts;
 pub mod vocab;
 pub mod worker;
 
+use crate::outdir::OutDir;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -93,9 +97,10 @@ pub struct GradeArgs {
     /// kernel, the workshop's "grade your twin").
     #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
     pub public_only: bool,
-    /// Gradescope's submission_metadata.json, for the student's identity (default: next to the
-    /// submission folder, or /autograder/submission_metadata.json).
-    #[arg(long, value_name = "JSON")]
+    /// Gradescope's submission_metadata.json, for the student's identity (default, with
+    /// --gradescope: /autograder/submission_metadata.json, where Gradescope puts it, outside the
+    /// submission; a file of that name inside the submission is never read).
+    #[arg(long, value_name = "JSON", env = METADATA_ENV)]
     pub metadata: Option<PathBuf>,
     /// Testing only: skip the include screen, to show the confinement holds on its own.
     #[arg(long, hide = true)]
@@ -135,16 +140,48 @@ pub fn gradescope_student(metadata: &std::path::Path) -> Result<String> {
     Ok(format!("gradescope-{}", ids.join("+")))
 }
 
-/// Where Gradescope's metadata of `submission` is, if anywhere.
-fn find_metadata(submission: &std::path::Path) -> Option<PathBuf> {
-    let beside = submission
-        .canonicalize()
-        .ok()
-        .and_then(|p| p.parent().map(|d| d.join("submission_metadata.json")));
-    beside
-        .into_iter()
-        .chain([PathBuf::from("/autograder/submission_metadata.json")])
-        .find(|p| p.is_file())
+/// Where Gradescope puts a submission's metadata: beside the submission folder
+/// (`/autograder/submission`), which is all the student controls.
+pub const GRADESCOPE_METADATA: &str = "/autograder/submission_metadata.json";
+
+/// The variable that names another trusted place for the metadata (as `--metadata` does).
+pub const METADATA_ENV: &str = "WORKBOOK_GRADESCOPE_METADATA";
+
+/// The file name Gradescope gives its metadata.
+pub const METADATA_NAME: &str = "submission_metadata.json";
+
+/// The student's identity from Gradescope's metadata, read only from a trusted place: `given`
+/// (the instructor's `--metadata` or [`METADATA_ENV`]), else, under `--gradescope`,
+/// [`GRADESCOPE_METADATA`] where that file exists. A metadata file inside the submission folder
+/// is never read: a student who ships one would choose their identity, and with it their
+/// hidden seeds. `Ok(None)`: no trusted metadata.
+pub fn trusted_student(
+    given: Option<&std::path::Path>,
+    gradescope: bool,
+    submission: &std::path::Path,
+) -> Result<Option<String>> {
+    let path = match given {
+        Some(p) => p.to_path_buf(),
+        None if gradescope => {
+            let p = PathBuf::from(GRADESCOPE_METADATA);
+            if !p.is_file() {
+                return Ok(None);
+            }
+            p
+        }
+        None => return Ok(None),
+    };
+    let folder = submission::submission_folder(submission);
+    if let (Ok(meta), Some(folder)) = (path.canonicalize(), folder) {
+        if meta.starts_with(&folder) {
+            bail!(
+                "the metadata {} lies inside the submission folder {}, where the student could write it and so choose their identity: give --student NAME, or keep the metadata outside the submission (as Gradescope does)",
+                path.display(),
+                folder.display()
+            );
+        }
+    }
+    gradescope_student(&path).map(Some)
 }
 
 #[derive(clap::Subcommand)]
@@ -201,21 +238,27 @@ pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
 
 pub fn run(args: GradeArgs) -> Result<ExitCode> {
     if let Some(GradeSub::Merge { dirs, out }) = &args.sub {
-        let reports = report::merge(dirs, out)?;
+        let dir = OutDir::claim(out, "--out")?;
+        for name in report::SUMMARIES {
+            dir.fresh(name)?;
+        }
+        let mut reports = report::gather(dirs)?;
+        dir.create()?;
+        report::write_summary(dir.path(), &mut reports)?;
         println!("{}", report::summary_md(&reports));
         println!("merged {} students into {}", reports.len(), out.display());
         return Ok(ExitCode::SUCCESS);
     }
     if args.selftest {
         let out = match &args.out {
-            Some(out) => out.clone(),
+            Some(out) => OutDir::claim(out, "--out")?,
             None => {
                 let out = default_selftest_out();
                 eprintln!(
                     "selftest: writing into {} (--out DIR to choose)",
                     out.display()
                 );
-                out
+                OutDir::runners(&out, "--out")
             }
         };
         return selftest::run(&out, &args.gpus, args.keep_scratch);
@@ -255,6 +298,14 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
         let subs = batch::class(dir, shard)?;
+        // A folder of the user's takes only new names: every report folder and summary.
+        let out_dir = OutDir::claim(&out, "--out")?;
+        for s in &subs {
+            out_dir.fresh(submission::report_folder(&s.student))?;
+        }
+        for name in report::SUMMARIES {
+            out_dir.fresh(name)?;
+        }
         let grader = batch::grader_for(
             rubric,
             &rubric_path,
@@ -263,6 +314,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             std::slice::from_ref(dir),
             opts,
         )?;
+        out_dir.create()?;
         let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)
             .map_err(suggest_compile_only)?;
         if args.json {
@@ -294,21 +346,25 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         None => (None, None),
     };
     // Hidden seeds follow the student's name: under Gradescope every submission folder is
-    // called "submission", so the name comes from Gradescope's metadata, or --student.
-    let metadata = args.metadata.clone().or_else(|| {
-        (args.gradescope && args.student.is_none() && replay_student.is_none())
-            .then(|| find_metadata(&path))
-            .flatten()
-    });
-    let from_metadata = metadata.as_deref().map(gradescope_student).transpose()?;
+    // called "submission", so the name comes from Gradescope's metadata (from where Gradescope
+    // puts it, never from the submission), or --student.
+    let from_metadata = if args.metadata.is_some()
+        || (args.gradescope && args.student.is_none() && replay_student.is_none())
+    {
+        trusted_student(args.metadata.as_deref(), args.gradescope, &path)?
+    } else {
+        None
+    };
     if args.gradescope
         && args.student.is_none()
         && replay_student.is_none()
         && from_metadata.is_none()
     {
+        let shipped = submission::untrusted_metadata(&path)
+            .map(|p| format!("; the submission's own {} is never read", p.display()))
+            .unwrap_or_default();
         bail!(
-            "--gradescope needs the student's identity: give --student NAME or --metadata submission_metadata.json (none was found beside {} or in /autograder)",
-            path.display()
+            "--gradescope needs the student's identity: give --student NAME, or grade where Gradescope puts its metadata ({GRADESCOPE_METADATA}; --metadata FILE or {METADATA_ENV} names another place outside the submission){shipped}"
         );
     }
     let student = args
@@ -319,6 +375,18 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let rubric = load_rubric()?;
+    // Checked before grading: a folder of the user's takes only new names.
+    let out_dir = match &args.out {
+        Some(out) => {
+            let d = OutDir::claim(out, "--out")?;
+            d.fresh(report::GRADE_FILE)?;
+            if args.gradescope {
+                d.fresh(report::GRADESCOPE_FILE)?;
+            }
+            Some(d)
+        }
+        None => None,
+    };
     let sub = submission::Submission {
         student,
         path: path.clone(),
@@ -347,8 +415,9 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     )
     .map_err(suggest_compile_only)?;
     let r = &reports[0];
-    if let Some(out) = &args.out {
-        r.write(out, args.gradescope)?;
+    if let Some(out) = &out_dir {
+        out.create()?;
+        r.write(out.path(), args.gradescope)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(r)?);

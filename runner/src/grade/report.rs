@@ -96,6 +96,14 @@ pub struct GradeReport {
     /// Points of tests skipped here (e.g. timing without native hardware).
     pub skipped_points: f64,
     pub elapsed_s: f64,
+    /// Seconds from the start of grading to the end of the visible phase (the compile and the
+    /// visible tests' child), before any hidden input existed: the only time a student is shown
+    /// (`execution_time`), so no hidden test can signal through its own duration.
+    #[serde(default)]
+    pub visible_elapsed_s: f64,
+    /// Seconds the hidden tests' child ran (0: none ran): for the instructor only.
+    #[serde(default)]
+    pub hidden_elapsed_s: f64,
     /// Seconds since the Unix epoch when grading started.
     pub started: u64,
     /// The run child's stderr, cut to the log limit.
@@ -140,8 +148,9 @@ impl GradeReport {
         self.flags = flags;
     }
 
-    /// Whether a requirement was skipped: only a trace fact is (compiled only: no traced launch).
-    pub fn trace_skipped(&self) -> bool {
+    /// Whether a requirement was skipped: an executed count (compiled only, or native code that
+    /// does not run on this GPU) or a trace fact (no traced launch).
+    pub fn technique_skipped(&self) -> bool {
         self.tests
             .iter()
             .any(|t| t.kind == Kind::Technique && t.status == Status::Skipped)
@@ -181,20 +190,23 @@ impl GradeReport {
         }
     }
 
-    pub fn best_tflops(&self) -> Option<f64> {
+    /// The best TFLOP/s of the visible tests: what a student may see (a hidden test's speed
+    /// depends on its hidden inputs, so a kernel could encode them in it).
+    pub fn visible_tflops(&self) -> Option<f64> {
         self.tests
             .iter()
+            .filter(|t| t.visibility == Visibility::Visible)
             .filter_map(|t| t.timing.as_ref().map(|x| x.tflops))
             .fold(None, |a, b| Some(a.map_or(b, |a: f64| a.max(b))))
     }
 
     pub fn write(&self, dir: &Path, gradescope: bool) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let p = dir.join("grade.json");
+        let p = dir.join(GRADE_FILE);
         std::fs::write(&p, serde_json::to_vec_pretty(self)?)
             .with_context(|| format!("cannot write {}", p.display()))?;
         if gradescope {
-            let p = dir.join("results.json");
+            let p = dir.join(GRADESCOPE_FILE);
             std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
                 .with_context(|| format!("cannot write {}", p.display()))?;
         }
@@ -226,8 +238,8 @@ impl GradeReport {
             if self.skipped_points > 0.0 && self.gpu.is_none() {
                 format!(
                     " (compiled only: no test ran{}; {:.1} points skipped)",
-                    if self.trace_skipped() {
-                        " and no trace fact was checked, which needs a Hopper GPU"
+                    if self.technique_skipped() {
+                        " and no technique was measured, which needs a GPU"
                     } else {
                         ""
                     },
@@ -279,8 +291,11 @@ impl GradeReport {
 // ---- Gradescope -------------------------------------------------------------------------
 
 /// Gradescope's autograder `results.json`: one entry per test (score, max_score, status,
-/// output, visibility), the compile log as the overall output, TFLOP/s on the leaderboard.
-/// Hidden tests show their outcome and flags, not their details.
+/// output, visibility), the compile log as the overall output, the visible tests' TFLOP/s on the
+/// leaderboard. Nothing a student sees is computed from a hidden input beyond a hidden test's
+/// own score: a hidden test's output is one word (passed, failed or skipped), with no detail
+/// and no flag (a kernel could choose which flag to raise by its hidden inputs), and the time
+/// shown is the visible phase's.
 pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
     let tests: Vec<GradescopeTest> = r
         .tests
@@ -288,18 +303,20 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         .enumerate()
         .map(|(i, t)| {
             let hidden = t.visibility != Visibility::Visible;
-            let mut output = if hidden && t.status != Status::Skipped {
-                lower(&t.status)
+            let output = if hidden {
+                match t.status {
+                    Status::Passed => "passed",
+                    Status::Skipped => "skipped",
+                    _ => "failed",
+                }
+                .to_string()
             } else {
-                t.detail.clone()
-            };
-            for f in &t.flags {
-                if hidden {
-                    output.push_str(&format!("\nflag: {}", f.name));
-                } else {
+                let mut output = t.detail.clone();
+                for f in &t.flags {
                     output.push_str(&format!("\nflag {}: {}", f.name, f.detail));
                 }
-            }
+                output
+            };
             GradescopeTest {
                 name: t.name.clone(),
                 number: format!("{}", i + 1),
@@ -328,8 +345,8 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         output.push_str(&format!(
             "\n\n{:.1} points were skipped: compiled only, no test ran{}.",
             r.skipped_points,
-            if r.trace_skipped() {
-                " and no trace fact was checked"
+            if r.technique_skipped() {
+                " and no technique was measured"
             } else {
                 ""
             }
@@ -345,13 +362,13 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
     }
     GradescopeResults {
         score: r.score,
-        execution_time: r.elapsed_s.round() as u64,
+        execution_time: r.visible_elapsed_s.round() as u64,
         output,
         stdout_visibility: "hidden".into(),
         tests,
         leaderboard: vec![LeaderboardEntry {
             name: "TFLOP/s".into(),
-            value: (r.best_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
+            value: (r.visible_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
             order: "desc".into(),
         }],
     }
@@ -412,12 +429,17 @@ pub fn summary_md(reports: &[GradeReport]) -> String {
     s
 }
 
+/// A report's file, Gradescope's file, and a batch's two summaries.
+pub const GRADE_FILE: &str = "grade.json";
+pub const GRADESCOPE_FILE: &str = "results.json";
+pub const SUMMARIES: [&str; 2] = ["summary.csv", "summary.md"];
+
 /// Write `summary.csv` and `summary.md` for `reports` (sorted by student) into `dir`.
 pub fn write_summary(dir: &Path, reports: &mut [GradeReport]) -> Result<()> {
     reports.sort_by(|a, b| a.student.cmp(&b.student));
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(dir.join("summary.csv"), summary_csv(reports)?)?;
-    std::fs::write(dir.join("summary.md"), summary_md(reports))?;
+    std::fs::write(dir.join(SUMMARIES[0]), summary_csv(reports)?)?;
+    std::fs::write(dir.join(SUMMARIES[1]), summary_md(reports))?;
     Ok(())
 }
 
@@ -441,8 +463,26 @@ pub fn collect(dir: &Path) -> Result<Vec<(PathBuf, GradeReport)>> {
     Ok(found)
 }
 
-/// `runner grade merge`: the summaries of several output folders (e.g. one per shard).
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
+/// The students a batch's `summary.csv` in `dir` lists, if it has one.
+fn summary_students(dir: &Path) -> Result<Option<Vec<String>>> {
+    let path = dir.join(SUMMARIES[0]);
+    if !path.is_file() {
+        return Ok(None);
+    }
+    let mut rd =
+        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut students = Vec::new();
+    for row in rd.records() {
+        let row = row.with_context(|| format!("{} is not a summary", path.display()))?;
+        students.push(row.get(0).unwrap_or_default().to_string());
+    }
+    Ok(Some(students))
+}
+
+/// `runner grade merge`: the reports of several output folders (e.g. one per shard), checked:
+/// every student once, one rubric, and every student a folder's `summary.csv` lists found in it
+/// (a folder that lost a report is refused, naming the students missing).
+pub fn gather(dirs: &[PathBuf]) -> Result<Vec<GradeReport>> {
     let mut reports: Vec<GradeReport> = Vec::new();
     let mut from: Vec<PathBuf> = Vec::new();
     for d in dirs {
@@ -452,6 +492,31 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
                 "{} holds no grade.json (neither in it nor in its subfolders)",
                 d.display()
             );
+        }
+        if let Some(mut listed) = summary_students(d)? {
+            let mut held: Vec<String> = found.iter().map(|(_, r)| r.student.clone()).collect();
+            listed.sort();
+            held.sort();
+            if listed != held {
+                let apart = |a: &[String], b: &[String]| -> Vec<String> {
+                    a.iter().filter(|s| !b.contains(s)).cloned().collect()
+                };
+                let (missing, extra) = (apart(&listed, &held), apart(&held, &listed));
+                let mut why = Vec::new();
+                if !missing.is_empty() {
+                    why.push(format!("missing: {}", missing.join(", ")));
+                }
+                if !extra.is_empty() {
+                    why.push(format!("not in the summary: {}", extra.join(", ")));
+                }
+                bail!(
+                    "{} lists {} students in summary.csv but holds {} grade.json ({}): regrade the folder into a new one (its reports were overwritten, removed, or left from another batch)",
+                    d.display(),
+                    listed.len(),
+                    held.len(),
+                    why.join("; ")
+                );
+            }
         }
         for (path, r) in found {
             if let Some(i) = reports.iter().position(|o| o.student == r.student) {
@@ -477,7 +542,6 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
             from.push(path);
         }
     }
-    write_summary(out, &mut reports)?;
     Ok(reports)
 }
 
@@ -619,6 +683,8 @@ pub mod tests {
             max_score: 0.0,
             skipped_points: 0.0,
             elapsed_s: 12.34,
+            visible_elapsed_s: 4.6,
+            hidden_elapsed_s: 7.5,
             started: 0,
             worker_log: String::new(),
             gpu_after: Some("usable".into()),
@@ -644,7 +710,8 @@ pub mod tests {
         // Checked as the JSON Gradescope reads.
         let v = serde_json::to_value(gradescope_results(&sample("bob", Some(0.87)))).unwrap();
         assert_eq!(v["score"], 18.0);
-        assert_eq!(v["execution_time"], 12);
+        // The visible phase's time, never the hidden tests' (12.34 s in all).
+        assert_eq!(v["execution_time"], 5);
         let tests = v["tests"].as_array().unwrap();
         assert_eq!(tests.len(), 3);
         for t in tests {
@@ -655,16 +722,21 @@ pub mod tests {
         assert_eq!(tests[0]["status"], "passed");
         assert_eq!(tests[1]["status"], "failed");
         assert_eq!(tests[1]["visibility"], "after_published");
-        let hidden_out = tests[1]["output"].as_str().unwrap();
-        assert!(
-            hidden_out.contains("flag: stale-output") && !hidden_out.contains("secret details")
-        );
+        // A hidden test says passed or failed, nothing its run computed: no detail, no flag.
+        assert_eq!(tests[1]["output"], "failed");
         assert!(
             !v.to_string().contains("\"seeds\""),
             "seeds never reach students"
         );
         assert_eq!(v["leaderboard"][0]["name"], "TFLOP/s");
         assert_eq!(v["leaderboard"][0]["value"], 512.3);
+        // A hidden test's speed never reaches the leaderboard (its time could carry its inputs).
+        let mut h = sample("bob", Some(0.87));
+        h.tests[2].visibility = Visibility::Hidden;
+        let hv = serde_json::to_value(gradescope_results(&h)).unwrap();
+        assert_eq!(hv["leaderboard"][0]["value"], 0.0);
+        assert_eq!(hv["tests"][2]["output"], "passed");
+        assert!(!hv.to_string().contains("TFLOP/s ("), "{hv}");
         let skipped = serde_json::to_value(gradescope_results(&sample("alice", None))).unwrap();
         let t = &skipped["tests"][2];
         assert_eq!(t["max_score"], 0.0);
@@ -702,6 +774,12 @@ pub mod tests {
         );
     }
 
+    fn merge(dirs: &[PathBuf], out: &Path) -> Result<Vec<GradeReport>> {
+        let mut reports = gather(dirs)?;
+        write_summary(out, &mut reports)?;
+        Ok(reports)
+    }
+
     #[test]
     fn merge_joins_shards_and_refuses_duplicates() {
         let root = std::env::temp_dir().join(format!("grade-merge-{}", std::process::id()));
@@ -729,6 +807,20 @@ pub mod tests {
             .unwrap();
         let e = merge(&[root.join("s0"), root.join("s1")], &root.join("all")).unwrap_err();
         assert!(e.to_string().contains("graded twice"), "{e}");
+        // A shard whose summary lists a student whose report is gone is refused.
+        std::fs::remove_dir_all(root.join("s1/alice")).unwrap();
+        let mut s0: Vec<GradeReport> = ["alice", "carol", "erin"]
+            .iter()
+            .map(|s| sample(s, Some(0.9)))
+            .collect();
+        write_summary(&root.join("s0"), &mut s0).unwrap();
+        let e = merge(&[root.join("s0"), root.join("s1")], &root.join("all"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("lists 3 students in summary.csv but holds 2 grade.json (missing: erin)"),
+            "{e}"
+        );
         assert!(merge(&[root.join("nothing")], &root.join("x")).is_err());
         let _ = std::fs::remove_dir_all(&root);
     }

@@ -39,25 +39,34 @@
 //! suspicious_above = 1.25      # flag a kernel faster than 1.25 x cuBLAS
 //! bands = [{ ratio = 0.9, fraction = 1.0 }, { ratio = 0.5, fraction = 0.5 }, { ratio = 0.0, fraction = 0.1 }]
 //!
-//! [[requirements]]             # proof the technique is in the kernel (see `technique`)
-//! name = "2-CTA MMA"
+//! [[requirements]]             # proof the technique ran (see `executed`)
+//! name = "tma-multicast"
 //! points = 20
-//! sass = "UTCHMMA.2CTA"        # an opcode and modifiers it must carry, in any order
-//! min = 1                      # at least this many in gemm_kernel (default 1)
-//! max = 64                     # optional: at most this many (max = 0 forbids it)
-//! why = "tcgen05.mma.cta_group::2"  # shown to the student with the verdict
+//! executed = "UTMALDG.MULTICAST"  # an opcode and modifiers it must carry, in any order
+//! per = "cta-k-block"          # launch, cta-k-block, cluster-k-block, cta-tile, cluster-tile,
+//!                              # c-box: counted from the step's tile facts at the measured shape
+//! at_least = 1                 # executions per `per` (default 1); at_most caps them
+//! why = "cp.async.bulk.tensor .multicast::cluster"  # shown to the student with the verdict
+//!
+//! [[requirements]]             # the old form: in the binary (min/max, in gemm_kernel) and,
+//! name = "no-local-memory"     # with min >= 1, executed min times in the measured launch;
+//! points = 5                   # max alone is a ban, checked on the binary
+//! sass = "LDL"
+//! max = 0
 //!
 //! [[requirements]]             # Hopper (sm_90a) only: a fact of the warps' trace records
 //! name = "store-warp"
-//! points = 10
+//! points = 0                   # always 0: feedback (the kernel writes the records itself)
 //! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `trace_facts`)
 //! why = "a warp that never multiplies ships every tile"
 //! ```
 //!
-//! A `trace` requirement is checked on a Hopper GPU by one traced launch of the f16 build with
-//! `-DWB_TRACE=1`, at [`trace_shape`], after the tests and never timed; `--compile-only` reports
-//! it skipped. The records are the submission's own writing, so a hostile kernel can forge them:
-//! give a fact fewer points than, and pair it with, a `sass` requirement.
+//! An executed requirement is measured by the grader: one launch per dtype build at
+//! [`super::executed::measure_shape`], in a child of its own after the tests, never timed, its
+//! output verified; `--compile-only` reports it skipped. A `trace` requirement is checked on a
+//! Hopper GPU by one traced launch of the f16 build with `-DWB_TRACE=1`, at [`trace_shape`];
+//! the records are the submission's own writing, which a hostile kernel can forge, so a trace
+//! fact earns no points: it tells an honest student what their warps did.
 
 use super::technique::{Requirement, RequirementSpec, TraceRequirement};
 pub use super::vocab::check_name;
@@ -226,8 +235,10 @@ pub struct Rubric {
     /// Parameter overrides as `NAME=VALUE`.
     pub params: Vec<String>,
     pub tests: Vec<Test>,
-    /// What the launched kernel's SASS must hold (reported after the tests).
+    /// What the launched kernel's SASS must hold and execute (reported after the tests).
     pub requirements: Vec<Requirement>,
+    /// The shape of the measured launches of the executed requirements, if any.
+    pub measure_shape: Option<Shape>,
     /// What the warps' trace records must show (Hopper; reported after the SASS ones).
     pub trace_requirements: Vec<TraceRequirement>,
     /// The shape of the one traced launch that checks them ([`trace_shape`]).
@@ -348,6 +359,13 @@ impl Rubric {
                 continue;
             }
             let req = q.resolve().with_context(context)?;
+            if let Some(e) = &req.executed {
+                // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
+                // mistake, said now.
+                let s = super::executed::measure_shape(&spec)
+                    .context("the measured launch of the executed requirements")?;
+                e.bounds(&spec.shape(), s).with_context(context)?;
+            }
             if used(&req.name) {
                 bail!("requirements[{i}]: the name {:?} is used twice", req.name);
             }
@@ -358,6 +376,11 @@ impl Rubric {
         } else {
             Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
         };
+        let measure_shape = if requirements.iter().any(|q| q.executed.is_some()) {
+            Some(super::executed::measure_shape(&spec)?)
+        } else {
+            None
+        };
         Ok(Rubric {
             name: file.name,
             step: file.step,
@@ -366,6 +389,7 @@ impl Rubric {
             params,
             tests,
             requirements,
+            measure_shape,
             trace_requirements,
             trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
@@ -671,7 +695,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         assert!(err(&with("points = 15", "points = 15\nmin = 0")).contains("requires nothing"));
         assert!(err(&with("name = \"multicast\"", "name = \"small\"")).contains("used twice"));
         assert!(err(&with("sass =", "trac =")).contains("unknown field"));
-        assert!(err(&with("sass = \"UTMALDG.MULTICAST\"\n", "")).contains("give sass"));
+        assert!(err(&with("sass = \"UTMALDG.MULTICAST\"\n", "")).contains("give executed = "));
         assert!(err(&with("points = 15", "points = 15\nmin = \"two\"")).contains("invalid type"));
         let kind = GOOD.replacen("kind = \"correctness\"", "kind = \"technique\"", 1);
         assert!(err(&kind).contains("[[requirements]] entry"));
@@ -680,15 +704,19 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
     #[test]
     fn trace_requirements_name_a_known_fact_on_hopper() {
         let sass = "sass = \"UTMALDG.MULTICAST\"";
-        let with = |to: &str| format!("{GOOD}{}", REQ.replacen(sass, to, 1));
+        let zero = REQ.replacen("points = 15", "points = 0", 1);
+        let with = |to: &str| format!("{GOOD}{}", zero.replacen(sass, to, 1));
         let fact = "trace = \"dedicated-store-warp\"";
+        // Points on a fact the kernel's own records decide: refused, with the reason.
+        let e = err(&format!("{GOOD}{}", REQ.replacen(sass, fact, 1)));
+        assert!(e.contains("points = 0") && e.contains("forge"), "{e}");
         // Well formed on a Hopper rubric: accepted, with the shape of its one traced launch
         // (step 0's twin: 128 x 128 tiles, 64-wide k-blocks).
         let r = Rubric::parse(&with(fact)).unwrap();
         assert!(r.requirements.is_empty());
         assert_eq!(r.trace_requirements.len(), 1);
         let q = &r.trace_requirements[0];
-        assert_eq!((q.name.as_str(), q.points), ("multicast", 15.0));
+        assert_eq!((q.name.as_str(), q.points), ("multicast", 0.0));
         assert_eq!(q.fact, super::super::trace_facts::Fact::DedicatedStoreWarp);
         assert_eq!(
             r.trace_shape,
@@ -702,12 +730,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         // Next to a SASS requirement, under its own name.
         let both = format!(
             "{GOOD}{REQ}{}",
-            REQ.replacen(sass, fact, 1)
+            zero.replacen(sass, fact, 1)
                 .replacen("\"multicast\"", "\"store-warp\"", 1)
         );
         let r = Rubric::parse(&both).unwrap();
         assert_eq!((r.requirements.len(), r.trace_requirements.len()), (1, 1));
-        assert!(err(&format!("{GOOD}{REQ}{}", REQ.replacen(sass, fact, 1))).contains("used twice"));
+        assert!(err(&format!("{GOOD}{REQ}{}", zero.replacen(sass, fact, 1))).contains("used twice"));
         assert!(
             err(&with("trace = \"loads-by-producer-only\"\nname2 = 1")).contains("unknown field")
         );
@@ -716,7 +744,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
             e.contains("requirements[0]") && e.contains("unknown trace fact"),
             "{e}"
         );
-        assert!(err(&with(&format!("{sass}\n{fact}"))).contains("either sass or trace"));
+        assert!(err(&with(&format!("{sass}\n{fact}"))).contains("one of executed, sass or trace"));
         assert!(err(&with(&format!("{fact}\nmin = 2"))).contains("a trace fact holds or not"));
         // Blackwell: one clear error (the rubric, the requirement, why).
         let blackwell = with(fact).replacen("arch = \"sm_90a\"", "arch = \"sm_100a\"", 1);
@@ -724,6 +752,63 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         assert_eq!(
             e,
             "requirements[0] (\"multicast\"): trace facts are checked on Hopper (sm_90a) rubrics only"
+        );
+    }
+
+    #[test]
+    fn executed_requirements_parse_and_old_sass_ones_need_executions_too() {
+        let exec = "\n[[requirements]]\nname = \"multicast\"\npoints = 20\nexecuted = \"UTMALDG.MULTICAST\"\nper = \"cta-k-block\"\n";
+        let r = Rubric::parse(&format!("{GOOD}{exec}")).unwrap();
+        let q = &r.requirements[0];
+        let e = q.executed.as_ref().unwrap();
+        assert_eq!(
+            (e.per, e.at_least, e.at_most),
+            (super::super::executed::Unit::CtaKBlock, 1, None)
+        );
+        // In the binary at least once (or it cannot have executed).
+        assert_eq!((q.min, q.max), (1, None));
+        // Measured at two cluster tiles by two, eight k-blocks (step 0: 128 x 128 x 64).
+        assert_eq!(
+            r.measure_shape,
+            Some(Shape {
+                m: 256,
+                n: 256,
+                k: 512
+            })
+        );
+        // The old form: present, and executed `min` times in the launch.
+        let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
+        let e = r.requirements[0].executed.as_ref().unwrap();
+        assert_eq!(
+            (e.per, e.at_least),
+            (super::super::executed::Unit::Launch, 1)
+        );
+        assert!(r.measure_shape.is_some());
+        // A ban stays a static check: absent from the binary, never executed.
+        let ban = REQ.replacen("points = 15", "points = 15\nmax = 0", 1);
+        let r = Rubric::parse(&format!("{GOOD}{ban}")).unwrap();
+        assert!(r.requirements[0].executed.is_none() && r.measure_shape.is_none());
+        // Mistakes, each named.
+        let with = |from: &str, to: &str| format!("{GOOD}{}", exec.replacen(from, to, 1));
+        assert!(err(&with("cta-k-block", "per-tile")).contains("one of launch, cta-k-block"));
+        assert!(err(&with("points = 20", "points = 20\nmin = 2")).contains("at_least and at_most"));
+        assert!(err(&with(
+            "points = 20",
+            "points = 20\nat_least = 3\nat_most = 2"
+        ))
+        .contains("at_least (3) is above at_most (2)"));
+        assert!(err(&with("points = 20", "points = 20\nat_least = 0")).contains("requires nothing"));
+        assert!(err(&with("points = 20", "points = 20\nsass = \"HGMMA\""))
+            .contains("one of executed, sass or trace"));
+        assert!(err(&format!(
+            "{GOOD}{}",
+            REQ.replacen("points = 15", "points = 15\nper = \"launch\"", 1)
+        ))
+        .contains("belong to executed"));
+        let e = err(&with("UTMALDG.MULTICAST", "utmaldg"));
+        assert!(
+            e.contains("requirements[0]") && e.contains("upper-case SASS opcode"),
+            "{e}"
         );
     }
 }

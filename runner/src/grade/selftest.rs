@@ -8,6 +8,7 @@ use super::job::Status;
 use super::report::{CompileStatus, GradeReport};
 use super::rubric::Rubric;
 use super::submission::Submission;
+use crate::outdir::OutDir;
 use crate::results::{GradeSelftest, GradeSelftestRow};
 use anyhow::{anyhow, bail, Context, Result};
 use common::mutation;
@@ -42,6 +43,12 @@ pub const RUBRICS: &[(&str, &str)] = &[
     ),
 ];
 
+/// Testing only: a comma-separated list of the parts to grade (`class`: the step-0 class and
+/// the cheats graded apart; otherwise a group's label, as `step3-hopper-rubric` or
+/// `step0-blackwell`), the others skipped: how `gpu/grade-executed.sh` grades the technique
+/// cases first, quickly, with their scratch folders kept.
+pub const ONLY_ENV: &str = "WORKBOOK_GRADE_SELFTEST_ONLY";
+
 /// The demonstration secret of the selftest: the hidden tests run as they would for a class,
 /// with seeds anyone can reproduce. Never use it for a real class.
 const SELFTEST_SECRET: &str = "workbook selftest secret: not a secret";
@@ -53,8 +60,10 @@ pub struct Cheat {
     /// The attack it stands for (see [`CLASSES`]).
     pub class: String,
     pub does: String,
+    #[serde(default)]
     pub caught_as: String,
-    /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml.
+    /// "blackwell": an edit of step 0's Blackwell kernel, graded by step3-blackwell.toml;
+    /// "step3-hopper" or "step5-hopper": of that step's Hopper twin, graded by its rubric.
     #[serde(default)]
     pub base: Option<String>,
     /// false: graded with the include screen off, so the confinement alone must stop it.
@@ -73,6 +82,20 @@ pub struct Cheat {
     /// Graded with this compile limit instead of the rubric's.
     #[serde(default)]
     pub compile_seconds: Option<u64>,
+    /// An honest control, not a cheat: full marks, no flag (`caught_as` is empty).
+    #[serde(default)]
+    pub honest: bool,
+    /// Files written beside the kernel in its submission folder (name -> text).
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
+    /// What a student sees of the hidden tests must be one word each, and of time the visible
+    /// phase's.
+    #[serde(default)]
+    pub hidden_quiet: bool,
+    /// The hidden run must take at least this long, none of it in the time a student sees
+    /// (with an empty `caught_as`: no flag at all).
+    #[serde(default)]
+    pub hidden_spin_s: Option<f64>,
     edit: Vec<common::edits::Edit>,
 }
 
@@ -106,17 +129,59 @@ pub const CLASSES: &[&str] = &[
     "input-modification",
     "hang",
     "changes-when-timed",
+    "technique-not-executed",
+    "forged-trace",
+    "identity",
+    "hidden-to-visible",
+    "timing-channel",
+    "honest-control",
 ];
+
+/// The Hopper twins other than step 0's that cheats edit (`base = "stepN-hopper"`), each graded
+/// by its own rubric.
+pub const HOPPER_BASES: &[(u32, &str, &str)] = &[
+    (3, "step3-hopper", "step3-hopper.toml"),
+    (5, "step5-hopper", "step5-hopper.toml"),
+];
+
+/// A cheat whose `caught_as` is `unrewarded:NAME` forges what requirement NAME reads, and must
+/// earn nothing by it ([`Expect::Unrewarded`]).
+pub const UNREWARDED: &str = "unrewarded:";
 
 impl Cheat {
     pub fn blackwell(&self) -> bool {
         self.base.as_deref() == Some("blackwell")
     }
+    /// The step of the Hopper twin it edits, when that is not step 0's.
+    pub fn hopper_step(&self) -> Option<u32> {
+        HOPPER_BASES
+            .iter()
+            .find(|(_, name, _)| self.base.as_deref() == Some(*name))
+            .map(|(n, _, _)| *n)
+    }
+    /// The step whose kernel it edits.
+    #[cfg(test)]
+    pub fn step(&self) -> u32 {
+        self.hopper_step().unwrap_or(0)
+    }
+    /// The stock kernel it edits.
+    pub fn base_text(&self) -> Result<&'static str> {
+        match self.hopper_step() {
+            Some(n) => Ok(runner::steps::get(n)?.info().kernel(Arch::Hopper).text),
+            None => cheat_base(self.blackwell()),
+        }
+    }
     /// Graded apart from the step-0 class: its own grader options or rubric.
     pub fn apart(&self) -> bool {
-        !self.screen || self.compile_seconds.is_some() || self.blackwell()
+        !self.screen || self.compile_seconds.is_some() || self.base.is_some()
     }
     fn expect(&self, secret: &Path) -> Expect {
+        if self.honest {
+            return Expect::FullMarks;
+        }
+        if let Some(name) = self.caught_as.strip_prefix(UNREWARDED) {
+            return Expect::Unrewarded(name.to_string());
+        }
         Expect::Caught(Catch {
             flag: self.caught_as.clone(),
             costs_points: self.costs_points,
@@ -125,6 +190,8 @@ impl Cheat {
                 .protect
                 .as_ref()
                 .map(|p| PathBuf::from(p.replace(SECRET_MARK, &secret.to_string_lossy()))),
+            hidden_quiet: self.hidden_quiet,
+            hidden_spin_s: self.hidden_spin_s,
         })
     }
 }
@@ -144,6 +211,13 @@ impl Suite {
     pub fn load() -> Result<Suite> {
         let file: CheatFile = toml::from_str(CHEATS).context("tests/cheats/cheats.toml")?;
         for c in &file.cheat {
+            if c.base.is_some() && !c.blackwell() && c.hopper_step().is_none() {
+                bail!(
+                    "tests/cheats/cheats.toml: cheat {} has base {:?}: \"blackwell\", \"step3-hopper\" or \"step5-hopper\"",
+                    c.name,
+                    c.base
+                );
+            }
             if !CLASSES.contains(&c.class.as_str()) {
                 bail!(
                     "tests/cheats/cheats.toml: cheat {} has class {:?}, not one of {}",
@@ -162,7 +236,7 @@ impl Suite {
     /// The cheat as a complete kernel: its stock kernel with the cheat's edits, `@SECRET@`
     /// replaced by `secret`.
     pub fn kernel(&self, cheat: &Cheat, secret: &Path) -> Result<String> {
-        let base = cheat_base(cheat.blackwell())?;
+        let base = cheat.base_text()?;
         let k = common::edits::apply(&cheat.name, base, &cheat.edit, &self.file.snippets)?;
         Ok(k.replace(SECRET_MARK, &secret.to_string_lossy()))
     }
@@ -225,12 +299,16 @@ pub fn write_class(dir: &Path, secret: &Path) -> Result<Vec<Case>> {
     )?;
     let suite = Suite::load()?;
     for c in suite.cheats().iter().filter(|c| !c.apart()) {
+        let name = format!("cheat-{}", c.name);
         put(
-            &format!("cheat-{}", c.name),
+            &name,
             Some(&suite.kernel(c, secret)?),
             &format!("[{}] {}", c.class, c.does),
             c.expect(secret),
         )?;
+        for (file, text) in &c.files {
+            std::fs::write(dir.join(&name).join(file), text)?;
+        }
     }
     Ok(cases)
 }
@@ -296,6 +374,19 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
         }
         Expect::Flag(f) => r.flags.contains(f) && r.score < r.max_score,
         Expect::Rejected => r.compile.status == CompileStatus::Rejected && r.score == 0.0,
+        Expect::Unrewarded(name) => {
+            let tests_pass = ran
+                .iter()
+                .filter(|t| t.kind != super::rubric::Kind::Technique)
+                .all(|t| t.status == Status::Passed);
+            let worthless = r.tests.iter().any(|t| {
+                t.kind == super::rubric::Kind::Technique
+                    && t.name == *name
+                    && t.points == 0.0
+                    && t.score == 0.0
+            });
+            tests_pass && worthless && r.compile.status == CompileStatus::Ok
+        }
         Expect::Caught(c) => {
             let visible_ok = !c.visible_pass
                 || r.tests
@@ -319,7 +410,26 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
             }
             // A flood's log is cut to the cap (plus the note of the cut).
             let capped = c.flag != "log-flood" || r.worker_log.len() <= log_cap + 256;
-            r.flags.contains(&c.flag)
+            // What Gradescope shows the student: one word per hidden test, the visible time.
+            let shown = super::report::gradescope_results(r);
+            let quiet = !c.hidden_quiet
+                || (shown
+                    .tests
+                    .iter()
+                    .filter(|t| t.visibility != super::rubric::Visibility::Visible)
+                    .all(|t| matches!(t.output.as_str(), "passed" | "failed" | "skipped"))
+                    && shown.execution_time == r.visible_elapsed_s.round() as u64);
+            let spun = c.hidden_spin_s.is_none_or(|s| {
+                r.hidden_elapsed_s >= s && shown.execution_time as f64 + s <= r.elapsed_s + 1.0
+            });
+            let flagged = if c.flag.is_empty() {
+                r.flags.is_empty()
+            } else {
+                r.flags.contains(&c.flag)
+            };
+            flagged
+                && quiet
+                && spun
                 && (!c.costs_points || r.score < r.max_score)
                 && visible_ok
                 && leaked.is_empty()
@@ -329,11 +439,67 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
     (ok, outcome)
 }
 
+/// Every GPU of the pool answers the grader's probe and is healthy: checked before the
+/// selftest writes anything.
+fn probe_gpus(gpus: &[usize]) -> Result<()> {
+    let rubric = Rubric::parse(
+        RUBRICS
+            .iter()
+            .find(|(n, _)| *n == "step0-hopper.toml")
+            .map(|(_, t)| *t)
+            .ok_or_else(|| anyhow!("no rubric step0-hopper.toml"))?,
+    )?;
+    // A grader that compiles only needs no secret; its probe is the one grading runs.
+    let prober = grader_for(
+        rubric,
+        Path::new("step0-hopper.toml"),
+        None,
+        None,
+        &[],
+        super::batch::Options {
+            compile_only: true,
+            ..Default::default()
+        },
+    )?;
+    for d in super::batch::default_gpus(gpus) {
+        let env = prober.probe(d)?;
+        if !env.healthy {
+            bail!(
+                "GPU {d} ({}) fails its health check: {}",
+                env.name,
+                env.health_detail
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A label, its rubric, and its submissions with what each must come to.
 type Group = (String, Rubric, Vec<(Submission, Case)>);
 
-pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+/// Everything the selftest writes at the top of its folder.
+pub const WRITES: [&str; 10] = [
+    "rubrics",
+    "selftest-secret.txt",
+    "class",
+    "class-grades",
+    "cheat-groups",
+    "cheat-grades",
+    "stock",
+    "stock-grades",
+    "selftest.json",
+    "selftest.md",
+];
+
+/// Run the selftest into `out`: checked first (a folder of the user's takes only new names, so
+/// nothing of theirs is replaced or deleted), then the GPUs, and only then written.
+pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
+    for name in WRITES {
+        out.fresh(name)?;
+    }
+    probe_gpus(gpus)?;
+    out.create()?;
+    let out = out.path();
     let rubric_dir = out.join("rubrics");
     std::fs::create_dir_all(&rubric_dir)?;
     for (name, text) in RUBRICS {
@@ -353,10 +519,19 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             .ok_or_else(|| anyhow!("no rubric {name}"))
     };
 
+    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
+    let only: Option<Vec<String>> = std::env::var(ONLY_ENV)
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let wanted = |label: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == label));
+
     // 1. The class of the step-0 rubric: stock, seeded bug, cheats.
     let class_dir = out.join("class");
     let _ = std::fs::remove_dir_all(&class_dir);
     let mut cases = write_class(&class_dir, &secret_file)?;
+    if !wanted("class") {
+        cases.clear();
+    }
     let class_rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
     for c in &mut cases {
         c.written = out.join("class-grades");
@@ -374,11 +549,14 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
         },
     )?;
     let subs = super::batch::class(&class_dir, None)?;
-    eprintln!(
-        "selftest: grading {} submissions of the step-0 class",
-        subs.len()
-    );
-    let mut reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
+    let mut reports = Vec::new();
+    if wanted("class") {
+        eprintln!(
+            "selftest: grading {} submissions of the step-0 class",
+            subs.len()
+        );
+        reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
+    }
 
     // 1b. The cheats graded apart, one grading each: with the include screen off (the
     // confinement alone must hold), or with a shorter compile limit.
@@ -386,7 +564,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
     for c in suite
         .cheats()
         .iter()
-        .filter(|c| c.apart() && !c.blackwell())
+        .filter(|c| c.apart() && c.base.is_none() && wanted("class"))
     {
         let name = format!("cheat-{}", c.name);
         let dir = out.join("cheat-groups").join(&c.name);
@@ -462,6 +640,60 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             )],
         ));
     }
+    // 2b. Steps 3 and 5's twins under their own rubrics (without the speed test, which grades
+    // speed, not the grader), with the cheats on their techniques: the stock twin earns every
+    // executed requirement, a cheat whose technique is dead code or forged records earns none.
+    for (n, base, rubric_name) in HOPPER_BASES {
+        let label = format!("step{n}-hopper-rubric");
+        let mut subs = Vec::new();
+        let mut add = |name: String, text: String, what: String, expect: Expect| -> Result<()> {
+            let d = stock_dir.join(&name);
+            std::fs::create_dir_all(&d)?;
+            std::fs::write(d.join("kernel.cu"), text)?;
+            subs.push((
+                Submission {
+                    student: name.clone(),
+                    path: d,
+                },
+                Case {
+                    name,
+                    rubric: format!("{rubric_name} (no speed test)"),
+                    what,
+                    expect,
+                    written: out.join("stock-grades").join(&label),
+                    log_cap: 0,
+                },
+            ));
+            Ok(())
+        };
+        add(
+            format!("step{n}-hopper-own-rubric"),
+            runner::steps::get(*n)?
+                .info()
+                .kernel(Arch::Hopper)
+                .text
+                .to_string(),
+            format!("step {n}'s Hopper twin as shipped, under {rubric_name}"),
+            Expect::FullMarks,
+        )?;
+        for c in suite
+            .cheats()
+            .iter()
+            .filter(|c| c.base.as_deref() == Some(*base))
+        {
+            add(
+                format!("cheat-{}", c.name),
+                suite.kernel(c, &secret_file)?,
+                format!("[{}] {}", c.class, c.does),
+                c.expect(&secret_file),
+            )?;
+        }
+        let mut rubric = Rubric::parse(rubric_text(rubric_name)?)?;
+        rubric
+            .tests
+            .retain(|t| t.kind != super::rubric::Kind::Performance);
+        groups.push((label, rubric, subs));
+    }
     let bw = rubric_text("step3-blackwell.toml")?;
     for n in [0u32, 3] {
         let info = runner::steps::get(n)?.info();
@@ -521,7 +753,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             subs,
         ));
     }
-    for (label, rubric, subs) in groups {
+    for (label, rubric, subs) in groups.into_iter().filter(|(l, _, _)| wanted(l)) {
         eprintln!("selftest: grading {label}");
         let paths: Vec<PathBuf> = subs.iter().map(|(s, _)| s.path.clone()).collect();
         let g = grader_for(
@@ -587,6 +819,7 @@ pub fn run(out: &Path, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
             Expect::Fails => "fails".to_string(),
             Expect::Flag(f) => format!("flag {f}"),
             Expect::Rejected => "refused".to_string(),
+            Expect::Unrewarded(name) => format!("tests pass, {name} worth no points"),
             Expect::Caught(c) => {
                 let mut s = format!("flag {}", c.flag);
                 if c.visible_pass {
@@ -647,10 +880,26 @@ mod tests {
                 c.name,
                 c.class
             );
-            assert!(!c.does.is_empty() && !c.caught_as.is_empty());
+            assert!(!c.does.is_empty());
+            assert_eq!(
+                c.caught_as.is_empty(),
+                c.honest || c.hidden_spin_s.is_some(),
+                "{}: caught_as is empty exactly for an honest control or a timing case",
+                c.name
+            );
             assert!(
-                c.base.is_none() || c.blackwell(),
-                "{}: base is \"blackwell\" or nothing",
+                !c.honest || c.class == "honest-control",
+                "{}: honest controls have their class",
+                c.name
+            );
+            assert!(
+                c.files.is_empty() || !c.apart(),
+                "{}: extra files only in the step-0 class",
+                c.name
+            );
+            assert!(
+                c.base.is_none() || c.blackwell() || c.hopper_step().is_some(),
+                "{}: base is \"blackwell\", a Hopper twin of HOPPER_BASES or nothing",
                 c.name
             );
         }
@@ -667,12 +916,7 @@ mod tests {
         let suite = Suite::load().unwrap();
         for c in suite.cheats() {
             let k = suite.kernel(c, &secret()).unwrap();
-            assert_ne!(
-                k,
-                cheat_base(c.blackwell()).unwrap(),
-                "{} edits nothing",
-                c.name
-            );
+            assert_ne!(k, c.base_text().unwrap(), "{} edits nothing", c.name);
             assert!(k.contains("gemm_kernel"));
             assert!(!k.contains(SECRET_MARK), "{}", c.name);
             let screened = super::super::policy::check(&k).and_then(|()| {
@@ -710,16 +954,21 @@ mod tests {
         // includes in the confined child) and the compile bomb (the same test stops one at a
         // short compile limit).
         let suite = Suite::load().unwrap();
-        let spec = common::step::KernelSpec::new(runner::steps::get(0).unwrap(), Arch::Hopper);
         for c in suite.cheats().iter().filter(|c| {
             c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
         }) {
+            let (arch, target) = if c.blackwell() {
+                (Arch::Blackwell, common::Target::Sm100a)
+            } else {
+                (Arch::Hopper, common::Target::Sm90a)
+            };
+            let spec = common::step::KernelSpec::new(runner::steps::get(c.step()).unwrap(), arch);
             let src = common::compile::KernelSource {
                 path: "kernel.cu".into(),
                 text: suite.kernel(c, &secret()).unwrap(),
             };
             for dtype in [common::Dtype::F16, common::Dtype::Bf16] {
-                let r = common::compile::compile(&src, common::Target::Sm90a, &spec.defines(dtype));
+                let r = common::compile::compile(&src, target, &spec.defines(dtype));
                 if c.caught_as == "compile-error" {
                     let e = r
                         .err()

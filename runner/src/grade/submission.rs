@@ -56,6 +56,35 @@ impl Submission {
     }
 }
 
+/// The folder of a student's reports in a batch's output: the name itself where it is made of
+/// ASCII letters, digits, `_`, `-` and `.` (not leading), every other byte percent-encoded
+/// (`王伟` → `%E7%8E%8B%E4%BC%9F`, `carol smith` → `carol%20smith`), so two names never share a
+/// folder and the folder gives the name back. A name whose folder would exceed 120 bytes keeps
+/// its first 80 and ends `~` and a hash of the whole name (`~` is never in an encoded name).
+pub fn report_folder(student: &str) -> String {
+    use std::fmt::Write;
+    let mut t = String::new();
+    for (i, b) in student.bytes().enumerate() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
+            t.push(b as char);
+        } else {
+            let _ = write!(t, "%{b:02X}");
+        }
+    }
+    if t.is_empty() {
+        return "%".into();
+    }
+    if t.len() > 120 {
+        let mut cut = 80;
+        // Never inside a %XX.
+        while t.as_bytes()[cut - 1] == b'%' || t.as_bytes()[cut - 2] == b'%' {
+            cut -= 1;
+        }
+        t = format!("{}~{}", &t[..cut], &sha256_hex(student.as_bytes())[..16]);
+    }
+    t
+}
+
 /// A name safe as a folder name: letters, digits, `.`, `_` and `-`.
 pub fn safe_name(s: &str) -> String {
     let t: String = s
@@ -73,6 +102,24 @@ pub fn safe_name(s: &str) -> String {
     } else {
         t
     }
+}
+
+/// The folder a submission's student controls, resolved: the submission itself when it is a
+/// folder, else the folder of its kernel file. `None`: it cannot be resolved.
+pub fn submission_folder(path: &Path) -> Option<PathBuf> {
+    let p = path.canonicalize().ok()?;
+    if p.is_dir() {
+        Some(p)
+    } else {
+        p.parent().map(Path::to_path_buf)
+    }
+}
+
+/// A Gradescope metadata file inside the submission folder, if the student shipped one: never
+/// read (the identity comes only from a trusted place), and named in the instructor's report.
+pub fn untrusted_metadata(path: &Path) -> Option<PathBuf> {
+    let p = submission_folder(path)?.join(super::METADATA_NAME);
+    std::fs::symlink_metadata(&p).is_ok().then_some(p)
 }
 
 /// Seeds recorded by an earlier grading (`--replay`), by test name.
@@ -191,7 +238,13 @@ impl Grader {
             .collect()
     }
 
-    fn child(&self, dir: &Path, job: &Job, device: usize, limit: Duration) -> Result<Outcome> {
+    pub(super) fn child(
+        &self,
+        dir: &Path,
+        job: &Job,
+        device: usize,
+        limit: Duration,
+    ) -> Result<Outcome> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let mut env = self.child_env.clone();
         env.push(("WORKBOOK_DEVICE".into(), device.to_string()));
@@ -251,12 +304,25 @@ impl Grader {
         let dir = self
             .scratch
             .join(format!("{}-{}", safe_name(&sub.student), unique()));
-        let mut report = self.grade_in(sub, device, env, &dir);
+        let mut report = self.grade_in(sub, device, env, &dir, start);
+        if let Some(shipped) = untrusted_metadata(&sub.path) {
+            report.grading_flags.push(Flag::new(
+                "metadata-in-submission",
+                format!(
+                    "the submission holds {}: ignored (a student could choose their identity with it); the student's identity came from --student or Gradescope's metadata outside the submission",
+                    shipped.display()
+                ),
+            ));
+        }
         if !self.keep_scratch {
             let _ = std::fs::remove_dir_all(&dir);
         }
         report.started = started;
         report.elapsed_s = start.elapsed().as_secs_f64();
+        // No hidden test ran (none, or the grading stopped before them): all of it was visible.
+        if report.visible_elapsed_s == 0.0 {
+            report.visible_elapsed_s = report.elapsed_s;
+        }
         report.tally();
         report
     }
@@ -353,13 +419,22 @@ impl Grader {
             max_score: 0.0,
             skipped_points: 0.0,
             elapsed_s: 0.0,
+            visible_elapsed_s: 0.0,
+            hidden_elapsed_s: 0.0,
             started: 0,
             worker_log: String::new(),
             gpu_after: None,
         }
     }
 
-    fn grade_in(&self, sub: &Submission, device: usize, env: &EnvInfo, dir: &Path) -> GradeReport {
+    fn grade_in(
+        &self,
+        sub: &Submission,
+        device: usize,
+        env: &EnvInfo,
+        dir: &Path,
+        start: Instant,
+    ) -> GradeReport {
         // A compile needs no seed: a pre-screen derives none (and needs no secret).
         let seeds = if self.compile_only {
             Ok(self
@@ -443,9 +518,20 @@ impl Grader {
         }
         // Whether the traced build compiled (rubrics with trace facts): `Err` is what failed.
         let mut traced_build: Result<(), String> = Ok(());
+        // Requirements present in the binary whose executions are still to be counted.
+        let mut pending: Vec<String>;
         match compiled.map(|o| (o.report, o.sass, o.traced)) {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
-                self.check_requirements(&mut r, &sass);
+                pending = super::executed::apply_static(&mut r, &self.rubric, &sass);
+                if target == common::Target::Sm90aEmulated || self.compile_only {
+                    let why = if self.compile_only {
+                        super::executed::COMPILED_ONLY
+                    } else {
+                        super::executed::EMULATED
+                    };
+                    super::executed::skip(&mut r, &pending, why);
+                    pending.clear();
+                }
                 if !self.rubric.trace_requirements.is_empty() {
                     traced_build = traced.unwrap_or_else(|| {
                         Err("the compile child reported no traced build".into())
@@ -477,7 +563,8 @@ impl Grader {
             }
         }
         if self.compile_only {
-            // The SASS requirements were checked from the compile: they keep their verdicts.
+            // A requirement the binary fails keeps its verdict; one it meets is skipped above,
+            // never awarded: only an executed count earns its points.
             for t in r.tests.iter_mut().filter(|t| t.kind != Kind::Technique) {
                 t.detail = "not run: compiled only (a pre-screen: no GPU was used)".into();
                 t.status = Status::Skipped;
@@ -524,7 +611,15 @@ impl Grader {
         let mut last_outcome: Option<Outcome> = None;
         // The visibility class of the run that was cut short, if one was.
         let mut cut_class: Option<bool> = None;
+        // The measured launches of the requirements the binary meets (one child each, public
+        // inputs, never timed) run after the visible tests and before any hidden input exists
+        // in a process the submission runs in, like everything whose result a student sees.
+        let mut measured = pending.is_empty();
         for (class, hidden) in [("visible", false), ("hidden", true)] {
+            if hidden && !measured {
+                self.measure(&mut r, dir, device, &job, &pending);
+                measured = true;
+            }
             let class_tests: Vec<JobTest> = self
                 .rubric
                 .tests
@@ -548,6 +643,11 @@ impl Grader {
             run_job.target = job.target.clone();
             run_job.trace = trace;
             let limit = Duration::from_secs(self.rubric.limits.run_seconds);
+            if hidden {
+                // Everything a student is shown of time ends here, before any hidden input
+                // exists in a process the submission runs in.
+                r.visible_elapsed_s = start.elapsed().as_secs_f64();
+            }
             let outcome = match self.child(&run_dir, &run_job, device, limit) {
                 Ok(o) => o,
                 Err(e) => {
@@ -558,13 +658,24 @@ impl Grader {
                     return r;
                 }
             };
+            if hidden {
+                r.hidden_elapsed_s = outcome.elapsed.as_secs_f64();
+            }
             logs.push(format!(
                 "[{class} tests: the run {}]\n{}{}",
                 outcome.describe(),
                 outcome.stdout,
                 outcome.stderr
             ));
-            let lines = read_results(&run_dir.join("results.jsonl"));
+            let emulated = target == common::Target::Sm90aEmulated;
+            let (lines, foreign) = own_lines(
+                read_results(&run_dir.join("results.jsonl")),
+                &run_job.tests,
+                |t| t.kind == Kind::Performance && emulated,
+                run_job.trace.is_some(),
+                class,
+            );
+            r.grading_flags.extend(foreign);
             // Tests a run never finished are named by its outcome.
             let done: Vec<&str> = lines
                 .iter()
@@ -623,6 +734,9 @@ impl Grader {
                 break;
             }
         }
+        if !measured {
+            self.measure(&mut r, dir, device, &job, &pending);
+        }
         let log = logs.join("\n");
         r.grading_flags
             .extend(log_flood(&log, self.rubric.limits.log_bytes));
@@ -662,29 +776,6 @@ impl Grader {
             cut_class,
         );
         r
-    }
-}
-
-impl Grader {
-    /// Score the rubric's requirements against the SASS the compile child reported.
-    fn check_requirements(&self, r: &mut GradeReport, builds: &[BuildSass]) {
-        for q in &self.rubric.requirements {
-            let Some(t) = technique_row(r, &q.name) else {
-                continue;
-            };
-            let v = q.check(builds);
-            t.status = if v.passed {
-                Status::Passed
-            } else if v.grader_error {
-                Status::Error
-            } else {
-                Status::Failed
-            };
-            t.score = if v.passed { q.points } else { 0.0 };
-            t.max_score = q.points;
-            t.detail = v.detail;
-            t.flags = v.flag.into_iter().collect();
-        }
     }
 }
 
@@ -947,6 +1038,66 @@ fn copy_cubins(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a run child may report: the GPU it found, each of its own tests once (skipped only
+/// where `may_skip` says the grader skips it), and the trace facts where its job had the traced
+/// launch. The worker writes nothing else, so anything else comes from a child whose memory
+/// the kernel wrote (or from a hidden-test child speaking for a visible test): it is dropped
+/// and flagged for the instructor (`foreign-result`), and never reaches a student.
+pub fn own_lines(
+    lines: Vec<RunLine>,
+    tests: &[JobTest],
+    may_skip: impl Fn(&JobTest) -> bool,
+    traced: bool,
+    class: &str,
+) -> (Vec<RunLine>, Option<Flag>) {
+    let mut kept = Vec::new();
+    let mut dropped: Vec<String> = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    for line in lines {
+        let why = match &line {
+            RunLine::Env(_) => None,
+            RunLine::Fact(f) if traced => (seen.contains(&format!("fact {}", f.fact)))
+                .then(|| format!("fact {:?} twice", f.fact)),
+            RunLine::Fact(f) => Some(format!(
+                "fact {:?} from a run without the traced launch",
+                f.fact
+            )),
+            RunLine::Test(t) => match tests.iter().find(|j| j.name == t.name) {
+                None => Some(format!("test {:?}, not one of this run's", t.name)),
+                Some(_) if seen.contains(&format!("test {}", t.name)) => {
+                    Some(format!("test {:?} twice", t.name))
+                }
+                Some(j) if t.status == Status::Skipped && !may_skip(j) => Some(format!(
+                    "test {:?} skipped, which the grader does not do here",
+                    t.name
+                )),
+                Some(_) => None,
+            },
+        };
+        match why {
+            Some(w) => dropped.push(w),
+            None => {
+                match &line {
+                    RunLine::Test(t) => seen.push(format!("test {}", t.name)),
+                    RunLine::Fact(f) => seen.push(format!("fact {}", f.fact)),
+                    RunLine::Env(_) => {}
+                }
+                kept.push(line);
+            }
+        }
+    }
+    let flag = (!dropped.is_empty()).then(|| {
+        Flag::new(
+            "foreign-result",
+            format!(
+                "the {class} tests' run reported what it was not asked (dropped: {}): the grader's worker writes no such line, so the kernel wrote into the worker's memory",
+                truncate_log(&dropped.join("; "), 1024)
+            ),
+        )
+    });
+    (kept, flag)
 }
 
 fn read_results(path: &Path) -> Vec<RunLine> {
@@ -1363,6 +1514,171 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// A stand-in for `runner grade-worker` (no GPU, no NVRTC): it keeps its job, "compiles"
+    /// by writing a report and an empty cubin, and "runs" by writing results. Its hidden-test
+    /// run takes `HIDDEN_SECONDS` and also speaks for the visible test "public", with a detail
+    /// computed from its (hidden) inputs, as a kernel that wrote into its worker could.
+    const FAKE_WORKER: &str = r#"#!/bin/sh
+cat > job.json
+case "$3" in
+compile)
+  printf '[{"dtype":"f16","ok":true,"log":"","registers":1,"spill_bytes":0,"compile_ms":1.0,"nvrtc_version":"13.0"}]' > compile.json
+  : > cubin-f16.bin ;;
+run)
+  if grep -q '"name":"hidden"' job.json; then
+    sleep HIDDEN_SECONDS
+    echo '{"test":{"name":"hidden","status":"failed","launches":1,"flags":[{"name":"wrong-result","detail":"C[3][4] = 17.5, expected 2"}],"detail":"C[3][4] = 17.5, expected 2","timing":null}}' >> results.jsonl
+    echo '{"test":{"name":"public","status":"failed","launches":1,"flags":[{"name":"hidden-value-17.5","detail":"x"}],"detail":"C[0][0] = 17.5, expected 1","timing":null}}' >> results.jsonl
+    echo '{"test":{"name":"speed","status":"skipped","launches":0,"flags":[],"detail":"skipped","timing":null}}' >> results.jsonl
+  else
+    echo '{"test":{"name":"public","status":"passed","launches":2,"flags":[],"detail":"2 launches verified","timing":null}}' >> results.jsonl
+    echo '{"test":{"name":"speed","status":"failed","launches":1,"flags":[],"detail":"too slow","timing":null}}' >> results.jsonl
+  fi ;;
+esac
+"#;
+
+    #[test]
+    fn the_visible_phase_knows_nothing_hidden_and_the_hidden_one_cannot_speak_for_it() {
+        let d = std::env::temp_dir().join(format!("grade-phases-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("alice")).unwrap();
+        let worker = d.join("worker.sh");
+        std::fs::write(&worker, FAKE_WORKER.replace("HIDDEN_SECONDS", "3")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            d.join("alice/kernel.cu"),
+            "#include \"hopper.cuh\"\nextern \"C\" __global__ void gemm_kernel() {}\n",
+        )
+        .unwrap();
+        let mut g = grader(Some("an instructor secret of length"));
+        g.exe = worker;
+        g.scratch = d.join("scratch");
+        g.keep_scratch = true;
+        g.child_env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        let env = EnvInfo {
+            name: "a GPU of the test".into(),
+            compute_capability: (9, 0),
+            ..Default::default()
+        };
+        let sub = Submission {
+            student: "alice".into(),
+            path: d.join("alice"),
+        };
+        let r = g.grade(&sub, 0, &env);
+        // The visible run's job holds the visible tests only: no hidden name, shape or seed.
+        let run_dir = std::fs::read_dir(&g.scratch)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.join("run-visible").is_dir())
+            .expect("the grading's scratch folder");
+        let visible: Job =
+            serde_json::from_slice(&std::fs::read(run_dir.join("run-visible/job.json")).unwrap())
+                .unwrap();
+        let names: Vec<&str> = visible.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["public", "speed"]);
+        let hidden_seeds = &r.tests[1].seeds;
+        let text = String::from_utf8(std::fs::read(run_dir.join("run-visible/job.json")).unwrap())
+            .unwrap();
+        for seed in hidden_seeds.sets.iter().chain([&hidden_seeds.decoy]) {
+            assert!(
+                !text.contains(&seed.to_string()),
+                "a hidden seed in the visible job"
+            );
+        }
+        // What the hidden run said about visible tests was dropped and flagged; the visible
+        // test keeps its own result, with nothing of the hidden inputs in it.
+        assert_eq!(r.tests[0].status, Status::Passed, "{:?}", r.tests[0]);
+        assert_eq!(r.tests[0].detail, "2 launches verified");
+        assert_eq!(r.tests[2].status, Status::Failed);
+        assert_eq!(r.tests[1].status, Status::Failed);
+        let foreign: Vec<&Flag> = r
+            .grading_flags
+            .iter()
+            .filter(|f| f.name == "foreign-result")
+            .collect();
+        assert_eq!(foreign.len(), 1, "{:?}", r.grading_flags);
+        assert!(
+            foreign[0].detail.contains("\"public\""),
+            "{}",
+            foreign[0].detail
+        );
+        assert!(
+            foreign[0].detail.contains("\"speed\""),
+            "{}",
+            foreign[0].detail
+        );
+        let shown = serde_json::to_string(&super::super::report::gradescope_results(&r)).unwrap();
+        assert!(!shown.contains("17.5"), "{shown}");
+        assert!(!shown.contains("wrong-result"), "{shown}");
+        // The time a student sees is the visible phase's; the hidden run's 3 s are the
+        // instructor's alone.
+        assert!(r.hidden_elapsed_s >= 3.0, "{}", r.hidden_elapsed_s);
+        assert!(r.visible_elapsed_s < 2.0, "{}", r.visible_elapsed_s);
+        assert!(r.elapsed_s >= 3.0);
+        let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
+        assert!(v["execution_time"].as_u64().unwrap() <= 2, "{v}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_run_reports_only_its_own_tests_each_once() {
+        let tests: Vec<JobTest> = grader(Some("an instructor secret of length")).job_tests(
+            &grader(Some("an instructor secret of length"))
+                .seeds("bob")
+                .unwrap(),
+        );
+        let mine: Vec<JobTest> = tests.into_iter().filter(|t| t.name != "hidden").collect();
+        let line = |name: &str, status: Status| {
+            RunLine::Test(TestResult {
+                name: name.into(),
+                status,
+                launches: 1,
+                flags: Vec::new(),
+                detail: String::new(),
+                timing: None,
+            })
+        };
+        let fact = RunLine::Fact(FactResult {
+            fact: "dedicated-store-warp".into(),
+            status: Status::Passed,
+            detail: String::new(),
+            flags: Vec::new(),
+        });
+        let lines = vec![
+            RunLine::Env(Box::default()),
+            line("public", Status::Passed),
+            line("public", Status::Failed),
+            line("hidden", Status::Failed),
+            line("speed", Status::Skipped),
+            fact.clone(),
+        ];
+        // Not traced, no skip allowed: the env and the first "public" only.
+        let (kept, flag) = own_lines(lines.clone(), &mine, |_| false, false, "visible");
+        assert_eq!(kept.len(), 2);
+        let detail = flag.unwrap().detail;
+        for why in [
+            "\"public\" twice",
+            "\"hidden\", not one",
+            "\"speed\" skipped",
+            "without the traced launch",
+        ] {
+            assert!(detail.contains(why), "{why}: {detail}");
+        }
+        // A skip the grader makes (a performance test under emulation) and the traced launch's
+        // fact are the run's own.
+        let (kept, flag) = own_lines(
+            vec![line("speed", Status::Skipped), fact],
+            &mine,
+            |t| t.kind == Kind::Performance,
+            true,
+            "visible",
+        );
+        assert_eq!(kept.len(), 2);
+        assert!(flag.is_none());
+    }
+
     #[test]
     fn folders_hold_exactly_one_kernel() {
         let d = std::env::temp_dir().join(format!("grade-sub-{}", std::process::id()));
@@ -1392,5 +1708,64 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
         let _ = std::fs::remove_dir_all(&d);
         assert_eq!(safe_name("bob smith/../x"), "bob_smith_.._x");
         assert_eq!(safe_name(".hidden"), "_.hidden");
+    }
+
+    /// Percent-decoding, to show the folder names give the student's name back.
+    fn decode(folder: &str) -> String {
+        let b = folder.as_bytes();
+        let (mut out, mut i) = (Vec::new(), 0);
+        while i < b.len() {
+            if b[i] == b'%' && i + 3 <= b.len() {
+                out.push(u8::from_str_radix(&folder[i + 1..i + 3], 16).unwrap());
+                i += 3;
+            } else {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn report_folders_are_unique_and_give_the_name_back() {
+        let names = [
+            "alice",
+            "王伟",
+            "李娜",
+            "éve",
+            "ève",
+            "carol smith",
+            "carol_smith",
+            "carol%20smith",
+            "bob/../x",
+            ".hidden",
+            "..",
+            "a.b-c_d",
+            "gradescope-4242+777",
+        ];
+        let folders: Vec<String> = names.iter().map(|n| report_folder(n)).collect();
+        let mut unique = folders.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "{folders:?}");
+        for (n, f) in names.iter().zip(&folders) {
+            assert!(
+                f.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"%._-".contains(&b)),
+                "{f}"
+            );
+            assert!(!f.starts_with('.') && !f.is_empty(), "{f}");
+            assert_eq!(&decode(f), n, "{f}");
+        }
+        assert_eq!(report_folder("alice"), "alice");
+        assert_eq!(report_folder("王伟"), "%E7%8E%8B%E4%BC%9F");
+        assert_eq!(report_folder("carol smith"), "carol%20smith");
+        // A long name stays under the file system's limit, and distinct.
+        let long_a = "名".repeat(100);
+        let long_b = format!("{}字", "名".repeat(99));
+        let (fa, fb) = (report_folder(&long_a), report_folder(&long_b));
+        assert!(fa.len() <= 120 && fb.len() <= 120, "{fa} {fb}");
+        assert_ne!(fa, fb);
+        assert_eq!(report_folder(""), "%");
     }
 }

@@ -13,6 +13,7 @@
 //! one traced launch ([`super::trace_facts::evaluate`]) and scored here the same way; compiled
 //! only, it is skipped.
 
+use super::executed::{Executed, Unit};
 use super::trace_facts::Fact;
 use super::vocab::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
@@ -38,7 +39,7 @@ impl Pattern {
     pub fn parse(s: &str) -> Result<Pattern> {
         let bad = || {
             anyhow::anyhow!(
-                "sass {s:?}: write an upper-case SASS opcode and, if needed, modifiers it must carry, joined by dots, e.g. \"UTCHMMA.2CTA\" or \"UTMALDG.MULTICAST\""
+                "{s:?}: write an upper-case SASS opcode and, if needed, modifiers it must carry, joined by dots, e.g. \"UTCHMMA.2CTA\" or \"UTMALDG.MULTICAST\""
             )
         };
         let mut parts = s.trim().split('.');
@@ -110,9 +111,22 @@ impl std::fmt::Display for Pattern {
 pub struct RequirementSpec {
     pub name: String,
     pub points: f64,
-    /// The instruction pattern ([`Pattern`]); exactly one of `sass` and `trace` is given.
+    /// The instruction pattern ([`Pattern`]); exactly one of `executed`, `sass` and `trace` is
+    /// given. `sass` alone is the old form: in the binary, and executed at least `min` times.
     #[serde(default)]
     pub sass: Option<String>,
+    /// An instruction class whose executions are counted ([`super::executed`]).
+    #[serde(default)]
+    pub executed: Option<String>,
+    /// What `at_least` and `at_most` count per ([`super::executed::Unit`]; default "launch").
+    #[serde(default)]
+    pub per: Option<String>,
+    /// Fewest executions per `per` (default 1).
+    #[serde(default)]
+    pub at_least: Option<u64>,
+    /// Most executions per `per`.
+    #[serde(default)]
+    pub at_most: Option<u64>,
     /// A fact of the warps' trace records, on Hopper ([`super::trace_facts::Fact`]).
     #[serde(default)]
     pub trace: Option<String>,
@@ -135,6 +149,9 @@ pub struct Requirement {
     pub min: usize,
     pub max: Option<usize>,
     pub why: String,
+    /// How often it must execute in the measured launch; `None`: a static check only (a ban:
+    /// an instruction absent from the binary never executes).
+    pub executed: Option<Executed>,
 }
 
 fn as_text<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
@@ -144,11 +161,45 @@ fn as_text<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
 impl RequirementSpec {
     pub fn resolve(&self) -> Result<Requirement> {
         self.check_common()?;
+        if self.trace.is_some() && (self.sass.is_some() || self.executed.is_some()) {
+            bail!("give one of executed, sass or trace, not several: write two requirements");
+        }
+        if let Some(class) = &self.executed {
+            if self.sass.is_some() {
+                bail!("give one of executed, sass or trace, not several: write two requirements");
+            }
+            if self.min.is_some() || self.max.is_some() {
+                bail!("min and max count the binary's instructions (sass = ...): an executed requirement counts with at_least and at_most");
+            }
+            let per = Unit::parse(self.per.as_deref().unwrap_or("launch"))?;
+            let at_least = self.at_least.unwrap_or(1);
+            if let Some(m) = self.at_most {
+                if at_least > m {
+                    bail!("at_least ({at_least}) is above at_most ({m}): no kernel could meet it");
+                }
+            } else if at_least == 0 {
+                bail!("at_least = 0 without at_most requires nothing");
+            }
+            return Ok(Requirement {
+                name: self.name.clone(),
+                points: self.points,
+                pattern: Pattern::parse(class)?,
+                // In the binary at least once, or it cannot execute (at_most alone: anything).
+                min: usize::from(at_least > 0),
+                max: None,
+                why: self.why.trim().to_string(),
+                executed: Some(Executed {
+                    per,
+                    at_least,
+                    at_most: self.at_most,
+                }),
+            });
+        }
         let Some(sass) = &self.sass else {
-            bail!("give sass = \"OPCODE.MOD\" (or trace = \"fact\")");
+            bail!("give executed = \"OPCODE.MOD\" (or sass = ..., or trace = \"fact\")");
         };
-        if self.trace.is_some() {
-            bail!("give either sass or trace, not both: write two requirements");
+        if self.per.is_some() || self.at_least.is_some() || self.at_most.is_some() {
+            bail!("per, at_least and at_most belong to executed = ...: sass = ... counts the binary with min and max");
         }
         let pattern = Pattern::parse(sass)?;
         let min = self
@@ -172,6 +223,12 @@ impl RequirementSpec {
             min,
             max: self.max,
             why: self.why.trim().to_string(),
+            // Presence in the binary proves nothing: the old form also needs `min` executions.
+            executed: (min > 0).then_some(Executed {
+                per: Unit::Launch,
+                at_least: min as u64,
+                at_most: None,
+            }),
         })
     }
 }
@@ -196,14 +253,17 @@ impl RequirementSpec {
         let Some(trace) = &self.trace else {
             bail!("internal: not a trace requirement");
         };
-        if self.sass.is_some() {
-            bail!("give either sass or trace, not both: write two requirements");
+        if self.sass.is_some() || self.executed.is_some() {
+            bail!("give one of executed, sass or trace, not several: write two requirements");
         }
-        if self.min.is_some() || self.max.is_some() {
+        if self.min.is_some() || self.max.is_some() || self.at_least.is_some() {
             bail!("min and max count instructions: a trace fact holds or not");
         }
         if !hopper {
             bail!("trace facts are checked on Hopper (sm_90a) rubrics only");
+        }
+        if self.points != 0.0 {
+            bail!("a trace fact is read from records the kernel writes itself, which a kernel can forge: give it points = 0 (feedback for the student) and the points to an executed = ... requirement, which the grader measures");
         }
         Ok(TraceRequirement {
             name: self.name.clone(),
@@ -465,6 +525,10 @@ mod tests {
             points: 10.0,
             sass: Some(sass.into()),
             trace: None,
+            executed: None,
+            per: None,
+            at_least: None,
+            at_most: None,
             min,
             max,
             why: "the 2-CTA MMA".into(),
@@ -517,6 +581,10 @@ mod tests {
             points: 1.0,
             sass: Some("HGMMA".into()),
             trace: None,
+            executed: None,
+            per: None,
+            at_least: None,
+            at_most: None,
             min,
             max,
             why: String::new(),

@@ -4,8 +4,10 @@
 //! the loads; a warp that never multiplies shipped every tile).
 //!
 //! The records are written by the submission's own code (the `wb::Trace` helpers are compiled
-//! into it), so a hostile kernel can forge them: a trace fact is feedback for an honest student,
-//! weaker evidence than SASS. The facts are a small closed set, each a pure function of the
+//! into it), so a hostile kernel can forge them, and a kernel can be another one when
+//! `WB_TRACE` is defined: a trace fact is feedback for an honest student and carries no points
+//! (the rubric refuses any); the grader's own proof is an executed requirement
+//! ([`super::executed`]). The facts are a small closed set, each a pure function of the
 //! decoded [`Recording`], defined over the phases the warps entered (the records carry phases,
 //! not individual instructions).
 
@@ -400,7 +402,7 @@ mod tests {
         }
     }
 
-    /// A step-3 style rubric: one fact worth 10, the other 5.
+    /// A step-3 style rubric: two facts, feedback worth no points (a kernel can forge them).
     const RUBRIC: &str = r#"
 name = "t"
 step = 3
@@ -413,12 +415,12 @@ points = 10
 seed = 1
 [[requirements]]
 name = "producer"
-points = 10
+points = 0
 trace = "loads-by-producer-only"
 why = "a producer warp alone loads"
 [[requirements]]
 name = "store-warp"
-points = 5
+points = 0
 trace = "dedicated-store-warp"
 "#;
 
@@ -479,20 +481,20 @@ trace = "dedicated-store-warp"
         ));
         let (producer_req, store_req) = (&r.tests[3], &r.tests[4]);
         assert_eq!(producer_req.status, Status::Passed);
-        assert_eq!((producer_req.score, producer_req.max_score), (10.0, 10.0));
+        assert_eq!((producer_req.score, producer_req.max_score), (0.0, 0.0));
         assert_eq!(
             producer_req.detail,
             "loads-by-producer-only (a producer warp alone loads): 2 producer warp(s) in 2 CTA(s) issued the loads; 2 MMA warp(s) waited for each k-block's data"
         );
         assert_eq!(store_req.status, Status::Failed);
-        assert_eq!((store_req.score, store_req.max_score), (0.0, 5.0));
+        assert_eq!((store_req.score, store_req.max_score), (0.0, 0.0));
         assert_eq!(
             store_req.detail,
             "dedicated-store-warp not shown: CTA 0: no warp ran an epilogue without also loading or multiplying"
         );
         assert_eq!(store_req.flags[0].name, "technique-missing");
-        // 10 (public) + 10 (the fact); the hidden test, the facts' 15 and public's 10 count.
-        assert_eq!((r.score, r.max_score), (20.0, 35.0));
+        // 10 (public); the hidden test and public's 10 count, the facts nothing.
+        assert_eq!((r.score, r.max_score), (10.0, 20.0));
         assert!(r.flags.contains(&"technique-missing".to_string()));
     }
 

@@ -66,6 +66,18 @@ pub fn main(phase: Phase, confined: bool) -> Result<()> {
             let job = read_job(phase)?;
             compile_phase(&job, &dir)
         }
+        Phase::Measure => {
+            let gpu = open_gpu()?;
+            // CUPTI is loaded by the grader's code, before the confinement (which then allows
+            // its folder, for the libraries CUPTI opens itself), and before any kernel runs.
+            let cupti = super::measure::open_cupti(&gpu);
+            let env = env_info(&gpu);
+            let blas = Blas::new(&gpu)?;
+            common::compile::nvrtc_version()?;
+            confine(Needs::Measure)?;
+            let job = read_job(phase)?;
+            super::measure::run(&job, &dir, &gpu, &blas, env, cupti)
+        }
         Phase::Probe | Phase::Run => {
             let gpu = open_gpu()?;
             let env = env_info(&gpu);
@@ -219,7 +231,7 @@ fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
     Ok(())
 }
 
-fn cubin_path(dir: &Path, dtype: Dtype) -> std::path::PathBuf {
+pub(super) fn cubin_path(dir: &Path, dtype: Dtype) -> std::path::PathBuf {
     dir.join(format!("cubin-{dtype}.bin"))
 }
 
@@ -364,10 +376,10 @@ fn native_sass(
 // ---- the run ----------------------------------------------------------------------------
 
 /// One input set on the GPU, between guards, with the grader's copies and reference on the host.
-struct InputSet {
+pub(super) struct InputSet {
     problem: Problem,
-    a: Guarded,
-    b: Guarded,
+    pub(super) a: Guarded,
+    pub(super) b: Guarded,
     /// cuBLAS's f32 product of the pristine inputs (updated on the host for redrawn rows).
     reference: Vec<f32>,
     a32: Vec<f32>,
@@ -394,16 +406,16 @@ impl InputSet {
 }
 
 /// A test with everything it needs before the submission's module is loaded.
-struct Prepared {
+pub(super) struct Prepared {
     /// Its place among the run's tests.
     index: usize,
     test: JobTest,
-    shape: Shape,
-    dtype: Dtype,
+    pub(super) shape: Shape,
+    pub(super) dtype: Dtype,
     dist: Dist,
-    sets: Vec<InputSet>,
+    pub(super) sets: Vec<InputSet>,
     /// C between guards, the decoy reference after the upper guard.
-    c: Guarded,
+    pub(super) c: Guarded,
     decoy: Vec<f32>,
 }
 
@@ -454,7 +466,7 @@ fn to_f32(dtype: Dtype, v: &[u16]) -> Vec<f32> {
     v.iter().map(|&x| dtype.to_f32(x)).collect()
 }
 
-fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepared> {
+pub(super) fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepared> {
     let (shape, dtype, dist) = (test.shape(), test.dtype()?, test.dist()?);
     let mut sets = Vec::new();
     for &seed in &test.seeds.sets {
@@ -504,13 +516,13 @@ fn prepare(gpu: &Gpu, blas: &Blas, test: &JobTest, index: usize) -> Result<Prepa
 }
 
 /// The outcome of the checks after one launch.
-struct Checked {
-    flags: Vec<Flag>,
-    summary: String,
+pub(super) struct Checked {
+    pub(super) flags: Vec<Flag>,
+    pub(super) summary: String,
 }
 
 /// Guards, inputs and output after a launch on `set`, writing into `c`.
-fn check_launch(
+pub(super) fn check_launch(
     gpu: &Gpu,
     p: &Prepared,
     set: &InputSet,
@@ -648,7 +660,7 @@ fn par_fill(out: &mut [f32], f: impl Fn(usize) -> f32 + Sync) {
 }
 
 /// State across the tests of one run.
-struct Run<'a> {
+pub(super) struct Run<'a> {
     gpu: &'a Gpu,
     launch_timeout: Duration,
     /// Launches that passed every check so far.
@@ -662,7 +674,7 @@ struct Run<'a> {
 }
 
 /// A grader allocation and the digest of all its bytes (guard zones included).
-struct Seal {
+pub(super) struct Seal {
     what: String,
     test: usize,
     ptr: u64,
@@ -685,7 +697,7 @@ fn digest(gpu: &Gpu, ptr: u64, bytes: usize) -> Result<u64> {
 /// Seal every allocation of every test the run holds: each input set's A and B (with their
 /// guards) and the decoy reference past C's upper guard. C's own data is the kernel's to write;
 /// its guards are checked after every launch.
-fn seal_all(gpu: &Gpu, prepared: &[Prepared]) -> Result<Vec<Seal>> {
+pub(super) fn seal_all(gpu: &Gpu, prepared: &[Prepared]) -> Result<Vec<Seal>> {
     let mut seals = Vec::new();
     for p in prepared {
         let mut add = |what: String, ptr: u64, bytes: usize| -> Result<()> {
@@ -713,6 +725,25 @@ fn seal_all(gpu: &Gpu, prepared: &[Prepared]) -> Result<Vec<Seal>> {
     Ok(seals)
 }
 
+impl<'a> Run<'a> {
+    /// A run of the tests named `names` (by index), whose allocations are `seals`.
+    pub(super) fn new(
+        gpu: &'a Gpu,
+        launch_timeout: Duration,
+        seals: Vec<Seal>,
+        names: Vec<String>,
+    ) -> Run<'a> {
+        Run {
+            gpu,
+            launch_timeout,
+            passed_launches: 0,
+            previous: None,
+            seals,
+            names,
+        }
+    }
+}
+
 impl Run<'_> {
     /// Compare the seals (all of them, or only those up to [`SEAL_EVERY_LAUNCH_BYTES`]), except
     /// the allocations of test `skip` (a performance test redraws its own inputs).
@@ -726,7 +757,7 @@ impl Run<'_> {
     }
 
     /// A seal found broken is renewed, so the launch that broke it alone is blamed.
-    fn check_seals(&mut self, all: bool, skip: Option<usize>) -> Result<Option<Flag>> {
+    pub(super) fn check_seals(&mut self, all: bool, skip: Option<usize>) -> Result<Option<Flag>> {
         let gpu = self.gpu;
         for s in self.seals.iter_mut() {
             if Some(s.test) == skip || (!all && s.bytes > SEAL_EVERY_LAUNCH_BYTES) {
@@ -1339,7 +1370,7 @@ fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepar
 }
 
 /// The first line of an error, at most 300 characters: what a report's detail carries.
-fn one_line(s: &str) -> String {
+pub(super) fn one_line(s: &str) -> String {
     s.lines().next().unwrap_or("").chars().take(300).collect()
 }
 

@@ -1,4 +1,5 @@
-//! The `--json` contract for scripts: one object `{"runner": {version, commit}, "runs": [...]}`,
+//! The `--json` contract for scripts: one object `{"schema": "workbook-runs/1", "runner":
+//! {version, commit}, "runs": [...]}` ([`super::envelope`]),
 //! each run naming its kernel by the architecture strings the CLI takes (`"arch": "sm_100a"`,
 //! `"kernel": "blackwell"`), its build target as `"sm_90a"`/`"sm_100a"` with `"emulated"`, and its
 //! parameters as an object (`{"tile_m": 128, ...}`). A test holds the schema.
@@ -8,7 +9,7 @@ use serde_json::{Map, Value};
 
 /// The whole output of a command that reports runs.
 pub fn runs(runs: Vec<Value>) -> Value {
-    serde_json::json!({ "runner": super::version_info(), "runs": runs })
+    super::envelope("runs", serde_json::json!({ "runs": runs }))
 }
 
 /// Rewrite one run (or compile report) into the contract's shape, recursively.

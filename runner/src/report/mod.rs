@@ -11,6 +11,29 @@ use common::Step;
 
 const W: usize = 10;
 
+/// The one envelope of every `--json` output: `{"schema": "workbook-<command>/<n>", "runner":
+/// {version, commit}, ...}`. `schema` names the format and its version, raised on any change a
+/// script could trip on (a field renamed, removed or retyped); fields are only ever added
+/// within one version. The grader's reports follow the same rule (`workbook-grade/1`).
+pub fn envelope(command: &str, body: serde_json::Value) -> serde_json::Value {
+    let mut o = serde_json::Map::new();
+    o.insert("schema".into(), format!("workbook-{command}/1").into());
+    o.insert("runner".into(), version_info());
+    match body {
+        serde_json::Value::Object(b) => {
+            for (k, v) in b {
+                if k != "runner" && k != "schema" {
+                    o.insert(k, v);
+                }
+            }
+        }
+        other => {
+            o.insert("items".into(), other);
+        }
+    }
+    serde_json::Value::Object(o)
+}
+
 /// The version and build commit, for the JSON reports (`step`, `exercise`, `workshop`).
 pub fn version_info() -> serde_json::Value {
     serde_json::json!({

@@ -1,5 +1,5 @@
 //! Textual edits of a stock kernel, anchored on its lines: the one way the workbook writes "a
-//! stock kernel plus a small change". The seeded bugs ([`crate::mutation`]), the cheat suite
+//! stock kernel plus a small change". The seeded bugs (the `mutation` module), the cheat suite
 //! (`tests/cheats/cheats.toml`), the exercise solutions (`exercises/solutions.toml`) and the
 //! bench contenders that vary a step's kernel (`exercises/hopper/*.toml`) are all lists of
 //! [`Edit`]s applied by [`apply`], so each stays a few lines against the kernel it changes and

@@ -65,6 +65,13 @@ fn attr(ctx: &CudaContext, a: sys::CUdevice_attribute) -> Result<u32> {
         .with_context(|| format!("cannot read {a:?}"))? as u32)
 }
 
+/// Whether a CUDA driver can be loaded here at all (cheap: opens no context). A machine
+/// without one has no GPU to run on.
+pub fn driver_present() -> bool {
+    // SAFETY: only probes whether libcuda can be loaded.
+    unsafe { sys::is_culib_present() }
+}
+
 /// Open device 0 (or `WORKBOOK_DEVICE`), or say why there is none.
 pub fn open() -> GpuStatus {
     // SAFETY: only probes whether libcuda can be loaded.

@@ -8,7 +8,9 @@
 
 pub mod arch;
 pub mod compile;
+pub mod confidence;
 pub mod cublas;
+pub mod cupti;
 pub mod edits;
 pub mod emulation;
 pub mod gpu;

@@ -599,22 +599,14 @@ mod tests {
     ];
 
     #[test]
-    fn twin_mutations_caught_at_run_time_name_a_rule_of_the_twin_check() {
+    fn twin_mutations_caught_at_run_time_edit_every_twin_they_name() {
         for t in TWIN_MUTATIONS
             .iter()
             .filter(|t| t.caught == TwinCatch::Stress)
         {
             let m = &t.mutation;
-            if !m.caught_by.is_empty() {
-                assert!(
-                    crate::stress::CHECK_RULES
-                        .iter()
-                        .any(|(_, rule)| *rule == m.caught_by),
-                    "{}: the twin check has no rule {}",
-                    m.name,
-                    m.caught_by
-                );
-            }
+            // That `caught_by` names a rule of the twin check is `stress`'s test (stress
+            // imports this module, not the other way round).
             for &step in m.steps {
                 let twin = TWINS[step as usize];
                 let edited = m

@@ -69,6 +69,71 @@ pub struct RunOptions {
     /// A stress build of a Hopper twin with this seed (`--stress SEED`, common::stress): seeded
     /// delays at the wrappers' named points. The run is verified, never timed.
     pub stress: Option<u64>,
+    /// Build a Hopper twin as a hang diagnosis build (common.cuh's "Hang diagnosis builds"):
+    /// every mbarrier wait bounded by `common::stress::HANG_BOUND`, a wait past it recorded
+    /// (role, barrier, parity, what arrived) and the kernel trapped; the error is that report.
+    /// Verified, never timed.
+    pub hang_diagnosis: bool,
+    /// When a native twin's run hangs: the command that re-runs it as a hang diagnosis build,
+    /// whose report the hang's error then prints. None: the hang is reported bare.
+    pub hang_rerun: Option<HangRerun>,
+}
+
+/// A command line that re-runs a hung twin as a hang diagnosis build (`runner step` with the
+/// same arguments and `--hang-diagnosis`), in a process of its own: the hung kernel keeps
+/// running in this one until it exits, and the GPU time-slices the two.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HangRerun {
+    pub program: std::path::PathBuf,
+    pub args: Vec<std::ffi::OsString>,
+}
+
+impl HangRerun {
+    /// Run it, and return its report: the lines of its `error:` (a hang diagnosis build's report
+    /// starts with "twin hang:"), or what else came of it.
+    pub fn run(&self) -> crate::timing::HangReport {
+        let source =
+            "re-run once as a hang diagnosis build (every mbarrier wait bounded), it reported"
+                .to_string();
+        let out = std::process::Command::new(&self.program)
+            .args(&self.args)
+            .stdin(std::process::Stdio::null())
+            .output();
+        let lines = match out {
+            Err(e) => vec![format!(
+                "the re-run could not start ({}: {e})",
+                self.program.display()
+            )],
+            Ok(o) => rerun_lines(o.status.code(), &String::from_utf8_lossy(&o.stderr)),
+        };
+        crate::timing::HangReport { source, lines }
+    }
+}
+
+/// The report in a hang diagnosis re-run's stderr, given its exit code.
+pub fn rerun_lines(code: Option<i32>, stderr: &str) -> Vec<String> {
+    let errors: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| !l.starts_with("error: "))
+        .collect();
+    let mut lines: Vec<String> = errors
+        .iter()
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l).to_string())
+        .collect();
+    if code == Some(0) {
+        lines = vec!["the diagnosis build ran to the end and verified: the hang did not recur (a race that only sometimes deadlocks?)".into()];
+    } else if code == Some(124) {
+        lines.insert(
+            0,
+            "the diagnosis build hung too, and no mbarrier wait outlived its bound: the warps wait elsewhere (a thread barrier, cluster barrier or wgmma wait), or cannot run".into(),
+        );
+    } else if lines.is_empty() {
+        lines.push(format!(
+            "the re-run ended with exit code {code:?} and no error line; its last output: {}",
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    lines
 }
 
 impl Default for RunOptions {
@@ -90,6 +155,8 @@ impl Default for RunOptions {
             trace_clusters: None,
             static_check: true,
             stress: None,
+            hang_diagnosis: false,
+            hang_rerun: None,
         }
     }
 }
@@ -454,6 +521,21 @@ pub fn launch_and_wait(
     emu_seed: u64,
     timeout: Duration,
 ) -> Result<()> {
+    launch_and_wait_rerun(gpu, kernel, plan, args, emu, emu_seed, timeout, None)
+}
+
+/// [`launch_and_wait`], where a hang (natively) is explained by `rerun`'s report.
+#[allow(clippy::too_many_arguments)]
+pub fn launch_and_wait_rerun(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    plan: &Plan,
+    args: &LaunchArgs,
+    emu: Option<&mut EmuBuffers>,
+    emu_seed: u64,
+    timeout: Duration,
+    rerun: Option<&HangRerun>,
+) -> Result<()> {
     let emu = match emu {
         Some(e) => {
             e.set_watchdog(timeout);
@@ -466,7 +548,18 @@ pub fn launch_and_wait(
     unsafe { kernel.launch(gpu, plan, args)? };
     let step = kernel.spec.info().number;
     let recorded = || emu.as_ref().and_then(|e| e.fault()).map(|f| f.describe());
-    let waiting = || emu.as_ref().map(|e| e.hang_report()).unwrap_or_default();
+    let waiting = || match (emu.as_ref(), rerun) {
+        (Some(e), _) => Some(crate::timing::HangReport {
+            source: "the emulation's watchdog saw these mbarrier waits never succeed".into(),
+            lines: e
+                .hang_report()
+                .iter()
+                .map(|w| format!("waiting: {w}"))
+                .collect(),
+        }),
+        (None, Some(r)) => Some(r.run()),
+        (None, None) => None,
+    };
     if let Err(err) = sync_diagnosed(gpu, timeout, "the kernel", &recorded, &waiting) {
         if let Some(f) = emu.as_ref().and_then(|e| e.fault()) {
             bail!("{}", f.describe());
@@ -582,6 +675,16 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         crate::stress::check_arch(spec.arch)?;
         extra_defines.extend(crate::stress::defines(seed));
     }
+    if opts.hang_diagnosis {
+        if spec.arch != Arch::Hopper || emulated {
+            bail!("a hang diagnosis build is for a Hopper twin running natively (--arch sm_90a on an H100/H200); the emulation's own watchdog explains a Blackwell kernel's hang");
+        }
+        for d in crate::stress::hang_defines(crate::stress::HANG_BOUND) {
+            if !extra_defines.iter().any(|(k, _)| *k == d.0) {
+                extra_defines.push(d);
+            }
+        }
+    }
     if opts.static_check {
         let mut defines = spec.defines(opts.dtype);
         defines.extend_from_slice(&extra_defines);
@@ -640,12 +743,24 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     } else {
         None
     };
-    // A stress build's twin check records its first failure in host memory before it traps.
-    let check = match opts.stress {
-        Some(_) if !emulated => Some(crate::stress::CheckRecord::install(gpu, kernel.module())?),
-        _ => None,
+    // A stress build's twin check records its first failure in host memory before it traps,
+    // and a hang diagnosis build its waits past their bound.
+    let check = if !emulated && (opts.stress.is_some() || opts.hang_diagnosis) {
+        let bound = opts.hang_diagnosis.then_some(crate::stress::HANG_BOUND);
+        Some(crate::stress::CheckRecord::install(
+            gpu,
+            kernel.module(),
+            bound,
+        )?)
+    } else {
+        None
     };
-    let launched = launch_and_wait(
+    // A hang is re-run as a hang diagnosis build where asked, natively, unless this is one.
+    let rerun = opts
+        .hang_rerun
+        .as_ref()
+        .filter(|_| !emulated && !opts.hang_diagnosis && spec.arch == Arch::Hopper);
+    let launched = launch_and_wait_rerun(
         gpu,
         &kernel,
         &plan,
@@ -653,9 +768,10 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         emu.as_mut(),
         opts.emu_seed,
         opts.timeout,
+        rerun,
     );
-    if let Some(f) = check.as_ref().and_then(|c| c.fault()) {
-        bail!("{}", f.describe());
+    if let Some(report) = check.as_ref().and_then(|c| c.report()) {
+        bail!("{report}");
     }
     launched?;
     let trace = match tracer.as_mut() {
@@ -673,6 +789,7 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         || !verification.passed
         || trace.is_some()
         || opts.stress.is_some()
+        || opts.hang_diagnosis
     {
         None
     } else {
@@ -854,7 +971,7 @@ pub fn emulation_cost(
         )
         .with_context(|| {
             format!(
-                "the build with the rules of issue 23 {}",
+                "the build with the emulation's strict rules {}",
                 if strict { "on" } else { "off" }
             )
         })?;
@@ -997,6 +1114,42 @@ pub fn selftest(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_hang_rerun_reports_its_error_or_what_else_came_of_it() {
+        let stderr = "note: seeded bug\nerror: twin hang: 3 warp(s) waited longer than 1.0 s\n  waiting: CTA 0 warp 0, the producer\n";
+        assert_eq!(
+            rerun_lines(Some(2), stderr),
+            vec![
+                "twin hang: 3 warp(s) waited longer than 1.0 s".to_string(),
+                "  waiting: CTA 0 warp 0, the producer".to_string()
+            ]
+        );
+        assert!(rerun_lines(Some(0), "")[0].contains("the hang did not recur"));
+        let hung = rerun_lines(
+            Some(124),
+            "error: the kernel did not finish within 30 s: it hangs.",
+        );
+        assert!(
+            hung[0].contains("no mbarrier wait outlived its bound"),
+            "{hung:?}"
+        );
+        assert_eq!(hung.len(), 2);
+        let odd = rerun_lines(Some(101), "thread panicked\nat the end");
+        assert!(
+            odd[0].contains("exit code Some(101)") && odd[0].ends_with("at the end"),
+            "{odd:?}"
+        );
+        let r = HangRerun {
+            program: "/nonexistent/runner".into(),
+            args: vec![],
+        }
+        .run();
+        assert!(
+            r.lines[0].starts_with("the re-run could not start"),
+            "{r:?}"
+        );
+    }
 
     fn gpu(cc: (i32, i32)) -> GpuInfo {
         GpuInfo {

@@ -50,47 +50,10 @@ impl Sass {
     /// functions it calls, transitively. Another `__global__` function in the same module is
     /// never launched by the grader, so its instructions must not count for the one that is.
     pub fn of_kernel(listing: &str, entry: &str) -> Result<Sass> {
-        // Section name -> its instruction lines, and the functions its CALLs name.
-        let mut sections: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
-        let mut current: Option<String> = None;
-        for line in listing.lines() {
-            let t = line.trim_start();
-            if let Some(rest) = t.strip_prefix(".section") {
-                let name = rest.trim_start().split(',').next().unwrap_or("").trim();
-                current = name.strip_prefix(".text.").map(str::to_string);
-                continue;
-            }
-            let Some(f) = &current else { continue };
-            let (text, calls) = sections.entry(f.clone()).or_default();
-            text.push_str(line);
-            text.push('\n');
-            if t.starts_with("/*") && t.contains(" CALL.") {
-                // `CALL.ABS.NOINC `(callee) ;` or `CALL.REL.NOINC `($__internal_0_...) ;`
-                if let Some(callee) = t
-                    .split_once("`(")
-                    .and_then(|(_, r)| r.split_once(')'))
-                    .map(|(c, _)| c.trim().to_string())
-                {
-                    calls.push(callee);
-                }
-            }
-        }
-        if !sections.contains_key(entry) {
-            bail!("the module has no kernel {entry} (its SASS has no .text.{entry} section)");
-        }
-        let mut todo = vec![entry.to_string()];
-        let mut seen: Vec<String> = Vec::new();
-        let mut text = String::new();
-        while let Some(f) = todo.pop() {
-            if seen.contains(&f) {
-                continue;
-            }
-            if let Some((body, calls)) = sections.get(&f) {
-                text.push_str(body);
-                todo.extend(calls.iter().cloned());
-            }
-            seen.push(f);
-        }
+        let text: String = kernel_sections(listing, entry)?
+            .into_iter()
+            .map(|(_, body)| body)
+            .collect();
         Ok(Sass::parse(&text))
     }
 
@@ -111,6 +74,109 @@ impl Sass {
     pub fn local_memory_ops(&self) -> usize {
         self.count("LDL") + self.count("STL")
     }
+}
+
+/// The sections of kernel `entry` and of the functions it calls, transitively: (function name,
+/// its listing lines).
+fn kernel_sections(listing: &str, entry: &str) -> Result<Vec<(String, String)>> {
+    // Section name -> its instruction lines, and the functions its CALLs name.
+    let mut sections: BTreeMap<String, (String, Vec<String>)> = BTreeMap::new();
+    let mut current: Option<String> = None;
+    for line in listing.lines() {
+        let t = line.trim_start();
+        if let Some(rest) = t.strip_prefix(".section") {
+            let name = rest.trim_start().split(',').next().unwrap_or("").trim();
+            current = name.strip_prefix(".text.").map(str::to_string);
+            continue;
+        }
+        let Some(f) = &current else { continue };
+        let (text, calls) = sections.entry(f.clone()).or_default();
+        text.push_str(line);
+        text.push('\n');
+        if t.starts_with("/*") && t.contains(" CALL.") {
+            // `CALL.ABS.NOINC `(callee) ;` or `CALL.REL.NOINC `($__internal_0_...) ;`
+            if let Some(callee) = t
+                .split_once("`(")
+                .and_then(|(_, r)| r.split_once(')'))
+                .map(|(c, _)| c.trim().to_string())
+            {
+                calls.push(callee);
+            }
+        }
+    }
+    if !sections.contains_key(entry) {
+        bail!("the module has no kernel {entry} (its SASS has no .text.{entry} section)");
+    }
+    let mut todo = vec![entry.to_string()];
+    let mut seen: Vec<String> = Vec::new();
+    let mut out = Vec::new();
+    while let Some(f) = todo.pop() {
+        if seen.contains(&f) {
+            continue;
+        }
+        if let Some((body, calls)) = sections.get(&f) {
+            out.push((f.clone(), body.clone()));
+            todo.extend(calls.iter().cloned());
+        }
+        seen.push(f);
+    }
+    Ok(out)
+}
+
+/// One instruction of a listing, where it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct Instruction {
+    /// The function (section `.text.<function>`) it is in.
+    pub function: String,
+    /// Its byte offset in the function (`/*0040*/`).
+    pub offset: u32,
+    /// Opcode with modifiers (`UTMALDG.2D.MULTICAST`).
+    pub op: String,
+    /// Its guard (`P0`, `!UP1`), if it has one other than the always-true `PT`.
+    pub guard: Option<String>,
+}
+
+/// The instructions of kernel `entry` and the functions it calls, each at its offset: the map
+/// from a measured instruction's (function, offset) to what it is.
+pub fn instructions_of_kernel(listing: &str, entry: &str) -> Result<Vec<Instruction>> {
+    let mut out = Vec::new();
+    for (function, body) in kernel_sections(listing, entry)? {
+        for line in body.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("/*") else {
+                continue;
+            };
+            let Some((addr, body)) = rest.split_once("*/") else {
+                continue;
+            };
+            if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
+                continue;
+            }
+            let Ok(offset) = u32::from_str_radix(addr, 16) else {
+                continue;
+            };
+            let mut words = body.split_whitespace().peekable();
+            let guard = words
+                .peek()
+                .and_then(|w| w.strip_prefix('@'))
+                .map(str::to_string);
+            if guard.is_some() {
+                words.next();
+            }
+            let Some(op) = words.next().map(|w| w.trim_end_matches(';')) else {
+                continue;
+            };
+            if !op.starts_with(|c: char| c.is_ascii_uppercase()) {
+                continue;
+            }
+            out.push(Instruction {
+                function: function.clone(),
+                offset,
+                op: op.to_string(),
+                guard: guard.filter(|g| g != "PT" && g != "UPT"),
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// Disassemble a CUBIN (nvdisasm from the toolkit, or installed from PyPI).
@@ -167,6 +233,20 @@ mod tests {
         assert_eq!(s.count("LDT"), 0, "prefix matches whole opcode names only");
         assert_eq!(s.total(), 5);
         assert_eq!(s.local_memory_ops(), 0);
+        let listing = format!("\t.section\t.text.k,\"ax\",@progbits\n{listing}");
+        let pcs = instructions_of_kernel(&listing, "k").unwrap();
+        let guards: Vec<(u32, Option<&str>)> =
+            pcs.iter().map(|i| (i.offset, i.guard.as_deref())).collect();
+        assert_eq!(
+            guards,
+            [
+                (0, None),
+                (0x10, Some("P0")),
+                (0x20, Some("!UP1")),
+                (0x30, None),
+                (0x40, None)
+            ]
+        );
     }
 
     #[test]
@@ -193,6 +273,16 @@ mod tests {
         );
         assert_eq!(k.count("UTMALDG"), 1, "the called helper counts");
         assert_eq!(k.total(), 5);
+        let pcs = instructions_of_kernel(listing, "gemm_kernel").unwrap();
+        let at = |f: &str, o: u32| {
+            pcs.iter()
+                .find(|i| i.function == f && i.offset == o)
+                .map(|i| i.op.as_str())
+        };
+        assert_eq!(at("gemm_kernel", 0x10), Some("CALL.ABS.NOINC"));
+        assert_eq!(at("_Z6helperv", 0), Some("UTMALDG.2D.MULTICAST"));
+        assert_eq!(at("decoy", 0), None, "the decoy kernel is not mapped");
+        assert_eq!(pcs.len(), 5);
         let e = Sass::of_kernel(listing, "other").unwrap_err();
         assert!(e.to_string().contains("no kernel other"), "{e}");
     }

@@ -151,7 +151,249 @@ pub const CHECK_RULES: &[(u32, &str)] = &[
     (1, "release-before-wgmma-done"),
     (2, "staging-rewrite-before-read"),
     (3, "staging-rewrite-before-read"),
+    (HANG_RULE, "wait-bound-exceeded"),
 ];
+
+/// The rule a hang diagnosis build traps with (`wb::check::WAIT_BOUND_EXCEEDED`): an mbarrier
+/// wait outlived its bound.
+pub const HANG_RULE: u32 = 4;
+
+/// The compiler definition of a hang diagnosis build (common.cuh's "Hang diagnosis builds"),
+/// which needs the twin check's ([`CHECK_DEFINE`]) records...
+pub const HANG_DEFINE: &str = "WB_HANG_DIAG";
+/// ...and the one that bounds every mbarrier wait, in ns.
+pub const HANG_BOUND_DEFINE: &str = "WB_HANG_DIAG_NS";
+
+/// The bound of a wait in the hang diagnosis build the runner re-runs a hung twin with: far
+/// above any wait of a working kernel (microseconds), far below the runner's timeouts.
+pub const HANG_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The compiler definitions of a hang diagnosis build whose waits are bounded by `bound`.
+pub fn hang_defines(bound: std::time::Duration) -> Vec<(String, String)> {
+    vec![
+        (CHECK_DEFINE.to_string(), "1".to_string()),
+        (HANG_DEFINE.to_string(), "1".to_string()),
+        (
+            HANG_BOUND_DEFINE.to_string(),
+            format!("{}ull", bound.as_nanos().max(1)),
+        ),
+    ]
+}
+
+/// The waiting warps a hang report names at most (`wb::check::WAITS`).
+pub const WAITS: usize = 32;
+
+/// One warp whose mbarrier wait outlived the bound of a hang diagnosis build
+/// (`wb::check::Wait`, which the device writes into host-mapped memory before it traps).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct Wait {
+    /// 1 once the device has written the whole record.
+    pub done: u32,
+    pub cta: u32,
+    pub warp: u32,
+    /// Its CTA's rank in the cluster.
+    pub rank: u32,
+    /// The trace phase the warp entered last, + 1 (0: none): it names the warp's role.
+    pub phase: u32,
+    /// That phase's argument (a k-block).
+    pub phase_arg: u32,
+    /// The persistent loop's tile, + 1 (0: none).
+    pub tile: u32,
+    /// The barrier's shared-memory offset.
+    pub bar: u32,
+    /// The parity awaited.
+    pub parity: u32,
+    /// Arrivals that complete one phase (mbarrier.init's count; 0: a barrier the check does
+    /// not know).
+    pub count: u32,
+    /// Arrivals on the barrier so far, over all its phases (the check's shadow count).
+    pub arrivals: u32,
+    /// How many waiting warps had claimed a record when this one did, itself included.
+    pub claimed: u32,
+    /// How long it had waited when it recorded, in µs.
+    pub waited_us: u32,
+    /// The kernel's expression for the barrier, NUL-terminated.
+    pub name: [u8; 44],
+}
+
+impl Default for Wait {
+    fn default() -> Wait {
+        Wait {
+            done: 0,
+            cta: 0,
+            warp: 0,
+            rank: 0,
+            phase: 0,
+            phase_arg: 0,
+            tile: 0,
+            bar: 0,
+            parity: 0,
+            count: 0,
+            arrivals: 0,
+            claimed: 0,
+            waited_us: 0,
+            name: [0; 44],
+        }
+    }
+}
+
+/// What the host maps: the twin check's record, then the hang diagnosis build's table of waits
+/// (`wb_hang_waits`).
+#[repr(C)]
+struct Area {
+    fault: Fault,
+    waits: [Wait; WAITS],
+}
+
+/// The role the trace phase a warp entered last gives it, in the kernels' words, and what it
+/// waits for.
+fn role(phase: Option<crate::trace::Phase>, warp: u32) -> String {
+    use crate::trace::Phase;
+    match phase {
+        Some(Phase::SlotWait) => "the producer, waiting for a free ring slot".into(),
+        Some(Phase::DataWait) => "a consumer, waiting for a k-block to land".into(),
+        Some(Phase::AccWait) if warp < 4 => {
+            "the store warp, waiting for a consumer's rows in `out`".into()
+        }
+        Some(Phase::OutEmptyWait) => {
+            "a consumer, waiting for the store warp to have read `out`".into()
+        }
+        Some(Phase::TurnWait) => "a ping-pong consumer, waiting for its turn".into(),
+        Some(Phase::Tail) => "the producer, at its tail".into(),
+        Some(Phase::Setup | Phase::Idle) | None => "a warp whose role had not begun".into(),
+        Some(p) => format!("a warp in phase {}", p.device_name()),
+    }
+}
+
+impl Wait {
+    /// The barrier's name in the kernel, or its offset.
+    pub fn barrier(&self) -> String {
+        let end = self
+            .name
+            .iter()
+            .position(|&b| b == 0)
+            .unwrap_or(self.name.len());
+        let name = String::from_utf8_lossy(&self.name[..end]);
+        if name.is_empty() {
+            format!("the mbarrier at smem +0x{:x}", self.bar)
+        } else {
+            format!("{name} (smem +0x{:x})", self.bar)
+        }
+    }
+
+    /// What arrived on the barrier, from the shadow count and the parity awaited: the phase it
+    /// waits for is the barrier's current one, whose parity is the one awaited (a wait for the
+    /// other parity would have succeeded), so whole phases of `count` arrivals account for the
+    /// rest; when they do not add up, every arrival of the current phase is in and it waits for
+    /// TMA bytes.
+    pub fn arrived(&self) -> String {
+        let (count, all) = (self.count, self.arrivals);
+        if count == 0 {
+            return "the check does not know this barrier: no count of what arrived".into();
+        }
+        let whole = all / count;
+        if whole % 2 == self.parity % 2 {
+            format!(
+                "{} of its {count} arrivals are in ({all} on this barrier in all, {whole} phases complete): {} missing",
+                all % count,
+                count - all % count
+            )
+        } else {
+            format!(
+                "all {count} of its arrivals are in ({all} in all, {} phases complete), yet the phase has not completed: it waits for transaction bytes (TMA loads counted by an expect_tx that never landed)",
+                whole.saturating_sub(1)
+            )
+        }
+    }
+
+    /// One line of a hang report.
+    pub fn describe(&self) -> String {
+        let phase = (self.phase > 0)
+            .then(|| u8::try_from(self.phase - 1).ok())
+            .flatten()
+            .and_then(crate::trace::Phase::from_id);
+        let mut at = Vec::new();
+        if matches!(
+            phase,
+            Some(crate::trace::Phase::SlotWait | crate::trace::Phase::DataWait)
+        ) {
+            at.push(format!("k-block {}", self.phase_arg));
+        }
+        if self.tile > 0 {
+            at.push(format!("tile {}", self.tile - 1));
+        }
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", at.join(", "))
+        };
+        format!(
+            "CTA {} (cluster rank {}) warp {}, {}{at}: waits on {} for parity {} ({:.1} s and counting); {}",
+            self.cta,
+            self.rank,
+            self.warp,
+            role(phase, self.warp),
+            self.barrier(),
+            self.parity,
+            f64::from(self.waited_us) / 1e6,
+            self.arrived()
+        )
+    }
+}
+
+/// A hang diagnosis build's report: the trap's record and every wait recorded, the same wait
+/// (role, barrier, parity, what arrived) of many CTAs told once with how many.
+pub fn hang_report(
+    fault: &Fault,
+    waits: &[Wait],
+    claimed: u32,
+    bound: std::time::Duration,
+) -> Vec<String> {
+    let mut lines = vec![format!(
+        "twin hang: {}{} warp(s) waited longer than {:.1} s on an mbarrier (a hang diagnosis build, every wait bounded); warp {} of CTA {} trapped on {} after twice that:",
+        if claimed as usize >= WAITS { "at least " } else { "" },
+        claimed,
+        bound.as_secs_f64(),
+        fault.warp,
+        fault.cta,
+        {
+            let end = fault.bar.iter().position(|&b| b == 0).unwrap_or(fault.bar.len());
+            let n = String::from_utf8_lossy(&fault.bar[..end]).into_owned();
+            if n.is_empty() { "an mbarrier".to_string() } else { n }
+        }
+    )];
+    // Group the waits that differ only in their CTA and warp.
+    let mut groups: Vec<(String, Vec<&Wait>)> = Vec::new();
+    for w in waits {
+        let key = format!(
+            "{}|{}|{}|{}|{}",
+            w.phase,
+            w.bar,
+            w.parity,
+            w.arrivals % w.count.max(1),
+            w.warp % 4 == w.warp
+        );
+        match groups.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => v.push(w),
+            None => groups.push((key, vec![w])),
+        }
+    }
+    for (_, ws) in &groups {
+        let more = if ws.len() > 1 {
+            format!(" [and {} more warp(s) alike]", ws.len() - 1)
+        } else {
+            String::new()
+        };
+        lines.push(format!("  waiting: {}{more}", ws[0].describe()));
+    }
+    if claimed as usize >= WAITS {
+        lines.push(format!(
+            "  (the report holds {WAITS} records: more warps may wait than it names)"
+        ));
+    }
+    lines
+}
 
 impl Default for Fault {
     fn default() -> Fault {
@@ -203,6 +445,9 @@ impl Fault {
             3 => format!(
                 "warp {warp} of CTA {cta} waited on {bar} and issues a TMA store from smem +0x{a:x}, but {b} arrival(s) filled that buffer again without its wait acquiring them: the buffer was rewritten before this store read it"
             ),
+            HANG_RULE => format!(
+                "warp {warp} of CTA {cta} waited on {bar} (smem +0x{a:x}) for parity {b} longer than the hang diagnosis build's bound"
+            ),
             _ => format!("warp {warp} of CTA {cta}: rule {} (unknown to this runner)", self.rule),
         };
         format!("twin check {rule}: {what}")
@@ -210,17 +455,22 @@ impl Fault {
 }
 
 /// The host side of the twin check of a stress build: the mapped record the kernel's
-/// `wb_check_fault` points to.
+/// `wb_check_fault` points to, and in a hang diagnosis build the table of waits its
+/// `wb_hang_waits` points to, in the same mapped allocation.
 pub struct CheckRecord {
-    host: *mut Fault,
+    host: *mut Area,
     dev: cudarc::driver::sys::CUdeviceptr,
+    /// The wait bound of a hang diagnosis build; None: not one.
+    hang_bound: Option<std::time::Duration>,
 }
 
 impl CheckRecord {
-    /// Allocate the record, empty, and point the module's `wb_check_fault` at it.
+    /// Allocate the record, empty, and point the module's `wb_check_fault` at it (and, in a
+    /// hang diagnosis build with waits bounded by `hang_bound`, its `wb_hang_waits`).
     pub fn install(
         gpu: &crate::gpu::Gpu,
         module: &std::sync::Arc<cudarc::driver::CudaModule>,
+        hang_bound: Option<std::time::Duration>,
     ) -> Result<CheckRecord> {
         use cudarc::driver::sys;
         let mut host: *mut std::ffi::c_void = std::ptr::null_mut();
@@ -230,7 +480,7 @@ impl CheckRecord {
             crate::gpu::check(
                 sys::cuMemHostAlloc(
                     &mut host,
-                    std::mem::size_of::<Fault>(),
+                    std::mem::size_of::<Area>(),
                     0x02, /* DEVICEMAP */
                 ),
                 "cuMemHostAlloc",
@@ -243,6 +493,7 @@ impl CheckRecord {
         let mut record = CheckRecord {
             host: host.cast(),
             dev: 0,
+            hang_bound,
         };
         // SAFETY: `host` was mapped just above.
         unsafe {
@@ -250,7 +501,10 @@ impl CheckRecord {
                 sys::cuMemHostGetDevicePointer_v2(&mut dev, host, 0),
                 "cuMemHostGetDevicePointer",
             )?;
-            record.host.write_volatile(Fault::default());
+            record.host.write_volatile(Area {
+                fault: Fault::default(),
+                waits: [Wait::default(); WAITS],
+            });
         }
         record.dev = dev;
         let s = &gpu.stream;
@@ -261,15 +515,48 @@ impl CheckRecord {
         })?;
         s.memcpy_htod(&record.dev.to_le_bytes(), &mut view)
             .cuda("copy to the GPU")?;
+        if hang_bound.is_some() {
+            let waits = record.dev + std::mem::offset_of!(Area, waits) as u64;
+            let mut view = module.get_global("wb_hang_waits", s).map_err(|e| {
+                anyhow::anyhow!(
+                    "the kernel has no wb_hang_waits: was it built with -D{HANG_DEFINE}=1? ({e:?})"
+                )
+            })?;
+            s.memcpy_htod(&waits.to_le_bytes(), &mut view)
+                .cuda("copy to the GPU")?;
+        }
         s.synchronize().cuda("wait for the GPU")?;
         Ok(record)
     }
 
     /// The failure the kernel recorded before trapping, if any; readable after the context died.
     pub fn fault(&self) -> Option<Fault> {
-        // SAFETY: pinned host memory of one Fault.
-        let f = unsafe { self.host.read_volatile() };
+        // SAFETY: pinned host memory of one Area; `addr_of!` reads the field without a
+        // reference to memory the device writes.
+        let f = unsafe { std::ptr::addr_of!((*self.host).fault).read_volatile() };
         (f.rule != 0).then_some(f)
+    }
+
+    /// The waits a hang diagnosis build recorded (complete records only), and how many warps
+    /// had claimed one by the last of them.
+    pub fn waits(&self) -> (Vec<Wait>, u32) {
+        // SAFETY: as in `fault`; a record still being written reads `done` 0 and is left out.
+        let t = unsafe { std::ptr::addr_of!((*self.host).waits).read_volatile() };
+        let waits: Vec<Wait> = t.iter().filter(|w| w.done == 1).copied().collect();
+        let claimed = waits.iter().map(|w| w.claimed).max().unwrap_or(0);
+        (waits, claimed)
+    }
+
+    /// The recorded failure in words: a rule's one line, or a hang diagnosis build's report.
+    pub fn report(&self) -> Option<String> {
+        let f = self.fault()?;
+        match (f.rule, self.hang_bound) {
+            (HANG_RULE, Some(bound)) => {
+                let (waits, claimed) = self.waits();
+                Some(hang_report(&f, &waits, claimed, bound).join("\n"))
+            }
+            _ => Some(f.describe()),
+        }
     }
 }
 
@@ -373,6 +660,24 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn twin_mutations_caught_at_run_time_name_a_rule_of_the_twin_check() {
+        for t in TWIN_MUTATIONS
+            .iter()
+            .filter(|t| t.caught == TwinCatch::Stress)
+        {
+            let m = &t.mutation;
+            if !m.caught_by.is_empty() {
+                assert!(
+                    CHECK_RULES.iter().any(|(_, rule)| *rule == m.caught_by),
+                    "{}: the twin check has no rule {}",
+                    m.name,
+                    m.caught_by
+                );
+            }
+        }
+    }
 
     fn point(name: &str) -> u32 {
         let i = POINTS.iter().position(|(n, _)| *n == name);
@@ -485,6 +790,140 @@ mod tests {
         );
         // The layout the device writes: 10 words and the name.
         assert_eq!(std::mem::size_of::<Fault>(), 10 * 4 + 48);
+    }
+
+    fn wait(cta: u32, warp: u32, phase: crate::trace::Phase, name: &str) -> Wait {
+        let mut w = Wait {
+            done: 1,
+            cta,
+            warp,
+            phase: u32::from(phase.id()) + 1,
+            ..Wait::default()
+        };
+        w.name[..name.len()].copy_from_slice(name.as_bytes());
+        w
+    }
+
+    #[test]
+    fn a_hang_report_names_the_roles_barriers_parities_and_what_arrived() {
+        use crate::trace::Phase;
+        // The wrong parity of gpu/hang/step6_wrong_empty_parity.toml: the producer waits on a
+        // fresh load_empty for parity 0 at its first k-block; nothing has arrived.
+        let producer = Wait {
+            bar: 0x38040,
+            parity: 0,
+            count: 16,
+            arrivals: 0,
+            phase_arg: 0,
+            tile: 3,
+            waited_us: 1_000_250,
+            ..wait(6, 0, Phase::SlotWait, "&smem.load_empty[slot]")
+        };
+        let d = producer.describe();
+        assert!(
+            d.starts_with("CTA 6 (cluster rank 0) warp 0, the producer, waiting for a free ring slot (k-block 0, tile 2): waits on &smem.load_empty[slot] (smem +0x38040) for parity 0 (1.0 s and counting); 0 of its 16 arrivals are in"),
+            "{d}"
+        );
+        assert!(d.ends_with("16 missing"), "{d}");
+        // A consumer waiting on a k-block whose expect_tx arrival is in but whose bytes never
+        // came: 5 arrivals of 1 per phase, parity 0 awaited, so phase 5 (odd) cannot be the one
+        // awaited: phase 4's arrival is in and its bytes are missing.
+        let consumer = Wait {
+            bar: 0x38000,
+            parity: 0,
+            count: 1,
+            arrivals: 5,
+            phase_arg: 4,
+            ..wait(6, 4, Phase::DataWait, "&smem.load_full[slot]")
+        };
+        let d = consumer.describe();
+        assert!(
+            d.contains("a consumer, waiting for a k-block to land (k-block 4)"),
+            "{d}"
+        );
+        assert!(
+            d.contains("all 1 of its arrivals are in (5 in all, 4 phases complete)")
+                && d.contains("transaction bytes"),
+            "{d}"
+        );
+        // The missing arrive of gpu/hang/step6_no_out_empty_arrive.toml: consumer 1 waits for
+        // the store warp's out_empty arrival.
+        let out = Wait {
+            bar: 0x38090,
+            parity: 0,
+            count: 1,
+            arrivals: 0,
+            ..wait(1, 8, Phase::OutEmptyWait, "&smem.out_empty[other]")
+        };
+        assert!(out
+            .describe()
+            .contains("a consumer, waiting for the store warp to have read `out`"));
+        let store = wait(1, 1, Phase::AccWait, "&smem.out_full[c]");
+        assert!(store
+            .describe()
+            .contains("the store warp, waiting for a consumer's rows"));
+        // A barrier the check does not know, and a warp with no phase.
+        let unknown = Wait {
+            bar: 0x100,
+            done: 1,
+            ..Wait::default()
+        };
+        let d = unknown.describe();
+        assert!(d.contains("a warp whose role had not begun"), "{d}");
+        assert!(d.contains("the mbarrier at smem +0x100"), "{d}");
+        assert!(d.contains("no count of what arrived"), "{d}");
+        // The report: the trap's record, then the waits, alike ones told once with a count.
+        let mut fault = Fault {
+            rule: HANG_RULE,
+            cta: 6,
+            warp: 0,
+            detail: [0x38040, 0, 0, 0, 0, 0, 0],
+            ..Fault::default()
+        };
+        fault.bar[..22].copy_from_slice(b"&smem.load_empty[slot]");
+        let consumer2 = Wait {
+            cta: 7,
+            warp: 5,
+            ..consumer
+        };
+        let lines = hang_report(
+            &fault,
+            &[producer, consumer, consumer2, out],
+            40,
+            HANG_BOUND,
+        );
+        assert!(
+            lines[0].starts_with(
+                "twin hang: at least 40 warp(s) waited longer than 1.0 s on an mbarrier"
+            ) && lines[0].contains("warp 0 of CTA 6 trapped on &smem.load_empty[slot]"),
+            "{lines:?}"
+        );
+        assert_eq!(lines.len(), 5, "{lines:?}");
+        assert!(lines[1].starts_with("  waiting: CTA 6 (cluster rank 0) warp 0, the producer"));
+        assert!(
+            lines[2].ends_with("[and 1 more warp(s) alike]"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[4].contains("more warps may wait than it names"),
+            "{lines:?}"
+        );
+        assert_eq!(hang_report(&fault, &[out], 1, HANG_BOUND).len(), 2);
+        assert!(fault
+            .describe()
+            .starts_with("twin check wait-bound-exceeded: warp 0 of CTA 6 waited on &smem.load_empty[slot] (smem +0x38040) for parity 0"));
+        // The layout the device writes (its static_assert holds the same numbers).
+        assert_eq!(std::mem::size_of::<Wait>(), 96);
+        assert_eq!(
+            std::mem::offset_of!(Area, waits),
+            std::mem::size_of::<Fault>()
+        );
+        let d = hang_defines(HANG_BOUND);
+        assert_eq!(d[0], (CHECK_DEFINE.to_string(), "1".to_string()));
+        assert_eq!(
+            d[2],
+            (HANG_BOUND_DEFINE.to_string(), "1000000000ull".to_string())
+        );
     }
 
     #[test]

@@ -66,7 +66,15 @@ impl Stats {
 /// the kernel (the grader's worker sat there until its 240 s limit killed it). The driver frees
 /// the context, and stops the kernel, when the process is gone.
 pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()> {
-    sync_diagnosed(gpu, timeout, what, &|| None, &Vec::new)
+    sync_diagnosed(gpu, timeout, what, &|| None, &|| None)
+}
+
+/// What explains a hang: who saw it ("the emulation's watchdog saw these mbarrier waits never
+/// succeed"), and one line per finding, printed indented under the hang's `error:` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HangReport {
+    pub source: String,
+    pub lines: Vec<String>,
 }
 
 /// [`sync_with_timeout`], asking `diagnose` before calling a timeout a hang: under the tcgen05
@@ -76,14 +84,15 @@ pub fn sync_with_timeout(gpu: &Gpu, timeout: Duration, what: &str) -> Result<()>
 /// exit code 2, as for any error), not as a hang. The process still ends at once, as for a hang:
 /// returning instead let the caller free buffers and unload the module under the still-running
 /// kernel, which blocked (on the H200 two such runs waited until an outer 150 s limit).
-/// A hang with no recorded fault is then explained by `waiting` (the emulation's watchdog
-/// records: which warp waits on which barrier, and what that barrier still lacks), one line each.
+/// A hang with no recorded fault is then explained by `waiting`, where it can: the emulation's
+/// watchdog records (which warp waits on which barrier, and what that barrier still lacks), or a
+/// native twin's re-run as a hang diagnosis build (`common::run::HangRerun`).
 pub fn sync_diagnosed(
     gpu: &Gpu,
     timeout: Duration,
     what: &str,
     diagnose: &dyn Fn() -> Option<String>,
-    waiting: &dyn Fn() -> Vec<String>,
+    waiting: &dyn Fn() -> Option<HangReport>,
 ) -> Result<()> {
     let event = gpu
         .stream
@@ -101,19 +110,20 @@ pub fn sync_diagnosed(
                         eprintln!("error: {d}");
                         exit_now(crate::verdict::Verdict::Error.code().into());
                     }
-                    let waits = waiting();
-                    if waits.is_empty() {
-                        eprintln!(
+                    match waiting().filter(|r| !r.lines.is_empty()) {
+                        None => eprintln!(
                             "error: {what} did not finish within {:.0} s: it hangs. The usual cause is an mbarrier wait on a phase that never completes (wrong parity, or a missing arrive/commit). Raise the limit with --timeout if the problem is just large.",
                             timeout.as_secs_f64()
-                        );
-                    } else {
-                        eprintln!(
-                            "error: {what} did not finish within {:.0} s: it hangs; the emulation's watchdog saw these mbarrier waits never succeed (raise the limit with --timeout if the problem is just large):",
-                            timeout.as_secs_f64()
-                        );
-                        for w in &waits {
-                            eprintln!("  waiting: {w}");
+                        ),
+                        Some(r) => {
+                            eprintln!(
+                                "error: {what} did not finish within {:.0} s: it hangs; {} (raise the limit with --timeout if the problem is just large):",
+                                timeout.as_secs_f64(),
+                                r.source
+                            );
+                            for line in &r.lines {
+                                eprintln!("  {line}");
+                            }
                         }
                     }
                     exit_now(crate::verdict::Verdict::Hang.code().into());
@@ -256,7 +266,14 @@ pub struct Measured {
     pub stats: Stats,
     /// None without NVML, or when no reading fell inside one of its launches.
     pub clocks: Option<Clocks>,
+    /// Every timed round's time, in round order: the same index is the same round for every
+    /// contender, which pairs them (`crate::confidence`). Not written to results files.
+    #[serde(skip)]
+    pub samples_us: Vec<f64>,
 }
+
+/// [`Protocol::until`]: every contender's times so far, round by round; true stops.
+pub type Until<'a> = dyn FnMut(&[Vec<f64>]) -> bool + 'a;
 
 /// How [`time_rounds`] times. Every caller states each part; [`Protocol::standard`] is what
 /// `runner step`, `runner bench` and the grader use.
@@ -286,6 +303,10 @@ pub struct Protocol<'a> {
     /// the grader sets it, so a kernel cannot return an output it kept from an earlier launch on
     /// the same buffers. Off in [`Protocol::standard`].
     pub rescale: bool,
+    /// Asked after every timed round with every contender's times so far (round order, the
+    /// contenders' order): true ends the timing there, before `iters` rounds. The bench's
+    /// adaptive rounds (`crate::confidence::StopRule`); None in [`Protocol::standard`].
+    pub until: Option<&'a mut Until<'a>>,
 }
 
 impl<'a> Protocol<'a> {
@@ -308,6 +329,7 @@ impl<'a> Protocol<'a> {
             nvml,
             sync_each: false,
             rescale: false,
+            until: None,
         }
     }
 }
@@ -318,7 +340,8 @@ pub fn round_order(round: usize, n: usize, rotate: bool) -> Vec<usize> {
     (0..n).map(|j| (first + j) % n).collect()
 }
 
-/// Time contenders against each other: `warmup` untimed rounds, then `iters` timed rounds. A
+/// Time contenders against each other: `warmup` untimed rounds, then `iters` timed rounds (fewer
+/// where [`Protocol::until`] ends them). A
 /// round runs every contender's `prepare` (and, if the protocol rescales, `rescale`), then the prime, then every contender's launch back
 /// to back in the round's [`round_order`] (each after the L2 flush, between two events, then
 /// its `after_launch`), then waits, then every `check`. Returns one [`Measured`] per contender,
@@ -351,7 +374,8 @@ pub fn time_rounds(
 ) -> Result<Vec<Measured>> {
     let n = contenders.len();
     let iters = protocol.iters;
-    let mut samples = vec![Vec::with_capacity(iters); n];
+    // `iters` is only a bound when `until` decides.
+    let mut samples = vec![Vec::with_capacity(iters.min(1 << 12)); n];
     let mut readings: Vec<Vec<Reading>> = vec![Vec::new(); n];
     for round in 0..protocol.warmup + iters {
         for c in contenders.iter_mut() {
@@ -392,13 +416,19 @@ pub fn time_rounds(
         for c in contenders.iter_mut() {
             c.check(round)?;
         }
+        if let (true, Some(until)) = (timed, protocol.until.as_mut()) {
+            if until(&samples) {
+                break;
+            }
+        }
     }
     Ok(samples
         .into_iter()
         .zip(readings)
         .map(|(s, r)| Measured {
-            stats: Stats::from_samples(s),
+            stats: Stats::from_samples(s.clone()),
             clocks: Clocks::from_readings(&r),
+            samples_us: s,
         })
         .collect())
 }

@@ -18,8 +18,17 @@ pub const PYPI_NVDISASM: &str = "nvidia-cuda-nvdisasm==13.2.51";
 /// cuBLAS for verification and the speed reference, on a GPU machine with a driver and no
 /// toolkit: 13.0.x, as the driver's CUDA version (about 550 MB, installed only there).
 pub const PYPI_CUBLAS: &str = "nvidia-cublas==13.0.2.14";
+/// CUPTI, whose SASS metrics count the instructions a graded kernel executed (the grader's
+/// proof of a technique), on a GPU machine without a toolkit: 13.0.x, as the driver's CUDA.
+pub const PYPI_CUPTI: &str = "nvidia-cuda-cupti==13.0.85";
 /// Every pinned wheel, for an offline lab's `pip download`.
-pub const PYPI_ALL: [&str; 4] = [PYPI_NVRTC, PYPI_HEADERS, PYPI_NVDISASM, PYPI_CUBLAS];
+pub const PYPI_ALL: [&str; 5] = [
+    PYPI_NVRTC,
+    PYPI_HEADERS,
+    PYPI_NVDISASM,
+    PYPI_CUBLAS,
+    PYPI_CUPTI,
+];
 
 /// A usable set of CUDA compile tools.
 #[derive(Debug, Clone)]
@@ -95,6 +104,29 @@ pub fn install_cublas(already_there: impl Fn() -> bool) -> Result<()> {
             return Ok(());
         }
         pip_install(&cublas_dir(), &[PYPI_CUBLAS])
+    })
+}
+
+/// Where the pinned CUPTI wheel is installed when no CUPTI is found.
+pub fn cupti_dir() -> PathBuf {
+    sibling_dir("cupti")
+}
+
+/// The library folders of the pinned CUPTI wheel, where it would be.
+pub fn cupti_lib_dirs() -> Vec<PathBuf> {
+    [pypi_dir(), cupti_dir()]
+        .iter()
+        .map(|d| d.join("nvidia").join("cu13").join("lib"))
+        .collect()
+}
+
+/// Install the pinned CUPTI wheel into [`cupti_dir`], once (under the install lock).
+pub fn install_cupti(already_there: impl Fn() -> bool) -> Result<()> {
+    with_install_lock(|| {
+        if already_there() {
+            return Ok(());
+        }
+        pip_install(&cupti_dir(), &[PYPI_CUPTI])
     })
 }
 
@@ -225,8 +257,13 @@ fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
     let lock_path = dir.with_extension("lock");
-    let lock = std::fs::File::create(&lock_path)
-        .with_context(|| format!("cannot create {}", lock_path.display()))?;
+    let lock = std::fs::File::create(&lock_path).with_context(|| {
+        format!(
+            "cannot create {} (the install lock, beside the toolkit's folder: {} must be writable by whoever installs; in a lab, install once as the instructor, and the installed folder is then read by everyone)",
+            lock_path.display(),
+            parent.display()
+        )
+    })?;
     lock.lock()
         .with_context(|| format!("cannot lock {}", lock_path.display()))?;
     let out = f();
