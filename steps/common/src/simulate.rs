@@ -341,6 +341,12 @@ impl SimKernel {
         let ptx = compile_ptx(source, Target::Sm100a, &defines)?;
         let program = Program::parse(&ptx)
             .map_err(|e| anyhow!("the simulator cannot read {}'s PTX: {e}", source.path))?;
+        if program.kernel("gemm_kernel").is_none() {
+            bail!(
+                "{} defines no kernel `extern \"C\" __global__ void gemm_kernel(...)`: there is nothing to run",
+                source.path
+            );
+        }
         Ok(SimKernel {
             spec: spec.clone(),
             source: source.clone(),
