@@ -255,9 +255,7 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             },
             GpuStatus::Absent(why) => {
                 if req.trace.is_some() && spec.arch == Arch::Hopper && chosen {
-                    bail!(
-                        "--trace records a launch of the Hopper twin and needs an H100/H200: {why}"
-                    );
+                    bail!("--trace records a launch and needs a GPU that runs the kernel (the Hopper twin: an H100/H200): {why}");
                 }
                 if opts.emulate == EmulateMode::Always && req.trace.is_some() {
                     bail!("--emulate needs an sm_90 GPU to run on: {why}");
