@@ -36,8 +36,9 @@ fn seeded_bugs() -> Vec<(String, String, String)> {
     let o = runner(&["mutations", "--json"]);
     assert!(o.status.success(), "{}", text(&o.stderr));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v.as_array()
-        .unwrap()
+    v["mutations"]
+        .as_array()
+        .expect("{\"mutations\": [...]}")
         .iter()
         .filter(|m| m["arch"] == "sm_100a")
         .map(|m| {
