@@ -480,9 +480,13 @@ fn pick_width() -> Result<Vec<String>> {
 
 enum Outcome {
     Verified,
+    /// Verified on the CPU simulator.
+    Simulated,
     Failed(String),
     Hung,
     Error(String),
+    /// The CPU simulator stopped the kernel: a broken ordering rule, a deadlock, a fault.
+    Stopped(String),
     /// No GPU that runs it: compiled for sm_100a only.
     NotRun(String),
 }
@@ -506,6 +510,9 @@ fn run_kernel(
         "--iters".into(),
         "0".into(),
         "--emu-seed".into(),
+        seed.to_string().into(),
+        // Without a GPU the CPU simulator runs it: the same seed picks its schedule.
+        "--sim-seed".into(),
         seed.to_string().into(),
     ];
     for p in params {
@@ -553,6 +560,8 @@ fn run_kernel(
             let v = &all["runs"][0];
             if v["ran"] == false {
                 Outcome::NotRun(v["reason"].as_str().unwrap_or("no GPU").to_string())
+            } else if v["simulated"] == true {
+                Outcome::Simulated
             } else {
                 Outcome::Verified
             }
@@ -560,6 +569,9 @@ fn run_kernel(
         Verdict::Failed => {
             let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
             let v = &all["runs"][0];
+            if let Some(why) = v["failure"]["message"].as_str() {
+                return Ok(Outcome::Stopped(why.to_string()));
+            }
             if v["ran"] == false {
                 return Ok(Outcome::Error(format!(
                     "the build lacks the step's key instructions: {}",
@@ -698,6 +710,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     }
     let mut failed = false;
     let mut partial = false;
+    let mut timing_skipped = false;
     for check in ex.checks {
         match check {
             Check::Host(f) => match f() {
@@ -730,7 +743,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                 out.emit(
                     "run",
                     format!(
-                        "step {}'s Blackwell kernel from {from}, under the tcgen05 emulation{}",
+                        "step {}'s Blackwell kernel from {from}, under the tcgen05 emulation on an H100/H200, else on the CPU simulator{}",
                         ex.step,
                         if params.is_empty() {
                             String::new()
@@ -747,6 +760,13 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                             (true, format!("compiled for sm_100a; not run here ({why}): run it on an H100/H200 for the full check"))
                         }
                         (Outcome::Verified, Expect::Verifies) => (true, "verifies".into()),
+                        (Outcome::Simulated, Expect::Verifies) => {
+                            (true, "verifies (simulated on the CPU)".into())
+                        }
+                        (Outcome::Simulated, _) => (
+                            false,
+                            "verifies on the CPU simulator, but it should not".into(),
+                        ),
                         (Outcome::Failed(d), Expect::FailsVerification | Expect::Caught) => {
                             (true, format!("fails verification as expected: {d}"))
                         }
@@ -754,13 +774,19 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                             (true, "hangs, and the runner says so".into())
                         }
                         (Outcome::Error(e), Expect::Caught) => (true, format!("caught: {e}")),
+                        (Outcome::Stopped(e), Expect::FailsVerification | Expect::Caught) => {
+                            (true, format!("caught by the simulator: {e}"))
+                        }
+                        (Outcome::Stopped(e), Expect::Verifies) => {
+                            (false, format!("the simulator stopped it: {e}"))
+                        }
                         (Outcome::Verified, _) => (false, "verifies, but it should not".into()),
                         (Outcome::Failed(d), _) => (false, format!("fails verification: {d}")),
                         (Outcome::Hung, _) => (false, "hangs".into()),
                         (Outcome::Error(e), _) => (false, e.clone()),
                     };
                     let seed_note = if seeds.len() > 1 {
-                        format!("emulation seed {seed}: ")
+                        format!("schedule seed {seed}: ")
                     } else {
                         String::new()
                     };
@@ -801,13 +827,21 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
             out.emit(mark, text);
         }
         failed |= r.failed;
-        partial |= r.partial;
+        // Without a GPU the timing alone is skipped, and said so: the correctness checks above
+        // ran in full on the simulator, and they decide the exit status.
+        if r.partial && matches!(common::gpu::open(), common::gpu::GpuStatus::Absent(_)) {
+            timing_skipped = true;
+        } else {
+            partial |= r.partial;
+        }
         measured = r.json;
     } else if o.twin.is_some() || o.predict.is_some() {
         eprintln!("warning: exercise {id} times nothing on the Hopper twin: --twin and --predict are not used");
     }
     let verdict = if failed {
         format!("exercise {id}: the check fails")
+    } else if timing_skipped && !partial {
+        format!("exercise {id}: the check passes; its timing part needs an H100/H200 and was skipped here (no GPU)")
     } else if partial {
         format!("exercise {id}: the check ran only in part (compiled, not run: no GPU here); what ran passes — run it on an H100/H200 for the full check")
     } else {

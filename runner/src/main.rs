@@ -12,6 +12,7 @@ mod outdir;
 mod report;
 mod results;
 mod sandbox;
+mod sim_cmd;
 mod step_cmd;
 mod trace;
 mod workshop;

@@ -314,6 +314,9 @@ pub struct EmulationCase {
     /// The persistent grid's cap (`--clusters`), so that each cluster runs several tiles.
     #[serde(default)]
     pub clusters: Option<u32>,
+    /// The input distribution, where not the default (gaussian).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dist: Option<common::Dist>,
     pub mutation: Option<String>,
     pub expected: Expected,
     /// From the exit code alone ([`Verdict`]).

@@ -30,6 +30,17 @@ pub struct Request {
     pub trace: Option<PathBuf>,
     /// `--time-emulation N`: time N emulated launches with the strict rules off and on.
     pub time_emulation: Option<u32>,
+    /// `--m`, `--n`, `--k` as given: a simulated run fills the others from its own defaults.
+    pub dims: (Option<usize>, Option<usize>, Option<usize>),
+    pub sim: SimRequest,
+}
+
+/// The CPU simulator's part of a request.
+#[derive(Debug, Clone, Default)]
+pub struct SimRequest {
+    /// `--sim`: simulate the Blackwell kernel even where a GPU could run it.
+    pub forced: bool,
+    pub options: common::simulate::SimOptions,
 }
 
 /// A user's kernel file is a Hopper twin if it includes hopper.cuh.
@@ -58,6 +69,8 @@ fn kernels(
         (opts.emulate == EmulateMode::Never, "--no-emulate"),
         (mutation_arch == Some(Arch::Blackwell), "--mutate"),
         (req.time_emulation.is_some(), "--time-emulation"),
+        (req.sim.forced, "--sim"),
+        (req.sim.options.schedules > 1, "--explore"),
     ];
     let hopper_only = [
         (opts.stress.is_some(), "--stress"),
@@ -214,6 +227,16 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     // Runs under the emulation: without one, --emu-seed changed nothing.
     let mut emulated = 0;
     for spec in &specs {
+        if simulate_here(req, &opts, spec.arch, &status) {
+            if !req.json && !outputs.is_empty() {
+                println!();
+            }
+            let (v, passed, wrote_trace) = crate::sim_cmd::run(req, spec, &opts, &status)?;
+            failed |= !passed;
+            traced += usize::from(wrote_trace);
+            outputs.push(v);
+            continue;
+        }
         let why_not = match &status {
             GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
                 Ok(Target::Sm90aEmulated) => {
@@ -231,8 +254,8 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
                 Err(e) => Some(e),
             },
             GpuStatus::Absent(why) => {
-                if req.trace.is_some() {
-                    bail!("--trace records a launch and needs a GPU that runs the kernel: {why}");
+                if req.trace.is_some() && spec.arch == Arch::Hopper && chosen {
+                    bail!("--trace records a launch and needs a GPU that runs the kernel (the Hopper twin: an H100/H200): {why}");
                 }
                 if opts.emulate == EmulateMode::Always && req.trace.is_some() {
                     bail!("--emulate needs an sm_90 GPU to run on: {why}");
@@ -342,6 +365,19 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         Verdict::Verified
     }
     .into())
+}
+
+/// Whether `arch`'s kernel runs on the CPU simulator: asked for (`--sim`, `--explore`), or the
+/// Blackwell kernel where there is no GPU (unless `--emulate` asks for the emulation build's
+/// compile report, or `--no-emulate` for a native run).
+fn simulate_here(req: &Request, opts: &RunOptions, arch: Arch, status: &GpuStatus) -> bool {
+    if arch != Arch::Blackwell {
+        return false;
+    }
+    if req.sim.forced || req.sim.options.schedules > 1 {
+        return true;
+    }
+    matches!(status, GpuStatus::Absent(_)) && opts.emulate == EmulateMode::Auto
 }
 
 /// `--time-emulation`: the emulation build with its strict rules off and on, timed.

@@ -54,6 +54,11 @@ pub struct EmulationSet {
     pub only_mutations: Vec<String>,
     /// Each seeded bug on the first step it applies to only, not on every one.
     pub first_step_only: bool,
+    /// Where the seeded bugs, the extra schedule seeds and the other distributions run.
+    pub control: Shape,
+    /// Input distributions besides the default (gaussian): every step runs each on the control
+    /// shape.
+    pub dists: Vec<Dist>,
 }
 
 impl EmulationSet {
@@ -67,6 +72,43 @@ impl EmulationSet {
             multi_tile: MULTI_TILE.to_vec(),
             only_mutations: Vec::new(),
             first_step_only: false,
+            control: CONTROL,
+            dists: Vec::new(),
+        }
+    }
+
+    /// What the CPU simulator checks (`runner check sim`), and the GPU emulation over the same
+    /// cases for the agreement (`runner check emulation --sim-cases`): small shapes a CPU runs
+    /// in seconds (one with K of five k-blocks), both dtypes, every input distribution, persistent
+    /// grids capped so one cluster runs eight tiles or two clusters three, and every seeded bug on
+    /// every step it applies to, each under two schedule seeds. The control shape gives a
+    /// persistent kernel's one cluster three tiles, so steps 5 and 6 reuse an accumulator slot.
+    pub fn simulator() -> EmulationSet {
+        EmulationSet {
+            shapes: vec![shape(256, 256, 512), shape(512, 512, 320)],
+            dtypes: vec![Dtype::F16, Dtype::Bf16],
+            seeds: vec![1],
+            emu_seeds: vec![1, 2],
+            multi_tile: vec![(shape(512, 1024, 512), 1), (shape(256, 768, 320), 2)],
+            only_mutations: Vec::new(),
+            first_step_only: false,
+            control: shape(256, 768, 512),
+            dists: Dist::ALL
+                .into_iter()
+                .filter(|&d| d != Dist::Gaussian)
+                .collect(),
+        }
+    }
+
+    /// The simulator's set with one shape, one schedule seed, and each seeded bug on the first
+    /// step it applies to: what CI runs.
+    pub fn simulator_quick() -> EmulationSet {
+        EmulationSet {
+            shapes: vec![shape(256, 256, 512)],
+            emu_seeds: vec![1],
+            multi_tile: vec![(shape(512, 1024, 512), 1)],
+            first_step_only: true,
+            ..EmulationSet::simulator()
         }
     }
 
@@ -94,6 +136,7 @@ pub struct EmulationCase {
     pub seed: u64,
     pub emu_seed: u64,
     pub clusters: Option<u32>,
+    pub dist: Dist,
     pub mutation: Option<&'static Mutation>,
     pub expected: Expected,
 }
@@ -102,7 +145,7 @@ impl EmulationCase {
     /// The case's name in logs and the summary table.
     pub fn name(&self) -> String {
         format!(
-            "s{} {} {} seed{} emu{}{}{}",
+            "s{} {} {} seed{} emu{}{}{}{}",
             self.step,
             self.shape,
             self.dtype,
@@ -110,6 +153,11 @@ impl EmulationCase {
             self.emu_seed,
             self.clusters
                 .map_or(String::new(), |c| format!(" clusters{c}")),
+            if self.dist == Dist::Gaussian {
+                String::new()
+            } else {
+                format!(" {}", self.dist)
+            },
             self.mutation
                 .map_or(String::new(), |m| format!(" [{}]", m.name))
         )
@@ -125,6 +173,9 @@ impl EmulationCase {
         ]);
         if let Some(c) = self.clusters {
             a.extend(["--clusters".into(), c.to_string()]);
+        }
+        if self.dist != Dist::Gaussian {
+            a.extend(["--dist".into(), self.dist.to_string()]);
         }
         match self.mutation {
             // Seeded bugs may hang by design: a short limit keeps the run short, and the runner
@@ -188,6 +239,7 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
         .map(|s| s.info().number)
         .collect();
     let mut out = Vec::new();
+    let control = set.control;
     let pass = |step, shape, dtype, seed, emu_seed, clusters| EmulationCase {
         step,
         shape,
@@ -195,6 +247,7 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
         seed,
         emu_seed,
         clusters,
+        dist: Dist::Gaussian,
         mutation: None,
         expected: Expected::Pass,
     };
@@ -207,7 +260,13 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             }
         }
         for &e in &set.emu_seeds[1..] {
-            out.push(pass(step, CONTROL, Dtype::F16, 1, e, None));
+            out.push(pass(step, control, Dtype::F16, 1, e, None));
+        }
+        for &dist in &set.dists {
+            out.push(EmulationCase {
+                dist,
+                ..pass(step, control, Dtype::F16, 1, first, None)
+            });
         }
         if persistent(step, Arch::Blackwell) {
             for &(shape, clusters) in &set.multi_tile {
@@ -238,7 +297,7 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
                         mutation::Expect::Caught => Expected::Fail,
                         mutation::Expect::Harmless => Expected::Pass,
                     },
-                    ..pass(step, CONTROL, Dtype::F16, 1, e, clusters)
+                    ..pass(step, control, Dtype::F16, 1, e, clusters)
                 });
             }
         }

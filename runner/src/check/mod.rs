@@ -9,8 +9,10 @@
 //!   [`crate::results::TwinStress`], [`crate::results::SelftestSummary`]) and print a summary
 //!   table.
 
+pub mod agree;
 pub mod cases;
 pub mod pool;
+pub mod sim;
 
 use crate::outdir::OutDir;
 use crate::results::{
@@ -57,6 +59,39 @@ impl Pool {
         bar.finish_and_clear();
         Ok(ran)
     }
+}
+
+/// The summary table of an emulation or simulator check, one row per case; returns how many met
+/// their expectation.
+pub fn print_cases(names: &[String], rows: &[EmulationRow]) -> usize {
+    println!(
+        "\n{:<58} {:<8} {:<8} {:>6}  rel.err",
+        "case", "expected", "outcome", "secs"
+    );
+    for (name, c) in names.iter().zip(rows) {
+        let flag = if c.met_expectation {
+            String::new()
+        } else if c.named == Some(false) {
+            format!(
+                "  <-- UNEXPECTED (no '{}' in its errors)",
+                c.caught_by.as_deref().unwrap_or("")
+            )
+        } else {
+            "  <-- UNEXPECTED".into()
+        };
+        println!(
+            "{name:<58} {:<8} {:<8} {:>6}  {}{flag}",
+            match c.expected {
+                Expected::Pass => "pass",
+                Expected::Fail => "fail",
+            },
+            c.outcome,
+            c.seconds,
+            c.rel_error_norm
+                .map_or_else(|| "-".into(), |e| format!("{e:.2e}"))
+        );
+    }
+    rows.iter().filter(|c| c.met_expectation).count()
 }
 
 /// The checks run sm_90a code on the GPU itself (the twins natively, the Blackwell kernels
@@ -139,7 +174,7 @@ fn cut(s: &str, limit: usize) -> String {
 
 /// An emulation case's row: whether it met its expectation, from its verdict and, for a seeded
 /// bug that names what must catch it, whether the errors say so.
-fn emulation_row(case: &EmulationCase, ran: &Ran) -> EmulationRow {
+pub fn emulation_row(case: &EmulationCase, ran: &Ran) -> EmulationRow {
     let must_say = case.mutation.map(|m| m.caught_by).filter(|s| !s.is_empty());
     let named = must_say.is_none_or(|s| ran.stderr.contains(s));
     let met = match case.expected {
@@ -167,6 +202,7 @@ fn emulation_row(case: &EmulationCase, ran: &Ran) -> EmulationRow {
         seed: case.seed,
         emu_seed: Some(case.emu_seed),
         clusters: case.clusters,
+        dist: (case.dist != common::Dist::Gaussian).then_some(case.dist),
         mutation: case.mutation.map(|m| m.name.to_string()),
         expected: case.expected,
         outcome: ran.verdict,
@@ -323,34 +359,7 @@ pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result
         cases: rows,
     };
     Results::Emulation(check.clone()).write(&pool.out.join("emulation.json"))?;
-    println!(
-        "\n{:<58} {:<8} {:<8} {:>6}  rel.err",
-        "case", "expected", "outcome", "secs"
-    );
-    for (name, c) in names.iter().zip(&check.cases) {
-        let flag = if c.met_expectation {
-            String::new()
-        } else if c.named == Some(false) {
-            format!(
-                "  <-- UNEXPECTED (no '{}' in its errors)",
-                c.caught_by.as_deref().unwrap_or("")
-            )
-        } else {
-            "  <-- UNEXPECTED".into()
-        };
-        println!(
-            "{name:<58} {:<8} {:<8} {:>6}  {}{flag}",
-            match c.expected {
-                Expected::Pass => "pass",
-                Expected::Fail => "fail",
-            },
-            c.outcome,
-            c.seconds,
-            c.rel_error_norm
-                .map_or_else(|| "-".into(), |e| format!("{e:.2e}"))
-        );
-    }
-    let met = check.cases.iter().filter(|c| c.met_expectation).count();
+    let met = print_cases(&names, &check.cases);
     ok &= met == check.cases.len();
     println!(
         "emulation: {met} of {} cases as expected; wrote {}",
@@ -743,6 +752,7 @@ mod tests {
             seed: 1,
             emu_seed: 2,
             clusters: Some(1),
+            dist: common::Dist::Gaussian,
             mutation: mutation.map(|m| mutation::find(m).unwrap()),
             expected,
         }

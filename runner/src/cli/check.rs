@@ -36,6 +36,38 @@ enum Which {
     /// else a wrong result, hang or fault), or refused by the static check; writes stress.json
     /// and stress-log.txt.
     Twins(TwinArgs),
+    /// The emulation check's kinds of case on the CPU simulator, without a GPU: every step's
+    /// Blackwell kernel from its sm_100a PTX at small shapes (both dtypes, every input
+    /// distribution, persistent grids capped so each cluster runs several tiles) and every
+    /// seeded bug on every step it applies to (static checks off; each explores 4 schedules and
+    /// must be caught, by the rule or hang report it names, or pass if harmless). Writes sim.json
+    /// (the emulation check's case keys) and sim-log.txt. `runner check emulation --sim-cases`
+    /// runs the same cases on an H100/H200; `runner check agree` compares the two files.
+    Sim(SimCheckArgs),
+    /// Compare two check files case by case (emulation.json and sim.json): the same verdict
+    /// (verified, or caught) and, where both name an ordering rule, the same rule.
+    Agree {
+        /// The first results file (e.g. check-results/emulation.json).
+        a: PathBuf,
+        /// The second (e.g. check-results/sim.json).
+        b: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct SimCheckArgs {
+    /// Where the results files go.
+    #[arg(long, default_value = "check-results")]
+    out: PathBuf,
+    /// One shape, one schedule seed, and each seeded bug on the first step it applies to only.
+    #[arg(long)]
+    quick: bool,
+    /// Only these seeded bugs (default: all).
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    mutations: Vec<String>,
+    /// The schedule seeds (default: 1,2).
+    #[arg(long, value_delimiter = ',')]
+    seeds: Vec<u64>,
 }
 
 #[derive(clap::Args)]
@@ -97,6 +129,10 @@ struct EmulationArgs {
     /// Skip the selftest.
     #[arg(long)]
     no_selftest: bool,
+    /// Run the cases `runner check sim` runs (its small shapes, distributions and schedule seeds)
+    /// instead of the emulation's own, for `runner check agree`.
+    #[arg(long)]
+    sim_cases: bool,
     /// Not for the emulation (hidden): refused with the reason.
     #[arg(long, hide = true)]
     stress: bool,
@@ -133,10 +169,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
             if e.stress {
                 bail!("--stress applies to the Hopper twins (runner check twins --stress), which run natively; the emulation perturbs the Blackwell kernels' schedule with --emu-seeds instead");
             }
-            let base = if e.pool.quick {
-                EmulationSet::quick()
-            } else {
-                EmulationSet::full()
+            let base = match (e.sim_cases, e.pool.quick) {
+                (true, true) => EmulationSet::simulator_quick(),
+                (true, false) => EmulationSet::simulator(),
+                (false, true) => EmulationSet::quick(),
+                (false, false) => EmulationSet::full(),
             };
             let set = EmulationSet {
                 shapes: or(&e.problems.shapes, base.shapes),
@@ -164,6 +201,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
             };
             check::stress(&set, &t.pool.pool()?)?
         }
+        Which::Sim(a) => sim(a)?,
+        Which::Agree { a, b } => check::agree::agree(&a, &b)?,
         Which::Twins(t) => {
             let base = if t.pool.quick {
                 TwinSet::quick()
@@ -180,4 +219,18 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
     };
     Ok(verdict.into())
+}
+
+fn sim(a: SimCheckArgs) -> Result<common::verdict::Verdict> {
+    let base = if a.quick {
+        EmulationSet::simulator_quick()
+    } else {
+        EmulationSet::simulator()
+    };
+    let set = EmulationSet {
+        emu_seeds: or(&a.seeds, base.emu_seeds),
+        only_mutations: a.mutations,
+        ..base
+    };
+    check::sim::check(&set, &a.out)
 }

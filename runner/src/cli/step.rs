@@ -96,7 +96,30 @@ pub struct Args {
     #[arg(long)]
     json: bool,
     #[command(flatten)]
+    sim: SimArgs,
+    #[command(flatten)]
     device: super::DeviceArg,
+}
+
+/// The CPU simulator: what runs the Blackwell kernel where no GPU does, and on request anywhere.
+#[derive(clap::Args, Clone)]
+pub struct SimArgs {
+    /// Run the Blackwell kernel on the CPU simulator (its sm_100a PTX, verified against an fp64
+    /// reference), even on a GPU machine. Without a GPU it is what runs the Blackwell kernel.
+    #[arg(long, conflicts_with_all = ["emulate", "no_emulate", "time_emulation", "stress"])]
+    pub sim: bool,
+    /// The simulator's schedule seed: the same seed replays the same interleaving.
+    #[arg(long, value_name = "SEED", default_value_t = 1)]
+    pub sim_seed: u64,
+    /// The simulator's schedule policy: random, pct (random priorities with 3 changes; pctN for
+    /// N), async-late (asynchronous operations complete at the last moment) or async-early.
+    #[arg(long, value_name = "POLICY", default_value = "random")]
+    pub sim_policy: common::simulate::Policy,
+    /// Simulate N schedules (seeds from --sim-seed on, cycling through async-late, async-early,
+    /// random and pct3), verifying each; the first failure is reported with the seed and policy
+    /// that replay it.
+    #[arg(long, value_name = "N", value_parser = super::positive_u32)]
+    pub explore: Option<u32>,
 }
 
 /// CUDA's launch limits (gridDim.x < 2^31, gridDim.y <= 65535).
@@ -223,6 +246,15 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         hang_diagnosis: a.hang_diagnosis,
         hang_rerun: None,
     };
+    let sim = step_cmd::SimRequest {
+        forced: a.sim.sim,
+        options: common::simulate::SimOptions {
+            seed: a.sim.sim_seed,
+            policy: a.sim.sim_policy,
+            schedules: a.sim.explore.unwrap_or(1),
+            trace: a.trace.is_some(),
+        },
+    };
     let request = step_cmd::Request {
         step,
         arch: a.arch.map(ArchArg::arch),
@@ -232,6 +264,8 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         json: a.json,
         trace: a.trace,
         time_emulation: a.time_emulation,
+        dims: (a.problem.m, a.problem.n, a.problem.k),
+        sim,
     };
     Ok((request, opts))
 }

@@ -319,3 +319,58 @@ pub fn print_emulation_cost(spec: &KernelSpec, c: &common::run::EmulationCost) {
         "cost", c.cost_pct
     );
 }
+
+/// A run on the CPU simulator: what ran, how it was scheduled, what it executed, and the
+/// verification or the simulator's finding.
+pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
+    print_header(spec, &r.kernel_path);
+    let s = &r.sim;
+    println!(
+        "{:<W$}{}: proves the kernel's logic and ordering on this schedule; no timings (a GPU gives those)",
+        "mode", s.backend
+    );
+    println!(
+        "{:<W$}{} {} {} seed {}",
+        "problem", r.shape, r.dtype, r.dist, r.seed
+    );
+    if let Some(c) = &r.compile {
+        print_compile(c, r.smem_bytes);
+    }
+    println!(
+        "{:<W$}grid {}x{}x{}, {} threads per CTA, cluster {}x{}x{}",
+        "launch", r.grid.0, r.grid.1, r.grid.2, r.block, r.cluster.0, r.cluster.1, r.cluster.2
+    );
+    let schedules = if s.schedules > 1 {
+        format!(
+            "{} schedules from seed {} (policies cycled from {})",
+            s.schedules, s.schedule_seed, s.policy
+        )
+    } else {
+        format!("seed {}, policy {}", s.schedule_seed, s.policy)
+    };
+    if r.failure.is_some() {
+        println!("{:<W$}{schedules}; {:.2} s", "schedule", s.wall_s);
+    } else {
+        println!(
+            "{:<W$}{schedules}; {} instructions executed, {} barrier phases, {} clusters, {:.2} s",
+            "schedule", s.instructions, s.barrier_phases, s.clusters, s.wall_s
+        );
+    }
+    if let Some(f) = &r.failure {
+        println!(
+            "{:<W$}FAIL  the simulator stopped the kernel ({}), schedule seed {} policy {}:",
+            "verify", f.kind, f.schedule_seed, f.policy
+        );
+        for l in f.message.lines() {
+            println!("{:<W$}  {l}", "");
+        }
+    } else if let Some(v) = &r.verification {
+        println!("{:<W$}{}", "verify", v.summary());
+    }
+    if let Some(flags) = &r.replay {
+        println!(
+            "{:<W$}the same command with {flags} (and without --explore) replays this schedule",
+            "replay"
+        );
+    }
+}

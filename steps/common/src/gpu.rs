@@ -176,8 +176,50 @@ pub fn check(r: sys::CUresult, what: &str) -> Result<()> {
     }
 }
 
-/// A 2D tensor map over a row-major `rows x cols` matrix of 16-bit elements, with a
-/// `box_rows x box_cols` box and the 128-byte swizzle the MMA descriptors expect.
+/// The one description of the workbook's 2D tensor maps: a row-major `rows` x `cols` matrix of
+/// 16-bit elements, read or written in `box_rows` x `box_cols` boxes with the 128-byte swizzle.
+/// [`tensor_map_2d`] encodes it for the driver and the simulator's backend
+/// (`crate::simulate`) describes the same map from it, so the two cannot drift.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TensorMap2d {
+    /// Innermost first, as `cuTensorMapEncodeTiled` takes them: (columns, rows).
+    pub global_dim: [u64; 2],
+    /// Bytes from one row to the next.
+    pub row_stride: u64,
+    /// (columns, rows) of a box.
+    pub box_dim: [u32; 2],
+    pub element_strides: [u32; 2],
+    /// Bytes of the swizzle pattern (128: `CU_TENSOR_MAP_SWIZZLE_128B`); no interleave, L2
+    /// promotion of 256 bytes, out-of-bounds elements read as zero.
+    pub swizzle_bytes: u32,
+}
+
+impl TensorMap2d {
+    /// The map of a `rows` x `cols` matrix in `box_rows` x `box_cols` boxes, or why TMA cannot
+    /// take it.
+    pub fn new(rows: usize, cols: usize, box_rows: u32, box_cols: u32) -> Result<TensorMap2d> {
+        if box_cols * 2 > 128 {
+            bail!(
+                "a 128B-swizzled box is at most 128 bytes wide ({box_cols} 16-bit columns asked)"
+            );
+        }
+        if box_rows > 256 || box_cols > 256 {
+            bail!("a TMA box is at most 256 elements per dimension");
+        }
+        if !(cols * 2).is_multiple_of(16) {
+            bail!("TMA needs rows that are a multiple of 16 bytes ({cols} columns)");
+        }
+        Ok(TensorMap2d {
+            global_dim: [cols as u64, rows as u64],
+            row_stride: (cols * 2) as u64,
+            box_dim: [box_cols, box_rows],
+            element_strides: [1, 1],
+            swizzle_bytes: 128,
+        })
+    }
+}
+
+/// `cuTensorMapEncodeTiled` of [`TensorMap2d::new`]'s map over the matrix at `ptr`.
 pub fn tensor_map_2d(
     ptr: sys::CUdeviceptr,
     dtype: Dtype,
@@ -186,23 +228,16 @@ pub fn tensor_map_2d(
     box_rows: u32,
     box_cols: u32,
 ) -> Result<sys::CUtensorMap> {
-    if box_cols * 2 > 128 {
-        bail!("a 128B-swizzled box is at most 128 bytes wide ({box_cols} 16-bit columns asked)");
-    }
-    if box_rows > 256 || box_cols > 256 {
-        bail!("a TMA box is at most 256 elements per dimension");
-    }
-    if !(cols * 2).is_multiple_of(16) {
-        bail!("TMA needs rows that are a multiple of 16 bytes ({cols} columns)");
-    }
+    let m = TensorMap2d::new(rows, cols, box_rows, box_cols)?;
     let data_type = match dtype {
         Dtype::F16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         Dtype::Bf16 => sys::CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
     };
-    let global_dim = [cols as u64, rows as u64];
-    let global_strides = [(cols * 2) as u64];
-    let box_dim = [box_cols, box_rows];
-    let element_strides = [1u32, 1];
+    let swizzle = match m.swizzle_bytes {
+        128 => sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+        other => bail!("no {other}-byte swizzle in the workbook's tensor maps"),
+    };
+    let global_strides = [m.row_stride];
     let mut map = std::mem::MaybeUninit::<sys::CUtensorMap>::zeroed();
     // SAFETY: arrays have rank (2) or rank-1 entries as the API requires; `map` is writable.
     let r = unsafe {
@@ -211,12 +246,12 @@ pub fn tensor_map_2d(
             data_type,
             2,
             ptr as *mut std::ffi::c_void,
-            global_dim.as_ptr(),
+            m.global_dim.as_ptr(),
             global_strides.as_ptr(),
-            box_dim.as_ptr(),
-            element_strides.as_ptr(),
+            m.box_dim.as_ptr(),
+            m.element_strides.as_ptr(),
             sys::CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
-            sys::CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+            swizzle,
             sys::CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             sys::CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
         )

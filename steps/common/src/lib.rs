@@ -21,6 +21,7 @@ pub mod problem;
 pub mod project;
 pub mod ptx_check;
 pub mod rescale;
+pub mod simulate;
 pub mod run;
 pub mod sass;
 pub mod static_check;

@@ -1,99 +1,12 @@
 //! Host twins of the descriptor builders in `blackwell.cuh`, and their decoders.
 //!
-//! The device functions are what the kernels use; these mirror them bit for bit so the encodings
-//! can be tested without a GPU against the field tables of the PTX ISA ("Shared Memory
-//! Descriptor" and "Instruction descriptor" in the tcgen05 chapter).
+//! The one definition lives in the simulator's units (`sim::units::descriptors`), which the
+//! simulated MMA decodes with; this module re-exports it so the harness, the book figures and the
+//! emulation's fault messages keep using `common::model::descriptors`. The tests below check the
+//! encodings against the field tables of the PTX ISA ("Shared Memory Descriptor" and
+//! "Instruction descriptor" in the tcgen05 chapter).
 
-/// Swizzle modes of the shared-memory descriptor, bits 61-63.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Swizzle {
-    None = 0,
-    B128Atom32 = 1,
-    B128 = 2,
-    B64 = 4,
-    B32 = 6,
-}
-
-/// Decoded shared-memory matrix descriptor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SmemDesc {
-    pub start_address: u32,
-    pub lbo: u32,
-    pub sbo: u32,
-    pub version: u32,
-    pub base_offset: u32,
-    pub lbo_mode: u32,
-    pub swizzle: u32,
-}
-
-/// Mirror of `bw::make_smem_desc_sw128`.
-pub fn make_smem_desc_sw128(smem_addr: u32, sbo_bytes: u32) -> u64 {
-    let mut d = 0u64;
-    d |= ((smem_addr >> 4) & 0x3FFF) as u64;
-    d |= (((16u32 >> 4) & 0x3FFF) as u64) << 16;
-    d |= (((sbo_bytes >> 4) & 0x3FFF) as u64) << 32;
-    d |= 1u64 << 46;
-    d |= (Swizzle::B128 as u64) << 61;
-    d
-}
-
-pub fn decode_smem_desc(d: u64) -> SmemDesc {
-    SmemDesc {
-        start_address: ((d & 0x3FFF) as u32) << 4,
-        lbo: (((d >> 16) & 0x3FFF) as u32) << 4,
-        sbo: (((d >> 32) & 0x3FFF) as u32) << 4,
-        version: ((d >> 46) & 0x7) as u32,
-        base_offset: ((d >> 49) & 0x7) as u32,
-        lbo_mode: ((d >> 52) & 0x1) as u32,
-        swizzle: ((d >> 61) & 0x7) as u32,
-    }
-}
-
-/// Decoded kind::f16 instruction descriptor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct InstrDesc {
-    pub d_format: u32,
-    pub a_format: u32,
-    pub b_format: u32,
-    pub a_major: u32,
-    pub b_major: u32,
-    pub n: u32,
-    pub m: u32,
-}
-
-/// Mirror of `bw::make_idesc_f16`.
-pub fn make_idesc_f16(m: u32, n: u32, bf16: bool) -> u32 {
-    let fmt = if bf16 { 1 } else { 0 };
-    (1 << 4) | (fmt << 7) | (fmt << 10) | (((n >> 3) & 0x3F) << 17) | (((m >> 4) & 0x1F) << 24)
-}
-
-pub fn decode_idesc(d: u32) -> InstrDesc {
-    InstrDesc {
-        d_format: (d >> 4) & 0x3,
-        a_format: (d >> 7) & 0x7,
-        b_format: (d >> 10) & 0x7,
-        a_major: (d >> 15) & 1,
-        b_major: (d >> 16) & 1,
-        n: ((d >> 17) & 0x3F) << 3,
-        m: ((d >> 24) & 0x1F) << 4,
-    }
-}
-
-/// Mirror of `wb::sw128_chunk` (`common.cuh`): where the 128-byte swizzle stores 16-byte chunk
-/// `chunk` (0..7) of row `row` of a 1024-byte aligned tile of 128-byte rows (PTX ISA "Tensor
-/// Swizzling Modes"). `tests/tests/swizzle_twin.rs` compares the two over every row of a
-/// 256-row tile.
-pub fn sw128_chunk(row: u32, chunk: u32) -> u32 {
-    chunk ^ (row % 8)
-}
-
-/// Byte offset of element (row, k) of a K-major, 128B-swizzled tile of 16-bit elements whose
-/// base is 1024-byte aligned: the layout TMA writes with CU_TENSOR_MAP_SWIZZLE_128B and the one
-/// the descriptors above describe (8-row groups of 1024 B, chunks placed by [`sw128_chunk`]).
-pub fn sw128_offset(row: u32, k: u32) -> u32 {
-    let byte = k * 2;
-    (row / 8) * 1024 + (row % 8) * 128 + sw128_chunk(row, byte / 16) * 16 + byte % 16
-}
+pub use sim::units::descriptors::*;
 
 #[cfg(test)]
 mod tests {

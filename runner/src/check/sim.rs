@@ -1,0 +1,192 @@
+//! `runner check sim`: the emulation check's cases ([`super::cases::emulation_cases`]) on the CPU
+//! simulator, in this process, without a GPU. Each case becomes the same row as an emulated
+//! run's ([`super::emulation_row`]: the same expectations, the same "caught by" names), so the
+//! two results files compare case by case (`runner check agree`).
+
+use super::cases::{EmulationCase, EmulationSet};
+use super::pool::Ran;
+use crate::results::{EmulationCheck, Provenance, Results};
+use anyhow::{anyhow, Result};
+use common::compile::KernelSource;
+use common::simulate::{Policy, SimKernel, SimOptions, SimProblem, SimReport, BACKEND};
+use common::step::{Arch, KernelSpec};
+use common::verdict::Verdict;
+use common::Dtype;
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// Schedules a seeded bug runs under from its case's seed (`sim::explore`: async-late,
+/// async-early, random, pct3), the first failure stopping it; a stock kernel runs one random
+/// schedule per seed.
+pub const BUG_SCHEDULES: u32 = 4;
+
+/// A kernel built once for every case that runs it: (step, bf16, seeded bug).
+type Key = (u32, bool, Option<&'static str>);
+
+/// How one case ran, as the emulation check records a child: a verdict, an exit code, the
+/// report as `runner step --json` prints it, and the errors.
+pub fn run_case(case: &EmulationCase, kernels: &mut HashMap<Key, SimKernel>) -> Result<Ran> {
+    let start = Instant::now();
+    let step = runner::steps::get(case.step)?;
+    let spec = KernelSpec::new(step, Arch::Blackwell);
+    let key = (
+        case.step,
+        case.dtype == Dtype::Bf16,
+        case.mutation.map(|m| m.name),
+    );
+    let kernel: Result<&SimKernel> = match kernels.entry(key) {
+        std::collections::hash_map::Entry::Occupied(e) => Ok(e.into_mut()),
+        std::collections::hash_map::Entry::Vacant(e) => {
+            let stock = spec.source();
+            let source = match case.mutation {
+                Some(m) => KernelSource {
+                    path: stock.path.clone(),
+                    text: m.apply(&stock.text)?,
+                },
+                None => stock,
+            };
+            // The seeded bugs run with the static checks off, as in the emulation check: the
+            // simulator itself must catch them.
+            SimKernel::build(&spec, &source, case.dtype, case.mutation.is_none())
+                .map(|k| &*e.insert(k))
+        }
+    };
+    let report = kernel.and_then(|k| {
+        k.run(
+            &SimProblem {
+                shape: Some(case.shape),
+                dtype: case.dtype,
+                dist: case.dist,
+                seed: case.seed,
+                clusters: case.clusters,
+                static_check: case.mutation.is_none(),
+                cpu_samples: 256,
+            },
+            &SimOptions {
+                seed: case.emu_seed,
+                policy: Policy::Random,
+                schedules: if case.mutation.is_some() {
+                    BUG_SCHEDULES
+                } else {
+                    1
+                },
+                trace: false,
+            },
+        )
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(match report {
+        Ok(r) => ran_of(&r, seconds)?,
+        // The harness could not run it (a compile error, a PTX the simulator cannot read).
+        Err(e) => Ran {
+            verdict: Verdict::Error,
+            exit_code: i32::from(Verdict::Error.code()),
+            seconds,
+            stdout: String::new(),
+            stderr: format!("error: {e:#}"),
+        },
+    })
+}
+
+/// A simulated run as a child's exit: verified 0; a wrong result 1; a deadlock 124 (a hang,
+/// found rather than timed out); any other simulator finding 2 (as an emulator fault is).
+fn ran_of(r: &SimReport, seconds: f64) -> Result<Ran> {
+    let verdict = match (&r.failure, r.passed()) {
+        (None, true) => Verdict::Verified,
+        (None, false) => Verdict::Failed,
+        (Some(f), _) if f.kind == "deadlock" => Verdict::Hang,
+        (Some(_), _) => Verdict::Error,
+    };
+    let stderr = match (&r.failure, &r.verification) {
+        (Some(f), _) => format!(
+            "error: {} (schedule seed {}, policy {})",
+            f.message, f.schedule_seed, f.policy
+        ),
+        (None, Some(v)) if !v.passed => format!(
+            "{}{}",
+            v.summary(),
+            r.replay
+                .as_ref()
+                .map_or(String::new(), |x| format!(" (replay: {x})"))
+        ),
+        _ => String::new(),
+    };
+    Ok(Ran {
+        verdict,
+        exit_code: i32::from(verdict.code()),
+        seconds,
+        stdout: serde_json::to_string(&serde_json::json!({ "runs": [r] }))?,
+        stderr,
+    })
+}
+
+/// Where a simulator check ran: this machine's CPU, with the date and commit.
+fn provenance() -> Provenance {
+    Provenance {
+        gpu: "none: CPU simulator".into(),
+        driver: "-".into(),
+        ..super::provenance()
+    }
+}
+
+/// `runner check sim`: every case of `set` on the simulator. Writes `sim.json` (an emulation
+/// check's results file, mode "simulated ...") and `sim-log.txt` in `out`.
+pub fn check(set: &EmulationSet, out: &Path) -> Result<Verdict> {
+    let cases = super::cases::emulation_cases(set)?;
+    println!(
+        "{} cases on the CPU simulator ({BACKEND}), one at a time",
+        cases.len()
+    );
+    let mut kernels = HashMap::new();
+    let mut ran = Vec::with_capacity(cases.len());
+    let bar = indicatif::ProgressBar::new(cases.len() as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{bar:40} {pos}/{len} simulated runs, {elapsed} {msg}",
+        )
+        .map_err(|e| anyhow!("{e}"))?,
+    );
+    for c in &cases {
+        let r = run_case(c, &mut kernels)?;
+        bar.set_message(format!("last: {}", r.verdict));
+        bar.inc(1);
+        ran.push(r);
+    }
+    bar.finish_and_clear();
+    let names: Vec<String> = cases.iter().map(EmulationCase::name).collect();
+    super::write_log(&out.join("sim-log.txt"), &names, &ran)?;
+    let check = EmulationCheck {
+        head: provenance(),
+        mode: BACKEND.into(),
+        emu_seeds: set.emu_seeds.clone(),
+        cases: cases
+            .iter()
+            .zip(&ran)
+            .map(|(c, r)| super::emulation_row(c, r))
+            .collect(),
+    };
+    let path = out.join("sim.json");
+    Results::Emulation(check.clone()).write(&path)?;
+    let met = super::print_cases(&names, &check.cases);
+    let secs: f64 = ran.iter().map(|r| r.seconds).sum();
+    println!(
+        "simulator: {met} of {} cases as expected in {secs:.0} s; wrote {}",
+        check.cases.len(),
+        path.display()
+    );
+    let ok = met == check.cases.len();
+    println!(
+        "{}",
+        if ok {
+            "ALL EXPECTATIONS MET"
+        } else {
+            "SOME CASES DID NOT MEET EXPECTATIONS"
+        }
+    );
+    Ok(if ok {
+        Verdict::Verified
+    } else {
+        Verdict::Failed
+    })
+}

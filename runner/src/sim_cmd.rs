@@ -1,0 +1,138 @@
+//! `runner step N` on the CPU simulator: the Blackwell kernel's sm_100a PTX run by
+//! `common::simulate` where there is no GPU, or anywhere with `--sim` / `--explore`.
+
+use crate::report;
+use crate::step_cmd::Request;
+use anyhow::{Context, Result};
+use common::gpu::GpuStatus;
+use common::run::RunOptions;
+use common::simulate::{self, SimProblem, SimReport};
+use common::step::KernelSpec;
+use common::Shape;
+use std::path::{Path, PathBuf};
+
+/// The problem of a simulated run: the dimensions given, the others from the simulator's
+/// default for this kernel (small: a CPU runs it).
+pub fn shape(req: &Request, spec: &KernelSpec) -> Option<Shape> {
+    let d = simulate::default_shape(&spec.shape());
+    match req.dims {
+        (None, None, None) => None,
+        (m, n, k) => Some(Shape {
+            m: m.unwrap_or(d.m),
+            n: n.unwrap_or(d.n),
+            k: k.unwrap_or(d.k),
+        }),
+    }
+}
+
+/// Simulate `spec`'s kernel (the step's own, a user's or a seeded bug's, as `opts.source`
+/// says), print or return its report; returns the report (JSON, or Null once printed),
+/// whether it passed, and whether a trace file was written.
+pub fn run(
+    req: &Request,
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    status: &GpuStatus,
+) -> Result<(serde_json::Value, bool, bool)> {
+    let n = spec.info().number;
+    let problem = SimProblem {
+        shape: shape(req, spec),
+        dtype: opts.dtype,
+        dist: opts.dist,
+        seed: opts.seed,
+        clusters: opts.clusters,
+        static_check: opts.static_check,
+        cpu_samples: opts.cpu_samples,
+    };
+    let shown = problem
+        .shape
+        .unwrap_or_else(|| simulate::default_shape(&spec.shape()));
+    if !req.json {
+        let why = match status {
+            GpuStatus::Absent(_) if !req.sim.forced => "no GPU here: simulating",
+            _ => "simulating",
+        };
+        eprintln!(
+            "note: {why} step {n}'s Blackwell kernel on the CPU at {}x{}x{} (its sm_100a PTX, verified against an fp64 reference; correctness only, no timings)",
+            shown.m, shown.n, shown.k
+        );
+    }
+    let source = opts.source.clone().unwrap_or_else(|| spec.source());
+    let r = simulate::simulate(spec, &source, &problem, &req.sim.options)?;
+    let trace_file = match (&req.trace, r.trace.is_empty()) {
+        (Some(stem), false) => Some(write_trace(stem, &r)?),
+        _ => None,
+    };
+    let passed = r.passed();
+    let v = if req.json {
+        let mut v = serde_json::to_value(&r)?;
+        if let serde_json::Value::Object(o) = &mut v {
+            o.insert("date".into(), crate::bench::today().into());
+            o.insert("commit".into(), crate::bench::commit().into());
+            if let Some(f) = &trace_file {
+                o.insert(
+                    "trace_files".into(),
+                    serde_json::json!([f.display().to_string()]),
+                );
+            }
+        }
+        v
+    } else {
+        report::print_sim(spec, &r);
+        if let Some(f) = &trace_file {
+            println!(
+                "{:<10}{} ({} events in the order the simulator ran them; a plain-text timeline)",
+                "trace",
+                f.display(),
+                r.trace.len()
+            );
+        }
+        serde_json::Value::Null
+    };
+    // What failed, on stderr as one `error:` line, with the flags that replay its schedule.
+    if !passed {
+        let what = match &r.failure {
+            Some(f) if req.json => f.message.clone(),
+            Some(f) => f.message.lines().next().unwrap_or("").to_string(),
+            None => "the result is wrong (see verify)".to_string(),
+        };
+        eprintln!(
+            "error: simulated step {n}: {what} (replay: {})",
+            r.replay.as_deref().unwrap_or("the same flags")
+        );
+    }
+    Ok((v, passed, trace_file.is_some()))
+}
+
+/// `STEM-stepN-sim.txt` (or `trace-stepN-sim.txt` inside a folder): the simulated run's events,
+/// one per line, in the order they happened.
+fn trace_path(stem: &Path, step: u32) -> PathBuf {
+    let (dir, base) = if stem.is_dir() {
+        (stem.to_path_buf(), "trace".to_string())
+    } else {
+        (
+            stem.parent().map(Path::to_path_buf).unwrap_or_default(),
+            stem.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "trace".into()),
+        )
+    };
+    dir.join(format!("{base}-step{step}-sim.txt"))
+}
+
+fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
+    let path = trace_path(stem, r.step);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let mut text = format!(
+        "# step {} {} {} {}, {}, schedule seed {} policy {}: events in simulated order\n",
+        r.step, r.shape, r.dtype, r.kernel_path, r.sim.backend, r.sim.schedule_seed, r.sim.policy
+    );
+    for e in &r.trace {
+        text.push_str(e);
+        text.push('\n');
+    }
+    std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}

@@ -1,0 +1,202 @@
+//! Kernels executed in CI, without a GPU: every stock Blackwell kernel and every seeded bug on
+//! the CPU simulator, through the product's own path (`runner check sim` and `runner step`:
+//! NVRTC's sm_100a PTX of the kernels as they are, the steps' own launch plans, tensor maps and
+//! inputs, the fp64 reference), never through a test copy of the host facts.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn runner(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .output()
+        .expect("runner runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+struct Tmp(PathBuf);
+
+impl Drop for Tmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmp(name: &str) -> Tmp {
+    let d = std::env::temp_dir().join(format!("runner-sim-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    Tmp(d)
+}
+
+/// The seeded bugs of the Blackwell kernels, as `runner mutations --json` lists them.
+fn seeded_bugs() -> Vec<(String, String, String)> {
+    let o = runner(&["mutations", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["mutations"]
+        .as_array()
+        .expect("{\"mutations\": [...]}")
+        .iter()
+        .filter(|m| m["arch"] == "sm_100a")
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m["expect"].as_str().unwrap().to_string(),
+                m["caught_by"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn every_stock_kernel_verifies_and_every_seeded_bug_is_caught_on_the_simulator() {
+    let out = tmp("check");
+    let dir = out.0.to_str().unwrap();
+    let o = runner(&["check", "sim", "--quick", "--out", dir]);
+    let log = std::fs::read_to_string(out.0.join("sim-log.txt")).unwrap_or_default();
+    assert!(
+        o.status.success(),
+        "{}\n{}\n{log}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.0.join("sim.json")).unwrap()).unwrap();
+    assert_eq!(v["kind"], "emulation", "the emulation check's file format");
+    assert_eq!(v["mode"], "simulated (CPU, sm_100a PTX)");
+    let cases = v["cases"].as_array().unwrap();
+    assert!(cases.iter().all(|c| c["met_expectation"] == true));
+    // Every stock kernel, in both dtypes, every distribution, and a persistent grid capped so
+    // one cluster runs several tiles.
+    for step in 0..=6u64 {
+        let stock: Vec<&serde_json::Value> = cases
+            .iter()
+            .filter(|c| c["step"] == step && c["mutation"].is_null())
+            .collect();
+        assert!(stock.iter().all(|c| c["outcome"] == "pass"), "step {step}");
+        assert!(stock.iter().any(|c| c["dtype"] == "bf16"), "step {step}");
+        assert!(
+            stock.iter().any(|c| c["dist"] == "exact-int"),
+            "step {step}"
+        );
+        if step >= 4 {
+            assert!(stock.iter().any(|c| c["clusters"] == 1), "step {step}");
+        }
+    }
+    // Every seeded bug ran: a harmless one passed, the others were caught, by what they name.
+    for (name, expect, caught_by) in seeded_bugs() {
+        let mine: Vec<&serde_json::Value> =
+            cases.iter().filter(|c| c["mutation"] == name).collect();
+        assert!(!mine.is_empty(), "{name} did not run");
+        for c in mine {
+            match expect.as_str() {
+                "harmless" => assert_eq!(c["outcome"], "pass", "{name}: {c}"),
+                _ => {
+                    assert_ne!(c["outcome"], "pass", "{name}: {c}");
+                    if !caught_by.is_empty() {
+                        assert_eq!(c["named"], true, "{name}: {c}");
+                        assert!(c["detail"].as_str().unwrap().contains(&caught_by), "{c}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn step_3_simulates_verifies_and_reports_what_ran() {
+    let o = runner(&["step", "3", "--sim", "--json"]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "--sim runs the Blackwell kernel only");
+    let r = &runs[0];
+    assert_eq!(r["simulated"], true);
+    assert_eq!(r["target"], "sm_100a");
+    assert_eq!(r["verification"]["passed"], true);
+    assert!(r["sim"]["instructions"].as_u64().unwrap() > 0);
+    assert_eq!(r["sim"]["backend"], "simulated (CPU, sm_100a PTX)");
+    let mma = r["sim"]["per_opcode"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p[0].as_str().is_some_and(|o| o.starts_with("tcgen05.mma")));
+    assert!(mma.is_some(), "the MMA ran: {r}");
+}
+
+#[test]
+fn a_seeded_bug_fails_with_its_rule_and_the_seed_that_replays_it() {
+    let o = runner(&[
+        "step",
+        "2",
+        "--sim",
+        "--mutate",
+        "no-proxy-fence",
+        "--no-static-check",
+        "--explore",
+        "2",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    let err = text(&o.stderr);
+    assert!(out.contains("rule proxy-fence-before-store"), "{out}");
+    assert!(out.contains("--sim-seed "), "{out}");
+    assert!(
+        err.lines().filter(|l| l.starts_with("error: ")).count() == 1,
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_deadlock_names_the_barrier_and_the_missing_arrival() {
+    let o = runner(&[
+        "step",
+        "4",
+        "--sim",
+        "--mutate",
+        "acc-empty-extra-arrival",
+        "--no-static-check",
+        "--clusters",
+        "1",
+        "--sim-policy",
+        "async-late",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let out = text(&o.stdout);
+    assert!(out.contains("deadlock"), "{out}");
+    assert!(
+        out.contains("smem.acc_empty"),
+        "named from the kernel: {out}"
+    );
+    assert!(out.contains("of its 9 arrivals; 1 missing"), "{out}");
+}
+
+#[test]
+fn simulator_flags_are_refused_where_they_cannot_apply() {
+    let o = runner(&["step", "1", "--sim", "--arch", "sm_90a"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("--sim applies to the Blackwell kernel"));
+    let o = runner(&["step", "1", "--sim", "--emulate"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = runner(&["step", "1", "--sim", "--clusters", "2"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
+    assert!(text(&o.stderr).contains("persistent"));
+    let o = runner(&["step", "5", "--sim", "--m", "100"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o.stderr).contains("M must be a positive multiple of 256"));
+}
+
+#[test]
+fn a_trace_of_simulated_events_is_written_as_text() {
+    let d = tmp("trace");
+    let stem = d.0.join("t");
+    let o = runner(&["step", "0", "--sim", "--trace", stem.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o.stderr));
+    let t = std::fs::read_to_string(d.0.join("t-step0-sim.txt")).unwrap();
+    assert!(t.starts_with("# step 0"), "{t}");
+    assert!(t.lines().count() > 10, "{t}");
+}

@@ -1,0 +1,1687 @@
+//! Decoding parsed statements into instructions the interpreter runs: every operand resolved to
+//! a register index, an immediate, a special register or a state-space address once per module;
+//! every opcode and modifier set checked against what the simulator models, so an instruction it
+//! does not model is an error at decode time, never a silent skip.
+
+use crate::error::SimError;
+use crate::parse::{self, Function, Item, Module, Stmt};
+use std::collections::HashMap;
+
+/// A PTX fundamental type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ty {
+    B8,
+    B16,
+    B32,
+    B64,
+    B128,
+    U8,
+    U16,
+    U32,
+    U64,
+    S8,
+    S16,
+    S32,
+    S64,
+    F16,
+    F16x2,
+    Bf16,
+    Bf16x2,
+    F32,
+    F64,
+    Pred,
+}
+
+impl Ty {
+    pub fn parse(s: &str) -> Option<Ty> {
+        Some(match s {
+            "b8" => Ty::B8,
+            "b16" => Ty::B16,
+            "b32" => Ty::B32,
+            "b64" => Ty::B64,
+            "b128" => Ty::B128,
+            "u8" => Ty::U8,
+            "u16" => Ty::U16,
+            "u32" => Ty::U32,
+            "u64" => Ty::U64,
+            "s8" => Ty::S8,
+            "s16" => Ty::S16,
+            "s32" => Ty::S32,
+            "s64" => Ty::S64,
+            "f16" => Ty::F16,
+            "f16x2" => Ty::F16x2,
+            "bf16" => Ty::Bf16,
+            "bf16x2" => Ty::Bf16x2,
+            "f32" => Ty::F32,
+            "f64" => Ty::F64,
+            "pred" => Ty::Pred,
+            _ => return None,
+        })
+    }
+    pub fn bytes(self) -> u32 {
+        match self {
+            Ty::B8 | Ty::U8 | Ty::S8 | Ty::Pred => 1,
+            Ty::B16 | Ty::U16 | Ty::S16 | Ty::F16 | Ty::Bf16 => 2,
+            Ty::B32 | Ty::U32 | Ty::S32 | Ty::F32 | Ty::F16x2 | Ty::Bf16x2 => 4,
+            Ty::B64 | Ty::U64 | Ty::S64 | Ty::F64 => 8,
+            Ty::B128 => 16,
+        }
+    }
+    pub fn bits(self) -> u32 {
+        self.bytes() * 8
+    }
+    pub fn signed(self) -> bool {
+        matches!(self, Ty::S8 | Ty::S16 | Ty::S32 | Ty::S64)
+    }
+    pub fn float(self) -> bool {
+        matches!(self, Ty::F16 | Ty::Bf16 | Ty::F32 | Ty::F64)
+    }
+}
+
+/// A special register (PTX ISA "Special Registers").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sreg {
+    Tid(u8),
+    Ntid(u8),
+    Ctaid(u8),
+    Nctaid(u8),
+    ClusterId(u8),
+    NclusterId(u8),
+    ClusterCtaid(u8),
+    ClusterNctaid(u8),
+    ClusterCtarank,
+    ClusterNctarank,
+    IsExplicitCluster,
+    LaneId,
+    WarpId,
+    NwarpId,
+    SmId,
+    NsmId,
+    GridId,
+    DynamicSmemSize,
+    TotalSmemSize,
+    Clock,
+    Clock64,
+    GlobalTimer,
+    LanemaskEq,
+    LanemaskLt,
+    LanemaskLe,
+    LanemaskGt,
+    LanemaskGe,
+}
+
+fn parse_sreg(s: &str) -> Option<Sreg> {
+    let (name, dim) = match s.rsplit_once('.') {
+        Some((n, d @ ("x" | "y" | "z"))) => (n, Some(d.as_bytes()[0] - b'x')),
+        _ => (s, None),
+    };
+    Some(match (name, dim) {
+        ("%tid", Some(d)) => Sreg::Tid(d),
+        ("%ntid", Some(d)) => Sreg::Ntid(d),
+        ("%ctaid", Some(d)) => Sreg::Ctaid(d),
+        ("%nctaid", Some(d)) => Sreg::Nctaid(d),
+        ("%clusterid", Some(d)) => Sreg::ClusterId(d),
+        ("%nclusterid", Some(d)) => Sreg::NclusterId(d),
+        ("%cluster_ctaid", Some(d)) => Sreg::ClusterCtaid(d),
+        ("%cluster_nctaid", Some(d)) => Sreg::ClusterNctaid(d),
+        ("%cluster_ctarank", None) => Sreg::ClusterCtarank,
+        ("%cluster_nctarank", None) => Sreg::ClusterNctarank,
+        ("%is_explicit_cluster", None) => Sreg::IsExplicitCluster,
+        ("%laneid", None) => Sreg::LaneId,
+        ("%warpid", None) => Sreg::WarpId,
+        ("%nwarpid", None) => Sreg::NwarpId,
+        ("%smid", None) => Sreg::SmId,
+        ("%nsmid", None) => Sreg::NsmId,
+        ("%gridid", None) => Sreg::GridId,
+        ("%dynamic_smem_size", None) => Sreg::DynamicSmemSize,
+        ("%total_smem_size", None) => Sreg::TotalSmemSize,
+        ("%clock", None) => Sreg::Clock,
+        ("%clock64", None) => Sreg::Clock64,
+        ("%globaltimer", None) => Sreg::GlobalTimer,
+        ("%lanemask_eq", None) => Sreg::LanemaskEq,
+        ("%lanemask_lt", None) => Sreg::LanemaskLt,
+        ("%lanemask_le", None) => Sreg::LanemaskLe,
+        ("%lanemask_gt", None) => Sreg::LanemaskGt,
+        ("%lanemask_ge", None) => Sreg::LanemaskGe,
+        _ => return None,
+    })
+}
+
+/// The address of a variable in its state space.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sym {
+    /// Byte offset in the kernel's parameter buffer.
+    Param(u32),
+    /// Offset of a module `.shared` variable in the static shared-memory layout; the dynamic
+    /// (extern) array is `SharedDynamic`.
+    Shared(u32),
+    SharedDynamic,
+    /// Offset in the thread's local frame.
+    Local(u32),
+    /// Index into [`Program::globals`].
+    Global(u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    None,
+    Reg(u32),
+    Sym(Sym),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Opd {
+    Reg(u32),
+    Imm(u64),
+    Sreg(Sreg),
+    /// `[base + off]`
+    Addr(Base, i64),
+    /// `{a, b, ...}`
+    Vec(Vec<Opd>),
+    /// A branch target: the instruction index.
+    Label(u32),
+    /// `_`
+    Sink,
+    /// `!%p` as an operand.
+    NotReg(u32),
+    /// A variable's address as a value (`mov.u64 %rd1, smem_raw`).
+    Sym(Sym),
+    /// `[tmap, {c0, c1}]` of `cp.async.bulk.tensor`: the map's address and the coordinates.
+    Tensor(Box<Opd>, Vec<Opd>),
+    /// `a|b`: the two destinations of `setp` / `elect.sync`.
+    Pair(Box<Opd>, Box<Opd>),
+}
+
+/// State spaces of `ld`/`st`/`cvta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Space {
+    Generic,
+    Global,
+    Shared,
+    SharedCluster,
+    Local,
+    Param,
+    Const,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bin {
+    Add,
+    Sub,
+    MulLo,
+    MulHi,
+    MulWide,
+    Mul, // float
+    Div,
+    Rem,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Un {
+    Neg,
+    Not,
+    Abs,
+    Popc,
+    Clz,
+    Brev,
+    Cnot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Lo,
+    Ls,
+    Hi,
+    Hs,
+    // Unordered float comparisons
+    Equ,
+    Neu,
+    Ltu,
+    Leu,
+    Gtu,
+    Geu,
+    Num,
+    Nan,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoolOp {
+    And,
+    Or,
+    Xor,
+}
+
+/// Rounding of `cvt` (and float arithmetic, where given).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rnd {
+    None,
+    Rn,
+    Rz,
+    Rm,
+    Rp,
+    Rni,
+    Rzi,
+    Rmi,
+    Rpi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    /// `fence.proxy.async[.shared::cta]` (and `.global`, `.shared::cluster`).
+    ProxyAsync,
+    /// `fence.mbarrier_init.release.cluster`
+    MbarrierInit,
+    /// `fence.acq_rel.*`, `fence.sc.*`, `membar.*`
+    Memory,
+    /// `fence.proxy.tensormap...` and other proxy fences the rules do not use.
+    OtherProxy,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MbarOp {
+    Init,
+    /// `arrive` (count 1, or the optional count operand); `expect_tx` adds its bytes first.
+    Arrive {
+        expect_tx: bool,
+        remote: bool,
+    },
+    ArriveDrop,
+    ExpectTx,
+    CompleteTx,
+    TryWait,
+    TestWait,
+    /// `.parity` variants of try_wait / test_wait.
+    TryWaitParity,
+    TestWaitParity,
+    Inval,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Vote {
+    All,
+    Any,
+    Uni,
+    Ballot,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shfl {
+    Up,
+    Down,
+    Bfly,
+    Idx,
+}
+
+/// Decoded opcodes. Types and modifiers the interpreter needs are fields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    Mov(Ty),
+    Ld {
+        space: Space,
+        ty: Ty,
+        vec: u8,
+    },
+    St {
+        space: Space,
+        ty: Ty,
+        vec: u8,
+    },
+    Cvta {
+        to: bool,
+        space: Space,
+        ty: Ty,
+    },
+    Bin(Bin, Ty),
+    Mad {
+        wide: bool,
+        hi: bool,
+        ty: Ty,
+    },
+    Fma(Ty),
+    Un(Un, Ty),
+    Setp {
+        cmp: Cmp,
+        ty: Ty,
+        bop: Option<BoolOp>,
+    },
+    Selp(Ty),
+    Cvt {
+        dst: Ty,
+        src: Ty,
+        rnd: Rnd,
+        sat: bool,
+    },
+    Bfe(Ty),
+    Bfi(Ty),
+    Prmt,
+    /// `shf.{l,r}.{wrap,clamp}.b32`
+    Shf {
+        left: bool,
+        clamp: bool,
+    },
+    Bra,
+    Ret,
+    Exit,
+    Trap,
+    /// `bar.sync` / `barrier.sync[.aligned]` / `bar.arrive` / `barrier.arrive`
+    BarSync {
+        arrive_only: bool,
+    },
+    BarWarpSync,
+    ElectSync,
+    ShflSync(Shfl),
+    VoteSync(Vote),
+    Activemask,
+    Mbar(MbarOp, Space),
+    Fence(Fence),
+    /// `barrier.cluster.arrive` (`wait = false`) or `.wait`
+    ClusterBarrier {
+        wait: bool,
+    },
+    /// `mapa.shared::cluster.u32` (`generic = false`) or `mapa.u64`
+    Mapa {
+        generic: bool,
+    },
+    Nanosleep,
+    PrefetchTensormap,
+    /// `cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes[.multicast::cluster][.cta_group::2]`
+    TmaLoad {
+        dims: u8,
+        multicast: bool,
+        cta_group2: bool,
+    },
+    /// `cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group`
+    TmaStore {
+        dims: u8,
+    },
+    BulkCommit,
+    BulkWait {
+        read: bool,
+    },
+    TcAlloc {
+        cg2: bool,
+    },
+    TcDealloc {
+        cg2: bool,
+    },
+    TcRelinquish {
+        cg2: bool,
+    },
+    TcMma {
+        cg2: bool,
+    },
+    TcCommit {
+        cg2: bool,
+        multicast: bool,
+    },
+    /// `tcgen05.ld.sync.aligned.32x32b.xN.b32`
+    TcLd {
+        n: u8,
+    },
+    /// `tcgen05.st.sync.aligned.32x32b.xN.b32`
+    TcSt {
+        n: u8,
+    },
+    TcWaitLd,
+    TcWaitSt,
+    TcFenceBefore,
+    TcFenceAfter,
+    /// `atom.{space}.{op}.{ty}` / `red...` (add, min, max, and, or, xor, exch, cas, inc, dec).
+    Atom {
+        red: bool,
+        space: Space,
+        op: AtomOp,
+        ty: Ty,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AtomOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exch,
+    Cas,
+    Inc,
+    Dec,
+}
+
+/// One decoded instruction.
+#[derive(Debug, Clone)]
+pub struct Instr {
+    pub op: Op,
+    pub guard: Option<(u32, bool)>,
+    pub args: Vec<Opd>,
+    pub ptx_line: u32,
+    /// `.loc` in force.
+    pub loc: parse::Loc,
+    /// Index into [`Kernel::opcodes`]: the opcode with its modifiers, for counting.
+    pub key: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct ParamInfo {
+    pub name: String,
+    pub offset: u32,
+    pub bytes: u32,
+}
+
+/// A decoded `.entry`.
+#[derive(Debug, Clone)]
+pub struct Kernel {
+    pub name: String,
+    pub params: Vec<ParamInfo>,
+    pub param_bytes: u32,
+    pub nregs: u32,
+    pub reg_names: Vec<String>,
+    pub code: Vec<Instr>,
+    pub local_bytes: u32,
+    /// Distinct opcode strings (with modifiers) of `code`.
+    pub opcodes: Vec<String>,
+}
+
+/// A module-level `.global`/`.const` variable.
+#[derive(Debug, Clone)]
+pub struct GlobalVar {
+    pub name: String,
+    pub bytes: u64,
+    pub align: u64,
+    pub init: Vec<u8>,
+}
+
+/// A decoded module.
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub kernels: Vec<Kernel>,
+    pub globals: Vec<GlobalVar>,
+    /// Bytes of static `.shared` variables, laid out before the dynamic array.
+    pub static_shared_bytes: u32,
+    /// Alignment the dynamic shared array asks for.
+    pub dynamic_shared_align: u32,
+    pub files: HashMap<u32, String>,
+}
+
+impl Program {
+    /// Parse and decode a PTX module.
+    pub fn parse(ptx: &str) -> Result<Program, SimError> {
+        let m = parse::parse_module(ptx)?;
+        decode_module(&m)
+    }
+    pub fn kernel(&self, name: &str) -> Option<&Kernel> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+struct ModuleSyms {
+    shared: HashMap<String, Sym>,
+    globals: HashMap<String, u32>,
+}
+
+fn decode_module(m: &Module) -> Result<Program, SimError> {
+    let mut shared = HashMap::new();
+    let mut static_bytes = 0u64;
+    let mut dyn_align = 16u64;
+    let mut globals = Vec::new();
+    let mut gmap = HashMap::new();
+    for v in &m.vars {
+        match v.space.as_str() {
+            "shared" => {
+                if v.is_extern {
+                    dyn_align = dyn_align.max(v.align);
+                    shared.insert(v.name.clone(), Sym::SharedDynamic);
+                } else {
+                    static_bytes = static_bytes.next_multiple_of(v.align.max(1));
+                    shared.insert(v.name.clone(), Sym::Shared(static_bytes as u32));
+                    static_bytes += v.bytes;
+                }
+            }
+            _ => {
+                gmap.insert(v.name.clone(), globals.len() as u32);
+                globals.push(GlobalVar {
+                    name: v.name.clone(),
+                    bytes: v.bytes,
+                    align: v.align,
+                    init: v.init.clone(),
+                });
+            }
+        }
+    }
+    let syms = ModuleSyms {
+        shared,
+        globals: gmap,
+    };
+    let mut kernels = Vec::new();
+    for f in &m.functions {
+        if f.is_entry {
+            kernels.push(decode_function(f, &syms)?);
+        } else if !f.body.is_empty() {
+            // Device functions are inlined by NVRTC for these kernels; a call is refused when
+            // decoded, so a `.func` body alone is harmless.
+        }
+    }
+    Ok(Program {
+        kernels,
+        globals,
+        static_shared_bytes: static_bytes as u32,
+        dynamic_shared_align: dyn_align as u32,
+        files: m.files.clone(),
+    })
+}
+
+struct Scope {
+    regs: Vec<HashMap<String, u32>>,
+    locals: HashMap<String, Sym>,
+    params: HashMap<String, u32>,
+}
+
+impl Scope {
+    fn reg(&self, name: &str) -> Option<u32> {
+        self.regs.iter().rev().find_map(|m| m.get(name).copied())
+    }
+}
+
+fn decode_function(f: &Function, syms: &ModuleSyms) -> Result<Kernel, SimError> {
+    let mut params = Vec::new();
+    let mut off = 0u32;
+    let mut pmap = HashMap::new();
+    for p in &f.params {
+        off = off.next_multiple_of(p.align.max(1));
+        pmap.insert(p.name.clone(), off);
+        params.push(ParamInfo {
+            name: p.name.clone(),
+            offset: off,
+            bytes: p.bytes,
+        });
+        off += p.bytes;
+    }
+    let mut scope = Scope {
+        regs: vec![HashMap::new()],
+        locals: HashMap::new(),
+        params: pmap,
+    };
+    let mut reg_names = Vec::new();
+    let mut local_bytes = 0u64;
+    // Pass 1: labels to instruction indices, scopes, declarations; keep statements with the
+    // scope depth they were declared in so registers resolve as in pass 2.
+    let mut labels: HashMap<String, u32> = HashMap::new();
+    let mut n = 0u32;
+    for it in &f.body {
+        match it {
+            Item::Label(l) => {
+                labels.insert(l.clone(), n);
+            }
+            Item::Stmt(_) => n += 1,
+            _ => {}
+        }
+    }
+    let mut code = Vec::new();
+    let mut opcodes: Vec<String> = Vec::new();
+    let mut opkeys: HashMap<String, u32> = HashMap::new();
+    for it in &f.body {
+        match it {
+            Item::Open => scope.regs.push(HashMap::new()),
+            Item::Close => {
+                scope.regs.pop();
+            }
+            Item::Label(_) => {}
+            Item::Reg {
+                ty: _,
+                name,
+                count,
+                line: _,
+            } => {
+                let top = scope.regs.last_mut().expect("scope stack is never empty");
+                match count {
+                    Some(c) => {
+                        for i in 0..*c {
+                            let full = format!("{name}{i}");
+                            top.insert(full.clone(), reg_names.len() as u32);
+                            reg_names.push(full);
+                        }
+                    }
+                    None => {
+                        top.insert(name.clone(), reg_names.len() as u32);
+                        reg_names.push(name.clone());
+                    }
+                }
+            }
+            Item::Var {
+                space,
+                name,
+                bytes,
+                align,
+                line,
+            } => {
+                if space == "local" {
+                    local_bytes = local_bytes.next_multiple_of((*align).max(1));
+                    scope
+                        .locals
+                        .insert(name.clone(), Sym::Local(local_bytes as u32));
+                    local_bytes += bytes;
+                } else {
+                    return Err(SimError::Unsupported {
+                        opcode: format!("a `.shared` variable declared inside a function ({name})"),
+                        ptx_line: *line,
+                    });
+                }
+            }
+            Item::Stmt(s) => {
+                let key = match opkeys.get(&s.opcode) {
+                    Some(k) => *k,
+                    None => {
+                        let k = opcodes.len() as u32;
+                        opcodes.push(s.opcode.clone());
+                        opkeys.insert(s.opcode.clone(), k);
+                        k
+                    }
+                };
+                code.push(decode_stmt(s, &scope, syms, &labels, key)?);
+            }
+        }
+    }
+    Ok(Kernel {
+        name: f.name.clone(),
+        params,
+        param_bytes: off,
+        nregs: reg_names.len() as u32,
+        reg_names,
+        code,
+        local_bytes: local_bytes as u32,
+        opcodes,
+    })
+}
+
+fn unsupported(s: &Stmt) -> SimError {
+    SimError::Unsupported {
+        opcode: s.opcode.clone(),
+        ptx_line: s.line,
+    }
+}
+
+fn operand(
+    text: &str,
+    s: &Stmt,
+    scope: &Scope,
+    syms: &ModuleSyms,
+    labels: &HashMap<String, u32>,
+) -> Result<Opd, SimError> {
+    let t = text.trim();
+    let bad = |d: &str| SimError::Parse {
+        ptx_line: s.line,
+        detail: format!("operand `{t}` of {}: {d}", s.opcode),
+    };
+    if t == "_" {
+        return Ok(Opd::Sink);
+    }
+    if let Some(inner) = t.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+        let parts = split_top(inner);
+        let v = parts
+            .iter()
+            .map(|p| operand(p, s, scope, syms, labels))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(Opd::Vec(v));
+    }
+    if let Some(inner) = t.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        let parts = split_top(inner);
+        if parts.len() == 2 && parts[1].trim_start().starts_with('{') {
+            let map = address(parts[0].trim(), s, scope, syms, &bad)?;
+            let coords = match operand(&parts[1], s, scope, syms, labels)? {
+                Opd::Vec(v) => v,
+                _ => return Err(bad("tensor coordinates")),
+            };
+            return Ok(Opd::Tensor(Box::new(map), coords));
+        }
+        if parts.len() != 1 {
+            return Err(bad("an address with several parts"));
+        }
+        return address(inner.trim(), s, scope, syms, &bad);
+    }
+    if let Some((a, b)) = t.split_once('|') {
+        let a = operand(a, s, scope, syms, labels)?;
+        let b = operand(b, s, scope, syms, labels)?;
+        return Ok(Opd::Pair(Box::new(a), Box::new(b)));
+    }
+    if let Some(r) = t.strip_prefix('!') {
+        return match scope.reg(r.trim()) {
+            Some(i) => Ok(Opd::NotReg(i)),
+            None => Err(bad("unknown predicate")),
+        };
+    }
+    if let Some(i) = scope.reg(t) {
+        return Ok(Opd::Reg(i));
+    }
+    if t.starts_with('%') {
+        return parse_sreg(t)
+            .map(Opd::Sreg)
+            .ok_or_else(|| SimError::Unsupported {
+                opcode: format!("special register {t} (in {})", s.opcode),
+                ptx_line: s.line,
+            });
+    }
+    if let Some(v) = parse_float_literal(t).or_else(|| parse::parse_int(t)) {
+        return Ok(Opd::Imm(v));
+    }
+    if let Some(&pc) = labels.get(t) {
+        return Ok(Opd::Label(pc));
+    }
+    if let Some(sym) = symbol(t, scope, syms) {
+        return Ok(Opd::Sym(sym));
+    }
+    Err(bad("not a register, literal, label or variable"))
+}
+
+fn parse_float_literal(t: &str) -> Option<u64> {
+    if t.contains('.') && !t.starts_with('%') && !t.starts_with('$') {
+        let f: f64 = t.parse().ok()?;
+        return Some(f.to_bits());
+    }
+    None
+}
+
+fn symbol(t: &str, scope: &Scope, syms: &ModuleSyms) -> Option<Sym> {
+    if let Some(&o) = scope.params.get(t) {
+        return Some(Sym::Param(o));
+    }
+    if let Some(&l) = scope.locals.get(t) {
+        return Some(l);
+    }
+    if let Some(&sh) = syms.shared.get(t) {
+        return Some(sh);
+    }
+    syms.globals.get(t).map(|&g| Sym::Global(g))
+}
+
+/// `%rd1+16`, `name`, `name+8`, `%r3`, `123`.
+fn address(
+    t: &str,
+    s: &Stmt,
+    scope: &Scope,
+    syms: &ModuleSyms,
+    bad: &dyn Fn(&str) -> SimError,
+) -> Result<Opd, SimError> {
+    let (b, off) = match t.find(['+', '-']) {
+        Some(p) if p > 0 => {
+            let off = parse::parse_int(&t[p..].replace('+', "")).ok_or_else(|| bad("offset"))?;
+            (&t[..p], off as i64)
+        }
+        _ => (t, 0),
+    };
+    let b = b.trim();
+    if let Some(r) = scope.reg(b) {
+        return Ok(Opd::Addr(Base::Reg(r), off));
+    }
+    if let Some(v) = parse::parse_int(b) {
+        return Ok(Opd::Addr(Base::None, v as i64 + off));
+    }
+    if let Some(sym) = symbol(b, scope, syms) {
+        return Ok(Opd::Addr(Base::Sym(sym), off));
+    }
+    let _ = s;
+    Err(bad("unknown address base"))
+}
+
+fn split_top(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut depth = 0i32;
+    let mut cur = String::new();
+    for c in s.chars() {
+        match c {
+            '{' | '[' => {
+                depth += 1;
+                cur.push(c)
+            }
+            '}' | ']' => {
+                depth -= 1;
+                cur.push(c)
+            }
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+            }
+            _ => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+fn space_of(mods: &[&str]) -> Space {
+    for m in mods {
+        match *m {
+            "global" => return Space::Global,
+            "shared" | "shared::cta" => return Space::Shared,
+            "shared::cluster" => return Space::SharedCluster,
+            "local" => return Space::Local,
+            "param" | "param::entry" | "param::func" => return Space::Param,
+            "const" => return Space::Const,
+            _ => {}
+        }
+    }
+    Space::Generic
+}
+
+fn last_ty(mods: &[&str]) -> Option<Ty> {
+    mods.iter().rev().find_map(|m| Ty::parse(m))
+}
+
+fn vec_of(mods: &[&str]) -> u8 {
+    for m in mods {
+        match *m {
+            "v2" => return 2,
+            "v4" => return 4,
+            "v8" => return 8,
+            _ => {}
+        }
+    }
+    1
+}
+
+/// Modifiers that only order or hint memory accesses; the interpreter executes one access at a
+/// time in a sequentially consistent order, so they change nothing it computes.
+const MEMORY_HINTS: &[&str] = &[
+    "volatile",
+    "relaxed",
+    "acquire",
+    "release",
+    "weak",
+    "cta",
+    "cluster",
+    "gpu",
+    "sys",
+    "nc",
+    "ca",
+    "cg",
+    "cs",
+    "lu",
+    "cv",
+    "wb",
+    "wt",
+    "L1::evict_last",
+    "L1::evict_first",
+    "L1::evict_normal",
+    "L1::no_allocate",
+    "L2::evict_last",
+    "L2::evict_first",
+    "L2::64B",
+    "L2::128B",
+    "L2::256B",
+    "mmio",
+];
+
+fn check_mods(s: &Stmt, mods: &[&str], allowed: &[&str]) -> Result<(), SimError> {
+    for m in mods {
+        if Ty::parse(m).is_some() || allowed.contains(m) {
+            continue;
+        }
+        return Err(unsupported(s));
+    }
+    Ok(())
+}
+
+fn decode_op(s: &Stmt) -> Result<Op, SimError> {
+    let parts: Vec<&str> = s.opcode.split('.').collect();
+    // `shared::cta` etc. contain no dots, so splitting on '.' keeps them whole.
+    let base = parts[0];
+    let mods = &parts[1..];
+    let ty = last_ty(mods);
+    let need_ty = || ty.ok_or_else(|| unsupported(s));
+    let has = |m: &str| mods.contains(&m);
+    let op = match base {
+        "mov" => {
+            check_mods(s, mods, &[])?;
+            Op::Mov(need_ty()?)
+        }
+        "ld" | "st" => {
+            let mut allowed: Vec<&str> = MEMORY_HINTS.to_vec();
+            allowed.extend([
+                "global",
+                "shared",
+                "shared::cta",
+                "shared::cluster",
+                "local",
+                "param",
+                "param::entry",
+                "const",
+                "v2",
+                "v4",
+            ]);
+            check_mods(s, mods, &allowed)?;
+            let space = space_of(mods);
+            let t = need_ty()?;
+            if base == "ld" {
+                Op::Ld {
+                    space,
+                    ty: t,
+                    vec: vec_of(mods),
+                }
+            } else {
+                Op::St {
+                    space,
+                    ty: t,
+                    vec: vec_of(mods),
+                }
+            }
+        }
+        "cvta" => {
+            check_mods(
+                s,
+                mods,
+                &[
+                    "to",
+                    "shared",
+                    "shared::cta",
+                    "shared::cluster",
+                    "global",
+                    "local",
+                    "param",
+                    "param::entry",
+                    "const",
+                ],
+            )?;
+            Op::Cvta {
+                to: has("to"),
+                space: space_of(mods),
+                ty: need_ty()?,
+            }
+        }
+        "add" | "sub" | "mul" | "div" | "rem" | "min" | "max" | "and" | "or" | "xor" | "shl"
+        | "shr" => {
+            check_mods(
+                s,
+                mods,
+                &[
+                    "lo", "hi", "wide", "rn", "rz", "rm", "rp", "ftz", "approx", "full", "sat",
+                    "cc",
+                ],
+            )?;
+            if has("cc") || (has("sat") && !ty.is_some_and(Ty::float)) {
+                return Err(unsupported(s));
+            }
+            let t = need_ty()?;
+            let b = match base {
+                "add" => Bin::Add,
+                "sub" => Bin::Sub,
+                "mul" if t.float() => Bin::Mul,
+                "mul" if has("wide") => Bin::MulWide,
+                "mul" if has("hi") => Bin::MulHi,
+                "mul" => Bin::MulLo,
+                "div" => Bin::Div,
+                "rem" => Bin::Rem,
+                "min" => Bin::Min,
+                "max" => Bin::Max,
+                "and" => Bin::And,
+                "or" => Bin::Or,
+                "xor" => Bin::Xor,
+                "shl" => Bin::Shl,
+                _ => Bin::Shr,
+            };
+            Op::Bin(b, t)
+        }
+        "mad" => {
+            check_mods(s, mods, &["lo", "hi", "wide", "rn"])?;
+            let t = need_ty()?;
+            if t.float() {
+                Op::Fma(t)
+            } else {
+                Op::Mad {
+                    wide: has("wide"),
+                    hi: has("hi"),
+                    ty: t,
+                }
+            }
+        }
+        "fma" => {
+            check_mods(s, mods, &["rn", "ftz"])?;
+            Op::Fma(need_ty()?)
+        }
+        "neg" | "not" | "abs" | "popc" | "clz" | "brev" | "cnot" => {
+            check_mods(s, mods, &["ftz"])?;
+            let u = match base {
+                "neg" => Un::Neg,
+                "not" => Un::Not,
+                "abs" => Un::Abs,
+                "popc" => Un::Popc,
+                "clz" => Un::Clz,
+                "brev" => Un::Brev,
+                _ => Un::Cnot,
+            };
+            Op::Un(u, need_ty()?)
+        }
+        "setp" => {
+            let cmp = match mods.first().copied() {
+                Some("eq") => Cmp::Eq,
+                Some("ne") => Cmp::Ne,
+                Some("lt") => Cmp::Lt,
+                Some("le") => Cmp::Le,
+                Some("gt") => Cmp::Gt,
+                Some("ge") => Cmp::Ge,
+                Some("lo") => Cmp::Lo,
+                Some("ls") => Cmp::Ls,
+                Some("hi") => Cmp::Hi,
+                Some("hs") => Cmp::Hs,
+                Some("equ") => Cmp::Equ,
+                Some("neu") => Cmp::Neu,
+                Some("ltu") => Cmp::Ltu,
+                Some("leu") => Cmp::Leu,
+                Some("gtu") => Cmp::Gtu,
+                Some("geu") => Cmp::Geu,
+                Some("num") => Cmp::Num,
+                Some("nan") => Cmp::Nan,
+                _ => return Err(unsupported(s)),
+            };
+            let bop = if has("and") {
+                Some(BoolOp::And)
+            } else if has("or") {
+                Some(BoolOp::Or)
+            } else if has("xor") {
+                Some(BoolOp::Xor)
+            } else {
+                None
+            };
+            check_mods(s, &mods[1..], &["and", "or", "xor", "ftz"])?;
+            Op::Setp {
+                cmp,
+                ty: need_ty()?,
+                bop,
+            }
+        }
+        "selp" => {
+            check_mods(s, mods, &[])?;
+            Op::Selp(need_ty()?)
+        }
+        "cvt" => {
+            let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+            if tys.len() != 2 {
+                return Err(unsupported(s));
+            }
+            let mut rnd = Rnd::None;
+            for m in mods {
+                rnd = match *m {
+                    "rn" => Rnd::Rn,
+                    "rz" => Rnd::Rz,
+                    "rm" => Rnd::Rm,
+                    "rp" => Rnd::Rp,
+                    "rni" => Rnd::Rni,
+                    "rzi" => Rnd::Rzi,
+                    "rmi" => Rnd::Rmi,
+                    "rpi" => Rnd::Rpi,
+                    _ => rnd,
+                };
+            }
+            check_mods(
+                s,
+                mods,
+                &[
+                    "rn", "rz", "rm", "rp", "rni", "rzi", "rmi", "rpi", "sat", "ftz",
+                ],
+            )?;
+            Op::Cvt {
+                dst: tys[0],
+                src: tys[1],
+                rnd,
+                sat: has("sat"),
+            }
+        }
+        "bfe" => Op::Bfe(need_ty()?),
+        "bfi" => Op::Bfi(need_ty()?),
+        "prmt" => {
+            if mods.len() != 1 {
+                return Err(unsupported(s));
+            }
+            Op::Prmt
+        }
+        "shf" => {
+            check_mods(s, mods, &["l", "r", "wrap", "clamp"])?;
+            Op::Shf {
+                left: has("l"),
+                clamp: has("clamp"),
+            }
+        }
+        "bra" => {
+            check_mods(s, mods, &["uni"])?;
+            Op::Bra
+        }
+        "ret" => Op::Ret,
+        "exit" => Op::Exit,
+        "trap" => Op::Trap,
+        "bar" | "barrier" => {
+            if mods.first() == Some(&"cluster") {
+                check_mods(
+                    s,
+                    &mods[1..],
+                    &["arrive", "wait", "release", "acquire", "relaxed", "aligned"],
+                )?;
+                if has("arrive") {
+                    Op::ClusterBarrier { wait: false }
+                } else if has("wait") {
+                    Op::ClusterBarrier { wait: true }
+                } else {
+                    return Err(unsupported(s));
+                }
+            } else if mods.first() == Some(&"warp") {
+                check_mods(s, &mods[1..], &["sync"])?;
+                Op::BarWarpSync
+            } else {
+                check_mods(s, mods, &["sync", "arrive", "aligned", "cta"])?;
+                if has("sync") {
+                    Op::BarSync { arrive_only: false }
+                } else if has("arrive") {
+                    Op::BarSync { arrive_only: true }
+                } else {
+                    return Err(unsupported(s));
+                }
+            }
+        }
+        "elect" => {
+            check_mods(s, mods, &["sync"])?;
+            Op::ElectSync
+        }
+        "shfl" => {
+            check_mods(s, mods, &["sync", "up", "down", "bfly", "idx"])?;
+            let m = if has("up") {
+                Shfl::Up
+            } else if has("down") {
+                Shfl::Down
+            } else if has("bfly") {
+                Shfl::Bfly
+            } else {
+                Shfl::Idx
+            };
+            Op::ShflSync(m)
+        }
+        "vote" => {
+            check_mods(s, mods, &["sync", "all", "any", "uni", "ballot"])?;
+            let v = if has("all") {
+                Vote::All
+            } else if has("any") {
+                Vote::Any
+            } else if has("uni") {
+                Vote::Uni
+            } else {
+                Vote::Ballot
+            };
+            Op::VoteSync(v)
+        }
+        "activemask" => Op::Activemask,
+        "mbarrier" => {
+            let mut allowed: Vec<&str> = vec![
+                "init",
+                "arrive",
+                "expect_tx",
+                "complete_tx",
+                "try_wait",
+                "test_wait",
+                "parity",
+                "shared",
+                "shared::cta",
+                "shared::cluster",
+                "noComplete",
+                "inval",
+                "arrive_drop",
+            ];
+            allowed.extend(MEMORY_HINTS);
+            check_mods(s, mods, &allowed)?;
+            let space = space_of(mods);
+            let kind = match mods.first().copied() {
+                Some("init") => MbarOp::Init,
+                Some("inval") => MbarOp::Inval,
+                Some("arrive") if has("noComplete") => return Err(unsupported(s)),
+                Some("arrive") => MbarOp::Arrive {
+                    expect_tx: has("expect_tx"),
+                    remote: space == Space::SharedCluster,
+                },
+                Some("arrive_drop") => MbarOp::ArriveDrop,
+                Some("expect_tx") => MbarOp::ExpectTx,
+                Some("complete_tx") => MbarOp::CompleteTx,
+                Some("try_wait") if has("parity") => MbarOp::TryWaitParity,
+                Some("try_wait") => MbarOp::TryWait,
+                Some("test_wait") if has("parity") => MbarOp::TestWaitParity,
+                Some("test_wait") => MbarOp::TestWait,
+                _ => return Err(unsupported(s)),
+            };
+            Op::Mbar(kind, space)
+        }
+        "fence" | "membar" => {
+            let f = if base == "membar" {
+                Op::Fence(Fence::Memory)
+            } else if mods.first() == Some(&"proxy") {
+                match mods.get(1).copied() {
+                    Some("async") => {
+                        check_mods(s, &mods[2..], &["shared::cta", "shared::cluster", "global"])?;
+                        Op::Fence(Fence::ProxyAsync)
+                    }
+                    Some(_) => Op::Fence(Fence::OtherProxy),
+                    None => return Err(unsupported(s)),
+                }
+            } else if mods.first() == Some(&"mbarrier_init") {
+                Op::Fence(Fence::MbarrierInit)
+            } else {
+                check_mods(
+                    s,
+                    mods,
+                    &[
+                        "sc", "acq_rel", "acquire", "release", "cta", "cluster", "gpu", "sys",
+                    ],
+                )?;
+                Op::Fence(Fence::Memory)
+            };
+            return Ok(f);
+        }
+        "mapa" => {
+            check_mods(s, mods, &["shared::cluster"])?;
+            Op::Mapa {
+                generic: !has("shared::cluster"),
+            }
+        }
+        "nanosleep" => Op::Nanosleep,
+        "prefetch" if has("tensormap") => Op::PrefetchTensormap,
+        "cp" => decode_cp(s, mods)?,
+        "tcgen05" => decode_tcgen05(s, mods)?,
+        "atom" | "red" => {
+            let mut allowed: Vec<&str> = MEMORY_HINTS.to_vec();
+            allowed.extend([
+                "global",
+                "shared",
+                "shared::cta",
+                "shared::cluster",
+                "add",
+                "min",
+                "max",
+                "and",
+                "or",
+                "xor",
+                "exch",
+                "cas",
+                "inc",
+                "dec",
+            ]);
+            check_mods(s, mods, &allowed)?;
+            let op = if has("add") {
+                AtomOp::Add
+            } else if has("min") {
+                AtomOp::Min
+            } else if has("max") {
+                AtomOp::Max
+            } else if has("and") {
+                AtomOp::And
+            } else if has("or") {
+                AtomOp::Or
+            } else if has("xor") {
+                AtomOp::Xor
+            } else if has("exch") {
+                AtomOp::Exch
+            } else if has("cas") {
+                AtomOp::Cas
+            } else if has("inc") {
+                AtomOp::Inc
+            } else if has("dec") {
+                AtomOp::Dec
+            } else {
+                return Err(unsupported(s));
+            };
+            Op::Atom {
+                red: base == "red",
+                space: space_of(mods),
+                op,
+                ty: need_ty()?,
+            }
+        }
+        _ => return Err(unsupported(s)),
+    };
+    Ok(op)
+}
+
+fn decode_cp(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
+    // cp.async.bulk.{tensor.Nd...|commit_group|wait_group[.read]}
+    if mods.len() < 2 || mods[0] != "async" || mods[1] != "bulk" {
+        return Err(unsupported(s));
+    }
+    let rest = &mods[2..];
+    match rest.first().copied() {
+        Some("commit_group") if rest.len() == 1 => Ok(Op::BulkCommit),
+        Some("wait_group") => {
+            check_mods(s, &rest[1..], &["read"])?;
+            Ok(Op::BulkWait {
+                read: rest.contains(&"read"),
+            })
+        }
+        Some("tensor") => {
+            let dims = rest
+                .get(1)
+                .and_then(|d| d.strip_suffix('d'))
+                .and_then(|d| d.parse::<u8>().ok())
+                .filter(|d| (1..=5).contains(d))
+                .ok_or_else(|| unsupported(s))?;
+            let r = &rest[2..];
+            let has = |m: &str| r.contains(&m);
+            if r.first() == Some(&"global") {
+                // store: .global.shared::cta.bulk_group (optionally .tile)
+                check_mods(s, r, &["global", "shared::cta", "bulk_group", "tile"])?;
+                if !has("bulk_group") {
+                    return Err(unsupported(s));
+                }
+                Ok(Op::TmaStore { dims })
+            } else {
+                check_mods(
+                    s,
+                    r,
+                    &[
+                        "shared::cluster",
+                        "shared::cta",
+                        "global",
+                        "mbarrier::complete_tx::bytes",
+                        "multicast::cluster",
+                        "cta_group::1",
+                        "cta_group::2",
+                        "tile",
+                    ],
+                )?;
+                if !has("mbarrier::complete_tx::bytes") {
+                    return Err(unsupported(s));
+                }
+                Ok(Op::TmaLoad {
+                    dims,
+                    multicast: has("multicast::cluster"),
+                    cta_group2: has("cta_group::2"),
+                })
+            }
+        }
+        _ => Err(unsupported(s)),
+    }
+}
+
+fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
+    let has = |m: &str| mods.contains(&m);
+    let cg2 = has("cta_group::2");
+    let first = mods.first().copied().unwrap_or("");
+    let op = match first {
+        "alloc" => {
+            check_mods(
+                s,
+                &mods[1..],
+                &[
+                    "cta_group::1",
+                    "cta_group::2",
+                    "sync",
+                    "aligned",
+                    "shared::cta",
+                ],
+            )?;
+            Op::TcAlloc { cg2 }
+        }
+        "dealloc" => {
+            check_mods(
+                s,
+                &mods[1..],
+                &["cta_group::1", "cta_group::2", "sync", "aligned"],
+            )?;
+            Op::TcDealloc { cg2 }
+        }
+        "relinquish_alloc_permit" => {
+            check_mods(
+                s,
+                &mods[1..],
+                &["cta_group::1", "cta_group::2", "sync", "aligned"],
+            )?;
+            Op::TcRelinquish { cg2 }
+        }
+        "mma" => {
+            check_mods(
+                s,
+                &mods[1..],
+                &["cta_group::1", "cta_group::2", "kind::f16"],
+            )?;
+            if !has("kind::f16") {
+                return Err(unsupported(s));
+            }
+            Op::TcMma { cg2 }
+        }
+        "commit" => {
+            check_mods(
+                s,
+                &mods[1..],
+                &[
+                    "cta_group::1",
+                    "cta_group::2",
+                    "mbarrier::arrive::one",
+                    "shared::cluster",
+                    "shared::cta",
+                    "multicast::cluster",
+                ],
+            )?;
+            Op::TcCommit {
+                cg2,
+                multicast: has("multicast::cluster"),
+            }
+        }
+        "ld" | "st" => {
+            // tcgen05.ld.sync.aligned.32x32b.xN.b32
+            let n = mods
+                .iter()
+                .find_map(|m| m.strip_prefix('x').and_then(|v| v.parse::<u8>().ok()))
+                .ok_or_else(|| unsupported(s))?;
+            check_mods(
+                s,
+                &mods[1..],
+                &["sync", "aligned", "32x32b", &format!("x{n}")],
+            )?;
+            if !has("32x32b") || !n.is_power_of_two() || n > 128 {
+                return Err(unsupported(s));
+            }
+            if first == "ld" {
+                Op::TcLd { n }
+            } else {
+                Op::TcSt { n }
+            }
+        }
+        "wait::ld" => {
+            check_mods(s, &mods[1..], &["sync", "aligned"])?;
+            Op::TcWaitLd
+        }
+        "wait::st" => {
+            check_mods(s, &mods[1..], &["sync", "aligned"])?;
+            Op::TcWaitSt
+        }
+        "fence::before_thread_sync" if mods.len() == 1 => Op::TcFenceBefore,
+        "fence::after_thread_sync" if mods.len() == 1 => Op::TcFenceAfter,
+        _ => return Err(unsupported(s)),
+    };
+    Ok(op)
+}
+
+/// How many operands each instruction takes (fewest, most), so the interpreter can index them
+/// without checks: a malformed (or hostile) kernel is refused at decode time, never a panic.
+fn arity(op: &Op) -> (usize, usize) {
+    match op {
+        Op::Mov(_) | Op::Cvta { .. } | Op::Un(..) => (2, 2),
+        Op::Ld { .. } | Op::St { .. } => (2, 2),
+        Op::Bin(..) => (3, 3),
+        Op::Mad { .. } | Op::Fma(_) | Op::Selp(_) | Op::Prmt | Op::Shf { .. } | Op::Bfe(_) => {
+            (4, 4)
+        }
+        Op::Bfi(_) => (5, 5),
+        Op::Setp { bop: None, .. } => (3, 3),
+        Op::Setp { bop: Some(_), .. } => (4, 4),
+        Op::Cvt {
+            dst: Ty::F16x2 | Ty::Bf16x2,
+            ..
+        } => (3, 3),
+        Op::Cvt { .. } => (2, 2),
+        Op::Bra => (1, 1),
+        Op::Ret | Op::Exit | Op::Trap | Op::Fence(_) | Op::BulkCommit => (0, 0),
+        Op::TcWaitLd | Op::TcWaitSt | Op::TcFenceBefore | Op::TcFenceAfter => (0, 0),
+        Op::BarSync { .. } => (1, 2),
+        Op::BarWarpSync => (1, 1),
+        Op::ElectSync => (2, 2),
+        Op::ShflSync(_) => (5, 5),
+        Op::VoteSync(_) => (3, 3),
+        Op::Activemask => (1, 1),
+        Op::Mbar(MbarOp::Init, _) => (2, 2),
+        Op::Mbar(MbarOp::Inval, _) => (1, 1),
+        Op::Mbar(
+            MbarOp::Arrive {
+                expect_tx: true, ..
+            },
+            _,
+        ) => (3, 3),
+        Op::Mbar(MbarOp::Arrive { .. } | MbarOp::ArriveDrop, _) => (2, 3),
+        Op::Mbar(MbarOp::ExpectTx | MbarOp::CompleteTx, _) => (2, 2),
+        Op::Mbar(_, _) => (3, 4),
+        Op::ClusterBarrier { .. } => (0, 0),
+        Op::Mapa { .. } => (3, 3),
+        Op::Nanosleep | Op::PrefetchTensormap => (1, 1),
+        Op::TmaLoad {
+            multicast: true, ..
+        } => (4, 4),
+        Op::TmaLoad { .. } => (3, 3),
+        Op::TmaStore { .. } => (2, 2),
+        Op::BulkWait { .. } => (1, 1),
+        Op::TcAlloc { .. } | Op::TcDealloc { .. } => (2, 2),
+        Op::TcRelinquish { .. } => (0, 0),
+        Op::TcMma { .. } => (5, 5),
+        Op::TcCommit {
+            multicast: true, ..
+        } => (2, 2),
+        Op::TcCommit { .. } => (1, 1),
+        Op::TcLd { .. } | Op::TcSt { .. } => (2, 2),
+        Op::Atom { red: true, .. } => (2, 2),
+        Op::Atom {
+            op: AtomOp::Cas, ..
+        } => (4, 4),
+        Op::Atom { .. } => (3, 3),
+    }
+}
+
+fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
+    let bad = |d: String| SimError::Parse {
+        ptx_line: s.line,
+        detail: format!("{}: {d}", s.opcode),
+    };
+    let (lo, hi) = arity(op);
+    if args.len() < lo || args.len() > hi {
+        return Err(bad(format!(
+            "{} operands, expected {}",
+            args.len(),
+            if lo == hi {
+                lo.to_string()
+            } else {
+                format!("{lo} to {hi}")
+            }
+        )));
+    }
+    // Vector operands: non-empty, of plain registers or immediates, as long as the
+    // instruction's vector width says.
+    for a in args {
+        if let Opd::Vec(v) = a {
+            if v.is_empty()
+                || v.iter()
+                    .any(|x| !matches!(x, Opd::Reg(_) | Opd::Imm(_) | Opd::Sink))
+            {
+                return Err(bad("a vector operand must list registers".into()));
+            }
+            let want = match op {
+                Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
+                Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
+                Op::Mov(t) => (v.len() > 1 && t.bits() % v.len() as u32 == 0).then_some(v.len()),
+                _ => None,
+            };
+            if want != Some(v.len()) {
+                return Err(bad(format!(
+                    "a vector operand of {} registers here",
+                    v.len()
+                )));
+            }
+        }
+    }
+    let ty_ok = match op {
+        Op::Bin(_, t)
+        | Op::Un(_, t)
+        | Op::Mad { ty: t, .. }
+        | Op::Setp { ty: t, .. }
+        | Op::Selp(t)
+        | Op::Bfe(t)
+        | Op::Bfi(t)
+        | Op::Ld { ty: t, .. }
+        | Op::St { ty: t, .. }
+        | Op::Atom { ty: t, .. }
+        | Op::Mov(t) => *t != Ty::B128,
+        Op::Cvt { dst, src, .. } => *dst != Ty::B128 && *src != Ty::B128,
+        _ => true,
+    };
+    if !ty_ok {
+        return Err(SimError::Unsupported {
+            opcode: s.opcode.clone(),
+            ptx_line: s.line,
+        });
+    }
+    Ok(())
+}
+
+fn decode_stmt(
+    s: &Stmt,
+    scope: &Scope,
+    syms: &ModuleSyms,
+    labels: &HashMap<String, u32>,
+    key: u32,
+) -> Result<Instr, SimError> {
+    let op = decode_op(s)?;
+    let guard = match &s.guard {
+        Some((p, neg)) => Some((
+            scope.reg(p).ok_or_else(|| SimError::Parse {
+                ptx_line: s.line,
+                detail: format!("guard `{p}` is not a declared predicate"),
+            })?,
+            *neg,
+        )),
+        None => None,
+    };
+    let args = s
+        .operands
+        .iter()
+        .map(|o| operand(o, s, scope, syms, labels))
+        .collect::<Result<Vec<_>, _>>()?;
+    check_operands(s, &op, &args)?;
+    Ok(Instr {
+        op,
+        guard,
+        args,
+        ptx_line: s.line,
+        loc: s.loc,
+        key,
+    })
+}
+
+/// Every distinct opcode (with modifiers) of a module's kernels: the inventory.
+pub fn opcode_inventory(ptx: &str) -> Result<Vec<String>, SimError> {
+    let m = parse::parse_module(ptx)?;
+    let mut out = Vec::new();
+    for f in &m.functions {
+        for it in &f.body {
+            if let Item::Stmt(s) = it {
+                if !out.contains(&s.opcode) {
+                    out.push(s.opcode.clone());
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}

@@ -1,0 +1,86 @@
+//! What a simulated run can end with other than success.
+
+use std::fmt;
+
+/// Every way a parse or a simulated run fails. `Display` is one line a learner can act on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SimError {
+    /// The PTX text is malformed (or uses syntax outside the subset this parser reads).
+    Parse { ptx_line: u32, detail: String },
+    /// An instruction (or a modifier of one) the simulator does not model: never skipped.
+    Unsupported { opcode: String, ptx_line: u32 },
+    /// A named ordering rule was broken; `rule` is spelled as the GPU emulation prints it.
+    Rule {
+        rule: &'static str,
+        cta: u32,
+        warp: u32,
+        ptx_line: u32,
+        source_line: u32,
+        detail: String,
+    },
+    /// No thread can run and no pending asynchronous operation could wake one.
+    Deadlock { report: Vec<String> },
+    /// The run executed more instructions than `Options::max_steps` allows.
+    StepLimit { steps: u64 },
+    /// A fault a GPU would raise: a bad address, a misaligned access, `trap`, a tcgen05 misuse.
+    Fault {
+        cta: u32,
+        warp: u32,
+        lane: u32,
+        ptx_line: u32,
+        source_line: u32,
+        detail: String,
+    },
+    /// The launch or its parameters do not fit the kernel.
+    Launch(String),
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SimError::Parse { ptx_line, detail } => {
+                write!(f, "PTX line {ptx_line}: cannot parse: {detail}")
+            }
+            SimError::Unsupported { opcode, ptx_line } => write!(
+                f,
+                "not modelled by the simulator: {opcode} at PTX line {ptx_line}"
+            ),
+            SimError::Rule {
+                rule,
+                cta,
+                warp,
+                ptx_line,
+                source_line,
+                detail,
+            } => write!(
+                f,
+                "rule {rule}: CTA {cta}, warp {warp}, PTX line {ptx_line} (source line {source_line}): {detail}"
+            ),
+            SimError::Deadlock { report } => {
+                write!(f, "deadlock: no thread can make progress")?;
+                for l in report {
+                    write!(f, "\n  {l}")?;
+                }
+                Ok(())
+            }
+            SimError::StepLimit { steps } => write!(
+                f,
+                "the run exceeded its limit of {steps} executed instructions (raise Options::max_steps, or look for a spin loop that never ends)"
+            ),
+            SimError::Fault {
+                cta,
+                warp,
+                lane,
+                ptx_line,
+                source_line,
+                detail,
+            } => write!(
+                f,
+                "fault in CTA {cta}, warp {warp}, lane {lane}, PTX line {ptx_line} (source line {source_line}): {detail}"
+            ),
+            SimError::Launch(d) => write!(f, "launch: {d}"),
+        }
+    }
+}
+
+impl std::error::Error for SimError {}

@@ -1,0 +1,225 @@
+//! The core's calls into [`crate::units`]: the one place that adapts the interpreter's types
+//! (registers of bits, the [`Device`], errors as text with context) to the data units.
+
+use crate::decode::{Rnd, Ty};
+use crate::mem::Device;
+use crate::units::numeric::{self, FloatRound, IntRound, IntType};
+use crate::units::UnitError;
+
+pub use crate::units::tensormap::TensorMapDesc as MapDesc;
+pub use crate::units::tmem::TensorMemory as Tmem;
+
+/// Index of a tensor-map parameter of the launch.
+pub type MapId = usize;
+
+/// Bytes one box of `d` occupies in shared memory.
+pub fn box_bytes(d: &MapDesc) -> u32 {
+    d.box_bytes()
+}
+
+/// A TMA load of the box at `coords` into the CTA's shared memory `smem` at `addr` (the
+/// swizzle follows the address, as on the hardware).
+pub fn tma_load(
+    d: &MapDesc,
+    coords: &[i32; 5],
+    dev: &Device,
+    smem: &mut [u8],
+    addr: u32,
+) -> Result<(), UnitError> {
+    let rank = d.rank as usize;
+    let mut read = |a: u64, out: &mut [u8]| dev.read(a, out);
+    d.load_box_at(&coords[..rank], &mut read, smem, addr)
+}
+
+/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`.
+pub fn tma_store(
+    d: &MapDesc,
+    coords: &[i32; 5],
+    smem: &[u8],
+    addr: u32,
+    dev: &mut Device,
+) -> Result<(), UnitError> {
+    let rank = d.rank as usize;
+    let mut write = |a: u64, data: &[u8]| dev.write(a, data);
+    d.store_box_at(&coords[..rank], smem, addr, &mut write)
+}
+
+/// `tcgen05.mma.cta_group::{1,2}.kind::f16`.
+#[allow(clippy::too_many_arguments)]
+pub fn mma(
+    idesc: u32,
+    a: u64,
+    b: u64,
+    smem: &[&Vec<u8>],
+    tmem: &mut [&mut Tmem],
+    d: u32,
+    acc: bool,
+    _cg2: bool,
+) -> Result<(), UnitError> {
+    let s: Vec<&[u8]> = smem.iter().map(|v| v.as_slice()).collect();
+    crate::units::mma::mma_f16(idesc, a, b, &s, tmem, d, acc)
+}
+
+/// The shared-memory ranges an MMA reads in each CTA of its group.
+pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32)>, UnitError> {
+    Ok(crate::units::mma::MmaF16::decode(idesc, a, b, group)?.smem_reads())
+}
+
+/// Which operand of the MMA ("A" or "B") the shared-memory byte `addr` belongs to.
+pub fn mma_operand_at(idesc: u32, a: u64, b: u64, group: u32, addr: u32) -> &'static str {
+    let Ok(m) = crate::units::mma::MmaF16::decode(idesc, a, b, group) else {
+        return "A or B";
+    };
+    let in_a = (0..m.a_rows_per_cta()).any(|r| {
+        m.a.chunk_addrs(r)
+            .iter()
+            .any(|&c| (c..c + 16).contains(&addr))
+    });
+    if in_a {
+        "A"
+    } else {
+        "B"
+    }
+}
+
+pub fn float_round(r: Rnd) -> Option<FloatRound> {
+    match r {
+        Rnd::Rn | Rnd::None => Some(FloatRound::Rn),
+        Rnd::Rz => Some(FloatRound::Rz),
+        Rnd::Rm => Some(FloatRound::Rm),
+        Rnd::Rp => Some(FloatRound::Rp),
+        _ => None,
+    }
+}
+
+fn int_round(r: Rnd) -> Option<IntRound> {
+    match r {
+        Rnd::Rni => Some(IntRound::Rni),
+        Rnd::Rzi | Rnd::None => Some(IntRound::Rzi),
+        Rnd::Rmi => Some(IntRound::Rmi),
+        Rnd::Rpi => Some(IntRound::Rpi),
+        _ => None,
+    }
+}
+
+fn int_type(t: Ty) -> Option<IntType> {
+    Some(match t {
+        Ty::U8 | Ty::B8 => IntType::U8,
+        Ty::S8 => IntType::S8,
+        Ty::U16 | Ty::B16 => IntType::U16,
+        Ty::S16 => IntType::S16,
+        Ty::U32 | Ty::B32 => IntType::U32,
+        Ty::S32 => IntType::S32,
+        Ty::U64 | Ty::B64 => IntType::U64,
+        Ty::S64 => IntType::S64,
+        _ => return None,
+    })
+}
+
+/// `cvt.{rnd}{.sat}.dst.src` on the bits `x`; None for a combination not modelled.
+pub fn cvt(dst: Ty, src: Ty, rnd: Rnd, sat: bool, x: u64) -> Option<u64> {
+    // The source value as an exact f64 or integer.
+    enum V {
+        F(f64, bool),
+        I(i128),
+    }
+    let v = match src {
+        Ty::F32 => V::F(f32::from_bits(x as u32) as f64, false),
+        Ty::F64 => V::F(f64::from_bits(x), true),
+        Ty::F16 => V::F(numeric::f16_to_f32(x as u16) as f64, false),
+        Ty::Bf16 => V::F(numeric::bf16_to_f32(x as u16) as f64, false),
+        t => {
+            let it = int_type(t)?;
+            let bits = it.bits();
+            let m = if bits == 64 {
+                x
+            } else {
+                x & ((1u64 << bits) - 1)
+            };
+            if it.signed() {
+                let s = 64 - bits;
+                V::I((((m << s) as i64) >> s) as i128)
+            } else {
+                V::I(m as i128)
+            }
+        }
+    };
+    let out = match (dst, v) {
+        (Ty::F32, V::F(f, from64)) => {
+            let r = if from64 {
+                numeric::f64_to_f32(f, float_round(rnd)?)
+            } else if matches!(rnd, Rnd::Rni | Rnd::Rzi | Rnd::Rmi | Rnd::Rpi) {
+                numeric::round_f32_to_integral(f as f32, int_round(rnd)?)
+            } else {
+                f as f32
+            };
+            let r = if sat { r.clamp(0.0, 1.0) } else { r };
+            r.to_bits() as u64
+        }
+        (Ty::F64, V::F(f, _)) => f.to_bits(),
+        (Ty::F16, V::F(f, false)) => numeric::f32_to_f16(f as f32, float_round(rnd)?) as u64,
+        (Ty::Bf16, V::F(f, false)) => numeric::f32_to_bf16(f as f32, float_round(rnd)?) as u64,
+        (Ty::F32, V::I(i)) => numeric::int_to_f32(i, float_round(rnd)?).to_bits() as u64,
+        (Ty::F64, V::I(i)) => numeric::int_to_f64(i, float_round(rnd)?).to_bits(),
+        (t, V::F(f, from64)) => numeric::float_to_int(f, from64, int_round(rnd)?, int_type(t)?),
+        (t, V::I(i)) => {
+            let it = int_type(t)?;
+            let bits = it.bits();
+            let v = if sat {
+                let (lo, hi) = if it.signed() {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                i.clamp(lo, hi)
+            } else {
+                i
+            };
+            let u = v as u64;
+            if bits == 64 {
+                u
+            } else {
+                u & ((1u64 << bits) - 1)
+            }
+        }
+    };
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cvt_cases() {
+        // f32 1.5 -> f16 0x3E00
+        assert_eq!(
+            cvt(Ty::F16, Ty::F32, Rnd::Rn, false, 1.5f32.to_bits() as u64),
+            Some(0x3E00)
+        );
+        // u32 -> u64 zero-extends, s32 -> s64 sign-extends
+        assert_eq!(
+            cvt(Ty::U64, Ty::U32, Rnd::None, false, 0xFFFF_FFFF),
+            Some(0xFFFF_FFFF)
+        );
+        assert_eq!(
+            cvt(Ty::S64, Ty::S32, Rnd::None, false, 0xFFFF_FFFF),
+            Some(u64::MAX)
+        );
+        // u64 -> u32 truncates
+        assert_eq!(
+            cvt(Ty::U32, Ty::U64, Rnd::None, false, 0x1_0000_0002),
+            Some(2)
+        );
+        // f32 2.7 -> s32 with rzi
+        assert_eq!(
+            cvt(Ty::S32, Ty::F32, Rnd::Rzi, false, 2.7f32.to_bits() as u64),
+            Some(2)
+        );
+        // s32 -3 -> f32
+        assert_eq!(
+            cvt(Ty::F32, Ty::S32, Rnd::Rn, false, (-3i32) as u32 as u64),
+            Some((-3.0f32).to_bits() as u64)
+        );
+    }
+}

@@ -1,0 +1,302 @@
+//! A CPU simulator of the sm_100a PTX that NVRTC produces for the workbook's Blackwell kernels.
+//!
+//! The core (parser, interpreter, scheduler, barriers, ordering rules) is std-only so that it
+//! builds for `wasm32-unknown-unknown`; the data semantics of TMA, tensor memory and the MMA
+//! live in [`units`].
+//!
+//! # Using it
+//! ```text
+//! let prog = Program::parse(&ptx)?;                     // decode once
+//! let mut dev = Device::new();
+//! let a = dev.alloc(bytes); dev.write(a, &host_a);      // global memory
+//! let launch = Launch { kernel: "gemm_kernel".into(), grid, block, cluster, dynamic_smem,
+//!                       params: vec![Param::TensorMap(map_a), ..., Param::U64(c), Param::U32(m)],
+//!                       ..Launch::default() };
+//! let report = run(&prog, &mut dev, &launch, &Options::default())?;
+//! dev.read(c, &mut host_c);
+//! ```
+//! A run ends in [`SimError`]: an instruction not modelled (`Unsupported`, at decode time), a
+//! named ordering rule broken (`Rule`, spelled as the GPU emulation spells it), a deadlock with
+//! who waits on what (`Deadlock`), a fault, or the step limit. [`explore`] runs several seeds and
+//! policies and returns the first failure with the seed and policy that replay it.
+//!
+//! # Model
+//! Every thread is its own interpreter over the pre-decoded instruction array; warps rendezvous
+//! at warp-collective instructions (every lane of the mask arrives before any proceeds), so no
+//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another (they
+//! cannot synchronise with each other). One seeded scheduler picks which thread runs and for how
+//! long, and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
+//! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
+//!
+//! # Ordering rules
+//! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
+//! from what happened to be timed, and named as the GPU emulation names them (see
+//! `rules.rs`): `operand-loaded`, `no-refill-in-flight`, `ld-in-flight`,
+//! `ld-after-commit-wait`, `release-before-overwrite`, `fence-after-sync`,
+//! `wait-ld-before-handoff`, `fence-before-handoff`, `proxy-fence-before-store`,
+//! `wait-read-before-reuse`, `wait-read-before-exit`, `wait-for-peer-commits`,
+//! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
+//! `tcgen05.wait::ld`), which only the simulator checks.
+//!
+//! # Not modelled (an error naming the instruction, never a silent skip)
+//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.shift`, `tcgen05.mma` other than
+//! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
+//! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
+//! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and
+//! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
+//! `%globaltimer` count executed instructions.
+
+pub mod decode;
+pub mod error;
+mod exec;
+mod glue;
+pub mod mem;
+pub mod parse;
+mod report;
+mod rules;
+pub mod sched;
+pub mod units;
+
+pub use decode::Program;
+pub use error::SimError;
+pub use mem::Device;
+pub use report::RunReport;
+pub use sched::Policy;
+
+/// A kernel argument, in the order of the kernel's parameters.
+#[derive(Debug, Clone)]
+pub enum Param {
+    U32(u32),
+    U64(u64),
+    /// A `CUtensorMap` passed by value (`__grid_constant__`): the simulator gives it a 128-byte
+    /// parameter slot and resolves `cp.async.bulk.tensor` operands that point there to this
+    /// description.
+    TensorMap(units::tensormap::TensorMapDesc),
+    Bytes(Vec<u8>),
+}
+
+/// One kernel launch.
+#[derive(Debug, Clone, Default)]
+pub struct Launch {
+    pub kernel: String,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// [1, 1, 1] without clusters.
+    pub cluster: [u32; 3],
+    pub dynamic_smem: u32,
+    pub params: Vec<Param>,
+    /// Names of mbarriers for hang reports: (offset from the start of dynamic shared memory,
+    /// name).
+    pub barrier_names: Vec<(u32, String)>,
+    /// Source files of the kernel, (path suffix, text): a hang report names a barrier after the
+    /// expression its `mbarrier.init` was given in the source (`smem.load_full[2]`), as the GPU
+    /// emulation does, when no `barrier_names` entry names it.
+    pub sources: Vec<(String, String)>,
+}
+
+/// How to schedule one run.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub seed: u64,
+    pub policy: Policy,
+    /// Executed instructions (all threads) before the run stops with `SimError::StepLimit`. The
+    /// default, 400 million, is about a minute on one core: a hundred times what the stock
+    /// kernels execute at 512 x 512 x 256 (waits block rather than spin, so only a kernel's
+    /// own loops count).
+    pub max_steps: u64,
+    pub trace: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            seed: 1,
+            policy: Policy::Random,
+            max_steps: 400_000_000,
+            trace: false,
+        }
+    }
+}
+
+fn check_launch(p: &Program, l: &Launch) -> Result<(), SimError> {
+    let bad = |s: String| Err(SimError::Launch(s));
+    if l.grid.contains(&0) || l.block.contains(&0) || l.cluster.contains(&0) {
+        return bad("grid, block and cluster dimensions must be at least 1".into());
+    }
+    let threads: u64 = l.block.iter().map(|&d| d as u64).product();
+    if threads > 1024 {
+        return bad(format!("{threads} threads per CTA: at most 1024"));
+    }
+    for i in 0..3 {
+        if !l.grid[i].is_multiple_of(l.cluster[i]) {
+            return bad(format!(
+                "grid dimension {i} ({}) is not a multiple of the cluster's ({})",
+                l.grid[i], l.cluster[i]
+            ));
+        }
+    }
+    let cl: u32 = l.cluster.iter().product();
+    if cl > 16 {
+        return bad(format!("{cl} CTAs per cluster: at most 16"));
+    }
+    let smem = exec::SMEM_RESERVED as u64 + p.static_shared_bytes as u64 + l.dynamic_smem as u64;
+    if smem > 232_448 + exec::SMEM_RESERVED as u64 {
+        return bad(format!(
+            "{} bytes of dynamic shared memory: a CTA of sm_100 has at most 232448 (227 KiB)",
+            l.dynamic_smem
+        ));
+    }
+    Ok(())
+}
+
+/// Run one launch to completion on `dev`.
+pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<RunReport, SimError> {
+    check_launch(p, l)?;
+    let k = p
+        .kernel(&l.kernel)
+        .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))?;
+    let (params, maps) = exec::build_params(k, l)?;
+    let globals = exec::globals_addrs(p, dev);
+    let dyn_off = (exec::SMEM_RESERVED + p.static_shared_bytes)
+        .next_multiple_of(p.dynamic_shared_align.max(16));
+    let smem_bytes = dyn_off + l.dynamic_smem;
+    let nthreads = l.block.iter().product::<u32>();
+    let nwarps = nthreads.div_ceil(32);
+    let mut m = exec::Machine {
+        k,
+        prog: p,
+        dev,
+        l,
+        o,
+        params,
+        maps,
+        globals,
+        dyn_off,
+        smem_bytes,
+        cl_size: l.cluster.iter().product(),
+        nthreads,
+        nwarps,
+        threads: Vec::new(),
+        ctas: Vec::new(),
+        runnable: Vec::new(),
+        rpos: Vec::new(),
+        tcq: Vec::new(),
+        tc_active: Vec::new(),
+        tma: Vec::new(),
+        stores: Vec::new(),
+        store_done: Vec::new(),
+        cluster_phase: 0,
+        cluster_arrivals: 0,
+        cluster_waiters: Vec::new(),
+        cluster_id: [0; 3],
+        rng: sched::Rng::new(o.seed),
+        steps: 0,
+        seq: 0,
+        report: RunReport::default(),
+        counts: vec![0; nwarps as usize * k.opcodes.len()],
+        pct_changes: Vec::new(),
+        trace: Vec::new(),
+        rg: rules::Global::default(),
+    };
+    let ncl = [
+        l.grid[0] / l.cluster[0],
+        l.grid[1] / l.cluster[1],
+        l.grid[2] / l.cluster[2],
+    ];
+    for z in 0..ncl[2] {
+        for y in 0..ncl[1] {
+            for x in 0..ncl[0] {
+                m.run_cluster([x, y, z])?;
+                m.report.clusters += 1;
+            }
+        }
+    }
+    let _ = m.prog;
+    let mut r = std::mem::take(&mut m.report);
+    r.instructions = m.steps;
+    let n = k.opcodes.len();
+    for (i, op) in k.opcodes.iter().enumerate() {
+        let total: u64 = (0..nwarps as usize).map(|w| m.counts[w * n + i]).sum();
+        if total > 0 {
+            r.per_opcode.push((op.clone(), total));
+        }
+        for w in 0..nwarps {
+            let c = m.counts[w as usize * n + i];
+            if c > 0 {
+                r.per_warp.push((w, op.clone(), c));
+            }
+        }
+    }
+    r.per_opcode.sort();
+    r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
+    r.trace = std::mem::take(&mut m.trace);
+    Ok(r)
+}
+
+/// A failing run of [`explore`], with what replays it.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub seed: u64,
+    pub policy: Policy,
+    /// The failure in words (a simulator error's `Display`, or what `verify` said).
+    pub error: String,
+    /// The simulator's error, when the run failed (None: `verify` refused its result).
+    pub cause: Option<SimError>,
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (schedule: seed {}, policy {})",
+            self.error,
+            self.seed,
+            self.policy.name()
+        )
+    }
+}
+
+/// The policies `explore` cycles through: both extremes of async timing, random, and PCT.
+pub const EXPLORE_POLICIES: [Policy; 4] = [
+    Policy::AsyncLate,
+    Policy::AsyncEarly,
+    Policy::Random,
+    Policy::Pct { depth: 3 },
+];
+
+/// Run `n` schedules (seeds `base.seed..`, cycling through [`EXPLORE_POLICIES`]) on copies of
+/// `dev`; `verify` checks each finished run's memory. Returns the last run's report, or the
+/// first failure with the seed and policy that replay it.
+pub fn explore(
+    p: &Program,
+    dev: &Device,
+    l: &Launch,
+    base: &Options,
+    n: u32,
+    verify: &mut dyn FnMut(&Device) -> Result<(), String>,
+) -> Result<RunReport, Failure> {
+    let mut last = RunReport::default();
+    for i in 0..n {
+        let policy = EXPLORE_POLICIES[i as usize % EXPLORE_POLICIES.len()];
+        let seed = base.seed.wrapping_add(i as u64);
+        let o = Options {
+            seed,
+            policy,
+            ..base.clone()
+        };
+        let mut d = dev.clone();
+        last = run(p, &mut d, l, &o).map_err(|e| Failure {
+            seed,
+            policy,
+            error: e.to_string(),
+            cause: Some(e),
+        })?;
+        verify(&d).map_err(|error| Failure {
+            seed,
+            policy,
+            error,
+            cause: None,
+        })?;
+    }
+    Ok(last)
+}

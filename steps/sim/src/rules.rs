@@ -1,0 +1,658 @@
+//! The ordering rules, named as the GPU emulation (`tcgen05_emu.cuh`, `common::emulation`) names
+//! them, checked from what is ordered rather than from what happened to be timed:
+//!
+//! - `operand-loaded`: an MMA reads shared memory that a TMA load wrote only if the issuing
+//!   thread has waited on the barrier phase that load completed on.
+//! - `no-refill-in-flight`: a TMA load may overwrite an MMA operand only after the refilling
+//!   thread waited on the barrier phase the MMA's `tcgen05.commit` arrived on.
+//! - `ld-in-flight` / `ld-after-commit-wait`: `tcgen05.ld` of accumulator columns only after the
+//!   commit covering the MMAs that wrote them arrived, and the reader waited on that phase.
+//! - `fence-after-sync`: `tcgen05.mma/ld/st/dealloc` after a thread synchronisation only with
+//!   `tcgen05.fence::after_thread_sync` in between.
+//! - `wait-ld-before-handoff`, `fence-before-handoff`: after `tcgen05.ld`, a hand-off (arrive,
+//!   barrier) only after `tcgen05.wait::ld` and `tcgen05.fence::before_thread_sync`.
+//! - `wait-ld-before-use` (simulator only): a register `tcgen05.ld` wrote is read before
+//!   `tcgen05.wait::ld`.
+//! - `proxy-fence-before-store`: a TMA store reads shared memory whose generic-proxy writes were
+//!   not followed by `fence.proxy.async` in the writing thread.
+//! - `wait-read-before-reuse`: shared memory a TMA store reads is rewritten before a
+//!   `cp.async.bulk.wait_group.read` covering that store.
+//! - `wait-read-before-exit`, `wait-for-peer-commits`: the CTA frees its tensor memory (is about to
+//!   exit) while a TMA store may still read its shared memory, or a peer's `tcgen05.commit` may
+//!   still arrive on its barriers.
+//! - `one-cta-group`: every tcgen05 instruction of a CTA uses the same `.cta_group`.
+
+use crate::decode::{Instr, Op, Opd};
+use crate::error::SimError;
+use crate::exec::{Machine, TcJob};
+
+/// Shared-memory bookkeeping granule: 16 bytes (the smallest TMA/vector access the kernels make).
+const G: u32 = 16;
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gran {
+    /// TMA load record (index + 1) that last wrote these bytes; 0: none.
+    tma: u32,
+    /// Sequence number of the last generic-proxy write and the thread that made it.
+    gen_seq: u64,
+    gen_writer: u32,
+    /// TMA store (id + 1) reading these bytes, until a wait_group.read covers it.
+    store: u32,
+}
+
+#[derive(Debug, Clone)]
+struct TmaRec {
+    landed: bool,
+    mbar: (u32, u32),
+    phase: u64,
+    off: u32,
+}
+
+/// An MMA's read of shared memory or write of tensor memory, until ordered.
+#[derive(Debug, Clone)]
+struct Use {
+    cta: u32,
+    lo: u32,
+    hi: u32,
+    issuer: u32,
+    warp: u32,
+    seq: u64,
+    done: bool,
+    /// Where the commits covering it arrived (every commit of the issuing thread covers all
+    /// its earlier MMAs): (cta, barrier offset, phase). None: no commit has arrived yet.
+    release: Option<Vec<(u32, u32, u64)>>,
+}
+
+pub struct CtaRules {
+    gran: Vec<Gran>,
+    tma: Vec<TmaRec>,
+    cta_group: Option<(bool, &'static str)>,
+}
+
+impl CtaRules {
+    pub fn new(smem_bytes: u32) -> CtaRules {
+        CtaRules {
+            gran: vec![Gran::default(); smem_bytes.div_ceil(G) as usize],
+            tma: Vec::new(),
+            cta_group: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ThreadRules {
+    /// A tcgen05.ld not yet followed by tcgen05.wait::ld; its destination registers.
+    pub ld_pending: bool,
+    pub ld_regs: Vec<u32>,
+    pub ld_unwaited: bool,
+    pub ld_unfenced: bool,
+    /// The last thread synchronisation not yet followed by tcgen05.fence::after_thread_sync.
+    pub synced: Option<&'static str>,
+    pub proxy_fence_seq: u64,
+    pub mbar_init_fence_seq: u64,
+    /// Per barrier (cta, offset): how many of its phases this thread has seen complete.
+    pub observed: Vec<((u32, u32), u64)>,
+}
+
+/// A warp's `tcgen05.ld` of accumulator columns, until the MMA warp may overwrite them.
+#[derive(Debug, Clone)]
+struct Reader {
+    cta: u32,
+    warp: u32,
+    lo: u32,
+    hi: u32,
+    /// The arrive that handed the columns back: (cta, barrier offset, phase).
+    handed: Option<(u32, u32, u64)>,
+}
+
+/// Machine-wide rule state (MMA operand and accumulator uses, store coverage).
+#[derive(Default)]
+pub struct Global {
+    operands: Vec<Use>,
+    accum: Vec<Use>,
+    readers: Vec<Reader>,
+    pub store_covered: Vec<bool>,
+    store_cta: Vec<(u32, u32, (u32, u32))>,
+}
+
+fn observed(m: &Machine, t: u32, key: (u32, u32)) -> u64 {
+    m.threads[t as usize]
+        .rules
+        .observed
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, v)| *v)
+}
+
+/// Thread `t` saw phase `completed - 1` of barrier (cta, off) complete.
+pub fn observe(m: &mut Machine, t: u32, cta: u32, off: u32, completed: u64) {
+    let obs = &mut m.threads[t as usize].rules.observed;
+    match obs.iter_mut().find(|(k, _)| *k == (cta, off)) {
+        Some((_, v)) => *v = (*v).max(completed),
+        None => obs.push(((cta, off), completed)),
+    }
+}
+
+fn grans(lo: u32, hi: u32) -> std::ops::Range<usize> {
+    (lo / G) as usize..hi.div_ceil(G) as usize
+}
+
+pub fn generic_smem_write(
+    m: &mut Machine,
+    t: u32,
+    cta: u32,
+    off: u32,
+    n: u32,
+) -> Result<(), SimError> {
+    m.seq += 1;
+    let seq = m.seq;
+    for g in grans(off, off + n) {
+        let gr = m.ctas[cta as usize].rules.gran[g];
+        if gr.store != 0 {
+            let id = gr.store - 1;
+            if !m.rg.store_covered[id as usize] {
+                let (_, warp, line) = m.rg.store_cta[id as usize];
+                return Err(m.rule(
+                    t,
+                    "wait-read-before-reuse",
+                    format!(
+                        "a write to shared-memory offset {:#x} while an earlier TMA store of warp {warp} (PTX line {}) from the same buffer is not covered by a cp.async.bulk.wait_group.read: the buffer was rewritten while the TMA engine may still have been reading it (PTX ISA \"cp.async.bulk.wait_group\"); before writing a staging buffer again, wait with .read until its store's group is complete, or stage in more buffers",
+                        g as u32 * G,
+                        line.0
+                    ),
+                ));
+            }
+            m.ctas[cta as usize].rules.gran[g].store = 0;
+        }
+        let gr = &mut m.ctas[cta as usize].rules.gran[g];
+        gr.gen_seq = seq;
+        gr.gen_writer = t;
+    }
+    Ok(())
+}
+
+/// A TMA load into (cta, off..off+bytes) is issued by `t`: returns its record index.
+pub fn tma_load_issue(
+    m: &mut Machine,
+    t: u32,
+    cta: u32,
+    off: u32,
+    bytes: u32,
+) -> Result<u32, SimError> {
+    let (lo, hi) = (off, off + bytes);
+    // no-refill-in-flight: every MMA that read these bytes must be ordered before this load.
+    let mut keep = Vec::new();
+    for u in std::mem::take(&mut m.rg.operands) {
+        if u.cta != cta || u.hi <= lo || u.lo >= hi {
+            keep.push(u);
+            continue;
+        }
+        let ordered = match &u.release {
+            None => false,
+            Some(rel) => rel.iter().any(|&(c, o, p)| observed(m, t, (c, o)) > p),
+        };
+        if !ordered {
+            let why = if u.release.is_none() {
+                "whose tcgen05.commit has not arrived"
+            } else {
+                "whose tcgen05.commit arrived in a barrier phase this thread has not waited for"
+            };
+            m.rg.operands = keep;
+            return Err(m.rule(
+                t,
+                "no-refill-in-flight",
+                format!(
+                    "a TMA load into shared-memory offset {off:#x} of CTA rank {cta} overwrites an operand (from {:#x}) of an MMA that warp {} issued and {why}: the producer must wait on the slot's load_empty phase (the commit) before refilling it",
+                    u.lo, u.warp
+                ),
+            ));
+        }
+    }
+    m.rg.operands = keep;
+    let c = &mut m.ctas[cta as usize].rules;
+    let id = c.tma.len() as u32;
+    c.tma.push(TmaRec {
+        landed: false,
+        mbar: (0, 0),
+        phase: 0,
+        off,
+    });
+    for g in grans(lo, hi) {
+        c.gran[g].tma = id + 1;
+    }
+    Ok(id)
+}
+
+/// The TMA load `rec` into `cta` landed; its bytes count towards `phase` of barrier (bc, bo).
+pub fn tma_landed(m: &mut Machine, cta: u32, rec: u32, bc: u32, bo: u32, phase: u64) {
+    let r = &mut m.ctas[cta as usize].rules.tma[rec as usize];
+    r.landed = true;
+    r.mbar = (bc, bo);
+    r.phase = phase;
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn mma_issue(
+    m: &mut Machine,
+    t: u32,
+    cta: u32,
+    cg2: bool,
+    idesc: u32,
+    a: u64,
+    b: u64,
+    d: u32,
+    seq: u64,
+) -> Result<(), SimError> {
+    let id = crate::units::descriptors::decode_idesc(idesc);
+    let ctas: Vec<u32> = if cg2 { vec![cta, cta + 1] } else { vec![cta] };
+    let warp = m.threads[t as usize].warp;
+    // The bytes the MMA reads, from the unit's decoding of the descriptors (one definition).
+    let reads = crate::glue::mma_reads(idesc, a, b, ctas.len() as u32)
+        .map_err(|e| m.fault(t, format!("tcgen05.mma: {e}")))?;
+    let _ = b;
+    for &c in &ctas {
+        {
+            for &(lo, hi) in &reads {
+                if hi > m.smem_bytes {
+                    return Err(m.fault(t, format!("tcgen05.mma reads shared-memory bytes {lo:#x}..{hi:#x}, past the CTA's {:#x} bytes: check the descriptors' start address and SBO", m.smem_bytes)));
+                }
+                for g in grans(lo, hi) {
+                    let gr = m.ctas[c as usize].rules.gran[g];
+                    let why = if gr.tma == 0 {
+                        Some("no TMA load has written it".to_string())
+                    } else {
+                        let r = &m.ctas[c as usize].rules.tma[gr.tma as usize - 1];
+                        if !r.landed || observed(m, t, r.mbar) <= r.phase {
+                            Some(format!("the TMA load into {:#x} that wrote it has not been seen complete by this warp (no wait on its barrier since it was issued)", r.off))
+                        } else {
+                            None
+                        }
+                    };
+                    if let Some(why) = why {
+                        let rank = m.ctas[c as usize].rank;
+                        let at = g as u32 * G;
+                        let name = crate::glue::mma_operand_at(idesc, a, b, ctas.len() as u32, at);
+                        return Err(m.rule(
+                            t,
+                            "operand-loaded",
+                            format!("tcgen05.mma reads operand {name} bytes {at:#x}..{:#x} of CTA rank {rank}, but {why}: an MMA may read its operands only after waiting on the barrier its TMA loads complete on (then tcgen05.fence::after_thread_sync). Check the load_full wait, and the descriptor's start address and SBO", at + G),
+                        ));
+                    }
+                }
+                m.rg.operands.push(Use {
+                    cta: c,
+                    lo,
+                    hi,
+                    issuer: t,
+                    warp,
+                    seq,
+                    done: false,
+                    release: None,
+                });
+            }
+        }
+        // The accumulator columns: older, ordered writes of the same columns are superseded.
+        let col = d & 0xFFFF;
+        let (lo, hi) = (col, col + id.n);
+        // release-before-overwrite: every warp that read these columns handed them back, and
+        // this thread waited for that hand-over.
+        let mut keep = Vec::new();
+        for r in std::mem::take(&mut m.rg.readers) {
+            if r.cta != c || r.hi <= lo || r.lo >= hi {
+                keep.push(r);
+                continue;
+            }
+            let ok = r
+                .handed
+                .is_some_and(|(hc, ho, hp)| observed(m, t, (hc, ho)) > hp);
+            if !ok {
+                let rank = m.ctas[c as usize].rank;
+                let why = match r.handed {
+                    None => format!("warp {} (lane quarter {}) has read them and not handed them over (tcgen05.wait::ld, tcgen05.fence::before_thread_sync, arrive, and the MMA warp waiting for that arrival)", r.warp, r.warp % 4),
+                    Some((hc, ho, hp)) => format!("warp {} read them and handed them over in phase {hp} of the barrier at shared-memory offset {ho:#x} of CTA {hc}, but the MMA warp has not waited for that phase", r.warp),
+                };
+                m.rg.readers = keep;
+                return Err(m.rule(
+                    t,
+                    "release-before-overwrite",
+                    format!("tcgen05.mma overwrites columns {lo}.. of CTA rank {rank} while {why}: the accumulator was released too early or not at all"),
+                ));
+            }
+        }
+        m.rg.readers = keep;
+        m.rg.accum
+            .retain(|u| !(u.cta == c && u.lo < hi && u.hi > lo && u.release.is_some()));
+        m.rg.accum.push(Use {
+            cta: c,
+            lo,
+            hi,
+            issuer: t,
+            warp,
+            seq,
+            done: false,
+            release: None,
+        });
+    }
+    Ok(())
+}
+
+pub fn mma_done(m: &mut Machine, seq: u64) {
+    for u in m.rg.operands.iter_mut().chain(m.rg.accum.iter_mut()) {
+        if u.seq == seq {
+            u.done = true;
+        }
+    }
+}
+
+/// `t`'s commit arrived at `arrived` (cta, offset, phase): its completed MMAs are released there.
+pub fn commit_arrived(m: &mut Machine, t: u32, arrived: &[(u32, u32, u64)]) {
+    for u in m.rg.operands.iter_mut().chain(m.rg.accum.iter_mut()) {
+        if u.issuer == t && u.done {
+            u.release
+                .get_or_insert_with(Vec::new)
+                .extend_from_slice(arrived);
+        }
+    }
+}
+
+pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<(), SimError> {
+    let cta = m.threads[t as usize].cta;
+    let col = taddr & 0xFFFF;
+    let (lo, hi) = (col, col + n);
+    let warp = m.threads[t as usize].warp;
+    match m
+        .rg
+        .readers
+        .iter_mut()
+        .find(|r| r.cta == cta && r.warp == warp && r.lo == lo && r.hi == hi)
+    {
+        Some(r) => r.handed = None,
+        None => m.rg.readers.push(Reader {
+            cta,
+            warp,
+            lo,
+            hi,
+            handed: None,
+        }),
+    }
+    for u in &m.rg.accum {
+        if u.cta != cta || u.hi <= lo || u.lo >= hi {
+            continue;
+        }
+        match &u.release {
+            None => {
+                return Err(m.rule(
+                    t,
+                    "ld-in-flight",
+                    format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
+                ))
+            }
+            Some(rel) => {
+                if !rel.iter().any(|&(c, o, p)| observed(m, t, (c, o)) > p) {
+                    let (c, o, p) = rel[0];
+                    return Err(m.rule(
+                        t,
+                        "ld-after-commit-wait",
+                        format!("tcgen05.ld of columns {lo}..{} reads the results of MMAs of warp {}, whose tcgen05.commit arrived on the barrier at shared-memory offset {o:#x} of CTA {c} in phase {p}, but this thread has not waited for that phase: wait on the barrier the covering tcgen05.commit arrives on, in the right phase (a wrong parity waits for an older phase), then tcgen05.fence::after_thread_sync", hi - 1, u.warp),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+pub fn cta_group(m: &mut Machine, t: u32, cg2: bool, op: &'static str) -> Result<(), SimError> {
+    let cta = m.threads[t as usize].cta as usize;
+    match m.ctas[cta].rules.cta_group {
+        None => {
+            m.ctas[cta].rules.cta_group = Some((cg2, op));
+            Ok(())
+        }
+        Some((g, first)) if g != cg2 => Err(m.rule(
+            t,
+            "one-cta-group",
+            format!(
+                "{op} uses cta_group::{}, but this CTA's first tcgen05 instruction, {first}, used cta_group::{}: all tcgen05 instructions of a kernel (alloc, relinquish_alloc_permit, mma, commit, dealloc) must use the same .cta_group (PTX ISA \"tcgen05\", Issue Granularity; ptxas refuses such a kernel for sm_100a)",
+                if cg2 { 2 } else { 1 },
+                if g { 2 } else { 1 }
+            ),
+        )),
+        Some(_) => Ok(()),
+    }
+}
+
+pub fn on_tcgen05(m: &mut Machine, t: u32, op: &str) -> Result<(), SimError> {
+    if let Some(sync) = m.threads[t as usize].rules.synced {
+        return Err(m.rule(
+            t,
+            "fence-after-sync",
+            format!("{op} issued after {sync} with no tcgen05.fence::after_thread_sync in between, so it is not ordered after that synchronisation (PTX ISA, tcgen05 memory consistency model: \"Specialized Inter-thread Synchronization\", \"Canonical synchronization patterns\")"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn on_handoff(m: &mut Machine, t: u32, what: &str) -> Result<(), SimError> {
+    let r = &m.threads[t as usize].rules;
+    if r.ld_unwaited {
+        return Err(m.rule(
+            t,
+            "wait-ld-before-handoff",
+            format!("{what} while a tcgen05.ld of this thread was not yet waited for: the tensor memory it reads is handed to other threads (an MMA may overwrite it) before the load completed; tcgen05.wait::ld, then tcgen05.fence::before_thread_sync, must come first (PTX ISA \"Canonical synchronization patterns\": non-pipelined instructions, different thread)"),
+        ));
+    }
+    if r.ld_unfenced {
+        return Err(m.rule(
+            t,
+            "fence-before-handoff",
+            format!("{what} after a tcgen05.ld with no tcgen05.fence::before_thread_sync in between, so the load is not ordered before the hand-over (PTX ISA \"Canonical synchronization patterns\": tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; arrive)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Reading a register a pending tcgen05.ld writes.
+pub fn check_ld_regs(m: &mut Machine, t: u32, ins: &Instr) -> Result<(), SimError> {
+    let regs = &m.threads[t as usize].rules.ld_regs;
+    let srcs: &[Opd] = match ins.op {
+        Op::St { .. }
+        | Op::Mbar(..)
+        | Op::BarSync { .. }
+        | Op::TcSt { .. }
+        | Op::Atom { red: true, .. } => &ins.args,
+        Op::TcLd { .. } | Op::TcWaitLd => return Ok(()),
+        _ => ins.args.get(1..).unwrap_or(&[]),
+    };
+    fn hit(o: &Opd, regs: &[u32]) -> Option<u32> {
+        match o {
+            Opd::Reg(r) | Opd::NotReg(r) => regs.contains(r).then_some(*r),
+            Opd::Addr(crate::decode::Base::Reg(r), _) => regs.contains(r).then_some(*r),
+            Opd::Vec(v) => v.iter().find_map(|x| hit(x, regs)),
+            _ => None,
+        }
+    }
+    if let Some(r) = srcs.iter().find_map(|o| hit(o, regs)) {
+        let name = m.k.reg_names[r as usize].clone();
+        return Err(m.rule(
+            t,
+            "wait-ld-before-use",
+            format!("register {name}, a destination of a tcgen05.ld, is read before tcgen05.wait::ld: tcgen05.ld is asynchronous, its registers hold the accumulator only after the wait (PTX ISA \"tcgen05.wait\")"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn on_wait_ld(_m: &mut Machine, _lanes: &[u32]) {}
+
+/// Thread `t` arrived on barrier (cta, off) in `phase`: the accumulator columns its warp read
+/// are handed over there.
+pub fn on_arrive(m: &mut Machine, t: u32, cta: u32, off: u32, phase: u64) {
+    let (c, w) = (m.threads[t as usize].cta, m.threads[t as usize].warp);
+    for r in m.rg.readers.iter_mut() {
+        if r.cta == c && r.warp == w && r.handed.is_none() {
+            r.handed = Some((cta, off, phase));
+        }
+    }
+}
+
+pub fn tma_store_issue(
+    m: &mut Machine,
+    t: u32,
+    cta: u32,
+    off: u32,
+    bytes: u32,
+    id: u32,
+) -> Result<(), SimError> {
+    for g in grans(off, off + bytes) {
+        let gr = m.ctas[cta as usize].rules.gran[g];
+        if gr.gen_seq != 0 && m.threads[gr.gen_writer as usize].rules.proxy_fence_seq < gr.gen_seq {
+            return Err(m.rule(
+                t,
+                "proxy-fence-before-store",
+                format!("a TMA store (cp.async.bulk.tensor shared::cta -> global) reads shared-memory offset {:#x}, but the thread that wrote it (warp {}, lane {}) executed no fence.proxy.async.shared::cta after the write: the ordinary (generic-proxy) writes of the staging tile are not ordered before the TMA engine's (async-proxy) reads, which may see stale data (PTX ISA \"Proxies\"); write the tile, then fence.proxy.async.shared::cta, then __syncwarp, then the store", g as u32 * G, m.threads[gr.gen_writer as usize].warp, m.threads[gr.gen_writer as usize].lane),
+            ));
+        }
+    }
+    while m.rg.store_covered.len() <= id as usize {
+        m.rg.store_covered.push(false);
+        m.rg.store_cta.push((0, 0, (0, 0)));
+    }
+    let line = m.line_of(t);
+    m.rg.store_cta[id as usize] = (cta, m.threads[t as usize].warp, line);
+    for g in grans(off, off + bytes) {
+        m.ctas[cta as usize].rules.gran[g].store = id + 1;
+    }
+    Ok(())
+}
+
+/// `t` finished a `cp.async.bulk.wait_group[.read]`: the stores of the groups it popped are
+/// covered.
+pub fn on_bulk_wait(m: &mut Machine, popped: &[Vec<u32>]) {
+    for g in popped {
+        for &id in g {
+            if let Some(c) = m.rg.store_covered.get_mut(id as usize) {
+                *c = true;
+            }
+        }
+    }
+}
+
+fn uncovered_store(m: &Machine, cta: u32) -> Option<(u32, u32, (u32, u32))> {
+    m.rg.store_cta
+        .iter()
+        .enumerate()
+        .find(|(i, s)| {
+            s.0 == cta && !m.rg.store_covered[*i] && m.rg.store_cta.len() > *i && s.2 .0 != 0
+        })
+        .map(|(_, s)| *s)
+}
+
+fn pending_peer_commit(m: &Machine, cta: u32) -> Option<u32> {
+    for &q in &m.tc_active {
+        if m.threads[q as usize].cta == cta {
+            continue;
+        }
+        for j in &m.tcq[q as usize] {
+            if let TcJob::Commit { targets, .. } = j {
+                if let Some(&(_, off)) = targets.iter().find(|(c, _)| *c == cta) {
+                    return Some(off);
+                }
+            }
+        }
+    }
+    None
+}
+
+pub fn on_dealloc(m: &mut Machine, t: u32) -> Result<(), SimError> {
+    let cta = m.threads[t as usize].cta;
+    if let Some((_, warp, line)) = uncovered_store(m, cta) {
+        return Err(m.rule(
+            t,
+            "wait-read-before-exit",
+            format!("tcgen05.dealloc (the CTA is about to exit) while a TMA store of warp {warp} (PTX line {}) is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0 (wb::tma_store_wait_read<0>)", line.0),
+        ));
+    }
+    // Commits from other CTAs that arrived here must have been seen by a thread of this CTA.
+    let mut unseen = None;
+    for (&off, b) in &m.ctas[cta as usize].mbars {
+        if let Some(p) = b.remote_commit {
+            let seen = m
+                .threads
+                .iter()
+                .enumerate()
+                .any(|(i, th)| th.cta == cta && observed(m, i as u32, (cta, off)) > p);
+            if !seen {
+                unseen = Some((off, p));
+            }
+        }
+    }
+    if let Some((off, p)) = unseen {
+        return Err(m.rule(
+            t,
+            "wait-for-peer-commits",
+            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared-memory offset {off:#x} in phase {p}, and no thread of this CTA waited for that phase: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
+        ));
+    }
+    if let Some(off) = pending_peer_commit(m, cta) {
+        return Err(m.rule(
+            t,
+            "wait-for-peer-commits",
+            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA has still to arrive on the barrier at shared-memory offset {off:#x}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn on_exit(_m: &mut Machine, _t: u32) -> Result<(), SimError> {
+    Ok(())
+}
+
+pub fn on_cta_exit(m: &mut Machine, cta: u32) -> Result<(), SimError> {
+    let leaked = m.ctas[cta as usize].tmem.leaked();
+    if !leaked.is_empty() {
+        return Err(SimError::Fault {
+            cta: m.cta_linear(cta),
+            warp: 0,
+            lane: 0,
+            ptx_line: 0,
+            source_line: 0,
+            detail: format!("the CTA exited with tensor memory still allocated (columns {leaked:?}): every tcgen05.alloc needs its tcgen05.dealloc before exit"),
+        });
+    }
+    if let Some((_, warp, line)) = uncovered_store(m, cta) {
+        return Err(m.rule_at(line, cta, warp, "wait-read-before-exit", "the CTA exited while its TMA store is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0".to_string()));
+    }
+    if let Some(off) = pending_peer_commit(m, cta) {
+        return Err(m.rule_at((0, 0), cta, 0, "wait-for-peer-commits", format!("the CTA exited while a tcgen05.commit from another CTA has still to arrive on its barrier at shared-memory offset {off:#x}: the producer must wait for the last load_empty phases (a producer tail)")));
+    }
+    Ok(())
+}
+
+/// A barrier of CTA `cta` is used (arrive, complete_tx, commit) from another CTA (`who`: its
+/// cta, warp, PTX line, source line): its initialisation must have been made visible to the
+/// cluster with `fence.mbarrier_init.release.cluster` by the initialising thread (then a
+/// cluster barrier), or the remote operation may see an uninitialised barrier.
+pub fn remote_barrier_use(
+    m: &mut Machine,
+    cta: u32,
+    off: u32,
+    what: &str,
+    who: (u32, u32, u32, u32),
+) -> Result<(), SimError> {
+    let Some(b) = m.ctas[cta as usize].mbars.get(&off) else {
+        return Ok(());
+    };
+    let (by, at) = (b.init_by, b.init_seq);
+    if m.threads[by as usize].rules.mbar_init_fence_seq < at {
+        let rank = m.ctas[cta as usize].rank;
+        return Err(m.rule_at(
+            (who.2, who.3),
+            who.0,
+            who.1,
+            "fence-mbarrier-init",
+            format!("{what} from another CTA reaches the barrier at shared-memory offset {off:#x} of CTA rank {rank}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init: the initialisation is not ordered before operations from other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[by as usize].warp),
+        ));
+    }
+    Ok(())
+}

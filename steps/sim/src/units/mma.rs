@@ -1,0 +1,472 @@
+//! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (PTX ISA "tcgen05.mma", "Matrix
+//! Descriptors", "Data Path Layout Organization"): `D[i][j] (+)= sum over k < 16 of
+//! A[i][k] * B[j][k]`, A (M x 16) and B (N x 16) K-major in shared memory, D (M x N, f32) in
+//! tensor memory.
+//!
+//! cta_group::2 (PTX ISA "CTA Pair"; the emulation's `execute` does the same): both CTAs of the
+//! pair hold their operands at the offsets of the issuing CTA's descriptors. CTA c's A holds its
+//! M/2 rows; B's N rows are split, the first N/2 in the even CTA and the rest in the odd one; CTA
+//! c's tensor memory receives its M/2 rows of D x all N columns, at the same address.
+//!
+//! Rounding: each dot product is a chain of fused multiply-adds over k = 0..15 from 0, then added
+//! to D — the order of the GPU emulation, so the two agree bit for bit. The hardware's internal
+//! order is not documented; any order is within the verification tolerance.
+
+use super::descriptors::{F16Instr, KMajorOperand};
+use super::error::invalid;
+use super::numeric::{bf16_to_f32, f16_to_f32};
+use super::tmem::{taddr_col, taddr_lane, TensorMemory};
+use super::UnitError;
+
+/// K of one kind::f16 MMA.
+pub const K: usize = 16;
+
+/// A checked kind::f16 MMA: the instruction and both operand descriptors decoded, ready to
+/// run on the shared memory of the CTA group. Decoding at issue lets the core report a bad
+/// descriptor at the `tcgen05.mma` that carried it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MmaF16 {
+    pub cta_group: u32,
+    pub instr: F16Instr,
+    pub a: KMajorOperand,
+    pub b: KMajorOperand,
+}
+
+impl MmaF16 {
+    /// Decodes and checks `tcgen05.mma.cta_group::{cta_group}.kind::f16 [d], a_desc, b_desc,
+    /// idesc` (the A-in-shared-memory form).
+    pub fn decode(idesc: u32, a_desc: u64, b_desc: u64, cta_group: u32) -> Result<Self, UnitError> {
+        let instr = F16Instr::decode(idesc, cta_group)?;
+        let a = KMajorOperand::decode(a_desc)?;
+        let b = KMajorOperand::decode(b_desc)?;
+        a.check_k16()?;
+        b.check_k16()?;
+        Ok(MmaF16 {
+            cta_group,
+            instr,
+            a,
+            b,
+        })
+    }
+
+    /// Rows of A each CTA of the group holds.
+    pub fn a_rows_per_cta(&self) -> u32 {
+        self.instr.m / self.cta_group
+    }
+
+    /// Rows of B each CTA of the group holds.
+    pub fn b_rows_per_cta(&self) -> u32 {
+        self.instr.n / self.cta_group
+    }
+
+    /// The shared-memory bytes the MMA reads in each CTA of the group, as sorted, merged
+    /// `[lo, hi)` ranges (the same in every CTA: both operands sit at the same offsets). For the
+    /// ordering rules: these bytes must be loaded, and not overwritten until the MMA completes.
+    pub fn smem_reads(&self) -> Vec<(u32, u32)> {
+        let mut chunks: Vec<(u32, u32)> = Vec::new();
+        for (op, rows) in [
+            (&self.a, self.a_rows_per_cta()),
+            (&self.b, self.b_rows_per_cta()),
+        ] {
+            for r in 0..rows {
+                for a in op.chunk_addrs(r) {
+                    chunks.push((a, a + 16));
+                }
+            }
+        }
+        chunks.sort_unstable();
+        let mut merged: Vec<(u32, u32)> = Vec::new();
+        for (lo, hi) in chunks {
+            match merged.last_mut() {
+                Some(last) if lo <= last.1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        merged
+    }
+
+    /// Runs the MMA: `smem[c]` is the shared-memory window of CTA c of the group (address 0 =
+    /// its first byte), `tmem[c]` its tensor memory; D at `d_taddr` in each. `accumulate` false
+    /// overwrites D (the instruction's enable-input-d predicate).
+    pub fn execute(
+        &self,
+        smem: &[&[u8]],
+        tmem: &mut [&mut TensorMemory],
+        d_taddr: u32,
+        accumulate: bool,
+    ) -> Result<(), UnitError> {
+        let group = self.cta_group as usize;
+        if smem.len() != group || tmem.len() != group {
+            return Err(invalid(
+                "tcgen05.mma",
+                format!(
+                    "cta_group::{group} needs the shared and tensor memory of {group} CTAs ({} and {} given)",
+                    smem.len(),
+                    tmem.len()
+                ),
+            ));
+        }
+        // Data-path layouts D (M = 128) and A (M = 256): lane alignment 0.
+        if taddr_lane(d_taddr) != 0 {
+            return Err(invalid(
+                "tcgen05.mma",
+                format!(
+                    "D address {d_taddr:#x} has lane {}: an M = {} accumulator starts at lane 0",
+                    taddr_lane(d_taddr),
+                    self.instr.m
+                ),
+            ));
+        }
+        let col = taddr_col(d_taddr);
+        let n = self.instr.n;
+        for t in tmem.iter() {
+            t.require_allocated("tcgen05.mma (D)", col, n)?;
+        }
+        let rows_a = self.a_rows_per_cta() as usize;
+        let rows_b = self.b_rows_per_cta() as usize;
+        // B is shared by the group: decode it once, its CTA-c rows after CTA (c-1)'s.
+        let mut b = vec![0f32; n as usize * K];
+        for (c, window) in smem.iter().enumerate() {
+            read_operand(
+                window,
+                &self.b,
+                rows_b,
+                self.instr.bf16,
+                "B",
+                &mut b[c * rows_b * K..(c + 1) * rows_b * K],
+            )?;
+        }
+        let mut a = vec![0f32; rows_a * K];
+        for (window, t) in smem.iter().zip(tmem.iter_mut()) {
+            read_operand(window, &self.a, rows_a, self.instr.bf16, "A", &mut a)?;
+            for (i, a_row) in a.chunks_exact(K).enumerate() {
+                dot_row(a_row, &b, t.row_mut(i as u32, col, n), accumulate);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One row of D: `d[j] = (accumulate ? d[j] : 0) + fma-chain(a_row . b_j)` for every row `b_j`
+/// of `b` (16 floats each), D held as f32 bits.
+#[inline(always)]
+fn dot_row_body(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
+    for (d, b_row) in d_row.iter_mut().zip(b.chunks_exact(K)) {
+        let mut dot = 0f32;
+        for k in 0..K {
+            dot = a_row[k].mul_add(b_row[k], dot);
+        }
+        let sum = if accumulate {
+            f32::from_bits(*d) + dot
+        } else {
+            dot
+        };
+        *d = sum.to_bits();
+    }
+}
+
+/// [`dot_row_body`] compiled with the FMA instruction: `mul_add` is otherwise a call into the
+/// C library's software `fmaf` on the x86-64 baseline, twenty times slower. Same results: both
+/// are the correctly rounded fused multiply-add.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "fma")]
+unsafe fn dot_row_fma(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
+    dot_row_body(a_row, b, d_row, accumulate)
+}
+
+fn dot_row(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: the CPU supports FMA, the only requirement of the target feature.
+        unsafe { dot_row_fma(a_row, b, d_row, accumulate) };
+        return;
+    }
+    dot_row_body(a_row, b, d_row, accumulate)
+}
+
+/// Decodes `rows` rows of a K = 16 slice of 16-bit elements of operand `op` from one CTA's shared
+/// memory into `out` (row-major, 16 floats a row).
+fn read_operand(
+    smem: &[u8],
+    op: &KMajorOperand,
+    rows: usize,
+    bf16: bool,
+    name: &'static str,
+    out: &mut [f32],
+) -> Result<(), UnitError> {
+    let what = if name == "A" {
+        "tcgen05.mma operand A"
+    } else {
+        "tcgen05.mma operand B"
+    };
+    for (r, row) in out.chunks_exact_mut(K).take(rows).enumerate() {
+        for (half, addr) in op.chunk_addrs(r as u32).into_iter().enumerate() {
+            let lo = addr as usize;
+            let bytes = smem.get(lo..lo + 16).ok_or(UnitError::SmemOutOfRange {
+                what,
+                addr: u64::from(addr),
+                len: 16,
+                size: smem.len() as u64,
+            })?;
+            for (e, pair) in bytes.chunks_exact(2).enumerate() {
+                let bits = u16::from_le_bytes([pair[0], pair[1]]);
+                row[half * 8 + e] = if bf16 {
+                    bf16_to_f32(bits)
+                } else {
+                    f16_to_f32(bits)
+                };
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `tcgen05.mma.cta_group::{smem.len()}.kind::f16 [d_taddr], a_desc, b_desc, idesc, p` in one
+/// call: decode and run (see [`MmaF16`]). `smem[c]` and `tmem[c]` belong to CTA c of the group.
+pub fn mma_f16(
+    idesc: u32,
+    a_desc: u64,
+    b_desc: u64,
+    smem: &[&[u8]],
+    tmem: &mut [&mut TensorMemory],
+    d_taddr: u32,
+    accumulate: bool,
+) -> Result<(), UnitError> {
+    let group = u32::try_from(smem.len()).unwrap_or(u32::MAX);
+    MmaF16::decode(idesc, a_desc, b_desc, group)?.execute(smem, tmem, d_taddr, accumulate)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::descriptors::{make_idesc_f16, make_smem_desc_sw128, sw128_offset};
+    use super::super::numeric::{f32_to_bf16, f32_to_f16, FloatRound};
+    use super::super::tmem::taddr;
+    use super::*;
+
+    /// Writes `rows` x 64 16-bit values into a 1024-aligned 128B-swizzled tile at `base`, as TMA
+    /// does (the layout [`sw128_offset`] describes).
+    fn put_tile(smem: &mut [u8], base: u32, rows: u32, value: impl Fn(u32, u32) -> u16) {
+        for r in 0..rows {
+            for k in 0..64 {
+                let at = (base + sw128_offset(r, k)) as usize;
+                smem[at..at + 2].copy_from_slice(&value(r, k).to_le_bytes());
+            }
+        }
+    }
+
+    /// Small integers: every product and sum below 2^24 is exact in f32, so the reference needs
+    /// no tolerance.
+    fn a_val(i: u32, k: u32) -> f32 {
+        ((i * 7 + k * 3) % 11) as f32 - 5.0
+    }
+    fn b_val(j: u32, k: u32) -> f32 {
+        ((j * 5 + k * 13) % 9) as f32 - 4.0
+    }
+
+    fn d_at(t: &TensorMemory, lane: u32, col: u32) -> f32 {
+        f32::from_bits(t.read(lane, col).unwrap())
+    }
+
+    #[test]
+    fn cta_group_1_matches_a_reference_over_four_k_steps() {
+        const A_BASE: u32 = 0;
+        const B_BASE: u32 = 16 * 1024;
+        let (m, n) = (128, 64);
+        let mut smem = vec![0u8; 32 * 1024];
+        for bf16 in [false, true] {
+            let enc = |x: f32| {
+                if bf16 {
+                    f32_to_bf16(x, FloatRound::Rn)
+                } else {
+                    f32_to_f16(x, FloatRound::Rn)
+                }
+            };
+            put_tile(&mut smem, A_BASE, m, |i, k| enc(a_val(i, k)));
+            put_tile(&mut smem, B_BASE, n, |j, k| enc(b_val(j, k)));
+            let mut t = TensorMemory::new();
+            let col = t.alloc(128).unwrap();
+            let d = taddr(0, col + 32);
+            let idesc = make_idesc_f16(m, n, bf16);
+            // The kernels' K loop: 4 MMAs of K = 16 across the 64-element (128-byte) row, the
+            // start address advancing 32 bytes; the first overwrites D.
+            for kk in 0..4u32 {
+                let a_desc = make_smem_desc_sw128(A_BASE + 32 * kk, 1024);
+                let b_desc = make_smem_desc_sw128(B_BASE + 32 * kk, 1024);
+                mma_f16(idesc, a_desc, b_desc, &[&smem], &mut [&mut t], d, kk > 0).unwrap();
+            }
+            for i in 0..m {
+                for j in 0..n {
+                    let want: f32 = (0..64).map(|k| a_val(i, k) * b_val(j, k)).sum();
+                    assert_eq!(d_at(&t, i, col + 32 + j), want, "D[{i}][{j}] bf16={bf16}");
+                }
+            }
+            // Columns outside D were not written.
+            assert!(d_at(&t, 0, col + 31).is_nan());
+        }
+    }
+
+    #[test]
+    fn accumulate_false_overwrites_and_true_adds() {
+        let mut smem = vec![0u8; 32 * 1024];
+        put_tile(&mut smem, 0, 128, |_, k| {
+            f32_to_f16(if k < 16 { 1.0 } else { 0.0 }, FloatRound::Rn)
+        });
+        put_tile(&mut smem, 16384, 16, |j, k| {
+            f32_to_f16(if k < 16 { j as f32 } else { 0.0 }, FloatRound::Rn)
+        });
+        let mut t = TensorMemory::new();
+        t.alloc(32).unwrap();
+        let run = |t: &mut TensorMemory, acc| {
+            mma_f16(
+                make_idesc_f16(128, 16, false),
+                make_smem_desc_sw128(0, 1024),
+                make_smem_desc_sw128(16384, 1024),
+                &[&smem],
+                &mut [t],
+                0,
+                acc,
+            )
+        };
+        run(&mut t, false).unwrap();
+        assert_eq!(d_at(&t, 5, 3), 48.0, "16 * j");
+        run(&mut t, true).unwrap();
+        assert_eq!(d_at(&t, 5, 3), 96.0);
+        run(&mut t, false).unwrap();
+        assert_eq!(d_at(&t, 127, 15), 240.0);
+    }
+
+    #[test]
+    fn cta_group_2_splits_a_rows_and_b_rows_between_the_pair() {
+        // M = 256, N = 64: CTA c holds A rows 128c..128c+127 and B rows 32c..32c+31 at the same
+        // offsets; each CTA's D gets its 128 rows x all 64 columns.
+        const A_BASE: u32 = 0;
+        const B_BASE: u32 = 16 * 1024;
+        let mut windows = [vec![0u8; 24 * 1024], vec![0u8; 24 * 1024]];
+        for (c, w) in windows.iter_mut().enumerate() {
+            let c = c as u32;
+            put_tile(w, A_BASE, 128, |i, k| {
+                f32_to_f16(a_val(i + 128 * c, k), FloatRound::Rn)
+            });
+            put_tile(w, B_BASE, 32, |j, k| {
+                f32_to_f16(b_val(j + 32 * c, k), FloatRound::Rn)
+            });
+        }
+        let mut t0 = TensorMemory::new();
+        let mut t1 = TensorMemory::new();
+        let col = TensorMemory::alloc_pair(&mut t0, &mut t1, 64).unwrap();
+        let smem: [&[u8]; 2] = [&windows[0], &windows[1]];
+        mma_f16(
+            make_idesc_f16(256, 64, false),
+            make_smem_desc_sw128(A_BASE, 1024),
+            make_smem_desc_sw128(B_BASE, 1024),
+            &smem,
+            &mut [&mut t0, &mut t1],
+            taddr(0, col),
+            false,
+        )
+        .unwrap();
+        for (c, t) in [&t0, &t1].into_iter().enumerate() {
+            for i in 0..128 {
+                for j in 0..64 {
+                    let row = i + 128 * c as u32;
+                    let want: f32 = (0..16).map(|k| a_val(row, k) * b_val(j, k)).sum();
+                    assert_eq!(d_at(t, i, col + j), want, "CTA {c} D[{row}][{j}]");
+                }
+            }
+        }
+        // The same call with one CTA's memory is refused: M = 256 does not exist for
+        // cta_group::1.
+        let e = mma_f16(
+            make_idesc_f16(256, 64, false),
+            make_smem_desc_sw128(A_BASE, 1024),
+            make_smem_desc_sw128(B_BASE, 1024),
+            &smem[..1],
+            &mut [&mut t0],
+            taddr(0, col),
+            false,
+        );
+        assert!(matches!(e, Err(UnitError::Invalid { .. })), "{e:?}");
+    }
+
+    #[test]
+    fn refuses_unallocated_d_out_of_range_operands_and_lane_offsets() {
+        let smem = vec![0u8; 8 * 1024];
+        let mut t = TensorMemory::new();
+        t.alloc(32).unwrap();
+        let idesc = make_idesc_f16(128, 64, false);
+        let a = make_smem_desc_sw128(0, 1024);
+        let e = mma_f16(idesc, a, a, &[&smem], &mut [&mut t], 0, false).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                UnitError::TmemUnallocated {
+                    col: 0,
+                    ncols: 64,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let idesc = make_idesc_f16(128, 32, false);
+        let e = mma_f16(idesc, a, a, &[&smem], &mut [&mut t], 0, false).unwrap_err();
+        assert!(
+            matches!(e, UnitError::SmemOutOfRange { .. }),
+            "128 rows need 16 KiB: {e}"
+        );
+        let e = mma_f16(idesc, a, a, &[&smem], &mut [&mut t], taddr(32, 0), false).unwrap_err();
+        assert!(matches!(e, UnitError::Invalid { .. }), "{e}");
+        let mn_major = idesc | (1 << 15);
+        let e = mma_f16(mn_major, a, a, &[&smem], &mut [&mut t], 0, false).unwrap_err();
+        assert!(e.to_string().contains("MN-major"), "{e}");
+    }
+
+    #[test]
+    fn dot_products_are_fused_chains_on_every_path() {
+        // a0 * b0 = -1, a1 * b1 = 1 + 2^-11 + 2^-24 exactly: a fused chain keeps the 2^-24
+        // (2^-11 + 2^-24), a multiply-then-add loses it (2^-11).
+        let x = 1.0 + 2f32.powi(-12);
+        let mut a = [0f32; K];
+        let mut b = [0f32; 2 * K];
+        a[0] = -1.0;
+        b[0] = 1.0;
+        a[1] = x;
+        b[1] = x;
+        for k in 0..K {
+            b[K + k] = 0.1 * k as f32 + 0.3;
+            if k > 1 {
+                a[k] = 0.7 - 0.05 * k as f32;
+            }
+        }
+        let mut fast = [0u32; 2];
+        let mut portable = [0u32; 2];
+        dot_row(&a, &b, &mut fast, false);
+        dot_row_body(&a, &b, &mut portable, false);
+        assert_eq!(fast, portable);
+        // Only the first two products: B row (1, x, 0, ...).
+        let mut b2 = [0f32; K];
+        b2[0] = 1.0;
+        b2[1] = x;
+        let mut two = [0u32; 1];
+        dot_row(&a, &b2, &mut two, false);
+        assert_eq!(f32::from_bits(two[0]), 2f32.powi(-11) + 2f32.powi(-24));
+        // Accumulation adds the chain to D after it.
+        dot_row(&a, &b, &mut fast, true);
+        assert_eq!(f32::from_bits(fast[1]), 2.0 * f32::from_bits(portable[1]));
+    }
+
+    #[test]
+    fn smem_reads_cover_exactly_the_operand_chunks() {
+        let mma = MmaF16::decode(
+            make_idesc_f16(128, 256, false),
+            make_smem_desc_sw128(0, 1024),
+            make_smem_desc_sw128(32768, 1024),
+            1,
+        )
+        .unwrap();
+        let reads = mma.smem_reads();
+        let bytes: u32 = reads.iter().map(|(lo, hi)| hi - lo).sum();
+        assert_eq!(bytes, (128 + 256) * 32, "32 bytes of every row of A and B");
+        assert!(reads.iter().all(|&(lo, hi)| hi <= 16384 || lo >= 32768));
+        assert!(reads.iter().all(|&(_, hi)| hi <= 32768 + 32768));
+    }
+}

@@ -1,0 +1,20 @@
+//! Data semantics of the asynchronous units: tensor maps (TMA), tensor memory and the tcgen05
+//! MMA, and the numeric conversions they need. Pure functions over byte slices; std and `half`
+//! only. The core decides when each runs and which ordering rules apply; the units say what the
+//! bytes become, or why the operation is refused ([`UnitError`]).
+//!
+//! - [`numeric`] holds `cvt` between f32, f16/bf16 (packed too) and integers.
+//! - [`descriptors`] holds the tcgen05 shared-memory and instruction descriptors (the one
+//!   definition, re-exported by `common::model::descriptors`) and the swizzle address maths.
+//! - [`tensormap`] holds `cuTensorMapEncodeTiled`'s parameters and TMA tile loads/stores.
+//! - [`tmem`] holds a CTA's tensor memory, its allocator, `tcgen05.ld`/`st` `.32x32b`.
+//! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}.kind::f16`.
+
+mod error;
+pub use error::UnitError;
+
+pub mod descriptors;
+pub mod mma;
+pub mod numeric;
+pub mod tensormap;
+pub mod tmem;
