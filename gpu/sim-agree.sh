@@ -31,14 +31,18 @@ if [ "${QUICK:-0}" = 1 ]; then QUICKFLAG=(--quick); fi
 } >"$DIR/meta.txt"
 
 # The simulator on the CPU, beside the emulation on the GPU (they share nothing but the disk).
-timeout 500 "$RUNNER" check sim "${QUICKFLAG[@]}" --out "$DIR" >"$DIR/sim-stdout.txt" 2>&1 &
+# Each check writes into a folder of its own (a check refuses a folder holding files it did not
+# write), then its JSON is copied beside the others.
+timeout 500 "$RUNNER" check sim "${QUICKFLAG[@]}" --out "$DIR/sim-check" >"$DIR/sim-stdout.txt" 2>&1 &
 SIM=$!
 timeout 500 "$RUNNER" check emulation --sim-cases --no-selftest "${QUICKFLAG[@]}" --jobs 8 \
-  --out "$DIR" >"$DIR/emulation-stdout.txt" 2>&1
+  --out "$DIR/emulation-check" >"$DIR/emulation-stdout.txt" 2>&1
 echo "emulation check rc=$?"
 wait $SIM
 echo "simulator check rc=$?"
 tail -n 2 "$DIR/emulation-stdout.txt" "$DIR/sim-stdout.txt"
+cp "$DIR/emulation-check/emulation.json" "$DIR/emulation.json"
+cp "$DIR/sim-check/sim.json" "$DIR/sim.json"
 timeout 60 "$RUNNER" check agree "$DIR/emulation.json" "$DIR/sim.json" >"$DIR/agree.txt" 2>&1
 RC=$?
 tail -n 30 "$DIR/agree.txt"

@@ -128,7 +128,7 @@ pub const MUTATIONS: &[Mutation] = &[
         steps: ALL_STEPS,
         expect: Expect::Caught,
         also: &[],
-        caught_by: "",
+        caught_by: "wait-ld-before-handoff",
     },
     Mutation {
         name: "early-acc-release",

@@ -1789,6 +1789,7 @@ impl<'a> Machine<'a> {
             }
             Op::TcWaitLd => {
                 for &x in lanes {
+                    rules::ld_used_before_wait(self, x)?;
                     let r = &mut self.threads[x as usize].rules;
                     r.ld_pending = false;
                     r.ld_unwaited = false;

@@ -86,6 +86,10 @@ pub struct ThreadRules {
     pub ld_regs: Vec<u32>,
     pub ld_unwaited: bool,
     pub ld_unfenced: bool,
+    /// The first read of a pending tcgen05.ld's register (its name and (PTX, source) line): the
+    /// rule `wait-ld-before-use` is reported at the wait that comes after it (or at exit), so
+    /// that a hand-off with the load still unwaited is named first, as the GPU emulation names it.
+    pub ld_used: Option<(String, (u32, u32))>,
     /// The last thread synchronisation not yet followed by tcgen05.fence::after_thread_sync.
     pub synced: Option<&'static str>,
     pub proxy_fence_seq: u64,
@@ -473,14 +477,32 @@ pub fn check_ld_regs(m: &mut Machine, t: u32, ins: &Instr) -> Result<(), SimErro
         }
     }
     if let Some(r) = srcs.iter().find_map(|o| hit(o, regs)) {
-        let name = m.k.reg_names[r as usize].clone();
-        return Err(m.rule(
-            t,
-            "wait-ld-before-use",
-            format!("register {name}, a destination of a tcgen05.ld, is read before tcgen05.wait::ld: tcgen05.ld is asynchronous, its registers hold the accumulator only after the wait (PTX ISA \"tcgen05.wait\")"),
-        ));
+        if m.threads[t as usize].rules.ld_used.is_none() {
+            let name = m.k.reg_names[r as usize].clone();
+            let line =
+                m.k.code
+                    .get(m.threads[t as usize].pc as usize)
+                    .map_or((0, 0), |i| (i.ptx_line, m.src_line(i)));
+            m.threads[t as usize].rules.ld_used = Some((name, line));
+        }
     }
     Ok(())
+}
+
+/// A register of a tcgen05.ld read before its wait (recorded by [`check_ld_regs`]): reported
+/// now, at the wait or the thread's exit, unless a hand-off with the load unwaited came first.
+pub fn ld_used_before_wait(m: &mut Machine, t: u32) -> Result<(), SimError> {
+    let Some((name, line)) = m.threads[t as usize].rules.ld_used.take() else {
+        return Ok(());
+    };
+    let (cta, warp) = (m.threads[t as usize].cta, m.threads[t as usize].warp);
+    Err(m.rule_at(
+        line,
+        cta,
+        warp,
+        "wait-ld-before-use",
+        format!("register {name}, a destination of a tcgen05.ld, is read before tcgen05.wait::ld: tcgen05.ld is asynchronous, its registers hold the accumulator only after the wait (PTX ISA \"tcgen05.wait\")"),
+    ))
 }
 
 pub fn on_wait_ld(_m: &mut Machine, _lanes: &[u32]) {}
@@ -604,8 +626,8 @@ pub fn on_dealloc(m: &mut Machine, t: u32) -> Result<(), SimError> {
     Ok(())
 }
 
-pub fn on_exit(_m: &mut Machine, _t: u32) -> Result<(), SimError> {
-    Ok(())
+pub fn on_exit(m: &mut Machine, t: u32) -> Result<(), SimError> {
+    ld_used_before_wait(m, t)
 }
 
 pub fn on_cta_exit(m: &mut Machine, cta: u32) -> Result<(), SimError> {
