@@ -8,8 +8,8 @@
 #    Blackwell kernel at small shapes, both dtypes, every input distribution, persistent grids
 #    capped so each cluster runs several tiles, every seeded bug on every step it applies to, two
 #    schedule seeds each) under the tcgen05 emulation on the GPU (selftest skipped).
-# 2. At the same time, on the CPU: `runner check sim`, the same cases on the simulator, from the
-#    kernels' sm_100a PTX.
+# 2. At the same time, on the CPU (6 threads): `runner check sim`, the same cases on the
+#    simulator, from the kernels' sm_100a PTX.
 # 3. `runner check agree`: per case, the same verdict (verified, or caught) and, where both name
 #    an ordering rule, the same rule.
 # QUICK=1 runs the quick sets of both (one shape, one schedule seed, each bug on its first step).
@@ -33,7 +33,7 @@ if [ "${QUICK:-0}" = 1 ]; then QUICKFLAG=(--quick); fi
 # The simulator on the CPU, beside the emulation on the GPU (they share nothing but the disk).
 # Each check writes into a folder of its own (a check refuses a folder holding files it did not
 # write), then its JSON is copied beside the others.
-timeout 500 "$RUNNER" check sim "${QUICKFLAG[@]}" --out "$DIR/sim-check" >"$DIR/sim-stdout.txt" 2>&1 &
+timeout 500 "$RUNNER" check sim "${QUICKFLAG[@]}" --jobs 6 --out "$DIR/sim-check" >"$DIR/sim-stdout.txt" 2>&1 &
 SIM=$!
 timeout 500 "$RUNNER" check emulation --sim-cases --no-selftest "${QUICKFLAG[@]}" --jobs 8 \
   --out "$DIR/emulation-check" >"$DIR/emulation-stdout.txt" 2>&1

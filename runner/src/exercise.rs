@@ -570,7 +570,15 @@ fn run_kernel(
             let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
             let v = &all["runs"][0];
             if let Some(why) = v["failure"]["message"].as_str() {
-                return Ok(Outcome::Stopped(why.to_string()));
+                // A deadlock's report names every blocked warp, a line each: the first line
+                // here, the rest in `runner step`'s own report.
+                let first = why.lines().next().unwrap_or("").to_string();
+                let more = why.lines().count().saturating_sub(1);
+                return Ok(Outcome::Stopped(if more > 0 {
+                    format!("{first} ({more} more lines name the blocked warps: runner step {step} --sim with the same kernel prints them)")
+                } else {
+                    first
+                }));
             }
             if v["ran"] == false {
                 return Ok(Outcome::Error(format!(

@@ -130,16 +130,15 @@ fn provenance() -> Provenance {
     }
 }
 
-/// `runner check sim`: every case of `set` on the simulator. Writes `sim.json` (an emulation
+/// `runner check sim`: every case of `set` on the simulator, `jobs` at a time. Writes `sim.json` (an emulation
 /// check's results file, mode "simulated ...") and `sim-log.txt` in `out`.
-pub fn check(set: &EmulationSet, out: &Path) -> Result<Verdict> {
+pub fn check(set: &EmulationSet, out: &Path, jobs: usize) -> Result<Verdict> {
     let cases = super::cases::emulation_cases(set)?;
+    let jobs = jobs.clamp(1, cases.len().max(1));
     println!(
-        "{} cases on the CPU simulator ({BACKEND}), one at a time",
+        "{} cases on the CPU simulator ({BACKEND}), {jobs} at a time",
         cases.len()
     );
-    let mut kernels = HashMap::new();
-    let mut ran = Vec::with_capacity(cases.len());
     let bar = indicatif::ProgressBar::new(cases.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template(
@@ -147,13 +146,39 @@ pub fn check(set: &EmulationSet, out: &Path) -> Result<Verdict> {
         )
         .map_err(|e| anyhow!("{e}"))?,
     );
-    for c in &cases {
-        let r = run_case(c, &mut kernels)?;
-        bar.set_message(format!("last: {}", r.verdict));
-        bar.inc(1);
+    // Each worker takes the next case and keeps its own built kernels; every case is one
+    // simulated run on one thread, so the workers share nothing but the queue and the results.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<std::sync::Mutex<Option<Result<Ran>>>> =
+        cases.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|scope| {
+        for _ in 0..jobs {
+            scope.spawn(|| {
+                let mut kernels = HashMap::new();
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(c) = cases.get(i) else { break };
+                    let r = run_case(c, &mut kernels);
+                    if let Ok(r) = &r {
+                        bar.set_message(format!("last: {}", r.verdict));
+                    }
+                    bar.inc(1);
+                    if let Ok(mut slot) = results[i].lock() {
+                        *slot = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    bar.finish_and_clear();
+    let mut ran = Vec::with_capacity(cases.len());
+    for (slot, c) in results.into_iter().zip(&cases) {
+        let r = slot
+            .into_inner()
+            .map_err(|_| anyhow!("a simulator worker stopped while running {}", c.name()))?
+            .ok_or_else(|| anyhow!("{} was not run", c.name()))??;
         ran.push(r);
     }
-    bar.finish_and_clear();
     let names: Vec<String> = cases.iter().map(EmulationCase::name).collect();
     super::write_log(&out.join("sim-log.txt"), &names, &ran)?;
     let check = EmulationCheck {

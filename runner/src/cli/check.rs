@@ -68,6 +68,9 @@ struct SimCheckArgs {
     /// The schedule seeds (default: 1,2).
     #[arg(long, value_delimiter = ',')]
     seeds: Vec<u64>,
+    /// Cases simulated at a time, one thread each (default: the CPUs here, at most 8).
+    #[arg(long, value_parser = super::positive_u32)]
+    jobs: Option<u32>,
 }
 
 #[derive(clap::Args)]
@@ -232,5 +235,9 @@ fn sim(a: SimCheckArgs) -> Result<common::verdict::Verdict> {
         only_mutations: a.mutations,
         ..base
     };
-    check::sim::check(&set, &a.out)
+    let jobs = a.jobs.map_or_else(
+        || std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+        |j| j as usize,
+    );
+    check::sim::check(&set, &a.out, jobs)
 }
