@@ -1576,7 +1576,8 @@ fn a_hang_diagnosis_build_is_the_twin_s_and_the_bench_s_intervals_are_checked() 
         "--hang-diagnosis",
     ]);
     if stdout(&o).contains("no GPU to run on") {
-        assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+        // Built, not run: exit 3 (the exit-status contract of `runner --help`).
+        assert_eq!(o.status.code(), Some(3), "{}", stderr(&o));
         assert!(
             stdout(&o).contains("compiled for sm_90a only"),
             "{}",

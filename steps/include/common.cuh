@@ -789,7 +789,7 @@ __device__ __forceinline__ Storage& shared_storage(unsigned char* smem_raw) {
 // 128-byte rows, the 16-byte chunk `chunk` (0..7) of row `row` is stored at chunk
 // `chunk ^ (row % 8)` of that row. Eight consecutive rows writing the same logical chunk then hit
 // eight different groups of four banks. The kernels' epilogues stage C this way for the TMA store;
-// TMA itself writes A and B so. Host twin: common::model::descriptors::sw128_chunk (tests/tests/
+// TMA itself writes A and B so. Host twin: sim::units::descriptors::sw128_chunk (tests/tests/
 // swizzle_twin.rs compiles this very function on the host and compares the two).
 // ANCHOR: sw128_chunk
 __host__ __device__ __forceinline__ constexpr u32 sw128_chunk(u32 row, u32 chunk) {

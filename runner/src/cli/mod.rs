@@ -81,7 +81,8 @@ pub enum Command {
     /// List the steps of the ladder.
     List(list::Args),
     /// Compile a step, verify it against cuBLAS and the CPU, and time it. Without a usable GPU,
-    /// report its builds (resources, SASS) instead, and exit 3: built, not verified.
+    /// simulate the Blackwell kernel's sm_100a PTX on the CPU (verified, not timed) and report
+    /// the Hopper twin's build; exit 3 when a kernel was only built (`--arch sm_100a`: 0 or 1).
     Step(Box<step::Args>),
     /// Registers, shared memory and the SASS instruction histogram of a step.
     Inspect(inspect::Args),
