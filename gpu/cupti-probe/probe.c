@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   P(cuptiDeviceGetChipName(&cp));
   CUpti_SassMetrics_GetProperties_Params gp = {CUpti_SassMetrics_GetProperties_Params_STRUCT_SIZE};
   gp.pChipName = cp.pChipName; gp.pMetricName = "smsp__sass_inst_executed";
-  P(cuptiSassMetricsGetProperties(&gp));
+  P(cuptiSassMetricsGetProperties(&gp)); printf("metric id %llu\n", (unsigned long long)gp.metric.metricId);
   CUpti_SassMetrics_Config cfg; cfg.metricId = gp.metric.metricId; cfg.outputGranularity = CUPTI_SASS_METRICS_OUTPUT_GRANULARITY_GPU;
   CUpti_SassMetricsSetConfig_Params sp = {CUpti_SassMetricsSetConfig_Params_STRUCT_SIZE};
   sp.pConfigs = &cfg; sp.numOfMetricConfig = 1; sp.deviceIndex = 0;
@@ -33,11 +33,14 @@ int main(int argc, char** argv) {
   CUpti_SassMetricsEnable_Params ep = {CUpti_SassMetricsEnable_Params_STRUCT_SIZE};
   ep.ctx = ctx; ep.enableLazyPatching = 1;
   P(cuptiSassMetricsEnable(&ep));
-  FILE* f = fopen("k.cubin", "rb"); fseek(f, 0, SEEK_END); long n = ftell(f); rewind(f);
+  const char* cubin = getenv("PROBE_CUBIN") ? getenv("PROBE_CUBIN") : "k.cubin";
+  const char* fname = getenv("PROBE_FN") ? getenv("PROBE_FN") : "add";
+  FILE* f = fopen(cubin, "rb"); fseek(f, 0, SEEK_END); long n = ftell(f); rewind(f);
   char* img = malloc(n); fread(img, 1, n, f); fclose(f);
-  CUmodule mod; C(cuModuleLoadData(&mod, img)); CUfunction fn; C(cuModuleGetFunction(&fn, mod, "add"));
+  CUmodule mod; C(cuModuleLoadData(&mod, img)); CUfunction fn; C(cuModuleGetFunction(&fn, mod, fname));
   int N = 1 << 16; CUdeviceptr a, c; C(cuMemAlloc(&a, N * 4)); C(cuMemAlloc(&c, N * 4));
-  void* args[] = {&a, &c, &N};
+  void* args3[] = {&a, &c, &N}; void* args2[] = {&c, &N};
+  void** args = strcmp(fname, "add") ? args2 : args3;
   unsigned smem = argc > 5 ? atoi(argv[5]) : 0;
   if (smem > 48 * 1024) C(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem));
   CUstream s; C(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));

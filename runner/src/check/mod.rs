@@ -11,6 +11,7 @@
 
 pub mod agree;
 pub mod cases;
+pub mod cupti;
 pub mod pool;
 pub mod sim;
 

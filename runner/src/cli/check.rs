@@ -44,6 +44,20 @@ enum Which {
     /// (the emulation check's case keys) and sim-log.txt. `runner check emulation --sim-cases`
     /// runs the same cases on an H100/H200; `runner check agree` compares the two files.
     Sim(SimCheckArgs),
+    /// Whether this machine's CUPTI counts executed instructions the way the grader's technique
+    /// requirements need: a probe kernel whose store executes once per warp, and the stock
+    /// Hopper twins of steps 0 and 3 at 512x512x256, each counted by CUPTI's SASS metrics in the
+    /// grader's configuration (and the probe in variants that tell a refused configuration from
+    /// a CUPTI that counts nothing). Needs an H100/H200. Prints a table; exit 0 when every case
+    /// in the grader's configuration counted what it must.
+    Cupti {
+        /// Load CUPTI only after the GPU is opened, to compare.
+        #[arg(long, hide = true)]
+        gpu_first: bool,
+        /// Run one case in this process (the check runs each case as such a child).
+        #[arg(long, hide = true, value_enum)]
+        case: Option<check::cupti::Case>,
+    },
     /// Compare two check files case by case (emulation.json and sim.json): the same verdict
     /// (verified, or caught) and, where both name an ordering rule, the same rule.
     Agree {
@@ -205,6 +219,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
             check::stress(&set, &t.pool.pool()?)?
         }
         Which::Sim(a) => sim(a)?,
+        Which::Cupti { gpu_first, case } => match case {
+            Some(c) => check::cupti::run_case(c, gpu_first)?,
+            None => check::cupti::check(gpu_first)?,
+        },
         Which::Agree { a, b } => check::agree::agree(&a, &b)?,
         Which::Twins(t) => {
             let base = if t.pool.quick {

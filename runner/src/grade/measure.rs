@@ -159,6 +159,12 @@ fn measure(
         map.len()
     );
 
+    // C poisoned before counting starts: a memset inside CUPTI's range (cuMemsetD8Async) leaves
+    // the range with no record at all (measured on an H100, CUDA 13.0: `runner check cupti`).
+    super::integrity::memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
+    gpu.stream
+        .synchronize()
+        .map_err(|e| anyhow!("cannot wait for the GPU: {e:?}"))?;
     // Count from here: CUPTI patches the kernel at its first launch.
     gpu.ctx
         .bind_to_thread()
@@ -197,7 +203,6 @@ fn measure(
         set.b.data(),
         p.c.data(),
     )?;
-    super::integrity::memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
     std::fs::write(dir.join(LAUNCHING_FILE), b"")?;
     if let Err(e) = launch_and_wait(gpu, &kernel, &plan, &args, None, mj.seed, run_limit(job)) {
         let why = format!("{e:#}");
@@ -206,9 +211,10 @@ fn measure(
             flags: vec![Flag::new("kernel-fault", truncate_log(&why, 2048))],
         });
     }
+    // The counts first, the output's checks after: nothing but the launch runs in the range.
+    let m = session.finish()?;
     let mut checked = check_launch(gpu, &p, set, None)?;
     checked.flags.extend(run.check_seals(true, None)?);
-    let m = session.finish()?;
     let counts = join(&m, crc, &map, debug);
     if counts.pcs.is_empty() {
         // Every kernel executes its first instruction: no record at all is CUPTI's failure to

@@ -195,7 +195,9 @@ type Call<P> = unsafe extern "C" fn(*mut P) -> c_int;
 
 /// The CUPTI library, loaded.
 pub struct Cupti {
-    lib: libloading::Library,
+    /// Never unloaded: CUPTI stays hooked into the driver for the process's life, and unloading
+    /// it under those hooks crashes the process at exit.
+    lib: std::mem::ManuallyDrop<libloading::Library>,
     pub path: PathBuf,
     /// `cuptiGetVersion`: the CUPTI API version (130001 for CUDA 13.0's).
     pub api_version: u32,
@@ -319,7 +321,7 @@ impl Cupti {
         let lib = unsafe { libloading::Library::new(path) }
             .with_context(|| format!("cannot load {}", path.display()))?;
         let mut c = Cupti {
-            lib,
+            lib: std::mem::ManuallyDrop::new(lib),
             path: path.to_path_buf(),
             api_version: 0,
             chip: None,
@@ -428,6 +430,20 @@ impl Cupti {
     /// [`Cupti::initialize`]: every kernel launched from now until [`Session::finish`] is
     /// patched at its first launch.
     pub fn start(&self, ctx: *mut c_void, device: u32) -> Result<Session<'_>> {
+        self.start_with(ctx, device, &METRICS, true)
+    }
+
+    /// [`Cupti::start`] with the metrics and the patching mode chosen: `runner check cupti`
+    /// tries each, to tell which part of the grader's configuration a machine's CUPTI refuses.
+    /// `lazy`: patch each function at its first launch in the range (else every function of
+    /// every loaded module at once).
+    pub fn start_with(
+        &self,
+        ctx: *mut c_void,
+        device: u32,
+        metrics: &[&str],
+        lazy: bool,
+    ) -> Result<Session<'_>> {
         let chip_name = self
             .chip
             .clone()
@@ -435,7 +451,7 @@ impl Cupti {
         let chip_c = CString::new(chip_name.clone()).map_err(|e| anyhow!("{e}"))?;
         let mut metric_ids = BTreeMap::new();
         let mut configs = Vec::new();
-        for m in METRICS {
+        for &m in metrics {
             let name = CString::new(m).map_err(|e| anyhow!("{e}"))?;
             let mut p = GetProperties {
                 struct_size: sizes::GET_PROPERTIES,
@@ -468,7 +484,7 @@ impl Cupti {
             struct_size: sizes::ENABLE,
             priv_: std::ptr::null_mut(),
             ctx,
-            enable_lazy_patching: 1,
+            enable_lazy_patching: u8::from(lazy),
         };
         if let Err(e) = self.call("cuptiSassMetricsEnable", &mut enable) {
             let mut unset = UnsetConfig {
@@ -501,6 +517,11 @@ pub struct Session<'a> {
 }
 
 impl Session<'_> {
+    /// Metric name -> CUPTI's id for it, as configured.
+    pub fn metric_ids(&self) -> &BTreeMap<String, u64> {
+        &self.metric_ids
+    }
+
     /// Read every record (after the measured launches completed), then end the range.
     pub fn finish(mut self) -> Result<Measurement> {
         let read = self.read();
@@ -542,7 +563,7 @@ impl Session<'_> {
         // Room for every metric's instances in each record, zeroed: whether CUPTI writes one
         // record per instruction with all metrics, or one per instruction and metric, each
         // value names its metric, and an unwritten slot keeps metric id 0.
-        let per_record = instances * METRICS.len();
+        let per_record = instances * self.metric_ids.len().max(1);
         let mut values = vec![InstanceValue::default(); n * per_record];
         let mut data: Vec<Data> = (0..n)
             .map(|i| Data {
