@@ -7,14 +7,16 @@
 #
 # The candidates (runner/src/bench/contenders.rs, assets/results/ladder-candidates-2026-11-26.md):
 # 3-wgrelease and 6-wgrelease (one ring-slot release per consumer warpgroup instead of per warp:
-# 4 cluster arrivals per slot instead of 16), 4-dynamic (tiles drawn from a global counter
-# instead of a fixed share per cluster), 6-stmatrix (step 6's staging tile written with
+# 4 cluster arrivals per slot instead of 16), 4-dynamic and 6-dynamic (tiles drawn from a global
+# counter instead of a fixed share per cluster), 6-stmatrix (step 6's staging tile written with
 # stmatrix). 6-streamk is benched beside them as the known contender.
 #
-# 1. verify (loud): each candidate once plainly at 4096x8192x4096 f16 and under two stress seeds
-#    (seeded delays at the wrappers' named points) at a small shape with few clusters, so that
-#    the ring wraps across tiles; a run that does not print "verify PASS" prints
-#    "VERIFICATION FAILED" in the summary. The bench verifies every kernel again before timing
+# 1. verify (loud): each candidate once plainly at 4096x8192x4096 f16 and under a stress seed
+#    (seeded delays at the wrappers' named points; two seeds for the dynamic schedules) at
+#    1024^3 with 4 clusters, so that the ring wraps across tiles; the dynamic schedules also
+#    after three launches in one process (their counters' reset); a run that does not print
+#    "verify PASS" prints "VERIFICATION FAILED" in the summary and keeps the candidate out of
+#    the bench (a hang there would end it). The bench verifies every kernel again before timing
 #    (runner/src/bench/mod.rs: a failed kernel is left out of the timing, its row says
 #    "verification failed"), and the summary repeats any such row under "BENCH LEFT OUT".
 # 2. bench: `runner bench --steps 2,3,4,6 --contenders <candidates>,6-streamk` at both headline
@@ -25,9 +27,12 @@
 #    --iters 0` as the profiled process: its first gemm_kernel launch is the verified one) of
 #    steps 2, 3, 4, 6 at 4096x8192x4096 f16; then, budget allowing, steps 3 and 4 and 4-dynamic at
 #    8192^3 (the second dip: per-SM spread of active cycles, DRAM bytes, L2 hit rate), then
-#    (after the bf16 bench) the other candidates at 4096x8192x4096, last step 2 at 8192^3. Per launch: SM throughput, tensor pipe, DRAM throughput and
-#    bytes, L2 hit rate, achieved occupancy, grid size, registers, local (spill) instructions,
-#    SM active cycles (min / avg / max over SMs), the five largest stall reasons.
+#    (after the bf16 bench) the other candidates at 4096x8192x4096, last step 2 at 8192^3. Per
+#    launch: SM throughput, tensor pipe, DRAM throughput and bytes, L2 hit rate, achieved
+#    occupancy, grid size, registers, local (spill) instructions, SM active cycles (min / avg /
+#    max over SMs), the five largest stall reasons.
+# The lead's stopwatch, estimated (not measured as a whole): verify ~13 runs of 4-8 s, bench f16
+# ~90 s, each profile 20-30 s, bench bf16 ~70 s; the budget cuts the last profiles first.
 #
 # Outputs (8 files, at most 1 folder deep): summary.txt (everything the lead needs; also the end
 # of the output), log.txt (every command's output), ncu.txt (Nsight Compute's details pages),
@@ -40,7 +45,7 @@ R=${R:-target/release/runner}
 BUDGET=${BUDGET:-540}
 CAP_F16=${CAP_F16:-35}
 CAP_BF16=${CAP_BF16:-25}
-CANDIDATES=${CANDIDATES:-3-wgrelease,4-dynamic,6-wgrelease,6-stmatrix}
+CANDIDATES=${CANDIDATES:-3-wgrelease,4-dynamic,6-dynamic,6-wgrelease,6-stmatrix}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 export WORKBOOK_CUDA=${WORKBOOK_CUDA:-/usr/local/cuda}
 mkdir -p "$OUT"
@@ -63,6 +68,7 @@ file_of() { # contender name -> step and edit file
   case "$1" in
     3-wgrelease) echo "3 exercises/hopper/step3_wgrelease_sm90.toml" ;;
     4-dynamic) echo "4 exercises/hopper/step4_dynamic_sm90.toml" ;;
+    6-dynamic) echo "6 exercises/hopper/step6_dynamic_sm90.toml" ;;
     6-wgrelease) echo "6 exercises/hopper/step6_wgrelease_sm90.toml" ;;
     6-stmatrix) echo "6 exercises/hopper/step6_stmatrix_sm90.toml" ;;
     *) echo "" ;;
@@ -97,10 +103,12 @@ for c in "${CANDS[@]}"; do
   check "$c 4096x8192x4096" 45 "$step" --arch sm_90a --kernel "$file" --iters 0
   small=(--m 1024 --n 1024 --k 1024)
   [ "$step" -ge 4 ] && small+=(--clusters 4)
-  for seed in 1 2; do
+  seeds="1"
+  [[ "$c" == *dynamic ]] && seeds="1 2"  # new barriers and data across the pair: one seed more
+  for seed in $seeds; do
     check "$c stress $seed 1024^3" 45 "$step" --arch sm_90a --kernel "$file" --stress "$seed" "${small[@]}"
   done
-  if [ "$c" = 4-dynamic ]; then
+  if [ "$c" = 4-dynamic ] || [ "$c" = 6-dynamic ]; then
     # Its counters must be back at 0 after every launch: a traced run launches 3 warm-ups first,
     # then the verified launch (steps/common/src/run.rs).
     # Not a gate: a counter left wrong makes the next launch draw no tile and fail verification

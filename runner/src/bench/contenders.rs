@@ -119,6 +119,15 @@ pub const CONTENDERS: &[Contender] = &[
         description: "step 6's twin with two wgmma groups in flight (wait_group 2), one ring slot less for the producer",
     },
     Contender {
+        name: "6-dynamic",
+        step: 6,
+        arch: Arch::Hopper,
+        path: "exercises/hopper/step6_dynamic_sm90.toml",
+        text: include_str!("../../../exercises/hopper/step6_dynamic_sm90.toml"),
+        params: &[],
+        description: "step 6's twin drawing its tiles from a counter in global memory, as 4-dynamic does step 4's",
+    },
+    Contender {
         name: "6-wgrelease",
         step: 6,
         arch: Arch::Hopper,
@@ -244,6 +253,7 @@ mod tests {
             "6-waves",
             "6-wait2",
             "6-workspace",
+            "6-dynamic",
             "6-wgrelease",
             "6-stmatrix",
         ] {
