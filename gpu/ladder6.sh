@@ -80,7 +80,9 @@ check() { # label, limit, then runner step arguments
   shift 2
   fits "$limit" "verify $label" || return 0
   echo "== verify $label: $R step $*" >>"$L"
-  timeout "$limit" "$R" step "$@" >"$TMP/v.log" 2>&1
+  # --timeout 10: a hang is declared after 10 s and re-run as a hang diagnosis build, whose
+  # report (the barrier, the parity, the waiting roles) lands in log.txt.
+  timeout "$limit" "$R" step "$@" --timeout 10 >"$TMP/v.log" 2>&1
   local rc=$?
   cat "$TMP/v.log" >>"$L"
   local line
@@ -166,7 +168,9 @@ say "== 2. bench f16: steps 2,3,4,6 and $BENCHED"
 bench f16 "$CAP_F16" 170
 
 # ---- 3. ncu ------------------------------------------------------------------------------------
-METRICS=sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__cluster_dim_x,launch__registers_per_thread,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum
+METRICS=sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,dram__bytes_read.sum,lts__t_sector_hit_rate.pct,sm__warps_active.avg.pct_of_peak_sustained_active,launch__grid_size,launch__registers_per_thread,smsp__sass_inst_executed_op_local_ld.sum,smsp__sass_inst_executed_op_local_st.sum,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max,sm__cycles_elapsed.avg,sm__cycles_elapsed.avg.per_second,gpu__time_duration.sum
+# The metrics an earlier run of this Nsight Compute took (gpu/ladder3.sh): the fallback.
+METRICS_OLD=sm__cycles_active.avg,sm__cycles_elapsed.avg,sm__cycles_elapsed.avg.per_second,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_elapsed,lts__t_sector_hit_rate.pct,dram__bytes_read.sum
 SECTIONS=(--section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats)
 prof() { # label, m n k, then runner step arguments
   local label=$1 m=$2 n=$3 k=$4 t=$SECONDS
@@ -175,10 +179,10 @@ prof() { # label, m n k, then runner step arguments
   timeout 50 "$NCU" --clock-control none "${SECTIONS[@]}" --metrics "$METRICS" -k regex:gemm_kernel -c 1 \
     -f -o "$TMP/$label" "$R" step "$@" --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 0 >"$TMP/p.log" 2>&1
   local rc=$?
-  if [ "$rc" != 0 ] && grep -qiE 'metric|failed to find' "$TMP/p.log" && fits 50 "ncu $label (sections only)"; then
-    # A metric this Nsight Compute does not know fails the whole run: the sections alone.
+  if [ "$rc" != 0 ] && grep -qiE 'metric|failed to find' "$TMP/p.log" && fits 50 "ncu $label (fewer metrics)"; then
+    # A metric this Nsight Compute does not know fails the whole run: the ones known to work.
     cat "$TMP/p.log" >>"$L"
-    timeout 50 "$NCU" --clock-control none "${SECTIONS[@]}" -k regex:gemm_kernel -c 1 \
+    timeout 50 "$NCU" --clock-control none "${SECTIONS[@]}" --metrics "$METRICS_OLD" -k regex:gemm_kernel -c 1 \
       -f -o "$TMP/$label" "$R" step "$@" --arch sm_90a --m "$m" --n "$n" --k "$k" --iters 0 >"$TMP/p.log" 2>&1
     rc="$rc, then $?"
   fi
@@ -210,9 +214,8 @@ print("  SM throughput %s | tensor pipe %s of elapsed, %s of active | DRAM %s, %
          g("dram__throughput.avg.pct_of_peak_sustained_elapsed", "{:.1f} %"),
          g("dram__bytes_read.sum", "{:.3g}"), g("lts__t_sector_hit_rate.pct", "{:.1f} %"),
          g("sm__warps_active.avg.pct_of_peak_sustained_active", "{:.1f} %")))
-print("  grid %s cluster %s regs %s local ld/st %s/%s | SM active cycles min/avg/max %s/%s/%s of %s elapsed at %s | %s"
-      % (g("launch__grid_size", "{:.0f}"), g("launch__cluster_dim_x", "{:.0f}"),
-         g("launch__registers_per_thread", "{:.0f}"),
+print("  grid %s regs %s local ld/st %s/%s | SM active cycles min/avg/max %s/%s/%s of %s elapsed at %s | %s"
+      % (g("launch__grid_size", "{:.0f}"), g("launch__registers_per_thread", "{:.0f}"),
          g("smsp__sass_inst_executed_op_local_ld.sum", "{:.0f}"), g("smsp__sass_inst_executed_op_local_st.sum", "{:.0f}"),
          g("sm__cycles_active.min", "{:.0f}"), g("sm__cycles_active.avg", "{:.0f}"), g("sm__cycles_active.max", "{:.0f}"),
          g("sm__cycles_elapsed.avg", "{:.0f}"), g("sm__cycles_elapsed.avg.per_second", "{:.3g}"),
