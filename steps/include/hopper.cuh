@@ -238,15 +238,18 @@ __device__ __forceinline__ void stmatrix_x4(u32 row_addr, u32 m0, u32 m1, u32 m2
                : "memory");
 }
 
-// st.shared::cluster.u32 (PTX ISA "st"): a 32-bit store to the same shared-memory location in
-// CTA `rank` of the cluster (wb::map_to_cta). Ordered before a later mbarrier.arrive.release.cluster
-// of the same thread (wb::mbarrier_arrive_cluster), so a reader that waits on that barrier with
-// acquire.cluster (wb::mbarrier_wait_cluster) sees it (used by
-// exercises/hopper/step4_dynamic_sm90.toml, not by the ladder).
-__device__ __forceinline__ void st_shared_cluster_u32(const void* p, u32 rank, u32 value) {
-  asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(wb::map_to_cta(wb::smem_u32(p), rank)),
-               "r"(value)
+// ld.shared::cluster.u32 (PTX ISA "ld"): a 32-bit load from the same shared-memory location in
+// CTA `rank` of the cluster (wb::map_to_cta). After a wait with acquire.cluster on a barrier that
+// the writer arrived on with release.cluster (wb::mbarrier_wait_cluster,
+// wb::mbarrier_arrive_cluster), it sees what the writer stored before arriving (used by the
+// dynamic schedules of exercises/hopper/step{4,6}_dynamic_sm90.toml, not by the ladder).
+__device__ __forceinline__ u32 ld_shared_cluster_u32(const void* p, u32 rank) {
+  u32 value;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];"
+               : "=r"(value)
+               : "r"(wb::map_to_cta(wb::smem_u32(p), rank))
                : "memory");
+  return value;
 }
 
 // ---------------------------------------------------------------------------------------------
