@@ -153,11 +153,11 @@ bench() { # dtype, cap, limit
   fits "$limit" "bench $d" || return 0
   mkdir -p "$B"
   timeout "$limit" "$R" bench --steps 2,3,4,6 --contenders "$BENCHED" --dtypes "$d" \
-    --time-cap "$cap" --ci-target 0.5 --iters 30 --warmup 5 --out "$B" >"$B/bench.txt" 2>"$TMP/bench.err"
+    --time-cap "$cap" --ci-target 0.5 --iters 30 --warmup 5 --out "$B/run" >"$B/bench.txt" 2>"$TMP/bench.err"
   local rc=$?
   tail -n 20 "$TMP/bench.err" >>"$L"
   say "== bench $d: rc=$rc (124: timed out) in $((SECONDS - t)) s"
-  verdicts "$B" 2>&1 | tee -a "$S"
+  verdicts "$B/run" 2>&1 | tee -a "$S"
 }
 # A candidate that failed its checks stays out of the bench: a hang there would end the bench.
 BENCHED=6-streamk
