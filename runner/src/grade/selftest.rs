@@ -388,10 +388,14 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
             tests_pass && worthless && r.compile.status == CompileStatus::Ok
         }
         Expect::Caught(c) => {
+            // The visible tests, not the technique rows the cheat is caught by.
             let visible_ok = !c.visible_pass
                 || r.tests
                     .iter()
-                    .filter(|t| t.visibility == super::rubric::Visibility::Visible)
+                    .filter(|t| {
+                        t.visibility == super::rubric::Visibility::Visible
+                            && t.kind != super::rubric::Kind::Technique
+                    })
                     .all(|t| t.status == Status::Passed);
             let protected = c.protect.as_deref().map(protected_lines);
             let leaked = match &protected {
