@@ -7,6 +7,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "pipeline.cuh"
 
 namespace bw {
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "common.cuh"
+#include "pipeline.cuh"
 
 namespace hp {
 

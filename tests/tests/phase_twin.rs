@@ -1,8 +1,9 @@
 //! The book's phase simulator (`common::model::phases`) models the ring's two wait lines by formula. This
 //! test cuts those lines out of every step's kernel — as written, and as the seeded bugs
-//! `wrong-parity` and `no-first-round-guard` rewrite them — compiles them on the host, and checks
-//! that they wait on the parities the simulator uses, so the chapter's outcome table speaks about
-//! the kernels' own code.
+//! `wrong-parity` and `no-first-round-guard` rewrite them — compiles them on the host with the
+//! kernels' own ring (`wb::Ring`, steps/include/pipeline.cuh) advanced as the kernels advance it,
+//! and checks that they wait on the parities the simulator uses, in the slot it uses, so the
+//! chapter's outcome table speaks about the kernels' own code.
 
 use common::model::phases::{EmptyWait, FullWait};
 use common::mutation;
@@ -33,34 +34,44 @@ fn the_kernels_wait_lines_match_the_simulator() {
             cases.push((what, variant, empty.to_string(), full.to_string()));
         }
     }
-    // Each line becomes the body of a function of the ring counter (`kb` in steps 0-3, `it` in
-    // 4-6) that reports the parity it waits on, or -1 when it does not wait.
+    // Each line becomes the body of a function of the ring counter (the k-blocks so far) that
+    // advances the kernels' rings (the producer's `fill`, the MMA side's `drain`) that many times
+    // and reports the parity the line waits on, or -1 when it does not wait, and the slot.
+    let ring = include_str!("../../steps/include/pipeline.cuh").replace("#pragma once", "");
     let mut program = String::from(
         r#"#include <cstdio>
+#define __device__
+#define __forceinline__ inline
 typedef unsigned long long u64;
 typedef unsigned u32;
 namespace wb {
-static int waited;
-inline void mbarrier_wait(u64*, u32 parity) { waited = int(parity & 1); }
-}
+static int waited, slot_waited;
 static struct { u64 load_empty[8]; u64 load_full[8]; } smem;
-static int STAGES;
+inline void mbarrier_wait(u64* bar, u32 parity) {
+  waited = int(parity & 1);
+  slot_waited = int(bar - (bar >= smem.load_full ? smem.load_full : smem.load_empty));
+}
+}
+using wb::smem;
 "#,
     );
+    program.push_str(&ring);
     for (i, (_, _, empty, full)) in cases.iter().enumerate() {
         for (kind, line) in [("empty", empty), ("full", full)] {
             program.push_str(&format!(
-                "static int {kind}_{i}(int counter) {{\n  const int kb = counter, it = counter, slot = 0;\n  (void)kb; (void)it; (void)slot;\n  wb::waited = -1;\n  {line}\n  return wb::waited;\n}}\n"
+                "template <int STAGES> static int {kind}_{i}(int counter, int* slot_out) {{\n  wb::Ring<STAGES> fill, drain;\n  for (int k = 0; k < counter; ++k) {{ fill.advance(); drain.advance(); }}\n  const int slot = {ring}.index();\n  wb::waited = -1;\n  wb::slot_waited = slot;\n  {line}\n  *slot_out = wb::slot_waited;\n  return wb::waited;\n}}\n",
+                ring = if kind == "empty" { "fill" } else { "drain" },
             ));
         }
     }
-    program.push_str("int main() {\n  for (STAGES = 2; STAGES <= 6; ++STAGES)\n    for (int c = 0; c < 40; ++c) {\n");
+    program.push_str("template <int STAGES> static void run() {\n  for (int c = 0; c < 40; ++c) {\n    int se = 0, sf = 0;\n");
     for i in 0..cases.len() {
         program.push_str(&format!(
-            "      std::printf(\"{i} %d %d %d %d\\n\", STAGES, c, empty_{i}(c), full_{i}(c));\n"
+            "    {{ const int e = empty_{i}<STAGES>(c, &se), f = full_{i}<STAGES>(c, &sf);\n      std::printf(\"{i} %d %d %d %d %d %d\\n\", STAGES, c, e, f, se, sf); }}\n"
         ));
     }
-    program.push_str("    }\n}\n");
+    program
+        .push_str("  }\n}\nint main() {\n  run<2>(); run<3>(); run<4>(); run<5>(); run<6>();\n}\n");
 
     let out = run_host_cpp("phase-twin", &program);
     let mut checked = 0;
@@ -80,6 +91,12 @@ static int STAGES;
             v[4],
             i64::from(FullWait::Correct.parity(counter, stages)),
             "{what}: load_full wait for counter {counter}, {stages} stages"
+        );
+        let slot = i64::from(counter % stages);
+        assert_eq!(
+            (v[5], v[6]),
+            (slot, slot),
+            "{what}: the slots of the waits for counter {counter}, {stages} stages"
         );
         checked += 1;
     }

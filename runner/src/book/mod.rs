@@ -116,6 +116,10 @@ const EMBEDDED: &[(&str, &str)] = &[
         "steps/include/tcgen05_emu.cuh",
         include_str!("../../../steps/include/tcgen05_emu.cuh"),
     ),
+    (
+        "steps/include/pipeline.cuh",
+        include_str!("../../../steps/include/pipeline.cuh"),
+    ),
 ];
 
 /// A repository file: from disk when the checkout is there (so edits show), else embedded.

@@ -14,6 +14,7 @@ pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../include/common.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
     ("hopper.cuh", include_str!("../../include/hopper.cuh")),
+    ("pipeline.cuh", include_str!("../../include/pipeline.cuh")),
     (
         "tcgen05_emu.cuh",
         include_str!("../../include/tcgen05_emu.cuh"),

@@ -104,16 +104,14 @@ pub const MUTATIONS: &[Mutation] = &[
     },
     Mutation {
         name: "wrong-parity",
-        description: "the producer waits on load_empty with parity (kb / STAGES) & 1 instead of \
-                      ((kb / STAGES) - 1) & 1: the wait names the wrong phase (a race, or a hang)",
-        // The consumer's load_full wait and the accumulator's waits have other formulas; only the
-        // producer's line waits on load_empty with a "- 1".
-        anchor: &[
-            "mbarrier_wait(&smem.load_empty[slot]",
-            " / STAGES) - 1) & 1",
-        ],
-        from: " / STAGES) - 1) & 1",
-        to: " / STAGES)) & 1",
+        description: "the producer waits on load_empty with its round's parity (fill.phase(), \
+                      (kb / STAGES) & 1) instead of the previous round's (fill.empty_parity()): the \
+                      wait names the wrong phase (a race, or a hang)",
+        // Only the producer's main-loop line waits on load_empty[slot]; the tail waits on
+        // load_empty[fill.index()], the accumulator's waits on acc_empty.
+        anchor: &["mbarrier_wait(&smem.load_empty[slot]", ".empty_parity()"],
+        from: ".empty_parity()",
+        to: ".phase()",
         steps: ALL_STEPS,
         expect: Expect::Caught,
         also: &[],
@@ -167,8 +165,8 @@ pub const MUTATIONS: &[Mutation] = &[
         name: "wrong-acc-parity",
         description: "the epilogue waits on acc_full with the opposite parity: the wait returns for an older phase and reads an accumulator its MMAs have not finished",
         anchor: &["mbarrier_wait(&smem.acc_full"],
-        from: "& 1);",
-        to: "& 1 ^ 1);",
+        from: ".phase());",
+        to: ".phase() ^ 1);",
         steps: &[4, 5, 6],
         expect: Expect::Caught,
         also: &[],
@@ -177,7 +175,7 @@ pub const MUTATIONS: &[Mutation] = &[
     Mutation {
         name: "no-producer-tail",
         description: "the producer exits without waiting for the last load_empty phases: the leader's final multicast commits may land in a CTA that has already exited",
-        anchor: &["mbarrier_wait(&smem.load_empty[", " % STAGES]"],
+        anchor: &["mbarrier_wait(&smem.load_empty[fill.index()]"],
         from: "",
         to: "",
         steps: &[3, 4, 5, 6],
@@ -190,7 +188,7 @@ pub const MUTATIONS: &[Mutation] = &[
         description: "the producer also waits on load_empty in the first round: harmless in \
                       practice, since a parity-1 wait on a fresh barrier falls through on hardware \
                       (the PTX ISA defines no phase before phase 0; the guard stays inside it)",
-        anchor: &["mbarrier_wait(&smem.load_empty[slot]", ">= STAGES)"],
+        anchor: &["mbarrier_wait(&smem.load_empty[slot]", "first_round()"],
         from: "if (",
         to: "if (true || ",
         steps: ALL_STEPS,
@@ -398,8 +396,10 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             to: "",
             steps: PERSISTENT_TWINS,
             expect: Expect::Caught,
+            // The main loop's release, not the one after it (8 spaces in): the tail's comes
+            // after wgmma.wait_group 0, where a wait_group 1 more would change nothing.
             also: &[Edit {
-                anchor: &["&smem.load_empty[(it - 1) % STAGES], r);"],
+                anchor: &["            wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[release.index()], r);"],
                 from: "r);",
                 to: "r); hp::wgmma_wait_group<1>();  // waited for only after the release",
             }],
@@ -558,28 +558,44 @@ mod tests {
         assert!(find("skip-acc-wait").unwrap().apply("nothing\n").is_err());
         let parity = find("wrong-acc-parity")
             .unwrap()
-            .apply("  wb::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);\n")
+            .apply("  wb::mbarrier_wait(&smem.acc_full[acc_slot], acc_ring.phase());\n")
             .unwrap();
         assert!(
-            parity.contains("(local / ACC_STAGES) & 1 ^ 1);"),
-            "{parity}: & binds tighter than ^, so this flips the parity"
+            parity.contains("acc_ring.phase() ^ 1);"),
+            "{parity}: the other parity"
         );
         let tma = find("tma-wrong-cta-barrier").unwrap().apply(
             "      bw::tma_load_2d_2cta(smem.a[slot], &tmap_a, &smem.load_full[slot], bw::pair_leader(rank),\n",
         );
         assert!(tma.unwrap().contains("&smem.load_full[slot], rank,"));
-        let producer = "      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);\n      wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);\n      wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);\n";
+        let producer = "      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());\n      wb::mbarrier_wait(&smem.load_full[slot], drain.phase());\n      wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], acc_ring.empty_parity());\n      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[fill.index()], fill.empty_parity());\n";
         let e = find("wrong-parity").unwrap().apply(producer).unwrap();
-        assert!(e.contains("load_empty[slot], ((it / STAGES)) & 1);"), "{e}");
-        assert!(
-            e.contains("((local / ACC_STAGES) - 1) & 1"),
-            "the accumulator's wait is untouched"
+        assert!(e.contains("load_empty[slot], fill.phase());"), "{e}");
+        assert_eq!(
+            e.lines().skip(1).collect::<Vec<_>>(),
+            producer.lines().skip(1).collect::<Vec<_>>(),
+            "the consumer's, the accumulator's and the tail's waits are untouched"
         );
+        let tail = find("no-producer-tail").unwrap().apply(producer).unwrap();
+        assert_eq!(
+            tail.lines()
+                .filter(|l| l.contains("[mutation no-producer-tail]"))
+                .count(),
+            1,
+            "{tail}"
+        );
+        assert!(tail
+            .lines()
+            .last()
+            .unwrap()
+            .contains("[mutation no-producer-tail]"));
         let f = find("no-first-round-guard")
             .unwrap()
             .apply(producer)
             .unwrap();
-        assert!(f.starts_with("      if (true || it >= STAGES) wb::mbarrier_wait(&smem.load_empty"));
+        assert!(f.starts_with(
+            "      if (true || !fill.first_round()) wb::mbarrier_wait(&smem.load_empty"
+        ));
         assert_eq!(
             f.lines().skip(1).collect::<Vec<_>>(),
             producer.lines().skip(1).collect::<Vec<_>>()
@@ -637,7 +653,7 @@ mod tests {
 
     #[test]
     fn the_run_time_bugs_edit_what_they_claim() {
-        // Step 6's consumer loop, stock and with each bug: the release of slot it - 1 must come
+        // Step 6's consumer loop, stock and with each bug: the release of the previous slot must come
         // after a wait that leaves at most one group (this k-block's) pending.
         let stock = TWINS[6];
         let deeper = find_twin("twin-release-before-wgmma-done")
@@ -652,8 +668,15 @@ mod tests {
             .apply(stock)
             .unwrap();
         let release = early
-            .find("load_empty[(it - 1) % STAGES], r); hp::wgmma_wait_group<1>();")
+            .find("load_empty[release.index()], r); hp::wgmma_wait_group<1>();")
             .expect("the wait moves behind the release");
+        assert_eq!(
+            early
+                .matches("hp::wgmma_wait_group<1>();  // waited for only after")
+                .count(),
+            1,
+            "only the main loop's release moves"
+        );
         let commented = early
             .find("// [mutation twin-release-before-wgmma-wait] hp::wgmma_wait_group<1>();")
             .expect("the wait before the release is gone");

@@ -99,11 +99,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   if (warp == 0) {
     const u32 idesc = bw::make_idesc_f16(TILE_M, TILE_N, IS_BF16);
 
+    // Positions in the ring (wb::Ring, pipeline.cuh) give a slot and the parity of its round.
+    // `drain`, which the next MMAs read, advances once per k-block; the loads run PREFETCH
+    // k-blocks ahead of it.
+    wb::Ring<STAGES> drain;
+
     // Load k-block `kb` into its slot, once the MMAs that last read that slot are done.
     auto produce = [&](int kb) {
-      const int slot = kb % STAGES;
+      const auto fill = wb::Ring<STAGES>::at(kb);  // the ring's position of k-block kb
+      const int slot = fill.index();
       trace.enter(wb::TRACE_SLOT_WAIT, kb);
-      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
       trace.enter(wb::TRACE_LOAD, kb);
       wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
       wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
@@ -112,14 +118,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
 
     for (int kb = 0; kb < PREFETCH && kb < num_k_blocks; ++kb) produce(kb);
 
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
+    for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
       // Refill first: the wait inside is for the MMAs of k-block kb + PREFETCH - STAGES = kb - 2,
       // which were issued two iterations ago, so the tensor core always has work queued.
       if (kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
 
-      const int slot = kb % STAGES;
+      const int slot = drain.index();
       trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
       trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);

@@ -94,11 +94,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // accumulator registers would make ptxas serialize the wgmma pipeline.
   float acc[M_BLOCKS][TILE_N / 2];
 
+  // Positions in the ring (wb::Ring, pipeline.cuh) give a slot and the parity of its round.
+  // `drain`, which the next wgmma read, advances once per k-block; warp 0's loads run PREFETCH
+  // k-blocks ahead of it, and `release`, the slot the warps free next, trails it by one.
+  wb::Ring<STAGES> drain, release;
+
   // Load k-block `kb` into its slot, once the wgmma that last read that slot are done.
   auto produce = [&](int kb) {
-    const int slot = kb % STAGES;
+    const auto fill = wb::Ring<STAGES>::at(kb);  // the ring's position of k-block kb
+    const int slot = fill.index();
     trace.enter(wb::TRACE_SLOT_WAIT, kb);
-    if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+    if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
     trace.enter(wb::TRACE_LOAD, kb);
     wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
     wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
@@ -108,14 +114,14 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   if (warp == 0)
     for (int kb = 0; kb < PREFETCH && kb < num_k_blocks; ++kb) produce(kb);
 
-  for (int kb = 0; kb < num_k_blocks; ++kb) {
+  for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
     // Refill first: the wait inside is for the wgmma of k-block kb + PREFETCH - STAGES = kb - 2,
     // released one iteration ago, so the tensor cores always have work queued.
     if (warp == 0 && kb + PREFETCH < num_k_blocks) produce(kb + PREFETCH);
 
-    const int slot = kb % STAGES;
+    const int slot = drain.index();
     trace.enter(wb::TRACE_DATA_WAIT, kb);
-    wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+    wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
     trace.enter(wb::TRACE_MMA, kb);
     const u32 a_addr = wb::smem_u32(smem.a[slot]);
     const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -135,7 +141,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // At most this k-block's group still runs: the previous one has finished reading its slot.
     trace.enter(wb::TRACE_MMA_WAIT, kb);
     hp::wgmma_wait_group<1>();
-    if (kb > 0 && lane == 0) wb::mbarrier_arrive(&smem.load_empty[(kb - 1) % STAGES]);
+    // Free the previous k-block's slot for warp 0's refill: one arrival per warp.
+    if (kb > 0) {
+      if (lane == 0) wb::mbarrier_arrive(&smem.load_empty[release.index()]);
+      release.advance();
+    }
   }
   trace.enter(wb::TRACE_ACC_WAIT);
   hp::wgmma_wait_group<0>();

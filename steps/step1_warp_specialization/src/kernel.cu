@@ -96,11 +96,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: mainloop
   // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
   if (warp == 0) {
-    // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int slot = kb % STAGES;
+    // producer: load k-block `kb` into the next slot of the ring (wb::Ring, pipeline.cuh), once
+    // the MMAs that last read that slot are done.
+    wb::Ring<STAGES> fill;
+    for (int kb = 0; kb < num_k_blocks; ++kb, fill.advance()) {
+      const int slot = fill.index();
       trace.enter(wb::TRACE_SLOT_WAIT, kb);
-      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
       trace.enter(wb::TRACE_LOAD, kb);
       wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
       wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
@@ -109,10 +111,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   } else if (warp == 1) {
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
     const u32 idesc = bw::make_idesc_f16(TILE_M, TILE_N, IS_BF16);
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int slot = kb % STAGES;
+    wb::Ring<STAGES> drain;  // the MMA warp's own position in the ring, behind the producer's
+    for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
+      const int slot = drain.index();
       trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
       trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);

@@ -100,10 +100,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     hp::setmaxnreg_dec<PRODUCER_REGS>();
     if (warp == 0) {
       // producer: load k-block `kb` into its slot, once the wgmma that last read it are done.
-      for (int kb = 0; kb < num_k_blocks; ++kb) {
-        const int slot = kb % STAGES;
+      wb::Ring<STAGES> fill;  // the producer's position in the ring (wb::Ring, pipeline.cuh)
+      for (int kb = 0; kb < num_k_blocks; ++kb, fill.advance()) {
+        const int slot = fill.index();
         trace.enter(wb::TRACE_SLOT_WAIT, kb);
-        if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+        if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
         trace.enter(wb::TRACE_LOAD, kb);
         wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
         wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, tile_m * TILE_M);
@@ -119,10 +120,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // overwrites it (scale-d = 0), and ordinary instructions writing accumulator registers
     // would make ptxas serialize the wgmma pipeline.
     float acc[M_BLOCKS][TILE_N / 2];
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int slot = kb % STAGES;
+    // The consumers' positions in the ring: `drain`, the slot the next wgmma read, and
+    // `release`, the slot the warps free next, one behind.
+    wb::Ring<STAGES> drain, release;
+    for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
+      const int slot = drain.index();
       trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
       trace.enter(wb::TRACE_MMA, kb);
       const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
       const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -142,7 +146,11 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // At most this k-block's group still runs: the previous one has finished reading its slot.
       trace.enter(wb::TRACE_MMA_WAIT, kb);
       hp::wgmma_wait_group<1>();
-      if (kb > 0 && lane == 0) wb::mbarrier_arrive(&smem.load_empty[(kb - 1) % STAGES]);
+      // Free the previous k-block's slot for the producer's refill: one arrival per warp.
+      if (kb > 0) {
+        if (lane == 0) wb::mbarrier_arrive(&smem.load_empty[release.index()]);
+        release.advance();
+      }
     }
     trace.enter(wb::TRACE_ACC_WAIT);
     hp::wgmma_wait_group<0>();

@@ -109,11 +109,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   // ANCHOR: mainloop
   // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
   if (warp == 0) {
-    // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int slot = kb % STAGES;
+    // producer: load k-block `kb` into the next slot of the ring (wb::Ring, pipeline.cuh), once
+    // the MMAs that last read that slot are done.
+    wb::Ring<STAGES> fill;
+    for (int kb = 0; kb < num_k_blocks; ++kb, fill.advance()) {
+      const int slot = fill.index();
       trace.enter(wb::TRACE_SLOT_WAIT, kb);
-      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);
+      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
       trace.enter(wb::TRACE_LOAD, kb);
       // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
       if (rank == 0)
@@ -127,16 +129,17 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
     // the producer goes round the ring STAGES more times, only waiting.
     trace.enter(wb::TRACE_TAIL);
-    for (int kb = num_k_blocks; kb < num_k_blocks + STAGES; ++kb) {
-      if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[kb % STAGES], ((kb / STAGES) - 1) & 1);
+    for (int s = 0; s < STAGES; ++s, fill.advance()) {
+      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[fill.index()], fill.empty_parity());
     }
   } else if (warp == 1 && rank == 0) {
     // mma: multiply each k-block as soon as it lands; never waits on its own MMAs.
     const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
-    for (int kb = 0; kb < num_k_blocks; ++kb) {
-      const int slot = kb % STAGES;
+    wb::Ring<STAGES> drain;  // the MMA warp's own position in the ring, behind the producer's
+    for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
+      const int slot = drain.index();
       trace.enter(wb::TRACE_DATA_WAIT, kb);
-      wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);
+      wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
       trace.enter(wb::TRACE_MMA, kb);
       bw::tcgen05_fence_after_thread_sync();
       const u32 a_addr = wb::smem_u32(smem.a[slot]);

@@ -128,18 +128,19 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     if (warp == 0) {
       // producer: load k-block `kb` into its slot, once the wgmma that last read it (in both
       // CTAs) are done. The slot's barrier expects this CTA's A and both halves of B.
-      // The persistent loop: cluster c takes tiles c, c + num_clusters, ...
-      for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
+      // The persistent loop: cluster c takes tiles c, c + num_clusters, ... The producer's
+      // position in the ring (wb::Ring, pipeline.cuh) carries on from tile to tile, so slots and
+      // phases do too.
+      wb::Ring<STAGES> fill;
+      for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters) {
         trace.start_tile(tile);
         int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
         tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
         const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A
-        // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
-        for (int kb = 0; kb < num_k_blocks; ++kb) {
-          const int it = local * num_k_blocks + kb;
-          const int slot = it % STAGES;
+        for (int kb = 0; kb < num_k_blocks; ++kb, fill.advance()) {
+          const int slot = fill.index();
           trace.enter(wb::TRACE_SLOT_WAIT, kb);
-          if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+          if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
           trace.enter(wb::TRACE_LOAD, kb);
           wb::mbarrier_arrive_expect_tx(&smem.load_full[slot], A_TILE_BYTES + B_TILE_BYTES);
           wb::tma_load_2d(smem.a[slot], &tmap_a, &smem.load_full[slot], kb * TILE_K, row0);
@@ -159,17 +160,19 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // overwrites it (scale-d = 0), and ordinary instructions writing accumulator registers
     // would make ptxas serialize the wgmma pipeline.
     float acc[M_BLOCKS][TILE_N / 2];
+    // The consumers' positions in the ring, which carry on from tile to tile: `drain`, the slot
+    // the next wgmma read, and `release`, the slot the warps free next, one behind.
+    wb::Ring<STAGES> drain, release;
     // The persistent loop, in step with the producer's.
-    for (int tile = blockIdx.x / CLUSTER, local = 0; tile < num_tiles; tile += num_clusters, ++local) {
+    for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters) {
       trace.start_tile(tile);
       int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
       tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
       const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
-      for (int kb = 0; kb < num_k_blocks; ++kb) {
-        const int it = local * num_k_blocks + kb;
-        const int slot = it % STAGES;
+      for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
+        const int slot = drain.index();
         trace.enter(wb::TRACE_DATA_WAIT, kb);
-        wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+        wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
         trace.enter(wb::TRACE_MMA, kb);
         const u32 a_addr = wb::smem_u32(smem.a[slot]) + consumer * WG_M * TILE_K * sizeof(T);
         const u32 b_addr = wb::smem_u32(smem.b[slot]);
@@ -190,16 +193,19 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
         trace.enter(wb::TRACE_MMA_WAIT, kb);
         hp::wgmma_wait_group<1>();
         // Release the previous slot in both CTAs: both producers' multicasts refill it.
-        if (kb > 0)
+        if (kb > 0) {
           for (int r = 0; r < CLUSTER; ++r)
-            wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(it - 1) % STAGES], r);
+            wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[release.index()], r);
+          release.advance();
+        }
       }
       trace.enter(wb::TRACE_ACC_WAIT);
       hp::wgmma_wait_group<0>();
       for (int mb = 0; mb < M_BLOCKS; ++mb) hp::fence_operands(acc[mb]);
       // The tile's last slot too: the producer refills it with the next tile while we store.
       for (int r = 0; r < CLUSTER; ++r)
-        wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[(local * num_k_blocks + num_k_blocks - 1) % STAGES], r);
+        wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[release.index()], r);
+      release.advance();
       // ANCHOR_END: mainloop
 
       // ANCHOR: epilogue

@@ -144,25 +144,28 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   trace.enter(wb::TRACE_IDLE);
 
   // ---- the persistent loop: cluster c takes tiles c, c + num_clusters, ... ------------------
-  int local = 0;  // the cluster's tiles so far; the producer tail needs their number
-  for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters, ++local) {
+  // Each thread's positions in the rings (wb::Ring, pipeline.cuh), which run on from tile to
+  // tile: the producer's (`fill`) and the MMA warp's (`drain`) in the ring of shared-memory
+  // stages, and the accumulator's, one use per tile.
+  wb::Ring<STAGES> fill, drain;
+  wb::Ring<ACC_STAGES> acc_ring;
+  for (int tile = blockIdx.x / CLUSTER; tile < num_tiles; tile += num_clusters, acc_ring.advance()) {
     trace.start_tile(tile);
     int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and MMA_N columns
     tile_coords(tile, tiles_m, tiles_n, tile_m, tile_n);
     const int row0 = tile_m * CLUSTER * TILE_M + rank * TILE_M;  // this CTA's rows of A and C
-    const int acc_slot = local % ACC_STAGES;                          // this tile's accumulator slot
+    const int acc_slot = acc_ring.index();                            // this tile's accumulator slot
     const u32 tmem_slot = tmem_acc + acc_slot * MMA_N;
 
     // ANCHOR: mainloop
     // ---- main loop: warp 0 loads, warp 1 multiplies, each at its own pace ---------------------
     if (warp == 0) {
-      // producer: load k-block `kb` into its slot, once the MMAs that last read that slot are done.
-      // `it` counts k-blocks across tiles, so slots and phases carry on from the previous tile.
-      for (int kb = 0; kb < num_k_blocks; ++kb) {
-        const int it = local * num_k_blocks + kb;
-        const int slot = it % STAGES;
+      // producer: load k-block `kb` into the next slot, once the MMAs that last read that slot are
+      // done. `fill` carries on from the previous tile, so slots and phases do too.
+      for (int kb = 0; kb < num_k_blocks; ++kb, fill.advance()) {
+        const int slot = fill.index();
         trace.enter(wb::TRACE_SLOT_WAIT, kb);
-        if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((it / STAGES) - 1) & 1);
+        if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());
         trace.enter(wb::TRACE_LOAD, kb);
         // The leader's barrier counts the bytes of both CTAs; the peer only issues its copies.
         if (rank == 0)
@@ -177,14 +180,13 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       const u32 idesc = bw::make_idesc_f16(CLUSTER * TILE_M, MMA_N, IS_BF16);
       // The epilogue of the tile that last used this slot must have read it.
       trace.enter(wb::TRACE_ACC_EMPTY_WAIT);
-      if (local >= ACC_STAGES)
-        wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], ((local / ACC_STAGES) - 1) & 1);
+      if (!acc_ring.first_round())
+        wb::mbarrier_wait_cluster(&smem.acc_empty[acc_slot], acc_ring.empty_parity());
       bw::tcgen05_fence_after_thread_sync();
-      for (int kb = 0; kb < num_k_blocks; ++kb) {
-        const int it = local * num_k_blocks + kb;
-        const int slot = it % STAGES;
+      for (int kb = 0; kb < num_k_blocks; ++kb, drain.advance()) {
+        const int slot = drain.index();
         trace.enter(wb::TRACE_DATA_WAIT, kb);
-        wb::mbarrier_wait(&smem.load_full[slot], (it / STAGES) & 1);
+        wb::mbarrier_wait(&smem.load_full[slot], drain.phase());
         trace.enter(wb::TRACE_MMA, kb);
         bw::tcgen05_fence_after_thread_sync();
         const u32 a_addr = wb::smem_u32(smem.a[slot]);
@@ -207,7 +209,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // Only the epilogue warpgroup; the first warpgroup moves on to the next tile at once.
     if (warp < EPILOGUE_WARP0) continue;
     trace.enter(wb::TRACE_ACC_WAIT);
-    wb::mbarrier_wait(&smem.acc_full[acc_slot], (local / ACC_STAGES) & 1);
+    wb::mbarrier_wait(&smem.acc_full[acc_slot], acc_ring.phase());
     trace.enter(wb::TRACE_EPILOGUE);
     bw::tcgen05_fence_after_thread_sync();  // orders the tcgen05.ld below after the wait
 
@@ -249,8 +251,8 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // both CTAs, asynchronously; this CTA must not exit before they land in its shared memory, so
     // the producer goes round the ring STAGES more times, only waiting.
     trace.enter(wb::TRACE_TAIL);
-    for (int it = local * num_k_blocks; it < local * num_k_blocks + STAGES; ++it) {
-      if (it >= STAGES) wb::mbarrier_wait(&smem.load_empty[it % STAGES], ((it / STAGES) - 1) & 1);
+    for (int s = 0; s < STAGES; ++s, fill.advance()) {
+      if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[fill.index()], fill.empty_parity());
     }
   }
 

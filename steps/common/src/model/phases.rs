@@ -99,15 +99,17 @@ impl Mbarrier {
 }
 
 /// The producer's wait on `load_empty` before it refills a slot, as the kernels write it
-/// (`if (kb >= STAGES) wb::mbarrier_wait(&smem.load_empty[slot], ((kb / STAGES) - 1) & 1);`,
-/// with `it` for `kb` in the persistent steps) and as the two seeded bugs rewrite it.
+/// (`if (!fill.first_round()) wb::mbarrier_wait(&smem.load_empty[slot], fill.empty_parity());`,
+/// where `fill`, a `wb::Ring<STAGES>` advanced once per k-block, gives `kb >= STAGES` and
+/// `((kb / STAGES) - 1) & 1` for the k-blocks so far, `kb`) and as the two seeded bugs rewrite it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EmptyWait {
     /// The kernels' line.
     Correct,
-    /// `no-first-round-guard`: the `if (kb >= STAGES)` guard is gone.
+    /// `no-first-round-guard`: the `if (!fill.first_round())` guard (`kb >= STAGES`) is gone.
     NoFirstRoundGuard,
-    /// `wrong-parity`: `(kb / STAGES) & 1` instead of `((kb / STAGES) - 1) & 1`.
+    /// `wrong-parity`: `fill.phase()`, `(kb / STAGES) & 1`, instead of `fill.empty_parity()`,
+    /// `((kb / STAGES) - 1) & 1`.
     WrongParity,
 }
 
@@ -142,11 +144,12 @@ impl EmptyWait {
 }
 
 /// The MMA issuer's wait on `load_full` before it multiplies a slot:
-/// `wb::mbarrier_wait(&smem.load_full[slot], (kb / STAGES) & 1);`.
+/// `wb::mbarrier_wait(&smem.load_full[slot], drain.phase());`, `(kb / STAGES) & 1`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FullWait {
     Correct,
-    /// The producer's formula used on the consumer side: `((kb / STAGES) - 1) & 1`.
+    /// The producer's parity used on the consumer side: `drain.empty_parity()`,
+    /// `((kb / STAGES) - 1) & 1`.
     OffByOne,
 }
 
