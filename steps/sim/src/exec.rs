@@ -187,6 +187,9 @@ pub(crate) struct Machine<'a> {
     pub counts: Vec<u64>,
     pub pct_changes: Vec<u64>,
     pub trace: Vec<String>,
+    /// Events dropped from the front of `trace` to keep it within bounds: the last events are
+    /// the ones that explain a failure.
+    pub trace_dropped: u64,
     pub rg: rules::Global,
 }
 
@@ -292,7 +295,9 @@ impl<'a> Machine<'a> {
     pub fn ev(&mut self, t: Option<u32>, what: String) {
         const MAX_EVENTS: usize = 200_000;
         if self.trace.len() >= MAX_EVENTS {
-            return;
+            // Drop the oldest quarter at once (amortised), keeping the latest events.
+            self.trace.drain(..MAX_EVENTS / 4);
+            self.trace_dropped += (MAX_EVENTS / 4) as u64;
         }
         let who = match t {
             Some(t) => {

@@ -151,11 +151,35 @@ fn check_launch(p: &Program, l: &Launch) -> Result<(), SimError> {
 
 /// Run one launch to completion on `dev`.
 pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<RunReport, SimError> {
-    check_launch(p, l)?;
+    run_traced(p, dev, l, o).map_err(|s| s.error)
+}
+
+/// A run the simulator stopped (a broken rule, a deadlock, a fault...), with the events it
+/// recorded up to the stop (`Options::trace`; empty without it): what led to a failure is what
+/// a learner most needs to read.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub error: SimError,
+    pub trace: Vec<String>,
+}
+
+/// [`run`], keeping the trace of a run that stopped.
+pub fn run_traced(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+) -> Result<RunReport, Stopped> {
+    let no_trace = |error| Stopped {
+        error,
+        trace: Vec::new(),
+    };
+    check_launch(p, l).map_err(no_trace)?;
     let k = p
         .kernel(&l.kernel)
-        .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))?;
-    let (params, maps) = exec::build_params(k, l)?;
+        .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))
+        .map_err(no_trace)?;
+    let (params, maps) = exec::build_params(k, l).map_err(no_trace)?;
     let globals = exec::globals_addrs(p, dev);
     let dyn_off = (exec::SMEM_RESERVED + p.static_shared_bytes)
         .next_multiple_of(p.dynamic_shared_align.max(16));
@@ -196,6 +220,7 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
         counts: vec![0; nwarps as usize * k.opcodes.len()],
         pct_changes: Vec::new(),
         trace: Vec::new(),
+        trace_dropped: 0,
         rg: rules::Global::default(),
     };
     let ncl = [
@@ -206,7 +231,18 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
     for z in 0..ncl[2] {
         for y in 0..ncl[1] {
             for x in 0..ncl[0] {
-                m.run_cluster([x, y, z])?;
+                if let Err(error) = m.run_cluster([x, y, z]) {
+                    let mut trace = take_trace(&mut m);
+                    if o.trace {
+                        // The stop itself, last: the deadlock report's lines each on its own.
+                        let text = error.to_string();
+                        let mut lines = text.lines();
+                        let first = lines.next().unwrap_or("");
+                        trace.push(format!("{:>10} stopped: {first}", m.steps));
+                        trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
+                    }
+                    return Err(Stopped { error, trace });
+                }
                 m.report.clusters += 1;
             }
         }
@@ -229,8 +265,25 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
     }
     r.per_opcode.sort();
     r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
-    r.trace = std::mem::take(&mut m.trace);
+    r.trace = take_trace(&mut m);
     Ok(r)
+}
+
+/// The recorded events, led by a line saying how many earlier ones were dropped, if any.
+fn take_trace(m: &mut exec::Machine<'_>) -> Vec<String> {
+    let mut t = std::mem::take(&mut m.trace);
+    if m.trace_dropped > 0 {
+        t.insert(
+            0,
+            format!(
+                "{:>10} ({} earlier events dropped: the trace keeps the latest {})",
+                "",
+                m.trace_dropped,
+                t.len()
+            ),
+        );
+    }
+    t
 }
 
 /// A failing run of [`explore`], with what replays it.
@@ -242,6 +295,8 @@ pub struct Failure {
     pub error: String,
     /// The simulator's error, when the run failed (None: `verify` refused its result).
     pub cause: Option<SimError>,
+    /// The failing run's events up to its stop or its end (`Options::trace`; else empty).
+    pub trace: Vec<String>,
 }
 
 impl std::fmt::Display for Failure {
@@ -285,17 +340,19 @@ pub fn explore(
             ..base.clone()
         };
         let mut d = dev.clone();
-        last = run(p, &mut d, l, &o).map_err(|e| Failure {
+        last = run_traced(p, &mut d, l, &o).map_err(|s| Failure {
             seed,
             policy,
-            error: e.to_string(),
-            cause: Some(e),
+            error: s.error.to_string(),
+            cause: Some(s.error),
+            trace: s.trace,
         })?;
         verify(&d).map_err(|error| Failure {
             seed,
             policy,
             error,
             cause: None,
+            trace: std::mem::take(&mut last.trace),
         })?;
     }
     Ok(last)
