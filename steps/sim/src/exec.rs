@@ -93,6 +93,9 @@ pub(crate) struct Mbar {
 pub(crate) struct BarState {
     pub arrived: u32,
     pub expected: u32,
+    /// The count was given (`bar.sync id, n`): threads that exit do not lower it, unlike
+    /// `bar.sync id`'s implicit count of every thread of the CTA.
+    pub explicit: bool,
     pub waiters: Vec<u32>,
 }
 
@@ -1293,12 +1296,14 @@ impl<'a> Machine<'a> {
             return Err(self.fault(t, format!("barrier {id}: a CTA has 16 named barriers")));
         }
         let cta = self.threads[t as usize].cta as usize;
-        let expected = match a.get(1) {
-            Some(o) => self.rv(t, o) as u32,
-            None => self.ctas[cta].live,
-        };
+        let explicit = a.get(1).map(|o| self.rv(t, o) as u32);
+        let expected = explicit.unwrap_or(self.ctas[cta].live);
         let b = &mut self.ctas[cta].bars[id as usize];
         if b.arrived == 0 {
+            b.expected = expected;
+            b.explicit = explicit.is_some();
+        } else if !b.explicit && explicit.is_none() {
+            // Every live thread of the CTA: fewer if some exited since the first arrival.
             b.expected = expected;
         } else if b.expected != expected {
             let (arrived, exp) = (b.arrived, b.expected);
@@ -1343,10 +1348,14 @@ impl<'a> Machine<'a> {
         let cta = th.cta as usize;
         self.unrun(t);
         self.ctas[cta].live -= 1;
-        // A CTA barrier with an implicit count now needs one thread fewer.
+        // A CTA barrier with an implicit count now needs one thread fewer; one with a count
+        // given still waits for that many arrivals (PTX ISA, bar.sync: the count of threads).
         for id in 0..16 {
             let b = &self.ctas[cta].bars[id];
-            if b.arrived > 0 && b.arrived >= self.ctas[cta].live && b.expected > self.ctas[cta].live
+            if !b.explicit
+                && b.arrived > 0
+                && b.arrived >= self.ctas[cta].live
+                && b.expected > self.ctas[cta].live
             {
                 let b = &mut self.ctas[cta].bars[id];
                 let w = std::mem::take(&mut b.waiters);
