@@ -435,6 +435,11 @@ pub enum Op {
     TcSt {
         n: u8,
     },
+    /// `tcgen05.shift.cta_group.down [taddr]`: asynchronous, ordered with the issuing
+    /// thread's MMAs and tracked by its next commit.
+    TcShift {
+        cg2: bool,
+    },
     TcWaitLd,
     TcWaitSt,
     TcFenceBefore,
@@ -1492,6 +1497,13 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
                 Op::TcSt { n }
             }
         }
+        "shift" => {
+            check_mods(s, &mods[1..], &["cta_group::1", "cta_group::2", "down"])?;
+            if !has("down") {
+                return Err(unsupported(s));
+            }
+            Op::TcShift { cg2 }
+        }
         "wait::ld" => {
             check_mods(s, &mods[1..], &["sync", "aligned"])?;
             Op::TcWaitLd
@@ -1561,6 +1573,7 @@ fn arity(op: &Op) -> (usize, usize) {
             multicast: true, ..
         } => (2, 2),
         Op::TcCommit { .. } => (1, 1),
+        Op::TcShift { .. } => (1, 1),
         Op::TcLd { .. } | Op::TcSt { .. } => (2, 2),
         Op::Atom { red: true, .. } => (2, 2),
         Op::Atom {

@@ -129,6 +129,13 @@ pub(crate) enum TcJob {
         line: (u32, u32),
         warp: u32,
     },
+    /// `tcgen05.shift.down` of the CTA's tensor memory (and its peer's with `cta_group::2`).
+    Shift {
+        cta: u32,
+        cg2: bool,
+        taddr: u32,
+        line: (u32, u32),
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -1169,6 +1176,10 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 self.tc_commit(t, ins, *cg2, *multicast)?;
             }
+            Op::TcShift { cg2 } => {
+                self.count(t, ins);
+                self.tc_shift(t, ins, *cg2)?;
+            }
             Op::TcFenceBefore => {
                 self.count(t, ins);
                 self.threads[t as usize].rules.ld_unfenced = false;
@@ -2061,6 +2072,37 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
+    fn tc_shift(&mut self, t: u32, ins: &Instr, cg2: bool) -> Result<(), SimError> {
+        rules::cta_group(self, t, cg2, "tcgen05.shift")?;
+        rules::on_tcgen05(self, t, "tcgen05.shift")?;
+        let taddr = self.rv(t, &ins.args[0]) as u32;
+        let cta = self.threads[t as usize].cta;
+        if cg2 && (!self.ctas[cta as usize].rank.is_multiple_of(2) || cta + 1 >= self.cl_size) {
+            return Err(self.fault(
+                t,
+                "tcgen05.shift.cta_group::2 issued by a CTA that is not the even rank of a pair",
+            ));
+        }
+        let line = self.line_of(t);
+        self.tcq[t as usize].push_back(TcJob::Shift {
+            cta,
+            cg2,
+            taddr,
+            line,
+        });
+        if self.tcq[t as usize].len() == 1 {
+            self.tc_active.push(t);
+        }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!("tcgen05.shift issued (PTX line {}) at {taddr:#x}", line.0),
+            );
+        }
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
     fn after_issue(&mut self) -> Result<(), SimError> {
         if self.o.policy == Policy::AsyncEarly {
             while self.pending_events() > 0 {
@@ -2258,6 +2300,32 @@ impl<'a> Machine<'a> {
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);
+            }
+            TcJob::Shift {
+                cta,
+                cg2,
+                taddr,
+                line,
+            } => {
+                let peers = if cg2 { cta..cta + 2 } else { cta..cta + 1 };
+                for c in peers {
+                    if let Err(e) = self.ctas[c as usize].tmem.shift_down(taddr) {
+                        return Err(SimError::Fault {
+                            cta: self.cta_linear(c),
+                            warp: self.threads[t as usize].warp,
+                            lane: self.threads[t as usize].lane,
+                            ptx_line: line.0,
+                            source_line: line.1,
+                            detail: format!("tcgen05.shift: {e}"),
+                        });
+                    }
+                }
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!("tcgen05.shift (PTX line {}) completed", line.0),
+                    );
+                }
             }
         }
         self.report.async_retired += 1;
@@ -2575,7 +2643,9 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
 }
 
 impl<'a> Machine<'a> {
-    /// Run one cluster (`cid` in cluster units) to completion.
+    /// Run one cluster (`cid` in cluster units) to completion, alone: the clusters of a launch
+    /// run one after another (the crate's "What sequential clusters cannot show" lists what
+    /// that hides: interactions of clusters through global memory).
     pub fn run_cluster(&mut self, cid: [u32; 3]) -> Result<(), SimError> {
         let l = self.l;
         let cl = l.cluster;

@@ -23,10 +23,32 @@
 //! # Model
 //! Every thread is its own interpreter over the pre-decoded instruction array; warps rendezvous
 //! at warp-collective instructions (every lane of the mask arrives before any proceeds), so no
-//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another (they
-//! cannot synchronise with each other). One seeded scheduler picks which thread runs and for how
-//! long, and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
-//! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
+//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another. One
+//! seeded scheduler picks which thread runs and for how long, and when each asynchronous
+//! operation (TMA load or store, tcgen05.mma, tcgen05.commit) completes. A thread whose
+//! `mbarrier.try_wait` would fail blocks until the phase completes.
+//!
+//! # What sequential clusters cannot show
+//! Clusters share nothing a kernel can synchronise on but global memory (no barrier, mbarrier
+//! or distributed shared memory spans two clusters), so a kernel whose clusters only read the
+//! inputs and write disjoint tiles of C, as every stock kernel does (a persistent cluster's
+//! tiles are a fixed function of its cluster id), behaves the same whatever the order of its
+//! clusters. What one cluster after another cannot show is any interaction through global
+//! memory while two clusters run:
+//! - a lost update: two clusters adding into the same C elements with a plain load, add and
+//!   store (split-K without `red`/`atom`), or taking tiles from a counter with a non-atomic
+//!   fetch-and-increment: each cluster's read-modify-write is over before the next starts;
+//! - a dynamic tile scheduler's split of tiles: with an atomic tile counter the first cluster
+//!   takes every tile and the others none, so a bug in how two clusters share the counter never
+//!   runs;
+//! - a wait on another cluster: a flag or grid-wide barrier set by a later cluster spins until
+//!   the step limit (`StepLimit`, not an explained deadlock) where a GPU with both resident
+//!   finishes; one set by an earlier cluster always passes;
+//! - the memory model between clusters: a missing `fence` or release/acquire at gpu scope
+//!   cannot show, since each cluster sees all of an earlier cluster's writes;
+//! - two clusters writing the same tile (an overlapping tile index): the last one wins, so
+//!   only a tile computed with different values, or one never written (C is NaN-poisoned),
+//!   fails.
 //!
 //! # Ordering rules
 //! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
@@ -39,7 +61,7 @@
 //! `tcgen05.wait::ld`), which only the simulator checks.
 //!
 //! # Not modelled (an error naming the instruction, never a silent skip)
-//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.shift`, `tcgen05.mma` other than
+//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
 //! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
 //! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and

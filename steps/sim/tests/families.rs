@@ -252,3 +252,92 @@ fn tcgen05_st_then_ld_round_trips_through_tensor_memory() {
         assert_eq!(r, [b, b + 1, b + 2, b + 3], "thread {t}");
     }
 }
+
+#[test]
+fn tcgen05_shift_moves_rows_down_one_lane_after_its_commit() {
+    // Warp 0 fills 8 columns of lanes 0-31 (lane l, column c: 100 l + c), thread 0 shifts them
+    // down (PTX ISA tcgen05.shift: 31 rows of 256 bits move one lane down) and commits to an
+    // mbarrier; after the phase completes the warp reads them back.
+    let body = "
+	mov.u32 %r2, smem_raw;
+	add.s32 %r30, %r2, 64;
+	setp.eq.u32 %p1, %r1, 0;
+	tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+	@%p1 mbarrier.init.shared::cta.b64 [%r30], 1;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	mul.lo.u32 %r10, %r1, 100;
+	add.s32 %r11, %r10, 1;
+	add.s32 %r12, %r10, 2;
+	add.s32 %r13, %r10, 3;
+	add.s32 %r14, %r10, 4;
+	add.s32 %r15, %r10, 5;
+	add.s32 %r16, %r10, 6;
+	add.s32 %r17, %r10, 7;
+	tcgen05.st.sync.aligned.32x32b.x8.b32 [%r3], {%r10, %r11, %r12, %r13, %r14, %r15, %r16, %r17};
+	tcgen05.wait::st.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	@%p1 tcgen05.shift.cta_group::1.down [%r3];
+	@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r30];
+	$L_wait:
+	{
+	.reg .pred w;
+	mbarrier.try_wait.parity.shared::cta.b64 w, [%r30], 0;
+	selp.u32 %r4, 1, 0, w;
+	}
+	setp.eq.u32 %p2, %r4, 0;
+	@%p2 bra $L_wait;
+	tcgen05.fence::after_thread_sync;
+	tcgen05.ld.sync.aligned.32x32b.x8.b32 {%r20, %r21, %r22, %r23, %r24, %r25, %r26, %r27}, [%r3];
+	tcgen05.wait::ld.sync.aligned;
+	st.global.u32 [%rd4], %r20;
+	st.global.u32 [%rd4+4], %r21;
+	st.global.u32 [%rd4+8], %r22;
+	st.global.u32 [%rd4+12], %r23;
+	st.global.u32 [%rd4+16], %r24;
+	st.global.u32 [%rd4+20], %r25;
+	st.global.u32 [%rd4+24], %r26;
+	st.global.u32 [%rd4+28], %r27;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;";
+    let w = run_words(body, 32, 16 * 32).unwrap();
+    for l in 0..32usize {
+        let from = l.saturating_sub(1) as u32;
+        let want: Vec<u32> = (0..8).map(|c| from * 100 + c).collect();
+        assert_eq!(&w[l * 16..l * 16 + 8], &want[..], "lane {l}");
+    }
+    // The lane of the address must start a quarter of the 128 lanes.
+    let e = run_words(
+        "
+	mov.u32 %r2, smem_raw;
+	add.s32 %r30, %r2, 64;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 [%r30], 1;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	ld.shared.u32 %r3, [%r2];
+	add.s32 %r4, %r3, 1048576;
+	@%p1 tcgen05.shift.cta_group::1.down [%r4];
+	@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r30];
+	$L_wait:
+	{
+	.reg .pred w;
+	mbarrier.try_wait.parity.shared::cta.b64 w, [%r30], 0;
+	selp.u32 %r5, 1, 0, w;
+	}
+	setp.eq.u32 %p2, %r5, 0;
+	@%p2 bra $L_wait;",
+        32,
+        1,
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("must be 0, 32, 64 or 96"), "{e}");
+}

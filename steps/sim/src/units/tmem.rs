@@ -342,6 +342,39 @@ impl TensorMemory {
         Ok(())
     }
 
+    /// `tcgen05.shift.down` (PTX ISA 9.7.16.9.3, implicit shape `.31x256b`): the 32-byte
+    /// element (8 columns) at `col(addr)` of each of the 31 lanes `lane(addr)..lane(addr) + 30`
+    /// moves one lane down, so lane `lane(addr) + 31` loses its own. The ISA says nothing moves
+    /// into lane `lane(addr)`: it keeps its element. The lane must be a multiple of 32.
+    pub fn shift_down(&mut self, addr: u32) -> Result<(), UnitError> {
+        const WHAT: &str = "tcgen05.shift";
+        const COLS: u32 = 256 / 32;
+        let lane = taddr_lane(addr);
+        let col = taddr_col(addr);
+        if !lane.is_multiple_of(32) || lane >= LANES {
+            return Err(invalid(
+                WHAT,
+                format!("lane {lane}: the address's lane must be 0, 32, 64 or 96"),
+            ));
+        }
+        if col + COLS > COLUMNS {
+            return Err(invalid(
+                WHAT,
+                format!(
+                    "columns {col}..{} are past the 512 columns of tensor memory",
+                    col + COLS
+                ),
+            ));
+        }
+        self.require_allocated(WHAT, col, COLS)?;
+        for r in (lane..lane + 31).rev() {
+            let base = (r * COLUMNS + col) as usize;
+            let next = base + COLUMNS as usize;
+            self.cells.copy_within(base..base + COLS as usize, next);
+        }
+        Ok(())
+    }
+
     /// `tcgen05.st.sync.aligned.32x32b.x{n}.b32`: thread `lane_t` stores `values` into lane
     /// `lane(addr) + lane_t`, columns `col(addr)..`.
     pub fn st_32x32b(
