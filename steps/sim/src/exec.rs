@@ -129,6 +129,14 @@ pub(crate) enum TcJob {
         line: (u32, u32),
         warp: u32,
     },
+    /// `tcgen05.cp` from the CTA's shared memory to its tensor memory.
+    Cp {
+        cta: u32,
+        taddr: u32,
+        desc: u64,
+        bytes: u32,
+        line: (u32, u32),
+    },
     /// `tcgen05.shift.down` of the CTA's tensor memory (and its peer's with `cta_group::2`).
     Shift {
         cta: u32,
@@ -1180,6 +1188,10 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 self.tc_shift(t, ins, *cg2)?;
             }
+            Op::TcCp { bytes } => {
+                self.count(t, ins);
+                self.tc_cp(t, ins, u32::from(*bytes))?;
+            }
             Op::TcFenceBefore => {
                 self.count(t, ins);
                 self.threads[t as usize].rules.ld_unfenced = false;
@@ -2072,6 +2084,36 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
+    fn tc_cp(&mut self, t: u32, ins: &Instr, bytes: u32) -> Result<(), SimError> {
+        rules::cta_group(self, t, false, "tcgen05.cp")?;
+        rules::on_tcgen05(self, t, "tcgen05.cp")?;
+        let (taddr, _) = self.addr_of(t, &ins.args[0]);
+        let desc = self.rv(t, &ins.args[1]);
+        let cta = self.threads[t as usize].cta;
+        let line = self.line_of(t);
+        self.tcq[t as usize].push_back(TcJob::Cp {
+            cta,
+            taddr: taddr as u32,
+            desc,
+            bytes,
+            line,
+        });
+        if self.tcq[t as usize].len() == 1 {
+            self.tc_active.push(t);
+        }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!(
+                    "tcgen05.cp issued (PTX line {}), {bytes} bytes a row to {taddr:#x}",
+                    line.0
+                ),
+            );
+        }
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
     fn tc_shift(&mut self, t: u32, ins: &Instr, cg2: bool) -> Result<(), SimError> {
         rules::cta_group(self, t, cg2, "tcgen05.shift")?;
         rules::on_tcgen05(self, t, "tcgen05.shift")?;
@@ -2300,6 +2342,31 @@ impl<'a> Machine<'a> {
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);
+            }
+            TcJob::Cp {
+                cta,
+                taddr,
+                desc,
+                bytes,
+                line,
+            } => {
+                let c = &mut self.ctas[cta as usize];
+                if let Err(e) = glue::tc_cp(&mut c.tmem, &c.smem, taddr, desc, bytes) {
+                    return Err(SimError::Fault {
+                        cta: self.cta_linear(cta),
+                        warp: self.threads[t as usize].warp,
+                        lane: self.threads[t as usize].lane,
+                        ptx_line: line.0,
+                        source_line: line.1,
+                        detail: format!("tcgen05.cp: {e}"),
+                    });
+                }
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!("tcgen05.cp (PTX line {}) completed", line.0),
+                    );
+                }
             }
             TcJob::Shift {
                 cta,

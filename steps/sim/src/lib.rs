@@ -61,7 +61,8 @@
 //! `tcgen05.wait::ld`), which only the simulator checks.
 //!
 //! # Not modelled (an error naming the instruction, never a silent skip)
-//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.mma` other than
+//! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
+//! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
 //! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
 //! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and

@@ -1,8 +1,8 @@
 //! Instruction families a planted or hostile kernel may use though the stock kernels do not, on
 //! tiny hand-written kernels, with the values the PTX ISA's definitions give: `vote` (9.7.13.4),
 //! named barriers with a thread count (`bar.sync id, n` and `bar.arrive`, 9.7.13.1), `atom` and
-//! `red` on shared and global memory (9.7.13.5, 9.7.13.6), and `tcgen05.st` read back by
-//! `tcgen05.ld` (9.7.16.8). Each kernel runs once per schedule policy on a fresh device.
+//! `red` on shared and global memory (9.7.13.5, 9.7.13.6), `tcgen05.st` read back by
+//! `tcgen05.ld` (9.7.16.8), `tcgen05.shift` and `tcgen05.cp` (9.7.16.9). Each kernel runs once per schedule policy on a fresh device.
 
 use sim::{run, Device, Launch, Options, Param, Program, SimError};
 
@@ -31,7 +31,7 @@ fn run_policies(body: &str, threads: u32, words: usize, agree: bool) -> Result<V
             grid: [1, 1, 1],
             block: [threads, 1, 1],
             cluster: [1, 1, 1],
-            dynamic_smem: 4096,
+            dynamic_smem: 8192,
             params: vec![Param::U64(out)],
             barrier_names: vec![],
             sources: vec![],
@@ -340,4 +340,84 @@ fn tcgen05_shift_moves_rows_down_one_lane_after_its_commit() {
     )
     .unwrap_err();
     assert!(e.to_string().contains("must be 0, 32, 64 or 96"), "{e}");
+}
+
+#[test]
+fn tcgen05_cp_copies_a_128_row_matrix_from_its_descriptor() {
+    // 128 rows of 32 bytes in the no-swizzle K-major layout at smem_raw + 1024 (core matrices
+    // of 8 rows x 16 bytes: a row's second chunk LBO = 128 bytes on, 8-row groups SBO = 256
+    // bytes apart); shared word i holds i. Thread 0 copies them (.128x256b) to columns 0-7 and
+    // commits; each warp then reads its 32 lanes back.
+    let body = "
+	mov.u32 %r2, smem_raw;
+	add.s32 %r30, %r2, 64;
+	add.s32 %r31, %r2, 1024;
+	setp.eq.u32 %p1, %r1, 0;
+	setp.lt.u32 %p3, %r1, 32;
+	@%p1 mbarrier.init.shared::cta.b64 [%r30], 1;
+	@%p3 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	@%p3 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+	shl.b32 %r5, %r1, 5;
+	add.s32 %r6, %r31, %r5;
+	shl.b32 %r7, %r1, 3;
+	add.s32 %r8, %r7, 1;
+	add.s32 %r9, %r7, 2;
+	add.s32 %r10, %r7, 3;
+	st.shared.v4.u32 [%r6], {%r7, %r8, %r9, %r10};
+	add.s32 %r11, %r7, 4;
+	add.s32 %r12, %r7, 5;
+	add.s32 %r13, %r7, 6;
+	add.s32 %r14, %r7, 7;
+	st.shared.v4.u32 [%r6+16], {%r11, %r12, %r13, %r14};
+	fence.proxy.async.shared::cta;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	cvt.u64.u32 %rd5, %r31;
+	shr.u64 %rd6, %rd5, 4;
+	and.b64 %rd7, %rd6, 16383;
+	or.b64 %rd8, %rd7, 70437464178688;
+	@%p1 tcgen05.cp.cta_group::1.128x256b [%r3], %rd8;
+	@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r30];
+	$L_wait:
+	{
+	.reg .pred w;
+	mbarrier.try_wait.parity.shared::cta.b64 w, [%r30], 0;
+	selp.u32 %r4, 1, 0, w;
+	}
+	setp.eq.u32 %p2, %r4, 0;
+	@%p2 bra $L_wait;
+	tcgen05.fence::after_thread_sync;
+	and.b32 %r15, %r1, 96;
+	shl.b32 %r16, %r15, 16;
+	add.s32 %r17, %r3, %r16;
+	tcgen05.ld.sync.aligned.32x32b.x8.b32 {%r20, %r21, %r22, %r23, %r24, %r25, %r26, %r27}, [%r17];
+	tcgen05.wait::ld.sync.aligned;
+	st.global.u32 [%rd4], %r20;
+	st.global.u32 [%rd4+4], %r21;
+	st.global.u32 [%rd4+8], %r22;
+	st.global.u32 [%rd4+12], %r23;
+	st.global.u32 [%rd4+16], %r24;
+	st.global.u32 [%rd4+20], %r25;
+	st.global.u32 [%rd4+24], %r26;
+	st.global.u32 [%rd4+28], %r27;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	@%p3 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;";
+    let w = run_words(body, 128, 16 * 128).unwrap();
+    for r in 0..128u32 {
+        // Byte offsets of the row's two chunks in the region, as words.
+        let w0 = ((r / 8) * 256 + (r % 8) * 16) / 4;
+        let want: Vec<u32> = (w0..w0 + 4).chain(w0 + 32..w0 + 36).collect();
+        let at = r as usize * 16;
+        assert_eq!(&w[at..at + 8], &want[..], "lane {r}");
+    }
+    // Shapes and forms not modelled are refused by name, never skipped.
+    let e = run_words("\ttcgen05.cp.cta_group::1.4x256b [%r1], %rd1;", 32, 1).unwrap_err();
+    assert!(
+        matches!(e, SimError::Unsupported { ref opcode, .. } if opcode.contains("4x256b")),
+        "{e}"
+    );
 }
