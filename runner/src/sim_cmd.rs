@@ -125,9 +125,23 @@ fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
+    // A failed run's trace is the failing schedule's, up to the failure (its last lines).
+    let schedule = match &r.replay {
+        Some(replay) => format!("the failing schedule ({replay})"),
+        None => format!(
+            "schedule seed {} policy {}",
+            r.sim.schedule_seed, r.sim.policy
+        ),
+    };
+    let outcome = match (&r.failure, &r.verification) {
+        (Some(f), _) => format!("stopped: {}", f.message.lines().next().unwrap_or("")),
+        (None, Some(v)) if !v.passed => format!("finished, wrong result: {}", v.summary()),
+        (None, Some(_)) => "finished and verified".to_string(),
+        (None, None) => "finished".to_string(),
+    };
     let mut text = format!(
-        "# step {} {} {} {}, {}, schedule seed {} policy {}: events in simulated order\n",
-        r.step, r.shape, r.dtype, r.kernel_path, r.sim.backend, r.sim.schedule_seed, r.sim.policy
+        "# step {} {} {} {}, {}, {schedule}: events in simulated order\n# {outcome}\n",
+        r.step, r.shape, r.dtype, r.kernel_path, r.sim.backend
     );
     for e in &r.trace {
         text.push_str(e);

@@ -200,3 +200,64 @@ fn a_trace_of_simulated_events_is_written_as_text() {
     assert!(t.starts_with("# step 0"), "{t}");
     assert!(t.lines().count() > 10, "{t}");
 }
+
+#[test]
+fn a_failing_run_writes_its_trace_up_to_the_failure() {
+    // A seeded deadlock: the trace is where a learner reads what led to the hang, so it is
+    // written, ending with the stop and who waited on what.
+    let d = tmp("trace-fail");
+    let stem = d.0.join("t");
+    let o = runner(&[
+        "step",
+        "4",
+        "--sim",
+        "--mutate",
+        "acc-empty-extra-arrival",
+        "--no-static-check",
+        "--clusters",
+        "1",
+        "--sim-policy",
+        "async-late",
+        "--trace",
+        stem.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let path = d.0.join("t-step4-sim.txt");
+    let t = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no trace at {}: {e}\n{}", path.display(), text(&o.stdout)));
+    assert!(t.starts_with("# step 4"), "{t}");
+    assert!(
+        t.contains("the failing schedule (--sim-seed 1 --sim-policy async-late)"),
+        "{t}"
+    );
+    assert!(t.contains("# stopped: deadlock"), "{t}");
+    let tail: Vec<&str> = t.lines().rev().take(40).collect();
+    assert!(
+        tail.iter().any(|l| l.contains("stopped: deadlock")),
+        "the stop is the trace's end: {tail:?}"
+    );
+    assert!(t.contains("smem.acc_empty"), "{t}");
+    assert!(t.lines().count() > 10, "{t}");
+    assert!(
+        text(&o.stdout).contains("t-step4-sim.txt"),
+        "{}",
+        text(&o.stdout)
+    );
+    // A broken rule found while exploring schedules: the failing schedule's trace.
+    let stem = d.0.join("r");
+    let o = runner(&[
+        "step",
+        "2",
+        "--sim",
+        "--mutate",
+        "no-proxy-fence",
+        "--no-static-check",
+        "--explore",
+        "2",
+        "--trace",
+        stem.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    let t = std::fs::read_to_string(d.0.join("r-step2-sim.txt")).unwrap();
+    assert!(t.contains("stopped: rule proxy-fence-before-store"), "{t}");
+}

@@ -82,10 +82,11 @@ impl EmulationSet {
     /// in seconds (one with K of five k-blocks), both dtypes, every input distribution, persistent
     /// grids capped so one cluster runs eight tiles or two clusters three, and every seeded bug on
     /// every step it applies to, each under two schedule seeds. The control shape gives a
-    /// persistent kernel's one cluster three tiles, so steps 5 and 6 reuse an accumulator slot.
+    /// persistent kernel's one cluster three tiles, so steps 5 and 6 reuse an accumulator slot;
+    /// 512x768 (six tiles, two clusters) does the same in both dtypes.
     pub fn simulator() -> EmulationSet {
         EmulationSet {
-            shapes: vec![shape(256, 256, 512), shape(512, 512, 320)],
+            shapes: vec![shape(256, 256, 512), shape(512, 768, 320)],
             dtypes: vec![Dtype::F16, Dtype::Bf16],
             seeds: vec![1],
             emu_seeds: vec![1, 2],
@@ -783,6 +784,30 @@ mod tests {
             .iter()
             .filter(|c| c.mutation.is_some() && c.step >= 4)
             .all(|c| c.clusters == Some(1)));
+    }
+
+    #[test]
+    fn the_simulator_set_runs_persistent_kernels_over_several_tiles_in_both_dtypes() {
+        // The simulator's default grid cap is two clusters: six tiles give each three, so
+        // steps 5 and 6 reuse an accumulator slot, in f16 and in bf16.
+        let cases = emulation_cases(&EmulationSet::simulator()).unwrap();
+        for s in runner::steps::all() {
+            let k = KernelSpec::new(s, Arch::Blackwell).shape();
+            if !k.persistent {
+                continue;
+            }
+            let step = s.info().number;
+            for dtype in [Dtype::F16, Dtype::Bf16] {
+                assert!(
+                    cases.iter().any(|c| c.step == step
+                        && c.mutation.is_none()
+                        && c.dtype == dtype
+                        && c.clusters.is_none()
+                        && k.num_tiles(c.shape) >= 3 * common::simulate::DEFAULT_CLUSTERS),
+                    "step {step} {dtype}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -399,20 +399,23 @@ impl SimKernel {
             ..sim::Options::default()
         };
         let start = Instant::now();
-        // The run's report (when it finished), its verification, the simulator's finding, and the
-        // schedule that failed (for the replay line).
+        // The run's report (when it finished; else its trace up to the stop), its verification,
+        // the simulator's finding, and the schedule that failed (for the replay line).
         let (run, verification, failure, failed) = if o.schedules == 1 {
             let mut dev = prep.device.clone();
-            match sim::run(&self.program, &mut dev, &prep.launch, &base) {
+            match sim::run_traced(&self.program, &mut dev, &prep.launch, &base) {
                 Ok(r) => {
                     let v = check(&dev);
                     let failed = (!v.passed).then_some((o.seed, o.policy));
                     (r, Some(v), None, failed)
                 }
-                Err(e) => (
-                    sim::RunReport::default(),
+                Err(s) => (
+                    sim::RunReport {
+                        trace: s.trace,
+                        ..sim::RunReport::default()
+                    },
                     None,
-                    Some(failure_of(&e, o.seed, o.policy)),
+                    Some(failure_of(&s.error, o.seed, o.policy)),
                     Some((o.seed, o.policy)),
                 ),
             }
@@ -445,7 +448,11 @@ impl SimKernel {
                     let found = f.cause.as_ref().map(|e| failure_of(e, f.seed, f.policy));
                     let v = if found.is_some() { None } else { last };
                     (
-                        sim::RunReport::default(),
+                        // The failing schedule's events, up to its stop or its end.
+                        sim::RunReport {
+                            trace: f.trace,
+                            ..sim::RunReport::default()
+                        },
                         v,
                         found,
                         Some((f.seed, f.policy)),

@@ -435,6 +435,16 @@ pub enum Op {
     TcSt {
         n: u8,
     },
+    /// `tcgen05.cp.cta_group::1.128x256b` / `.128x128b [taddr], s-desc`: asynchronous, in the
+    /// issuing thread's tcgen05 queue like an MMA; `bytes` per row (32 or 16).
+    TcCp {
+        bytes: u8,
+    },
+    /// `tcgen05.shift.cta_group.down [taddr]`: asynchronous, ordered with the issuing
+    /// thread's MMAs and tracked by its next commit.
+    TcShift {
+        cg2: bool,
+    },
     TcWaitLd,
     TcWaitSt,
     TcFenceBefore,
@@ -1492,6 +1502,23 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
                 Op::TcSt { n }
             }
         }
+        "cp" => {
+            // The shapes that copy 128 rows, without decompression or warp multicast; with
+            // cta_group::2 the ISA's split of the copy over the pair is not modelled.
+            check_mods(s, &mods[1..], &["cta_group::1", "128x256b", "128x128b"])?;
+            match (has("128x256b"), has("128x128b")) {
+                (true, false) => Op::TcCp { bytes: 32 },
+                (false, true) => Op::TcCp { bytes: 16 },
+                _ => return Err(unsupported(s)),
+            }
+        }
+        "shift" => {
+            check_mods(s, &mods[1..], &["cta_group::1", "cta_group::2", "down"])?;
+            if !has("down") {
+                return Err(unsupported(s));
+            }
+            Op::TcShift { cg2 }
+        }
         "wait::ld" => {
             check_mods(s, &mods[1..], &["sync", "aligned"])?;
             Op::TcWaitLd
@@ -1561,6 +1588,8 @@ fn arity(op: &Op) -> (usize, usize) {
             multicast: true, ..
         } => (2, 2),
         Op::TcCommit { .. } => (1, 1),
+        Op::TcShift { .. } => (1, 1),
+        Op::TcCp { .. } => (2, 2),
         Op::TcLd { .. } | Op::TcSt { .. } => (2, 2),
         Op::Atom { red: true, .. } => (2, 2),
         Op::Atom {

@@ -93,6 +93,9 @@ pub(crate) struct Mbar {
 pub(crate) struct BarState {
     pub arrived: u32,
     pub expected: u32,
+    /// The count was given (`bar.sync id, n`): threads that exit do not lower it, unlike
+    /// `bar.sync id`'s implicit count of every thread of the CTA.
+    pub explicit: bool,
     pub waiters: Vec<u32>,
 }
 
@@ -125,6 +128,21 @@ pub(crate) enum TcJob {
         targets: Vec<(u32, u32)>,
         line: (u32, u32),
         warp: u32,
+    },
+    /// `tcgen05.cp` from the CTA's shared memory to its tensor memory.
+    Cp {
+        cta: u32,
+        taddr: u32,
+        desc: u64,
+        bytes: u32,
+        line: (u32, u32),
+    },
+    /// `tcgen05.shift.down` of the CTA's tensor memory (and its peer's with `cta_group::2`).
+    Shift {
+        cta: u32,
+        cg2: bool,
+        taddr: u32,
+        line: (u32, u32),
     },
 }
 
@@ -187,6 +205,9 @@ pub(crate) struct Machine<'a> {
     pub counts: Vec<u64>,
     pub pct_changes: Vec<u64>,
     pub trace: Vec<String>,
+    /// Events dropped from the front of `trace` to keep it within bounds: the last events are
+    /// the ones that explain a failure.
+    pub trace_dropped: u64,
     pub rg: rules::Global,
 }
 
@@ -292,7 +313,9 @@ impl<'a> Machine<'a> {
     pub fn ev(&mut self, t: Option<u32>, what: String) {
         const MAX_EVENTS: usize = 200_000;
         if self.trace.len() >= MAX_EVENTS {
-            return;
+            // Drop the oldest quarter at once (amortised), keeping the latest events.
+            self.trace.drain(..MAX_EVENTS / 4);
+            self.trace_dropped += (MAX_EVENTS / 4) as u64;
         }
         let who = match t {
             Some(t) => {
@@ -1161,6 +1184,14 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 self.tc_commit(t, ins, *cg2, *multicast)?;
             }
+            Op::TcShift { cg2 } => {
+                self.count(t, ins);
+                self.tc_shift(t, ins, *cg2)?;
+            }
+            Op::TcCp { bytes } => {
+                self.count(t, ins);
+                self.tc_cp(t, ins, u32::from(*bytes))?;
+            }
             Op::TcFenceBefore => {
                 self.count(t, ins);
                 self.threads[t as usize].rules.ld_unfenced = false;
@@ -1288,12 +1319,14 @@ impl<'a> Machine<'a> {
             return Err(self.fault(t, format!("barrier {id}: a CTA has 16 named barriers")));
         }
         let cta = self.threads[t as usize].cta as usize;
-        let expected = match a.get(1) {
-            Some(o) => self.rv(t, o) as u32,
-            None => self.ctas[cta].live,
-        };
+        let explicit = a.get(1).map(|o| self.rv(t, o) as u32);
+        let expected = explicit.unwrap_or(self.ctas[cta].live);
         let b = &mut self.ctas[cta].bars[id as usize];
         if b.arrived == 0 {
+            b.expected = expected;
+            b.explicit = explicit.is_some();
+        } else if !b.explicit && explicit.is_none() {
+            // Every live thread of the CTA: fewer if some exited since the first arrival.
             b.expected = expected;
         } else if b.expected != expected {
             let (arrived, exp) = (b.arrived, b.expected);
@@ -1338,10 +1371,14 @@ impl<'a> Machine<'a> {
         let cta = th.cta as usize;
         self.unrun(t);
         self.ctas[cta].live -= 1;
-        // A CTA barrier with an implicit count now needs one thread fewer.
+        // A CTA barrier with an implicit count now needs one thread fewer; one with a count
+        // given still waits for that many arrivals (PTX ISA, bar.sync: the count of threads).
         for id in 0..16 {
             let b = &self.ctas[cta].bars[id];
-            if b.arrived > 0 && b.arrived >= self.ctas[cta].live && b.expected > self.ctas[cta].live
+            if !b.explicit
+                && b.arrived > 0
+                && b.arrived >= self.ctas[cta].live
+                && b.expected > self.ctas[cta].live
             {
                 let b = &mut self.ctas[cta].bars[id];
                 let w = std::mem::take(&mut b.waiters);
@@ -2047,6 +2084,67 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
+    fn tc_cp(&mut self, t: u32, ins: &Instr, bytes: u32) -> Result<(), SimError> {
+        rules::cta_group(self, t, false, "tcgen05.cp")?;
+        rules::on_tcgen05(self, t, "tcgen05.cp")?;
+        let (taddr, _) = self.addr_of(t, &ins.args[0]);
+        let desc = self.rv(t, &ins.args[1]);
+        let cta = self.threads[t as usize].cta;
+        let line = self.line_of(t);
+        self.tcq[t as usize].push_back(TcJob::Cp {
+            cta,
+            taddr: taddr as u32,
+            desc,
+            bytes,
+            line,
+        });
+        if self.tcq[t as usize].len() == 1 {
+            self.tc_active.push(t);
+        }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!(
+                    "tcgen05.cp issued (PTX line {}), {bytes} bytes a row to {taddr:#x}",
+                    line.0
+                ),
+            );
+        }
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
+    fn tc_shift(&mut self, t: u32, ins: &Instr, cg2: bool) -> Result<(), SimError> {
+        rules::cta_group(self, t, cg2, "tcgen05.shift")?;
+        rules::on_tcgen05(self, t, "tcgen05.shift")?;
+        let taddr = self.rv(t, &ins.args[0]) as u32;
+        let cta = self.threads[t as usize].cta;
+        if cg2 && (!self.ctas[cta as usize].rank.is_multiple_of(2) || cta + 1 >= self.cl_size) {
+            return Err(self.fault(
+                t,
+                "tcgen05.shift.cta_group::2 issued by a CTA that is not the even rank of a pair",
+            ));
+        }
+        let line = self.line_of(t);
+        self.tcq[t as usize].push_back(TcJob::Shift {
+            cta,
+            cg2,
+            taddr,
+            line,
+        });
+        if self.tcq[t as usize].len() == 1 {
+            self.tc_active.push(t);
+        }
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!("tcgen05.shift issued (PTX line {}) at {taddr:#x}", line.0),
+            );
+        }
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
     fn after_issue(&mut self) -> Result<(), SimError> {
         if self.o.policy == Policy::AsyncEarly {
             while self.pending_events() > 0 {
@@ -2244,6 +2342,57 @@ impl<'a> Machine<'a> {
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);
+            }
+            TcJob::Cp {
+                cta,
+                taddr,
+                desc,
+                bytes,
+                line,
+            } => {
+                let c = &mut self.ctas[cta as usize];
+                if let Err(e) = glue::tc_cp(&mut c.tmem, &c.smem, taddr, desc, bytes) {
+                    return Err(SimError::Fault {
+                        cta: self.cta_linear(cta),
+                        warp: self.threads[t as usize].warp,
+                        lane: self.threads[t as usize].lane,
+                        ptx_line: line.0,
+                        source_line: line.1,
+                        detail: format!("tcgen05.cp: {e}"),
+                    });
+                }
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!("tcgen05.cp (PTX line {}) completed", line.0),
+                    );
+                }
+            }
+            TcJob::Shift {
+                cta,
+                cg2,
+                taddr,
+                line,
+            } => {
+                let peers = if cg2 { cta..cta + 2 } else { cta..cta + 1 };
+                for c in peers {
+                    if let Err(e) = self.ctas[c as usize].tmem.shift_down(taddr) {
+                        return Err(SimError::Fault {
+                            cta: self.cta_linear(c),
+                            warp: self.threads[t as usize].warp,
+                            lane: self.threads[t as usize].lane,
+                            ptx_line: line.0,
+                            source_line: line.1,
+                            detail: format!("tcgen05.shift: {e}"),
+                        });
+                    }
+                }
+                if self.o.trace {
+                    self.ev(
+                        Some(t),
+                        format!("tcgen05.shift (PTX line {}) completed", line.0),
+                    );
+                }
             }
         }
         self.report.async_retired += 1;
@@ -2561,7 +2710,9 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
 }
 
 impl<'a> Machine<'a> {
-    /// Run one cluster (`cid` in cluster units) to completion.
+    /// Run one cluster (`cid` in cluster units) to completion, alone: the clusters of a launch
+    /// run one after another (the crate's "What sequential clusters cannot show" lists what
+    /// that hides: interactions of clusters through global memory).
     pub fn run_cluster(&mut self, cid: [u32; 3]) -> Result<(), SimError> {
         let l = self.l;
         let cl = l.cluster;

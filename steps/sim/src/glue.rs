@@ -60,6 +60,19 @@ pub fn mma(
     crate::units::mma::mma_f16(idesc, a, b, &s, tmem, d, acc)
 }
 
+/// `tcgen05.cp.cta_group::1.128x{256,128}b`: the matrix that shared-memory descriptor `desc`
+/// describes in `smem`, `bytes` (32 or 16) per row, into `tmem` at `taddr`.
+pub fn tc_cp(
+    tmem: &mut Tmem,
+    smem: &[u8],
+    taddr: u32,
+    desc: u64,
+    bytes: u32,
+) -> Result<(), UnitError> {
+    let op = crate::units::descriptors::KMajorOperand::decode(desc)?;
+    tmem.cp_128_rows(taddr, bytes, &op, smem)
+}
+
 /// The shared-memory ranges an MMA reads in each CTA of its group.
 pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32)>, UnitError> {
     Ok(crate::units::mma::MmaF16::decode(idesc, a, b, group)?.smem_reads())

@@ -23,10 +23,32 @@
 //! # Model
 //! Every thread is its own interpreter over the pre-decoded instruction array; warps rendezvous
 //! at warp-collective instructions (every lane of the mask arrives before any proceeds), so no
-//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another (they
-//! cannot synchronise with each other). One seeded scheduler picks which thread runs and for how
-//! long, and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
-//! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
+//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another. One
+//! seeded scheduler picks which thread runs and for how long, and when each asynchronous
+//! operation (TMA load or store, tcgen05.mma, tcgen05.commit) completes. A thread whose
+//! `mbarrier.try_wait` would fail blocks until the phase completes.
+//!
+//! # What sequential clusters cannot show
+//! Clusters share nothing a kernel can synchronise on but global memory (no barrier, mbarrier
+//! or distributed shared memory spans two clusters), so a kernel whose clusters only read the
+//! inputs and write disjoint tiles of C, as every stock kernel does (a persistent cluster's
+//! tiles are a fixed function of its cluster id), behaves the same whatever the order of its
+//! clusters. What one cluster after another cannot show is any interaction through global
+//! memory while two clusters run:
+//! - a lost update: two clusters adding into the same C elements with a plain load, add and
+//!   store (split-K without `red`/`atom`), or taking tiles from a counter with a non-atomic
+//!   fetch-and-increment: each cluster's read-modify-write is over before the next starts;
+//! - a dynamic tile scheduler's split of tiles: with an atomic tile counter the first cluster
+//!   takes every tile and the others none, so a bug in how two clusters share the counter never
+//!   runs;
+//! - a wait on another cluster: a flag or grid-wide barrier set by a later cluster spins until
+//!   the step limit (`StepLimit`, not an explained deadlock) where a GPU with both resident
+//!   finishes; one set by an earlier cluster always passes;
+//! - the memory model between clusters: a missing `fence` or release/acquire at gpu scope
+//!   cannot show, since each cluster sees all of an earlier cluster's writes;
+//! - two clusters writing the same tile (an overlapping tile index): the last one wins, so
+//!   only a tile computed with different values, or one never written (C is NaN-poisoned),
+//!   fails.
 //!
 //! # Ordering rules
 //! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
@@ -39,7 +61,8 @@
 //! `tcgen05.wait::ld`), which only the simulator checks.
 //!
 //! # Not modelled (an error naming the instruction, never a silent skip)
-//! `.func` calls, textures and surfaces, `tcgen05.cp`, `tcgen05.shift`, `tcgen05.mma` other than
+//! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
+//! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
 //! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
 //! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and
@@ -151,11 +174,35 @@ fn check_launch(p: &Program, l: &Launch) -> Result<(), SimError> {
 
 /// Run one launch to completion on `dev`.
 pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<RunReport, SimError> {
-    check_launch(p, l)?;
+    run_traced(p, dev, l, o).map_err(|s| s.error)
+}
+
+/// A run the simulator stopped (a broken rule, a deadlock, a fault...), with the events it
+/// recorded up to the stop (`Options::trace`; empty without it): what led to a failure is what
+/// a learner most needs to read.
+#[derive(Debug, Clone)]
+pub struct Stopped {
+    pub error: SimError,
+    pub trace: Vec<String>,
+}
+
+/// [`run`], keeping the trace of a run that stopped.
+pub fn run_traced(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+) -> Result<RunReport, Stopped> {
+    let no_trace = |error| Stopped {
+        error,
+        trace: Vec::new(),
+    };
+    check_launch(p, l).map_err(no_trace)?;
     let k = p
         .kernel(&l.kernel)
-        .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))?;
-    let (params, maps) = exec::build_params(k, l)?;
+        .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))
+        .map_err(no_trace)?;
+    let (params, maps) = exec::build_params(k, l).map_err(no_trace)?;
     let globals = exec::globals_addrs(p, dev);
     let dyn_off = (exec::SMEM_RESERVED + p.static_shared_bytes)
         .next_multiple_of(p.dynamic_shared_align.max(16));
@@ -196,6 +243,7 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
         counts: vec![0; nwarps as usize * k.opcodes.len()],
         pct_changes: Vec::new(),
         trace: Vec::new(),
+        trace_dropped: 0,
         rg: rules::Global::default(),
     };
     let ncl = [
@@ -206,7 +254,18 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
     for z in 0..ncl[2] {
         for y in 0..ncl[1] {
             for x in 0..ncl[0] {
-                m.run_cluster([x, y, z])?;
+                if let Err(error) = m.run_cluster([x, y, z]) {
+                    let mut trace = take_trace(&mut m);
+                    if o.trace {
+                        // The stop itself, last: the deadlock report's lines each on its own.
+                        let text = error.to_string();
+                        let mut lines = text.lines();
+                        let first = lines.next().unwrap_or("");
+                        trace.push(format!("{:>10} stopped: {first}", m.steps));
+                        trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
+                    }
+                    return Err(Stopped { error, trace });
+                }
                 m.report.clusters += 1;
             }
         }
@@ -229,8 +288,25 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
     }
     r.per_opcode.sort();
     r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
-    r.trace = std::mem::take(&mut m.trace);
+    r.trace = take_trace(&mut m);
     Ok(r)
+}
+
+/// The recorded events, led by a line saying how many earlier ones were dropped, if any.
+fn take_trace(m: &mut exec::Machine<'_>) -> Vec<String> {
+    let mut t = std::mem::take(&mut m.trace);
+    if m.trace_dropped > 0 {
+        t.insert(
+            0,
+            format!(
+                "{:>10} ({} earlier events dropped: the trace keeps the latest {})",
+                "",
+                m.trace_dropped,
+                t.len()
+            ),
+        );
+    }
+    t
 }
 
 /// A failing run of [`explore`], with what replays it.
@@ -242,6 +318,8 @@ pub struct Failure {
     pub error: String,
     /// The simulator's error, when the run failed (None: `verify` refused its result).
     pub cause: Option<SimError>,
+    /// The failing run's events up to its stop or its end (`Options::trace`; else empty).
+    pub trace: Vec<String>,
 }
 
 impl std::fmt::Display for Failure {
@@ -285,17 +363,19 @@ pub fn explore(
             ..base.clone()
         };
         let mut d = dev.clone();
-        last = run(p, &mut d, l, &o).map_err(|e| Failure {
+        last = run_traced(p, &mut d, l, &o).map_err(|s| Failure {
             seed,
             policy,
-            error: e.to_string(),
-            cause: Some(e),
+            error: s.error.to_string(),
+            cause: Some(s.error),
+            trace: s.trace,
         })?;
         verify(&d).map_err(|error| Failure {
             seed,
             policy,
             error,
             cause: None,
+            trace: std::mem::take(&mut last.trace),
         })?;
     }
     Ok(last)
