@@ -25,6 +25,8 @@ pub mod occupancy;
 pub mod phase_tables;
 pub mod plot;
 pub mod progress;
+#[cfg(test)]
+mod prose;
 pub mod roofline;
 pub mod terminal;
 
