@@ -16,30 +16,33 @@
 #      4096x8192x1024   step 4 (the same at 16 k-blocks a tile)
 #      1024x16384x4096  steps 3 and 6 (few rows of A, a wide B: multicast halves the larger
 #                       operand's L2 -> SM traffic, and a row-major order streams all of B)
-#    CAP seconds of timed rounds per shape (default 30; a round of cuBLAS and 7 kernels, each
-#    after an L2 flush, plus the 5 ms prime: about 10-15 ms, so roughly 2,000 rounds or the
-#    target width first). The bench is limited to BENCH_LIMIT seconds (default 300).
+#    CAP seconds of timed rounds per shape (default 25; a round of cuBLAS and 7 kernels, each
+#    after an L2 flush, plus the 5 ms prime: about 8-15 ms by the committed benches' medians,
+#    so roughly 2,000 rounds or the target width first). The bench is limited to BENCH_LIMIT
+#    seconds (default 260: the rounds, 7 NVRTC builds, 4 verifications).
 #    -> $OUT/motivation/bench-<gpu>-<date>.json: commit it as assets/results/motivation/ (the
 #       chapters' {{#motivation N}} read the newest there; NOT assets/results/ itself, where it
 #       would replace the bench of record).
-# 2. exercises: `runner exercise --timings` at this commit: every measuring exercise's variants
-#    against the stock twin in the same rounds; each verdict from the paired 95 % interval of
-#    that same run. -> $OUT/exercises/exercises-<gpu>-<date>.json (+ exercises-log.txt):
-#    commit it to assets/results/ ({{#exercise-timing N.M}} reads the newest).
-# 3. occupancy: exercise 0.1's result. Nsight Compute's Occupancy and LaunchStats sections of
-#    step 0's twin at 3 and at 4 stages (4096x8192x4096 f16, one launch each): how many CTAs
-#    the shared memory lets an SM hold, and how many warps were active on average.
+# 2. occupancy: exercise 0.1's result. Nsight Compute's Occupancy and LaunchStats sections of
+#    step 0's twin at 3 and at 4 stages (4096x8192x4096 f16, one launch each, 60 s each at
+#    most): how many CTAs the shared memory lets an SM hold, how many warps were active.
 #    -> $OUT/occupancy/step0-stages{3,4}.csv and provenance.txt: commit the folder as
 #       assets/results/occupancy/ ({{#occupancy 0}} reads it).
+# 3. exercises: `runner exercise --timings` at this commit: every measuring exercise's variants
+#    against the stock twin in the same rounds (at least 30, then up to 12 s more until the
+#    intervals are within +-0.5 %); each verdict from the paired 95 % interval of that same
+#    run. Limited to EX_LIMIT seconds (default 190) or what is left of BUDGET (default 565).
+#    -> $OUT/exercises/exercises-<gpu>-<date>.json (+ exercises-log.txt): commit the JSON to
+#       assets/results/ ({{#exercise-timing N.M}} reads the newest).
 # Every command's output goes to $OUT/run.log; one line per part to $OUT/summary.txt (printed
 # last). 8 files in all. Exit 0 when every part wrote its file.
 set -u
 R=${R:-target/release/runner}
 : "${OUT:?set OUT to the output folder}"
-CAP=${CAP:-30}
-BENCH_LIMIT=${BENCH_LIMIT:-300}
-EX_LIMIT=${EX_LIMIT:-170}
-BUDGET=${BUDGET:-560}
+CAP=${CAP:-25}
+BENCH_LIMIT=${BENCH_LIMIT:-260}
+EX_LIMIT=${EX_LIMIT:-190}
+BUDGET=${BUDGET:-565}
 SHAPES=${SHAPES:-4096x4096x16384,4096x8192x256,4096x8192x1024,1024x16384x4096}
 export WORKBOOK_CUDA=${WORKBOOK_CUDA:-/usr/local/cuda}
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
@@ -70,24 +73,7 @@ else
   status=1
 fi
 
-# --- 2. exercises -------------------------------------------------------------------------------
-t=$SECONDS
-if fits "$EX_LIMIT" "exercise timings"; then
-  echo "== exercise --timings" >>"$LOG"
-  timeout "$EX_LIMIT" "$R" exercise --timings --out "$OUT/exercises" >>"$LOG" 2>&1
-  rc=$?
-  rm -f "$OUT/exercises/.runner-output"
-  if ls "$OUT"/exercises/exercises-*.json >/dev/null 2>&1; then
-    say "ok   exercise timings rc=$rc in $((SECONDS - t)) s: $(grep -m1 '^wrote' "$LOG" | sed 's/.*: //')"
-  else
-    say "FAIL exercise timings rc=$rc in $((SECONDS - t)) s: no results file (see run.log)"
-    status=1
-  fi
-else
-  status=1
-fi
-
-# --- 3. occupancy of exercise 0.1 ---------------------------------------------------------------
+# --- 2. occupancy of exercise 0.1 ---------------------------------------------------------------
 O="$OUT/occupancy"
 mkdir -p "$O"
 {
@@ -110,15 +96,36 @@ for s in 3 4; do
   grep '^"' "$O/raw-$s.txt" >"$O/step0-stages$s.csv"
   grep -v '^"' "$O/raw-$s.txt" >>"$LOG"
   rm -f "$O/raw-$s.txt"
-  lim=$(grep -m1 '"Block Limit Shared Mem"' "$O/step0-stages$s.csv" | awk -F'","' '{print $NF}' | tr -d '"')
-  ach=$(grep -m1 '"Achieved Occupancy"' "$O/step0-stages$s.csv" | awk -F'","' '{print $NF}' | tr -d '"')
-  if [ -n "$lim" ]; then
-    say "ok   ncu stages=$s rc=$rc in $((SECONDS - t)) s: block limit (shared memory) $lim, achieved occupancy $ach %"
+  got=$(python3 -c 'import csv, sys
+d = {r.get("Metric Name"): r.get("Metric Value") for r in csv.DictReader(open(sys.argv[1]))}
+if "Block Limit Shared Mem" in d:
+    print("CTAs per SM by shared memory", d["Block Limit Shared Mem"], "| achieved occupancy", d.get("Achieved Occupancy"), "%")' "$O/step0-stages$s.csv" 2>/dev/null)
+  if [ -n "$got" ]; then
+    say "ok   ncu stages=$s rc=$rc in $((SECONDS - t)) s: $got"
   else
     say "FAIL ncu stages=$s rc=$rc in $((SECONDS - t)) s: no Occupancy rows (see run.log)"
     status=1
   fi
 done
+
+# --- 3. exercises -------------------------------------------------------------------------------
+t=$SECONDS
+left=$((BUDGET - SECONDS))
+[ "$left" -lt "$EX_LIMIT" ] && EX_LIMIT=$left
+if fits 100 "exercise timings"; then
+  echo "== exercise --timings (limit $EX_LIMIT s)" >>"$LOG"
+  timeout "$EX_LIMIT" "$R" exercise --timings --out "$OUT/exercises" >>"$LOG" 2>&1
+  rc=$?
+  rm -f "$OUT/exercises/.runner-output"
+  if ls "$OUT"/exercises/exercises-*.json >/dev/null 2>&1; then
+    say "ok   exercise timings rc=$rc in $((SECONDS - t)) s: $(grep -m1 '^wrote .*exercises-' "$LOG" | sed 's/.*: //')"
+  else
+    say "FAIL exercise timings rc=$rc in $((SECONDS - t)) s: no results file (see run.log)"
+    status=1
+  fi
+else
+  status=1
+fi
 
 echo "== summary (${SECONDS} s)"
 cat "$SUM"

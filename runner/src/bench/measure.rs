@@ -535,7 +535,7 @@ pub fn run(m: &Measure, twin: Option<&KernelSource>, predicted: Option<Verdict>)
 }
 
 /// The most time an exercise spends in timed rounds.
-const ROUNDS_CAP: std::time::Duration = std::time::Duration::from_secs(20);
+const ROUNDS_CAP: std::time::Duration = std::time::Duration::from_secs(12);
 
 /// Time the kernels with cuBLAS in the rounds of the one protocol (what `runner bench` does).
 fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::BenchCase>> {

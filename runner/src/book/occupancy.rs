@@ -50,8 +50,9 @@ pub fn parse_csv(text: &str) -> Result<Metrics> {
             anyhow!("the CSV has no column {name:?} (is it `ncu --csv --page details`?)")
         })
     };
-    let (id, name, unit, value) = (
-        col("ID")?,
+    // The launch's ID, where the report numbers its launches (`-c 1` profiles one anyway).
+    let id = col("ID").ok();
+    let (name, unit, value) = (
         col("Metric Name")?,
         col("Metric Unit")?,
         col("Metric Value")?,
@@ -62,7 +63,7 @@ pub fn parse_csv(text: &str) -> Result<Metrics> {
         let row = row.context("a malformed CSV row")?;
         let field = |i: usize| row.get(i).unwrap_or("").to_string();
         // Only the first profiled launch counts.
-        let this = field(id);
+        let this = id.map(field).unwrap_or_default();
         if first.get_or_insert_with(|| this.clone()) != &this {
             break;
         }
