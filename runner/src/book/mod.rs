@@ -25,8 +25,6 @@ pub mod occupancy;
 pub mod phase_tables;
 pub mod plot;
 pub mod progress;
-#[cfg(test)]
-mod prose;
 pub mod roofline;
 pub mod terminal;
 
