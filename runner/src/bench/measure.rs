@@ -7,10 +7,12 @@
 //! prediction (`--predict faster|slower|same`, or a prompt), and prints "you predicted …, the GPU
 //! measured …".
 //!
-//! What counts as "the same" is not a typed constant: it is the spread the committed bench
-//! measured for the stock twin of the step (its interquartile range over its median, at the shape
-//! and dtype timed here, in the latest `assets/results/bench-*.json`). A difference inside that
-//! spread is one the bench could not tell from noise.
+//! What counts as "the same" is not a typed constant. Each variant is paired with the stock twin
+//! round by round (the bench's `vs_previous`), and the 95 % bootstrap interval of that ratio, from
+//! the rounds of this same run, decides: an interval that holds 1 is "the same" (the book's rule).
+//! The spread the committed bench measured for the stock twin (its interquartile range over its
+//! median, in the latest `assets/results/bench-*.json`) is the fallback where no interval could
+//! be formed, and what a run needs before it times anything.
 //!
 //! Edits of a twin (a single staging buffer) are written as edits of the stock twin in
 //! `exercises/twin-solutions.toml`, in the format of `exercises/solutions.toml` (`crate::edits`);
