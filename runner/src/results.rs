@@ -589,6 +589,11 @@ pub struct ExerciseVariant {
     pub relative_pct: f64,
     /// faster, slower or same.
     pub verdict: String,
+    /// The stock twin's time over this variant's, round by round in the same run, with its
+    /// bootstrap 95 % interval: what decided `verdict` (absent in files written before it,
+    /// whose verdicts used the committed bench's spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vs_stock: Option<Ratio>,
 }
 
 // ---------------------------------------------------------------------------------------------

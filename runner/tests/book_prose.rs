@@ -5,12 +5,18 @@
 //! tables, headings, HTML and the workbook's `{{#markers}}`. Inline code counts as one word, a
 //! link as its text. A sentence ends at `.`, `?` or `!` followed by a space; `:` and `;` end one
 //! too when a capital, a backtick or a quote follows, because they join clauses that stand alone.
+//!
+//! And the step chapters stay short (issue 31, item 8): at most [`MAX_STEP_WORDS`] words of prose
+//! each, counted the same way (markers not at all).
 
 use std::path::PathBuf;
 
 /// Words over which a sentence is flagged: the item asks for "about 30", and 40 leaves room for
 /// a sentence that names a few identifiers or numbers without flagging it.
 const LONG: usize = 40;
+
+/// The most words of prose in a step chapter: the item asks for about 1,500 to 2,500.
+const MAX_STEP_WORDS: usize = 2500;
 
 fn chapters() -> Vec<PathBuf> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../book/src");
@@ -174,5 +180,49 @@ fn sentences_stay_short() {
         "{} sentences over {LONG} words: shorten them:\n{}",
         long.len(),
         long.join("\n")
+    );
+}
+
+/// Words of prose in a chapter: inline code one word, a link its text, a marker none.
+fn prose_words(md: &str) -> usize {
+    paragraphs(md)
+        .iter()
+        .map(|p| {
+            plain(p)
+                .split_whitespace()
+                .filter(|w| *w != "N" && w.chars().any(char::is_alphanumeric))
+                .count()
+        })
+        .sum()
+}
+
+#[test]
+fn the_word_count_leaves_out_code_tables_headings_and_markers() {
+    let md = "# Title words here\n\nOne two `three four`.\n\n```cpp\nint a = 1;\n```\n\n| a | b |\n\
+              |---|---|\n\n{{#bench step 1}}\n\n- Four five {{#claim 1 0 4096x8192x4096 f16 faster}} — six.\n";
+    assert_eq!(prose_words(md), 6);
+}
+
+#[test]
+fn step_chapters_stay_short() {
+    let mut over = Vec::new();
+    for path in chapters() {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        if !(name.starts_with("step") && name.ends_with(".md")) {
+            continue;
+        }
+        let words = prose_words(&std::fs::read_to_string(&path).expect("chapter"));
+        if words > MAX_STEP_WORDS {
+            over.push(format!("{name}: {words} words"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "step chapters over {MAX_STEP_WORDS} words of prose (move apparatus out, or cut):\n{}",
+        over.join("\n")
     );
 }

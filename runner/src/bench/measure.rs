@@ -7,10 +7,12 @@
 //! prediction (`--predict faster|slower|same`, or a prompt), and prints "you predicted …, the GPU
 //! measured …".
 //!
-//! What counts as "the same" is not a typed constant: it is the spread the committed bench
-//! measured for the stock twin of the step (its interquartile range over its median, at the shape
-//! and dtype timed here, in the latest `assets/results/bench-*.json`). A difference inside that
-//! spread is one the bench could not tell from noise.
+//! What counts as "the same" is not a typed constant. Each variant is paired with the stock twin
+//! round by round (the bench's `vs_previous`), and the 95 % bootstrap interval of that ratio, from
+//! the rounds of this same run, decides: an interval that holds 1 is "the same" (the book's rule).
+//! The spread the committed bench measured for the stock twin (its interquartile range over its
+//! median, in the latest `assets/results/bench-*.json`) is the fallback where no interval could
+//! be formed, and what a run needs before it times anything.
 //!
 //! Edits of a twin (a single staging buffer) are written as edits of the stock twin in
 //! `exercises/twin-solutions.toml`, in the format of `exercises/solutions.toml` (`crate::edits`);
@@ -171,6 +173,16 @@ pub fn classify(stock_us: f64, variant_us: f64, spread: f64) -> Verdict {
     }
 }
 
+/// A variant's verdict from its paired ratio to the stock twin (the stock's time over the
+/// variant's, per round): faster where the whole 95 % interval is above 1.
+pub fn from_interval(r: &common::confidence::Ratio) -> Verdict {
+    match r.verdict {
+        common::confidence::Verdict::Faster => Verdict::Faster,
+        common::confidence::Verdict::Slower => Verdict::Slower,
+        common::confidence::Verdict::Same => Verdict::Same,
+    }
+}
+
 /// The spread below which two medians are "the same", and where it comes from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Spread {
@@ -266,8 +278,11 @@ fn kernels(m: &Measure, twin: Option<&KernelSource>) -> Result<Vec<Build>> {
         }),
         None => None,
     };
+    // Named as the bench names the step's own kernel, so that every variant (a contender of
+    // step N) is paired with it round by round (`vs_previous`): the verdict's interval comes
+    // from the same rounds as the times.
     let mut out = vec![Build {
-        name: format!("stock: {}", m.stock),
+        name: format!("step {}", m.step),
         source: stock.source(),
         spec: stock.clone(),
     }];
@@ -417,13 +432,30 @@ pub fn run(m: &Measure, twin: Option<&KernelSource>, predicted: Option<Verdict>)
             r.failed = true;
             continue;
         };
-        let verdict = classify(stock_us, st.median_us, spread.relative);
+        // The paired interval of this run decides where there is one (the book's rule); the
+        // committed bench's spread otherwise.
+        let vs_stock = c
+            .and_then(|c| c.confidence.vs_previous.as_ref())
+            .filter(|v| v.contender == ks[0].name)
+            .map(|v| v.ratio.clone());
+        let verdict = match &vs_stock {
+            Some(ratio) => from_interval(ratio),
+            None => classify(stock_us, st.median_us, spread.relative),
+        };
         agree += usize::from(Some(verdict) == predicted);
         let rel = 100.0 * (st.median_us / stock_us - 1.0);
+        let basis = match &vs_stock {
+            Some(x) => format!(
+                "; the stock twin's time over this one's, round by round: {} ({} rounds)",
+                x.describe(),
+                x.rounds
+            ),
+            None => String::new(),
+        };
         r.lines.push((
             "ok",
             format!(
-                "{}: median {:.1} µs (quartiles {:.1}–{:.1}) against {stock_us:.1} µs: {rel:+.1} %, the GPU measured {}",
+                "{}: median {:.1} µs (quartiles {:.1}–{:.1}) against {stock_us:.1} µs: {rel:+.1} %{basis}, the GPU measured {}",
                 k.name,
                 st.median_us,
                 st.q1_us,
@@ -444,15 +476,20 @@ pub fn run(m: &Measure, twin: Option<&KernelSource>, predicted: Option<Verdict>)
             q3_us: st.q3_us,
             relative_pct: rel,
             verdict: verdict.word().to_string(),
+            vs_stock,
         });
     }
     r.lines.push((
         "note",
-        format!(
-            "\"same\" means within ±{:.1} %: {}",
-            100.0 * spread.relative,
-            spread.source
-        ),
+        if variants.iter().all(|v| v.vs_stock.is_some()) {
+            "\"same\" means that the 95 % interval of the paired ratio, from the rounds of this run, contains 1".to_string()
+        } else {
+            format!(
+                "\"same\" means within ±{:.1} %: {}",
+                100.0 * spread.relative,
+                spread.source
+            )
+        },
     ));
     let measured: Vec<String> = variants
         .iter()
@@ -499,6 +536,9 @@ pub fn run(m: &Measure, twin: Option<&KernelSource>, predicted: Option<Verdict>)
     Ok(r)
 }
 
+/// The most time an exercise spends in timed rounds.
+const ROUNDS_CAP: std::time::Duration = std::time::Duration::from_secs(12);
+
 /// Time the kernels with cuBLAS in the rounds of the one protocol (what `runner bench` does).
 fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::BenchCase>> {
     use common::run::{open_nvml, LoadedKernel};
@@ -507,12 +547,15 @@ fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::Benc
     let warm = common::cublas::Warmup::new(gpu)?;
     let (nvml, _) = open_nvml(gpu);
     let mut entries = Vec::new();
-    for k in ks {
+    for (i, k) in ks.iter().enumerate() {
         let kernel = LoadedKernel::load(gpu, &k.spec, common::Target::Sm90a, &k.source, DTYPE)
             .with_context(|| k.name.clone())?;
+        // The stock twin is the step's kernel (compared with nothing but cuBLAS); each variant
+        // is a contender of it, compared with it in the same rounds.
+        let step = (i == 0).then(|| k.spec.step.info().number);
         entries.push(crate::bench::Entry::new(
             k.name.clone(),
-            None,
+            step,
             k.spec.clone(),
             kernel,
         ));
@@ -522,14 +565,19 @@ fn time(gpu: &common::gpu::Gpu, ks: &[Build]) -> Result<Vec<crate::results::Benc
         contenders: Vec::new(),
         shapes: vec![SHAPE],
         dtypes: vec![DTYPE],
-        // As the committed bench: 30 timed rounds after 5 untimed ones.
+        // As the committed bench: at least 30 timed rounds after 5 untimed ones, then more
+        // until every variant's interval against the stock twin is within ±0.5 % or
+        // ROUNDS_CAP has passed.
         iters: 30,
         warmup: 5,
         seed: 2024,
         out: std::path::PathBuf::new(),
         timeout: std::time::Duration::from_secs(30),
         heatmap: false,
-        adaptive: None,
+        adaptive: Some(crate::bench::Adaptive {
+            target: 0.005,
+            cap: ROUNDS_CAP,
+        }),
     };
     let ctx = crate::bench::Ctx {
         gpu,

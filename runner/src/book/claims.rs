@@ -639,6 +639,7 @@ fn is_unbacked(s: &str) -> bool {
         "{{#headline-call",
         "{{#vs-previous",
         "{{#heatmap-gains",
+        "{{#motivation",
     ]
     .iter()
     .any(|m| s.contains(m))

@@ -37,19 +37,34 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
             m.step
         ));
     };
-    // The call follows the book's rule with the stock twin's spread in the committed bench
-    // (the run recorded the spread of whatever bench was committed when it ran).
+    // The call follows the book's rule. A run that paired every variant with the stock twin
+    // round by round carries its own 95 % intervals, and they decide: the threshold comes from
+    // the same run as the times. An older run is judged by the stock twin's spread in the
+    // committed bench (the run recorded the spread of whatever bench was committed then).
+    let paired = !v.variants.is_empty() && v.variants.iter().all(|x| x.vs_stock.is_some());
     let bench = crate::results::oldest_first(files, |r| match r {
         Results::Bench(b) => Some(b),
         _ => None,
     })
     .pop();
-    let now = bench.as_ref().and_then(|(bname, b, _)| {
-        let c = b.find(measure::SHAPE, measure::DTYPE, &format!("step {}", v.step))?;
-        Some((bname.clone(), super::claims::spread(c)?))
-    });
+    let now = if paired {
+        None
+    } else {
+        bench.as_ref().and_then(|(bname, b, _)| {
+            let c = b.find(measure::SHAPE, measure::DTYPE, &format!("step {}", v.step))?;
+            Some((bname.clone(), super::claims::spread(c)?))
+        })
+    };
     let spread = now.as_ref().map_or(v.spread.relative, |(_, s)| *s);
-    let call = |pct: f64| {
+    let call = |x: &crate::results::ExerciseVariant| {
+        if let Some(r) = &x.vs_stock {
+            return match measure::from_interval(r) {
+                measure::Verdict::Faster => "faster",
+                measure::Verdict::Slower => "slower",
+                measure::Verdict::Same => "the same within noise",
+            };
+        }
+        let pct = x.relative_pct;
         if pct.abs() <= 100.0 * spread {
             "the same within noise"
         } else if pct < 0.0 {
@@ -63,7 +78,7 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
         .variants
         .iter()
         .map(|x| {
-            let c = call(x.relative_pct);
+            let c = call(x);
             let was = match x.verdict.as_str() {
                 "same" => "the same within noise",
                 other => other,
@@ -71,8 +86,15 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
             if now.is_some() && was != c {
                 recorded_differs.push(format!("{} {}", x.label, x.verdict));
             }
+            let interval = match &x.vs_stock {
+                Some(r) => format!(
+                    ", interval {:.3}–{:.3} of the stock's time over its own",
+                    r.ci95[0], r.ci95[1]
+                ),
+                None => String::new(),
+            };
             format!(
-                "{} {:.1} µs ({:+.1} %): {c}",
+                "{} {:.1} µs ({:+.1} %{interval}): {c}",
                 x.label, x.median_us, x.relative_pct
             )
         })
@@ -85,7 +107,17 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
     } else {
         format!("commit `{}`", v.commit)
     };
+    let rounds = v
+        .variants
+        .iter()
+        .filter_map(|x| x.vs_stock.as_ref())
+        .map(|r| r.rounds)
+        .min();
     let rule = match &now {
+        None if paired => format!(
+            "Each call is the 95 % bootstrap interval of the paired ratio, from the {} or more rounds of this same run, by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower): an interval that holds 1 reads \"the same within noise\".",
+            rounds.unwrap_or(0)
+        ),
         Some((bname, s)) => format!(
             "The calls use ±{:.1} %, the stock twin's spread in the committed bench (`assets/results/{bname}`), by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower).{}",
             100.0 * s,
@@ -174,6 +206,7 @@ mod tests {
                         q3_us: 530.0,
                         relative_pct: 10.6,
                         verdict: "slower".into(),
+                        vs_stock: None,
                     }],
                 }),
                 result: "pass".into(),
@@ -214,5 +247,31 @@ mod tests {
             line.contains("The run itself judged against ±2.0 % (s) and said: 2 stages slower."),
             "{line}"
         );
+
+        // A run that paired the variant with the stock twin decides by its own interval, not
+        // by any bench's spread: 0.93-0.95 (the stock's time over the variant's) is slower.
+        let Results::ExerciseTimings(mut t) = files[0].1.clone() else {
+            unreachable!("the fixture is an exercise-timings file")
+        };
+        let m = t.runs[0].measured.as_mut().unwrap();
+        m.variants[0].vs_stock = Some(common::confidence::Ratio {
+            median: 0.94,
+            ci95: [0.93, 0.95],
+            rounds: 812,
+            verdict: common::confidence::Verdict::Slower,
+        });
+        files[0].1 = Results::ExerciseTimings(t);
+        let line = timing_in(&files, "1.2").unwrap();
+        assert!(
+            line.contains(
+                "(+10.6 %, interval 0.930–0.950 of the stock's time over its own): slower"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("from the 812 or more rounds of this same run"),
+            "{line}"
+        );
+        assert!(!line.contains("±12.0 %"), "{line}");
     }
 }

@@ -9,7 +9,9 @@
 //! `{{#exercise-timing N.M}}`, `{{#published-gain N}}`, `{{#twin-gain N}}`, and from `claims`
 //! every comparison of our kernels' speed: `{{#claim A B SHAPE DTYPE CALL}}`,
 //! `{{#heatmap-claim ...}}`, `{{#headline-call N}}`, `{{#vs-previous N}}`, `{{#heatmap-gains N}}`,
-//! `{{#noise-rule}}`.
+//! `{{#noise-rule}}`; `{{#motivation N}}` (a step's gain where its idea should pay, from the
+//! targeted bench in `assets/results/motivation/`) and `{{#occupancy 0}}` (exercise 0.1's
+//! profile).
 
 pub mod budget;
 pub mod claims;
@@ -18,6 +20,8 @@ pub mod exercise_timing;
 pub mod figures;
 pub mod glossary;
 pub mod measured;
+pub mod motivation;
+pub mod occupancy;
 pub mod phase_tables;
 pub mod plot;
 pub mod progress;
@@ -577,6 +581,8 @@ fn expand_markers(md: &str, html: bool) -> Result<String> {
     let md = expand_marker(&md, "headline-call", claims::headline_call)?;
     let md = expand_marker(&md, "vs-previous", claims::vs_previous)?;
     let md = expand_marker(&md, "heatmap-gains", claims::heatmap_gains)?;
+    let md = expand_marker(&md, "motivation", motivation::marker)?;
+    let md = expand_marker(&md, "occupancy", occupancy::marker)?;
     let md = expand_marker(&md, "noise-rule", claims::noise_rule)?;
     let md = expand_marker(&md, "diff", diff_block)?;
     let md = expand_marker(&md, "budget-value", budget::value_marker)?;
