@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Ran once, at commit ef5fb68 (assets/results/ladder6-h100-2026-11-26/): no candidate paid, and
+# the five contenders were removed after it (check that commit out to run this script again).
 # The Hopper ladder's dips and step 6's last points: the candidates verified, benched beside the
 # steps they vary, and the steps profiled, in ONE device call of at most 9.5 minutes on an H100
 # (no build: a prebuilt runner). From the repository root:

@@ -226,33 +226,6 @@ __device__ __forceinline__ u32 pack_pair<__nv_bfloat16>(float lo, float hi) {
   return *reinterpret_cast<const u32*>(&v);
 }
 
-// stmatrix.sync.aligned.m8n8.x4.shared.b16 (PTX ISA "Warp-level matrix store instruction:
-// stmatrix"), warp-level: the warp stores four 8 x 8 matrices of 16-bit elements, one 32-bit
-// register per matrix and lane. In matrix j, lane l holds row l / 4, columns 2 (l % 4) and the next
-// one: the layout of a wgmma accumulator's 8-column block after pack_pair. Lane 8j + i gives the
-// shared address of row i of matrix j (16 bytes in a row), so each row may sit anywhere, e.g. in
-// its own swizzled chunk. One instruction replaces four 32-bit shared stores per lane (used by
-// exercises/hopper/step6_stmatrix_sm90.toml, not by the ladder).
-__device__ __forceinline__ void stmatrix_x4(u32 row_addr, u32 m0, u32 m1, u32 m2, u32 m3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(row_addr),
-               "r"(m0), "r"(m1), "r"(m2), "r"(m3)
-               : "memory");
-}
-
-// ld.shared::cluster.u32 (PTX ISA "ld"): a 32-bit load from the same shared-memory location in
-// CTA `rank` of the cluster (wb::map_to_cta). After a wait with acquire.cluster on a barrier that
-// the writer arrived on with release.cluster (wb::mbarrier_wait_cluster,
-// wb::mbarrier_arrive_cluster), it sees what the writer stored before arriving (used by the
-// dynamic schedules of exercises/hopper/step{4,6}_dynamic_sm90.toml, not by the ladder).
-__device__ __forceinline__ u32 ld_shared_cluster_u32(const void* p, u32 rank) {
-  u32 value;
-  asm volatile("ld.shared::cluster.u32 %0, [%1];"
-               : "=r"(value)
-               : "r"(wb::map_to_cta(wb::smem_u32(p), rank))
-               : "memory");
-  return value;
-}
-
 // ---------------------------------------------------------------------------------------------
 // L2 eviction hints (used by exercises/hopper/step6_l2hints_sm90.cu, not by the ladder)
 // ---------------------------------------------------------------------------------------------

@@ -29,15 +29,6 @@ pub struct Contender {
 
 pub const CONTENDERS: &[Contender] = &[
     Contender {
-        name: "3-wgrelease",
-        step: 3,
-        arch: Arch::Hopper,
-        path: "exercises/hopper/step3_wgrelease_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step3_wgrelease_sm90.toml"),
-        params: &[],
-        description: "step 3's twin releasing each ring slot once per consumer warpgroup (a named barrier, then one arrival per CTA), not once per warp: 4 cluster arrivals per slot instead of 16",
-    },
-    Contender {
         name: "4-snake",
         step: 4,
         arch: Arch::Hopper,
@@ -46,15 +37,6 @@ pub const CONTENDERS: &[Contender] = &[
         params: &[],
         description:
             "step 4's twin visiting its tiles in step 6's snake order (bands 8 tiles wide across M)",
-    },
-    Contender {
-        name: "4-dynamic",
-        step: 4,
-        arch: Arch::Hopper,
-        path: "exercises/hopper/step4_dynamic_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step4_dynamic_sm90.toml"),
-        params: &[],
-        description: "step 4's twin drawing its tiles from a counter in global memory (a cluster that runs faster takes more tiles) instead of a fixed share per cluster",
     },
     Contender {
         name: "5-pingpong",
@@ -117,33 +99,6 @@ pub const CONTENDERS: &[Contender] = &[
         text: include_str!("../../../exercises/hopper/step6_wait2_sm90.toml"),
         params: &[],
         description: "step 6's twin with two wgmma groups in flight (wait_group 2), one ring slot less for the producer",
-    },
-    Contender {
-        name: "6-dynamic",
-        step: 6,
-        arch: Arch::Hopper,
-        path: "exercises/hopper/step6_dynamic_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_dynamic_sm90.toml"),
-        params: &[],
-        description: "step 6's twin drawing its tiles from a counter in global memory, as 4-dynamic does step 4's",
-    },
-    Contender {
-        name: "6-wgrelease",
-        step: 6,
-        arch: Arch::Hopper,
-        path: "exercises/hopper/step6_wgrelease_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_wgrelease_sm90.toml"),
-        params: &[],
-        description: "step 6's twin releasing each ring slot once per consumer warpgroup, not once per warp (3-wgrelease on step 6)",
-    },
-    Contender {
-        name: "6-stmatrix",
-        step: 6,
-        arch: Arch::Hopper,
-        path: "exercises/hopper/step6_stmatrix_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_stmatrix_sm90.toml"),
-        params: &[],
-        description: "step 6's twin writing its swizzled staging tile with stmatrix (16 instructions a thread instead of 64 shared stores)",
     },
     Contender {
         name: "6-workspace",
@@ -253,9 +208,6 @@ mod tests {
             "6-waves",
             "6-wait2",
             "6-workspace",
-            "6-dynamic",
-            "6-wgrelease",
-            "6-stmatrix",
         ] {
             let spec = find(name).expect("known").spec().expect("plans");
             assert_eq!(spec.params, stock.params, "{name}: step 6's own parameters");
