@@ -138,27 +138,75 @@ impl Unit {
     }
 }
 
-/// What a requirement counts: a SASS instruction class (CUPTI's counts), or a PTX opcode (the
-/// simulator's, once it reports them).
+/// What a requirement counts: a SASS instruction class (CUPTI's counts, on a GPU), or a PTX
+/// instruction class (the simulator's, on the sm_100a PTX of a Blackwell kernel).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InstructionClass {
     Sass(Pattern),
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the PTX simulator's executed counts plug in here once it reports them; the tests use it"
-        )
-    )]
-    Ptx(String),
+    Ptx(PtxClass),
 }
 
 impl std::fmt::Display for InstructionClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InstructionClass::Sass(p) => write!(f, "{p}"),
-            InstructionClass::Ptx(op) => f.write_str(op),
+            InstructionClass::Ptx(c) => write!(f, "{c}"),
         }
+    }
+}
+
+/// A PTX instruction class: `tcgen05.mma.cta_group::2`, `cp.async.bulk.tensor.multicast`. An
+/// opcode as the PTX writes it (`tcgen05.mma.cta_group::2.kind::f16`) is an instance when its
+/// first part is the class's first part and it carries every other part of the class, in any
+/// order, either exactly or as the name of a qualified part (`multicast` is carried by
+/// `multicast::cluster`; `cta_group::2` only by itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxClass {
+    pub parts: Vec<String>,
+}
+
+impl PtxClass {
+    /// Whether `s` is written as a PTX class (lower case), not a SASS pattern (upper case).
+    pub fn looks_like(s: &str) -> bool {
+        s.trim().starts_with(|c: char| c.is_ascii_lowercase())
+    }
+
+    pub fn parse(s: &str) -> Result<PtxClass> {
+        let parts: Vec<String> = s.trim().split('.').map(str::to_string).collect();
+        let ok = parts.iter().all(|p| {
+            !p.is_empty()
+                && !p.starts_with(':')
+                && !p.ends_with(':')
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
+        });
+        if !ok || !PtxClass::looks_like(s) {
+            bail!(
+                "{s:?}: write a PTX instruction and the qualifiers it must carry, joined by dots, e.g. \"tcgen05.mma.cta_group::2\" or \"cp.async.bulk.tensor.multicast\""
+            );
+        }
+        Ok(PtxClass { parts })
+    }
+
+    /// Whether the PTX opcode `op` (with all its qualifiers) is an instance of this class.
+    pub fn matches(&self, op: &str) -> bool {
+        let mut have = op.split('.');
+        let first = have.next();
+        let rest: Vec<&str> = have.collect();
+        first == self.parts.first().map(String::as_str)
+            && self.parts[1..].iter().all(|want| {
+                rest.iter().any(|h| {
+                    *h == want.as_str()
+                        || (!want.contains("::")
+                            && h.split_once("::").is_some_and(|(name, _)| name == want))
+                })
+            })
+    }
+}
+
+impl std::fmt::Display for PtxClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.parts.join("."))
     }
 }
 
@@ -262,6 +310,70 @@ pub trait CountSource {
     fn count(&self, class: &InstructionClass) -> Option<ClassCount>;
 }
 
+/// The simulator's counts: warp-level executions per PTX opcode, as `sim`'s run report gives
+/// them (per warp of every CTA, the most executions of any one lane with a true guard, summed:
+/// never more than the warps executed, exact for an instruction one elected lane issues; an
+/// instruction whose guard was false is not counted).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PtxCounts {
+    pub source: String,
+    pub per_opcode: Vec<(String, u64)>,
+}
+
+impl CountSource for PtxCounts {
+    fn describe(&self) -> String {
+        self.source.clone()
+    }
+    fn count(&self, class: &InstructionClass) -> Option<ClassCount> {
+        let InstructionClass::Ptx(p) = class else {
+            return None;
+        };
+        let mut c = ClassCount::default();
+        for (_, n) in self.per_opcode.iter().filter(|(op, _)| p.matches(op)) {
+            c.instructions += 1;
+            c.proven += n;
+            c.possible += n;
+        }
+        Some(c)
+    }
+}
+
+/// The counts of one measured launch, from either source: executed requirements are decided the
+/// same way from both ([`check`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counts {
+    /// CUPTI on a GPU.
+    Sass(SassCounts),
+    /// The PTX simulator.
+    Ptx(PtxCounts),
+}
+
+impl Counts {
+    /// Instructions (CUPTI: program counters; the simulator: opcodes) with counts.
+    pub fn len(&self) -> usize {
+        match self {
+            Counts::Sass(c) => c.pcs.len(),
+            Counts::Ptx(c) => c.per_opcode.len(),
+        }
+    }
+}
+
+impl CountSource for Counts {
+    fn describe(&self) -> String {
+        match self {
+            Counts::Sass(c) => c.describe(),
+            Counts::Ptx(c) => c.describe(),
+        }
+    }
+    fn count(&self, class: &InstructionClass) -> Option<ClassCount> {
+        match self {
+            Counts::Sass(c) => c.count(class),
+            Counts::Ptx(c) => c.count(class),
+        }
+    }
+}
+
 /// CUPTI's counts, instruction by instruction.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SassCounts {
@@ -298,7 +410,7 @@ pub enum Measured {
     Ran {
         flags: Vec<Flag>,
         summary: String,
-        counts: SassCounts,
+        counts: Counts,
     },
     /// The launch faulted, or could not be made, because of the kernel.
     Failed { detail: String, flags: Vec<Flag> },
@@ -482,6 +594,7 @@ impl MeasureJob {
                 sets: vec![self.seed],
                 refresh: self.seed ^ 1,
                 decoy: self.seed ^ 2,
+                schedule: self.seed ^ 3,
             },
             warmup: 0,
             iters: 0,
@@ -513,6 +626,17 @@ pub fn apply_static(
         let Some(t) = row(r, &q.name) else {
             continue;
         };
+        if q.ptx.is_some() {
+            // A PTX class: no binary to look in (the PTX is the source's own translation);
+            // only the simulator's executed count decides it.
+            t.max_score = q.points;
+            t.score = 0.0;
+            t.flags.clear();
+            t.status = Status::Error;
+            t.detail = "not yet measured".into();
+            pending.push(q.name.clone());
+            continue;
+        }
         let v = q.check(builds);
         t.max_score = q.points;
         t.score = 0.0;
@@ -571,19 +695,13 @@ pub fn apply_measured(
     {
         let Some(e) = &q.executed else { continue };
         let Some(t) = row(r, &q.name) else { continue };
+        let class = q.class();
         let what = if q.why.is_empty() {
-            q.pattern.to_string()
+            class.to_string()
         } else {
-            format!("{} ({})", q.pattern, q.why)
+            format!("{class} ({})", q.why)
         };
-        let v = check(
-            &what,
-            &InstructionClass::Sass(q.pattern.clone()),
-            e,
-            &k,
-            shape,
-            builds,
-        );
+        let v = check(&what, &class, e, &k, shape, builds);
         t.score = if v.status == Status::Passed {
             q.points
         } else {
@@ -662,6 +780,37 @@ impl super::submission::Grader {
         pending: &[String],
     ) {
         let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
+        match job.spec() {
+            Ok(spec) => apply_measured(r, &self.rubric, &spec, pending, &builds),
+            Err(e) => r.compile.message = format!("{e:#}"),
+        }
+    }
+
+    /// Score the `pending` requirements on the measured launches a simulating child reported
+    /// (`builds`); a build of the compile that has none (the child stopped before it) failed to
+    /// show anything, and fails.
+    pub(super) fn apply_sim_measured(
+        &self,
+        r: &mut super::report::GradeReport,
+        job: &super::job::Job,
+        pending: &[String],
+        mut builds: Vec<BuildMeasured>,
+        outcome: &crate::sandbox::Outcome,
+    ) {
+        for d in &job.dtypes {
+            if !builds.iter().any(|b| &b.build == d) {
+                builds.push(BuildMeasured {
+                    build: d.clone(),
+                    measured: Measured::Failed {
+                        detail: format!(
+                            "the simulating child {} before its measured launch reported",
+                            outcome.describe()
+                        ),
+                        flags: Vec::new(),
+                    },
+                });
+            }
+        }
         match job.spec() {
             Ok(spec) => apply_measured(r, &self.rubric, &spec, pending, &builds),
             Err(e) => r.compile.message = format!("{e:#}"),
@@ -826,10 +975,10 @@ mod tests {
         Measured::Ran {
             flags: Vec::new(),
             summary: "every element verified".into(),
-            counts: SassCounts {
+            counts: Counts::Sass(SassCounts {
                 source: "CUPTI SASS metrics (test)".into(),
                 pcs,
-            },
+            }),
         }
     }
 
@@ -933,10 +1082,10 @@ mod tests {
         let wrong = Measured::Ran {
             flags: vec![Flag::new("wrong-result", "C[0][0] = 1")],
             summary: "1 wrong".into(),
-            counts: SassCounts {
+            counts: Counts::Sass(SassCounts {
                 source: "test".into(),
                 pcs: vec![pc("UTMALDG.MULTICAST", None, 64, 64, 64)],
-            },
+            }),
         };
         let v = one(wrong);
         assert_eq!(v.status, Status::Failed);

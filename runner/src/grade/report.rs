@@ -577,6 +577,7 @@ pub mod tests {
             sets: vec![1, 2],
             refresh: 3,
             decoy: 4,
+            schedule: 0,
         };
         let test = |name: &str,
                     kind: Kind,

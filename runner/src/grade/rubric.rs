@@ -11,6 +11,7 @@
 //! launch_seconds = 20          # one launch: longer is a hang
 //! log_bytes = 16384            # student-visible logs are cut to this
 //! source_bytes = 262144        # larger submissions are refused
+//! sim_steps = 100000000        # sm_100a on the simulator: instructions one launch may execute
 //!
 //! [params]                     # optional: tuning parameters to compile with (default: the step's)
 //! stages = 4
@@ -110,9 +111,18 @@ pub struct Limits {
     pub log_bytes: usize,
     #[serde(default = "Limits::source_default")]
     pub source_bytes: usize,
+    /// A Blackwell rubric graded on the simulator: simulated instructions (all threads) one
+    /// launch may execute before it stops as over its budget (a kernel that spins).
+    #[serde(default = "Limits::sim_steps_default")]
+    pub sim_steps: u64,
 }
 
 impl Limits {
+    /// A hundred times what step 3's kernel executes at 512 x 512 x 512 (about a million), and
+    /// about ten seconds of one core.
+    fn sim_steps_default() -> u64 {
+        100_000_000
+    }
     fn compile_default() -> u64 {
         180
     }
@@ -138,6 +148,7 @@ impl Default for Limits {
             launch_seconds: Self::launch_default(),
             log_bytes: Self::log_default(),
             source_bytes: Self::source_default(),
+            sim_steps: Self::sim_steps_default(),
         }
     }
 }
@@ -325,6 +336,9 @@ impl Rubric {
         if l.compile_seconds == 0 || l.run_seconds == 0 || l.launch_seconds == 0 {
             bail!("limits: every time limit must be at least 1 second");
         }
+        if l.sim_steps == 0 {
+            bail!("limits: sim_steps must be at least 1");
+        }
         if l.log_bytes < 256 || l.source_bytes < 1024 {
             bail!("limits: log_bytes must be at least 256 and source_bytes at least 1024");
         }
@@ -359,6 +373,13 @@ impl Rubric {
                 continue;
             }
             let req = q.resolve().with_context(context)?;
+            if req.ptx.is_some() && arch == Arch::Hopper {
+                bail!(
+                    "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
+                    q.name,
+                    req.pattern
+                );
+            }
             if let Some(e) = &req.executed {
                 // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
                 // mistake, said now.

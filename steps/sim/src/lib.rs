@@ -194,6 +194,7 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
         seq: 0,
         report: RunReport::default(),
         counts: vec![0; nwarps as usize * k.opcodes.len()],
+        warp_counts: vec![0; k.opcodes.len()],
         pct_changes: Vec::new(),
         trace: Vec::new(),
         rg: rules::Global::default(),
@@ -228,6 +229,14 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
         }
     }
     r.per_opcode.sort();
+    r.per_opcode_warps = k
+        .opcodes
+        .iter()
+        .zip(&m.warp_counts)
+        .filter(|(_, &c)| c > 0)
+        .map(|(op, &c)| (op.clone(), c))
+        .collect();
+    r.per_opcode_warps.sort();
     r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
     r.trace = std::mem::take(&mut m.trace);
     Ok(r)
