@@ -308,6 +308,11 @@ pub trait CountSource {
     /// What the counts prove about `class`; `None` if this source cannot count it (a PTX
     /// opcode from CUPTI, a SASS instruction from the simulator).
     fn count(&self, class: &InstructionClass) -> Option<ClassCount>;
+    /// Whether the counts list every instruction of the kernel, executed or not (CUPTI's, per
+    /// program counter), or only the forms that executed (the simulator's, per opcode).
+    fn lists_unexecuted(&self) -> bool {
+        true
+    }
 }
 
 /// The simulator's counts: warp-level executions per PTX opcode, as `sim`'s run report gives
@@ -323,6 +328,9 @@ pub struct PtxCounts {
 impl CountSource for PtxCounts {
     fn describe(&self) -> String {
         self.source.clone()
+    }
+    fn lists_unexecuted(&self) -> bool {
+        false
     }
     fn count(&self, class: &InstructionClass) -> Option<ClassCount> {
         let InstructionClass::Ptx(p) = class else {
@@ -370,6 +378,12 @@ impl CountSource for Counts {
         match self {
             Counts::Sass(c) => c.count(class),
             Counts::Ptx(c) => c.count(class),
+        }
+    }
+    fn lists_unexecuted(&self) -> bool {
+        match self {
+            Counts::Sass(c) => c.lists_unexecuted(),
+            Counts::Ptx(c) => c.lists_unexecuted(),
         }
     }
 }
@@ -517,12 +531,21 @@ pub fn check(
             } else {
                 format!("{} to {}", c.proven, c.possible)
             };
+            let listed = counts.lists_unexecuted();
             let mut why = format!(
-                "the {} build executed {shown} {class} (in {} instruction(s) of the kernel), the rubric requires {need}",
-                b.build, c.instructions
+                "the {} build executed {shown} {class} (in {} {}), the rubric requires {need}",
+                b.build,
+                c.instructions,
+                if listed {
+                    "instruction(s) of the kernel"
+                } else {
+                    "executed form(s)"
+                }
             );
-            if c.instructions == 0 {
+            if c.instructions == 0 && listed {
                 why.push_str(": the kernel has no such instruction");
+            } else if c.instructions == 0 {
+                why.push_str(": no such instruction executed");
             } else if c.proven == 0 && c.possible == 0 {
                 why.push_str(": the instruction is in the kernel but never ran");
             }
@@ -720,6 +743,10 @@ pub const EMULATED: &str = "this GPU runs the Blackwell kernel under the tcgen05
 /// Why they are skipped in a compile-only grading.
 pub const COMPILED_ONLY: &str =
     "compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on a GPU";
+
+/// Why they are skipped in a compile-only grading of a rubric graded on the simulator.
+pub const COMPILED_ONLY_SIM: &str =
+    "compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on the simulator";
 
 /// What a measuring child's folder holds when it is done, or the grader's account of why not:
 /// a hang or a crash during the launch is the kernel's failure, a missing report before it the

@@ -44,6 +44,10 @@ pub const POLICY: Policy = Policy::Random;
 /// Why a performance test of a rubric graded on the simulator counts neither way.
 pub const NO_SPEED: &str = "skipped: needs a B200. The simulator runs the native sm_100a code and proves it correct, but it does not model time; no B200 grades here";
 
+/// The flag of a kernel the simulator cannot run (an instruction or directive it does not
+/// model): the test is the grader's error, for the instructor (`--on-gpu` grades it on a GPU).
+pub const UNSUPPORTED: &str = "simulator-unsupported";
+
 /// What a simulated launch came to.
 enum Launched {
     /// It finished and was checked: flags (none: right) and the verification's summary.
@@ -79,7 +83,7 @@ fn finding_flag(f: &common::simulate::SimFailure, budget: u64) -> Flag {
             ),
         ),
         "fault" => Flag::new("kernel-fault", detail),
-        "unsupported" => Flag::new("unsupported-instruction", detail),
+        "unsupported" => Flag::new(UNSUPPORTED, detail),
         _ => Flag::new("kernel-fault", detail),
     }
 }
@@ -179,9 +183,15 @@ fn correctness(
                 (vec![f], d)
             }
         };
+        // An instruction the simulator does not model is its limit, not the kernel's fault.
+        let status = if flags.iter().any(|f| f.name == UNSUPPORTED) {
+            Status::Error
+        } else {
+            Status::Failed
+        };
         return Ok(TestResult {
             name: t.name.clone(),
-            status: Status::Failed,
+            status,
             launches,
             flags,
             detail: format!("input set {} of {sets}: {detail}", si + 1),
@@ -227,6 +237,7 @@ fn measured(
                 per_opcode: per_opcode_warps,
             }),
         },
+        Launched::Stopped(f) if f.name == UNSUPPORTED => Measured::Error(f.detail),
         Launched::Stopped(f) => Measured::Failed {
             detail: format!("the simulator stopped the kernel: {}", f.detail),
             flags: vec![f],
@@ -253,16 +264,19 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
         text: job.source.clone(),
     };
     let budget = job.sim_steps.max(1);
-    let mut programs: Vec<(Dtype, sim::Program)> = Vec::new();
+    // Each build's PTX, decoded; `Err`: what the simulator cannot read (its limit: the tests of
+    // that build are the grader's error).
+    let mut programs: Vec<(Dtype, Result<sim::Program, String>)> = Vec::new();
     for dtype in job.dtypes()? {
         let path = ptx_path(dir, dtype);
         let ptx = std::fs::read_to_string(&path)
             .with_context(|| format!("no sm_100a PTX for {dtype} from the compile"))?;
-        let program = sim::Program::parse(&ptx)
-            .map_err(|e| anyhow!("the simulator cannot read the {dtype} build's PTX: {e}"))?;
+        let program = sim::Program::parse(&ptx).map_err(|e| {
+            format!("the simulator cannot run the {dtype} build's PTX: {e}; grade it on a GPU (--on-gpu)")
+        });
         programs.push((dtype, program));
     }
-    let program_for = |d: Dtype| -> Result<&sim::Program> {
+    let program_for = |d: Dtype| -> Result<&Result<sim::Program, String>> {
         programs
             .iter()
             .find(|(x, _)| *x == d)
@@ -270,10 +284,18 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
             .ok_or_else(|| anyhow!("internal: no {d} build in the simulating child"))
     };
     for t in &job.tests {
-        let result = match t.kind {
-            Kind::Correctness => correctness(program_for(t.dtype()?)?, &source, &spec, t, budget)
+        let result = match (t.kind, program_for(t.dtype()?)?) {
+            (Kind::Correctness, Err(why)) => TestResult {
+                name: t.name.clone(),
+                status: Status::Error,
+                launches: 0,
+                flags: vec![Flag::new(UNSUPPORTED, why.clone())],
+                detail: format!("not run: {why}"),
+                timing: None,
+            },
+            (Kind::Correctness, Ok(program)) => correctness(program, &source, &spec, t, budget)
                 .with_context(|| format!("test {:?}", t.name))?,
-            Kind::Performance => TestResult {
+            (Kind::Performance, _) => TestResult {
                 name: t.name.clone(),
                 status: Status::Skipped,
                 launches: 0,
@@ -281,7 +303,7 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
                 detail: NO_SPEED.into(),
                 timing: None,
             },
-            Kind::Technique => {
+            (Kind::Technique, _) => {
                 anyhow::bail!("internal: a requirement was sent to the simulator as a test")
             }
         };
@@ -289,8 +311,11 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
     }
     if let Some(m) = &job.measure {
         for (dtype, program) in &programs {
-            let measured = measured(program, &source, &spec, m, *dtype, budget)
-                .unwrap_or_else(|e| Measured::Error(format!("{e:#}")));
+            let measured = match program {
+                Ok(program) => measured(program, &source, &spec, m, *dtype, budget)
+                    .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
+                Err(why) => Measured::Error(why.clone()),
+            };
             emit(&RunLine::Measured {
                 build: dtype.to_string(),
                 measured,

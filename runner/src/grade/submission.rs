@@ -532,7 +532,9 @@ impl Grader {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
                 pending = super::executed::apply_static(&mut r, &self.rubric, &sass);
                 if target == common::Target::Sm90aEmulated || self.compile_only {
-                    let why = if self.compile_only {
+                    let why = if self.compile_only && self.simulate {
+                        super::executed::COMPILED_ONLY_SIM
+                    } else if self.compile_only {
                         super::executed::COMPILED_ONLY
                     } else {
                         super::executed::EMULATED

@@ -2573,7 +2573,8 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
 }
 
 pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
-    p.globals
+    let addrs: Vec<u64> = p
+        .globals
         .iter()
         .map(|g| {
             let a = dev.alloc(g.bytes.max(1));
@@ -2582,7 +2583,15 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
             }
             a
         })
-        .collect()
+        .collect();
+    // Elements initialised with another variable's address (a generic address is the global
+    // one: the simulator's address spaces share one numbering for global memory).
+    for (g, &a) in p.globals.iter().zip(&addrs) {
+        for &(off, target) in &g.addresses {
+            dev.write(a + off, &addrs[target as usize].to_le_bytes());
+        }
+    }
+    addrs
 }
 
 impl<'a> Machine<'a> {
