@@ -37,9 +37,12 @@
 //! and the trace facts that describe it (the submission's own records) carry no points unless a
 //! rubric gives them some (see the rubrics' comments).
 //!
-//! A second source of counts (the PTX simulator's executed instructions by PTX opcode) plugs in
-//! through [`CountSource`]: a requirement's [`InstructionClass`] is asked of whichever source
-//! measured the launch.
+//! A second source of counts, the PTX simulator's, decides a Blackwell rubric graded on the
+//! simulator: its requirements name PTX classes ([`PtxClass`], `executed =
+//! "tcgen05.mma.cta_group::2"`), counted in the measured launch the visible tests' simulating
+//! child makes after its tests ([`super::simulated`]). Its counts are warp-level: per warp, the
+//! most executions of any one lane with a true guard ([`PtxCounts`]). Both sources answer through
+//! [`CountSource`], and [`check`] decides the same way from either.
 
 use super::job::{Flag, Status};
 use super::technique::Pattern;
@@ -924,6 +927,101 @@ mod tests {
     }
 
     #[test]
+    fn ptx_classes_match_an_opcode_and_its_qualifiers_in_any_order() {
+        let c = |s: &str| PtxClass::parse(s).unwrap();
+        let mma = "tcgen05.mma.cta_group::2.kind::f16";
+        let commit = "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64";
+        let load = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster";
+        assert!(c("tcgen05.mma.cta_group::2").matches(mma));
+        assert!(!c("tcgen05.mma.cta_group::1").matches(mma));
+        assert!(!c("tcgen05.mma.cta_group").matches("tcgen05.mma.kind::f16"));
+        assert!(c("tcgen05.commit.multicast").matches(commit));
+        assert!(c("tcgen05.commit.cta_group::2.multicast").matches(commit));
+        assert!(!c("tcgen05.commit.multicast")
+            .matches("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64"));
+        assert!(c("cp.async.bulk.tensor.multicast").matches(load));
+        assert!(!c("cp.async.bulk.tensor.multicast")
+            .matches("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+        // The first part is the instruction: a qualifier elsewhere is not it.
+        assert!(!c("multicast").matches(load));
+        for bad in [
+            "",
+            "UTCHMMA.2CTA",
+            "tcgen05..mma",
+            "tcgen05.mma.",
+            "tcgen05.:2",
+            "tcgen05 mma",
+        ] {
+            assert!(PtxClass::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(PtxClass::looks_like("tcgen05.mma") && !PtxClass::looks_like("UTCHMMA"));
+    }
+
+    #[test]
+    fn the_simulators_counts_decide_as_cuptis_do() {
+        // Step 3 at its measured shape: 4 cluster tiles of 8 k-blocks.
+        let spec = KernelSpec::new(runner::steps::get(3).unwrap(), Arch::Blackwell);
+        let k = spec.shape();
+        let s = measure_shape(&spec).unwrap();
+        let class = InstructionClass::Ptx(PtxClass::parse("tcgen05.commit.multicast").unwrap());
+        let e = Executed {
+            per: Unit::ClusterKBlock,
+            at_least: 1,
+            at_most: None,
+        };
+        let measured = |n: u64| {
+            BuildMeasured {
+            build: "f16".into(),
+            measured: Measured::Ran {
+                flags: Vec::new(),
+                summary: "verified".into(),
+                counts: Counts::Ptx(PtxCounts {
+                    source: "the simulator (test)".into(),
+                    per_opcode: vec![
+                        ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64".into(), n),
+                        ("tcgen05.mma.cta_group::2.kind::f16".into(), 128),
+                    ],
+                }),
+            },
+        }
+        };
+        let v = check("multicast", &class, &e, &k, s, &[measured(36)]);
+        assert_eq!(v.status, Status::Passed, "{v:?}");
+        // Once per tile (k-block 0, or only the accumulator's commit): 4 of the 32 needed.
+        let v = check("multicast", &class, &e, &k, s, &[measured(4)]);
+        assert_eq!(v.status, Status::Failed, "{v:?}");
+        assert_eq!(v.flags[0].name, "technique-not-executed");
+        assert!(
+            v.detail
+                .contains("executed 4 tcgen05.commit.multicast (in 1 executed form(s))"),
+            "{}",
+            v.detail
+        );
+        // Never executed: the simulator lists no such form.
+        let none =
+            InstructionClass::Ptx(PtxClass::parse("cp.async.bulk.tensor.multicast").unwrap());
+        let v = check("loads", &none, &e, &k, s, &[measured(36)]);
+        assert!(
+            v.detail.ends_with(": no such instruction executed"),
+            "{}",
+            v.detail
+        );
+        // CUPTI cannot count a PTX class: the grader's error, never a pass.
+        let sass = BuildMeasured {
+            build: "f16".into(),
+            measured: Measured::Ran {
+                flags: Vec::new(),
+                summary: "verified".into(),
+                counts: Counts::Sass(SassCounts {
+                    source: "CUPTI (test)".into(),
+                    pcs: Vec::new(),
+                }),
+            },
+        };
+        assert_eq!(check("x", &class, &e, &k, s, &[sass]).status, Status::Error);
+    }
+
+    #[test]
     fn units_count_the_shape_from_the_steps_tile_facts() {
         // Step 3's twin: clusters of two CTAs along M, each 128 x 256, 64-wide k-blocks.
         let spec = step(3);
@@ -1127,7 +1225,7 @@ mod tests {
             v.detail
         );
         // A source that cannot count the class says so.
-        let ptx = InstructionClass::Ptx("tcgen05.mma.cta_group::2".into());
+        let ptx = InstructionClass::Ptx(PtxClass::parse("tcgen05.mma.cta_group::2").unwrap());
         let v = check(
             "2-CTA MMA",
             &ptx,

@@ -15,6 +15,9 @@
 //!   from the compile child's disassembly; [`executed`]: how often it executed them (proof the
 //!   technique ran), counted by [`measure`]'s child with CUPTI; [`trace_facts`]: facts of the
 //!   warps' own trace records (Hopper, feedback worth no points), from the traced launch.
+//! - [`simulated`]: a Blackwell rubric's tests and measured launch on the PTX simulator, the
+//!   default for `sm_100a` rubrics (the native build, no GPU); `--on-gpu` grades them under the
+//!   tcgen05 emulation instead.
 
 pub mod batch;
 pub mod confine;

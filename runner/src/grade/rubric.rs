@@ -43,7 +43,8 @@
 //! [[requirements]]             # proof the technique ran (see `executed`)
 //! name = "tma-multicast"
 //! points = 20
-//! executed = "UTMALDG.MULTICAST"  # an opcode and modifiers it must carry, in any order
+//! executed = "UTMALDG.MULTICAST"  # an opcode and modifiers it must carry, in any order; an
+//!                              # sm_100a rubric names a PTX class: "tcgen05.mma.cta_group::2"
 //! per = "cta-k-block"          # launch, cta-k-block, cluster-k-block, cta-tile, cluster-tile,
 //!                              # c-box: counted from the step's tile facts at the measured shape
 //! at_least = 1                 # executions per `per` (default 1); at_most caps them
@@ -826,10 +827,18 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
             REQ.replacen("points = 15", "points = 15\nper = \"launch\"", 1)
         ))
         .contains("belong to executed"));
-        let e = err(&with("UTMALDG.MULTICAST", "utmaldg"));
+        let e = err(&with("UTMALDG.MULTICAST", "UTMALDG..X"));
         assert!(
             e.contains("requirements[0]") && e.contains("upper-case SASS opcode"),
             "{e}"
         );
+        // Lower case is a PTX class: the simulator's, on a Blackwell rubric only.
+        let e = err(&with("UTMALDG.MULTICAST", "cp.async.bulk.tensor.multicast"));
+        assert!(
+            e.contains("requirements[0]") && e.contains("a Hopper rubric names a SASS class"),
+            "{e}"
+        );
+        let e = err(&with("UTMALDG.MULTICAST", "cp..async"));
+        assert!(e.contains("write a PTX instruction"), "{e}");
     }
 }

@@ -1358,6 +1358,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             confinement: Confinement::Landlock(7),
             compile_only: false,
             skip_screen: false,
+            simulate: false,
             cleanup: None,
         }
     }
