@@ -633,7 +633,7 @@ impl Grader {
         // its tests.
         let mut measured = pending.is_empty() || self.simulate;
         let sim_measure = (self.simulate && !pending.is_empty())
-            .then(|| self.rubric.measure_shape)
+            .then_some(self.rubric.measure_shape)
             .flatten()
             .map(|s| super::executed::MeasureJob {
                 shape: [s.m, s.n, s.k],
