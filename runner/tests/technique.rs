@@ -206,8 +206,14 @@ fn a_requirement_written_wrong_is_one_clear_error() {
     for (from, to, says) in [
         (
             "executed = \"UTMALDG.MULTICAST\"",
+            "executed = \"UTMALDG..MULTICAST\"",
+            "requirements[0] (\"tma-multicast\"): \"UTMALDG..MULTICAST\": write an upper-case SASS opcode",
+        ),
+        // Lower case is a PTX class, which the simulator counts on Blackwell rubrics only.
+        (
+            "executed = \"UTMALDG.MULTICAST\"",
             "executed = \"utmaldg.multicast\"",
-            "requirements[0] (\"tma-multicast\"): \"utmaldg.multicast\": write an upper-case SASS opcode",
+            "requirements[0] (\"tma-multicast\"): utmaldg.multicast is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel",
         ),
         (
             "executed = \"HGMMA.F32\"",
