@@ -5,8 +5,10 @@
 //! but without the 2-CTA MMA, loses both requirements. The children are confined by Landlock
 //! where the kernel has it (the report says which), as in any grading.
 //!
-//! CPU time: three gradings of one f16 build each (NVRTC's three compiles of a build dominate),
-//! about 15 s of one core in all.
+//! A kernel that spins ends as over its instruction budget (`timeout`), not as a hung grader.
+//!
+//! CPU time: four gradings of one f16 build each (NVRTC's compiles dominate), about 7 s of CPU
+//! in all (10 s of wall time, one test at a time, on the 2-core machine of 2026-11-26).
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -185,5 +187,39 @@ fn step0s_kernel_is_right_and_loses_exactly_the_2cta_points() {
         (r["score"].as_f64(), r["max_score"].as_f64()),
         (Some(40.0), Some(70.0))
     );
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn a_kernel_that_spins_ends_over_its_budget_not_as_a_hung_grader() {
+    let d = tmp("spin");
+    let kernel = step3().replacen(
+        "  const int num_k_blocks = K / TILE_K;",
+        "  const int num_k_blocks = K / TILE_K;\n  { volatile int spin = 0; while (M > 0) spin = spin + 1; }",
+        1,
+    );
+    let path = rubric(&d, 3);
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(
+        &path,
+        text.replacen("[limits]\n", "[limits]\nsim_steps = 2000000\n", 1),
+    )
+    .unwrap();
+    let start = std::time::Instant::now();
+    let r = grade(&d, "spin", &kernel, &path);
+    for t in ["public-gaussian-f16", "hidden-uniform-bf16"] {
+        let t = row(&r, t);
+        assert_eq!(t["status"], "failed", "{t:#}");
+        assert_eq!(t["flags"][0]["name"], "timeout");
+        assert!(
+            t["detail"]
+                .as_str()
+                .unwrap()
+                .contains("exceeded its budget of 2000000 simulated instructions"),
+            "{t:#}"
+        );
+    }
+    assert_eq!(r["score"], 0.0);
+    assert!(start.elapsed().as_secs() < 120, "{:?}", start.elapsed());
     let _ = std::fs::remove_dir_all(&d);
 }
