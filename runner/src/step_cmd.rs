@@ -188,10 +188,10 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     opts.source = file;
     if let Some((m, arch)) = seeded {
         let name = m.name;
-        if !m.applies_to(n) {
+        if !m.applies_to(req.step.info(), arch) {
             bail!(
                 "the seeded bug {name:?} does not apply to step {n} (it applies to steps {})",
-                m.steps
+                m.steps(runner::steps::STEPS, arch)
                     .iter()
                     .map(u32::to_string)
                     .collect::<Vec<_>>()

@@ -753,13 +753,19 @@ struct alignas(64) TmaDesc {
 };
 
 // The launch the host plans for a kernel reaches it as WB_LAUNCH_<FACT> (common::step::
-// KernelShape::launch_defines: THREADS, CLUSTER, PERSISTENT, SMEM_BYTES, the cluster's TILE_M and
+// KernelShape::launch_defines: THREADS, CLUSTER, SCHEDULE, SMEM_BYTES, the cluster's TILE_M and
 // TILE_N of C, and the rows and columns of the TMA boxes). Each kernel ties every one of them to
 // the constants it was written for, so a host and a kernel that disagree fail to compile, on any
-// machine, instead of misbehaving on a GPU. The message names the definition.
+// machine, instead of misbehaving on a GPU. The message names the definition. (WB_LAUNCH_PERSISTENT,
+// 1 for a persistent schedule, is still passed for kernels written before SCHEDULE existed.)
 #define WB_EXPECT_LAUNCH(fact, value)                 \
   static_assert(WB_LAUNCH_##fact == (value), "WB_LAUNCH_" #fact \
                 ": the host plans another launch than this kernel was written for")
+
+// WB_LAUNCH_SCHEDULE: how the clusters cover the tiles of C (common::step::Schedule).
+#define WB_SCHEDULE_ONE_PER_TILE 0            // one cluster per tile
+#define WB_SCHEDULE_PERSISTENT 1              // as many clusters as fit, each looping over tiles
+#define WB_SCHEDULE_CLUSTER_LAUNCH_CONTROL 2  // one per tile launched; running ones take others' tiles
 
 namespace wb {
 

@@ -156,7 +156,7 @@ fn every_seeded_bug_still_applies(step: &'static dyn Step) {
     // The negative controls of the GPU check are only meaningful while they edit the kernels.
     for m in MUTATIONS
         .iter()
-        .filter(|m| m.applies_to(step.info().number))
+        .filter(|m| m.applies_to(step.info(), Arch::Blackwell))
     {
         let k = m
             .apply(step.info().blackwell.text)
@@ -191,13 +191,19 @@ fn every_seeded_bug_still_applies(step: &'static dyn Step) {
 /// tests of this file).
 fn a_launch_mismatch_fails_to_compile(spec: &KernelSpec, src: &KernelSource) {
     let target = Target::native(spec.arch);
-    let launch = spec.shape().launch_defines();
+    // WB_LAUNCH_PERSISTENT is passed for kernels written before SCHEDULE; the steps check SCHEDULE.
+    let launch: Vec<(String, String)> = spec
+        .shape()
+        .launch_defines()
+        .into_iter()
+        .filter(|(k, _)| k != "WB_LAUNCH_PERSISTENT")
+        .collect();
     assert_eq!(launch.len(), 10, "the facts the kernels check");
     // Every fact wrong at once, in one compile: each check is a `static_assert` of its own and
     // the compiler reports every one that fails, so the log must name all ten (one compile per
     // kernel, not ten, keeps CI short).
     let wrong = |name: &str, v: u32| match name {
-        "WB_LAUNCH_PERSISTENT" => 1 - v,
+        "WB_LAUNCH_SCHEDULE" => v ^ 1,
         // Enough for SharedStorage, but not for aligning it by hand.
         "WB_LAUNCH_SMEM_BYTES" => v - 1024,
         _ => v + 1,
@@ -311,7 +317,9 @@ fn every_seeded_bug_compiles_for_the_emulation(step: &'static dyn Step, part: us
     // 1.7 with --ptx), and ~100 builds of seeded bugs were most of this file's CPU time.
     let info = step.info();
     let spec = KernelSpec::new(step, Arch::Blackwell);
-    let applicable = MUTATIONS.iter().filter(|m| m.applies_to(info.number));
+    let applicable = MUTATIONS
+        .iter()
+        .filter(|m| m.applies_to(info, Arch::Blackwell));
     for (i, m) in applicable.skip(part).step_by(MUTATION_PARTS).enumerate() {
         let text = m.apply(info.blackwell.text).expect("applies");
         let src = KernelSource {

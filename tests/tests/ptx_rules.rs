@@ -81,7 +81,7 @@ fn the_seeded_ordering_bugs_fail_the_ptx_check_on_every_step() {
     ] {
         let m = find(mutation).expect("known mutation");
         for step in ladder::all() {
-            if !m.applies_to(step.info().number) {
+            if !m.applies_to(step.info(), Arch::Blackwell) {
                 continue;
             }
             let text = ptx(step, &m.apply(step.info().blackwell.text).expect("applies"));
@@ -109,7 +109,7 @@ fn static_findings_point_at_the_source_line_of_the_bug() {
     ] {
         let m = find(mutation).expect("known mutation");
         for step in ladder::all() {
-            if !m.applies_to(step.info().number) {
+            if !m.applies_to(step.info(), Arch::Blackwell) {
                 continue;
             }
             let spec = KernelSpec::new(step, Arch::Blackwell);

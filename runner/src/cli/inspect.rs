@@ -63,11 +63,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 m_arch.sm()
             );
         }
-        if !m.applies_to(a.step) {
+        if !m.applies_to(spec.info(), m_arch) {
             bail!(
                 "the seeded bug {name:?} does not apply to step {} (it applies to steps {:?})",
                 a.step,
-                m.steps
+                m.steps(steps::STEPS, m_arch)
             );
         }
         source = KernelSource {

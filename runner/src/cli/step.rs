@@ -147,14 +147,10 @@ pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     }
     for arch in Arch::ALL {
         let ks = KernelSpec::new(step, arch).shape();
-        let tiles_m = m / u64::from(ks.cluster_tile.0);
-        let tiles_n = n / u64::from(ks.cluster_tile.1);
-        let (x, y) = if ks.persistent {
-            (u64::from(ks.cluster), 1)
-        } else {
-            (tiles_n * u64::from(ks.cluster), tiles_m)
-        };
-        if x > MAX_GRID_X || y > MAX_GRID_Y || tiles_m * tiles_n > u64::from(u32::MAX) {
+        let tiles = (m / u64::from(ks.cluster_tile.0)) * (n / u64::from(ks.cluster_tile.1));
+        // The grid of one cluster per tile, or the smallest persistent one: the rule of the plan.
+        let (x, y) = ks.grid(s, 1);
+        if x > MAX_GRID_X || y > MAX_GRID_Y || tiles > u64::from(u32::MAX) {
             bail!(
                 "{m}x{n}x{k} needs a grid of {x} x {y} CTAs for step {}'s {}; CUDA allows at most {MAX_GRID_X} x {MAX_GRID_Y}",
                 step.info().number,
@@ -167,12 +163,19 @@ pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
 
 /// Say which given flags this run will not use, rather than ignore them silently.
 fn warn_ignored(a: &Args, step: &'static dyn Step) {
-    let persistent = Arch::ALL
+    let persistent: Vec<String> = steps::STEPS
         .iter()
-        .any(|&arch| KernelSpec::new(step, arch).shape().persistent);
-    if a.clusters.is_some() && !persistent {
+        .filter(|s| {
+            Arch::ALL
+                .iter()
+                .any(|&arch| s.kernel(arch).launch.schedule().fills_the_gpu())
+        })
+        .map(|s| s.number.to_string())
+        .collect();
+    if a.clusters.is_some() && !persistent.contains(&step.info().number.to_string()) {
         eprintln!(
-            "warning: --clusters applies to the persistent steps (4-6); step {} launches one cluster per tile: ignored",
+            "warning: --clusters applies to the persistent steps ({}); step {} launches one cluster per tile: ignored",
+            persistent.join(", "),
             step.info().number
         );
     }

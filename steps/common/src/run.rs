@@ -13,7 +13,7 @@ use crate::gpu::CudaResultExt;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::nvml::{DeviceState, Nvml};
 use crate::problem::{Dist, Dtype, Problem, Shape};
-use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
+use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan, Schedule};
 use crate::timing::{
     sync_diagnosed, sync_with_timeout, time_rounds, Clocks, Launch, Protocol, Stats,
 };
@@ -343,13 +343,13 @@ impl LoadedKernel {
     pub fn plan(&self, gpu: &Gpu, shape: Shape, cap: Option<u32>) -> Result<Plan> {
         self.spec.check_shape(shape).map_err(|e| anyhow!(e))?;
         let k = self.spec.shape();
-        if cap.is_some() && !k.persistent {
+        if cap.is_some() && !k.schedule.fills_the_gpu() {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 self.spec.info().number
             );
         }
-        let fit = if k.persistent {
+        let fit = if k.schedule.fills_the_gpu() {
             let dims = k.plan(shape, 1).dims;
             // SAFETY: `func` belongs to `module`, which `self` keeps loaded.
             unsafe { max_active_clusters(self.func, &dims, &gpu.stream) }.with_context(|| {
@@ -1035,10 +1035,11 @@ pub fn trace_layout(spec: &KernelSpec, plan: &Plan, shape: Shape, clusters: u32)
     let k = spec.shape();
     let cluster = plan.dims.cluster.0.max(1);
     let launched = (plan.dims.num_ctas() / cluster).max(1);
-    let tiles = if k.persistent {
-        k.num_tiles(shape).div_ceil(launched)
-    } else {
-        1
+    let tiles = match k.schedule {
+        Schedule::OnePerTile => 1,
+        Schedule::Persistent => k.num_tiles(shape).div_ceil(launched),
+        // A running cluster may take any tile whose cluster has not started.
+        Schedule::ClusterLaunchControl => k.num_tiles(shape),
     };
     trace::Layout::new(
         plan.dims.num_ctas(),
