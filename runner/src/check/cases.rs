@@ -281,7 +281,7 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             continue;
         }
         let on: Vec<u32> = m
-            .steps(runner::steps::STEPS, Arch::Blackwell)
+            .steps(&runner::steps::infos(), Arch::Blackwell)
             .into_iter()
             .filter(|s| steps.contains(s))
             .take(if set.first_step_only { 1 } else { usize::MAX })
@@ -642,7 +642,7 @@ pub fn stress_options(case: &StressCase, step: &dyn Step, base: &RunOptions) -> 
 /// statically caught twin mutation on each twin it applies to: refused by the static check, and
 /// under every seed with the check off, for the record.
 pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
-    let steps = runner::steps::STEPS;
+    let steps = &runner::steps::infos();
     // The last of a twin's stress shapes: many tiles per cluster where the twin loops.
     let last_shape = |step: u32| {
         steps
@@ -751,7 +751,7 @@ mod tests {
         // Every step on 5 shapes x 2 dtypes x 2 seeds, 4 more schedules of the control shape;
         // the persistent steps (as their crates declare) 3 capped grids x 5 schedules.
         let steps = runner::steps::all().len();
-        let persistent = runner::steps::STEPS
+        let persistent = runner::steps::infos()
             .iter()
             .filter(|s| super::persistent(s.number, Arch::Blackwell))
             .count();
@@ -761,7 +761,7 @@ mod tests {
         // Every seeded bug on every step it applies to, under every schedule seed.
         let bugs: usize = MUTATIONS
             .iter()
-            .map(|m| m.steps(runner::steps::STEPS, Arch::Blackwell).len() * 5)
+            .map(|m| m.steps(&runner::steps::infos(), Arch::Blackwell).len() * 5)
             .sum();
         assert_eq!(cases.len() - runs, bugs);
         for m in MUTATIONS {
@@ -864,7 +864,7 @@ mod tests {
         assert_eq!(set.seeds, common::stress::CHECK_SEEDS);
         let cases = stress_cases(&set);
         let twins = runner::steps::all().len() as u32;
-        let n_persistent = runner::steps::STEPS
+        let n_persistent = runner::steps::infos()
             .iter()
             .filter(|s| persistent(s.number, Arch::Hopper))
             .count();
@@ -906,7 +906,7 @@ mod tests {
         // Every twin mutation on every twin it applies to, under every seed.
         for t in mutation::TWIN_MUTATIONS {
             let m = t.mutation.name;
-            for n in t.mutation.steps(runner::steps::STEPS, Arch::Hopper) {
+            for n in t.mutation.steps(&runner::steps::infos(), Arch::Hopper) {
                 let mine: Vec<_> = cases
                     .iter()
                     .filter(|c| c.case.mutation == Some(m) && c.case.step == n)

@@ -5,7 +5,7 @@ use crate::step_cmd;
 use anyhow::{bail, Result};
 use common::run::{EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec};
-use common::{Shape, Step};
+use common::{Shape, Step, StepInfo};
 use runner::steps;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -161,24 +161,31 @@ pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     Ok(())
 }
 
-/// Say which given flags this run will not use, rather than ignore them silently.
-fn warn_ignored(a: &Args, step: &'static dyn Step) {
-    let persistent: Vec<String> = steps::STEPS
-        .iter()
-        .filter(|s| {
-            Arch::ALL
-                .iter()
-                .any(|&arch| s.kernel(arch).launch.schedule().fills_the_gpu())
-        })
-        .map(|s| s.number.to_string())
-        .collect();
-    if a.clusters.is_some() && !persistent.contains(&step.info().number.to_string()) {
-        eprintln!(
-            "warning: --clusters applies to the persistent steps ({}); step {} launches one cluster per tile: ignored",
-            persistent.join(", "),
+/// `--clusters` caps a persistent grid; a step whose kernels launch one cluster per tile has
+/// none to cap.
+fn check_clusters(a: &Args, step: &'static dyn Step) -> Result<()> {
+    let persistent = |s: &StepInfo| {
+        Arch::ALL
+            .iter()
+            .any(|&arch| s.kernel(arch).launch.schedule().fills_the_gpu())
+    };
+    if a.clusters.is_some() && !persistent(step.info()) {
+        let steps: Vec<String> = steps::infos()
+            .into_iter()
+            .filter(|s| persistent(s))
+            .map(|s| s.number.to_string())
+            .collect();
+        bail!(
+            "--clusters caps the grid of the persistent steps ({}); step {} launches one cluster per tile",
+            steps.join(", "),
             step.info().number
         );
     }
+    Ok(())
+}
+
+/// Say which given flags this run will not use, rather than ignore them silently.
+fn warn_ignored(a: &Args) {
     if a.emu_seed != 0 && (matches!(a.arch, Some(ArchArg::Sm90a)) || a.stress.is_some()) {
         eprintln!("warning: --emu-seed applies to emulated runs of the Blackwell kernel; the Hopper twin runs natively: ignored");
     }
@@ -198,8 +205,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(shape) = a.problem.shape(Shape::DEFAULT) {
         check_bounds(step, shape)?;
     }
+    check_clusters(&a, step)?;
     if !a.json {
-        warn_ignored(&a, step);
+        warn_ignored(&a);
     }
     let diagnosis = a.hang_diagnosis;
     let (request, mut opts) = request(a)?;
@@ -221,7 +229,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 /// What `runner step` with these arguments asks of `step_cmd`: the request and the run options
 /// (the GPU checks' tests parse their children's arguments back through this).
-pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
+pub fn request(a: Args) -> Result<(crate::step_request::Request, RunOptions)> {
     let step = steps::get(a.step)?;
     let opts = RunOptions {
         shape: a.problem.shape(Shape::DEFAULT),
@@ -249,7 +257,7 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         hang_diagnosis: a.hang_diagnosis,
         hang_rerun: None,
     };
-    let sim = step_cmd::SimRequest {
+    let sim = crate::step_request::SimRequest {
         forced: a.sim.sim,
         options: common::simulate::SimOptions {
             seed: a.sim.sim_seed,
@@ -258,7 +266,7 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
             trace: a.trace.is_some(),
         },
     };
-    let request = step_cmd::Request {
+    let request = crate::step_request::Request {
         step,
         arch: a.arch.map(ArchArg::arch),
         params: a.params,

@@ -64,7 +64,7 @@ pub fn print_mutations(
         .unwrap_or(0);
     let row = |m: &common::mutation::Mutation, arch: common::step::Arch, how: &str| {
         let steps: Vec<String> = m
-            .steps(runner::steps::STEPS, arch)
+            .steps(&runner::steps::infos(), arch)
             .iter()
             .map(|s| s.to_string())
             .collect();

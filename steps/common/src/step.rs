@@ -21,7 +21,7 @@ use std::fmt;
 /// One kernel source of a step, with the facts about it that the host, the budget, the checks
 /// and the seeded bugs read: declared here, by the step, rather than guessed from its thread
 /// count, its number or its text.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub struct KernelFile {
     pub text: &'static str,
     /// Its default tuning parameters, each passed as `-DWB_<NAME>=<value>`.
@@ -736,6 +736,44 @@ mod tests {
             )
             .unwrap_err()
             .starts_with("M must be a positive multiple of 256"));
+    }
+
+    #[test]
+    fn one_grid_rule_for_every_schedule() {
+        let p = blackwell_params(128, 64);
+        let shape_of = |schedule| {
+            KernelShape::blackwell(
+                &p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 256,
+                    schedule,
+                },
+            )
+        };
+        let (per_tile, persistent, clc) = (
+            shape_of(Schedule::OnePerTile),
+            shape_of(Schedule::Persistent),
+            shape_of(Schedule::ClusterLaunchControl),
+        );
+        // 16 row tiles x 32 column tiles of 256 x 256.
+        assert_eq!(per_tile.grid(S, 74), (64, 16));
+        assert_eq!(persistent.grid(S, 74), (148, 1));
+        // Cluster launch control launches a cluster per tile and cancels, rather than launching
+        // fewer.
+        assert_eq!(clc.grid(S, 74), per_tile.grid(S, 74));
+        assert_eq!(clc.plan(S, 74).dims.grid, (64, 16, 1));
+        assert!(clc.schedule.loops() && !clc.schedule.fills_the_gpu());
+        let defines = clc.launch_defines();
+        assert!(defines.contains(&("WB_LAUNCH_SCHEDULE".to_string(), "2".to_string())));
+        assert!(defines.contains(&("WB_LAUNCH_PERSISTENT".to_string(), "0".to_string())));
+        // In 64 bits: a shape whose grid CUDA cannot launch is measured, not wrapped.
+        let huge = Shape {
+            m: 1 << 30,
+            n: 1 << 30,
+            k: 64,
+        };
+        assert_eq!(per_tile.grid(huge, 74), (1 << 23, 1 << 22));
     }
 
     #[test]
