@@ -150,7 +150,7 @@ impl SimReport {
 
 /// The default problem and cluster cap for `k` on the simulator.
 pub fn default_shape(k: &KernelShape) -> Shape {
-    if k.persistent {
+    if k.schedule.loops() {
         DEFAULT_PERSISTENT_SHAPE
     } else {
         DEFAULT_SHAPE
@@ -404,7 +404,7 @@ impl SimKernel {
         let k = spec.shape();
         let shape = p.shape.unwrap_or_else(|| default_shape(&k));
         spec.check_shape(shape).map_err(|e| anyhow!(e))?;
-        if p.clusters.is_some() && !k.persistent {
+        if p.clusters.is_some() && !k.schedule.fills_the_gpu() {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 spec.info().number
