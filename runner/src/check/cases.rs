@@ -792,7 +792,7 @@ mod tests {
         let cases = emulation_cases(&EmulationSet::simulator()).unwrap();
         for s in runner::steps::all() {
             let k = KernelSpec::new(s, Arch::Blackwell).shape();
-            if !k.persistent {
+            if !k.schedule.fills_the_gpu() {
                 continue;
             }
             let step = s.info().number;
