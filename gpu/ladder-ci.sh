@@ -55,7 +55,7 @@ echo "contenders: $CONTENDERS"
 
 echo "== bench (adaptive, cap ${CAP} s per shape and dtype)"
 timeout "$BENCH_LIMIT" "$R" bench --contenders "$CONTENDERS" --time-cap "$CAP" --ci-target 0.5 \
-  --iters 30 --warmup 5 --out "$B" >"$B/bench.txt" 2>"$B/bench.err"
+  --iters 30 --warmup 5 --out "$B/run" >"$B/bench.txt" 2>"$B/bench.err"
 echo "bench rc=$? in $((SECONDS - t0)) s"
 tail -n 5 "$B/bench.err"
 
@@ -80,7 +80,7 @@ if fits 45 "the control"; then
 fi
 
 echo "== bench verdicts"
-python3 - "$B" <<'EOF'
+python3 - "$B/run" <<'EOF'
 import glob, json, sys
 files = sorted(glob.glob(sys.argv[1] + "/bench-*.json"))
 if not files:

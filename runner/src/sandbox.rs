@@ -197,7 +197,19 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
     for (k, v) in &spec.env {
         cmd.env(k, v);
     }
-    let limits = spec.rlimits;
+    // A child of a child (an exercise's run under `runner exercise --timings`) cannot raise a
+    // hard limit its parent set: each limit is at most the one this process already has
+    // (setrlimit above it fails with EPERM, and the child would not start at all).
+    let mut limits = spec.rlimits;
+    {
+        use rlimit::Resource;
+        let cap =
+            |r: Resource, want: u64| -> u64 { r.get().map_or(want, |(_, hard)| want.min(hard)) };
+        limits.cpu_seconds = cap(Resource::CPU, limits.cpu_seconds);
+        limits.file_bytes = cap(Resource::FSIZE, limits.file_bytes);
+        limits.processes = cap(Resource::NPROC, limits.processes);
+        limits.address_space = limits.address_space.map(|b| cap(Resource::AS, b));
+    }
     // SAFETY: only async-signal-safe calls (setrlimit, signal, prctl) between fork and exec;
     // `rlimit::setrlimit` is a plain `setrlimit` call.
     unsafe {

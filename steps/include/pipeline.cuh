@@ -16,8 +16,9 @@
 //
 // Ring stores only the count. For a compile-time N the divisions become a shift or a
 // multiply-high, and where the count runs in step with a loop counter the compiler merges the
-// two: steps 0-3 compile to the same registers and SASS as the formulas written out
-// (`runner inspect N`; assets/results/ring-inspect.md has the counts).
+// two: steps 0-3 compile to the same registers and no more SASS instructions than the formulas
+// written out; the persistent kernels, whose roles keep their counts across tiles, take a few
+// registers more (`runner inspect N`; assets/results/ring-inspect-2026-11-26.md).
 #pragma once
 
 namespace wb {

@@ -421,3 +421,44 @@ fn tcgen05_cp_copies_a_128_row_matrix_from_its_descriptor() {
         "{e}"
     );
 }
+
+#[test]
+fn a_long_trace_keeps_its_latest_events_and_a_stopped_run_its_stop() {
+    // One thread completes 300 000 phases of a one-arrival mbarrier (an event each), then
+    // traps: the trace keeps the latest events, says how many it dropped, and ends with the stop.
+    let ptx = format!(
+        "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n{{\n\t.reg .pred %p<4>;\n\t.reg .b32 %r<8>;\n\t.reg .b64 %rd<4>;\n\tmov.u32 %r1, smem_raw;\n\tmbarrier.init.shared::cta.b64 [%r1], 1;\n\tmov.u32 %r2, 0;\n$L_loop:\n\tmbarrier.arrive.shared::cta.b64 %rd1, [%r1];\n\tadd.s32 %r2, %r2, 1;\n\tsetp.lt.u32 %p1, %r2, 300000;\n\t@%p1 bra $L_loop;\n\ttrap;\n}}\n"
+    );
+    let p = Program::parse(&ptx).unwrap();
+    let mut dev = Device::new();
+    let l = Launch {
+        kernel: "k".into(),
+        grid: [1, 1, 1],
+        block: [1, 1, 1],
+        cluster: [1, 1, 1],
+        dynamic_smem: 1024,
+        params: vec![Param::U64(0)],
+        barrier_names: vec![],
+        sources: vec![],
+    };
+    let o = Options {
+        trace: true,
+        ..Options::default()
+    };
+    let s = sim::run_traced(&p, &mut dev, &l, &o).unwrap_err();
+    assert!(s.error.to_string().contains("trap"), "{}", s.error);
+    assert!(
+        s.trace[0].contains("earlier events dropped"),
+        "{}",
+        s.trace[0]
+    );
+    assert!(s.trace.len() <= 200_002, "{}", s.trace.len());
+    let last = s.trace.last().unwrap();
+    assert!(
+        last.contains("stopped: fault") && last.contains("trap"),
+        "{last}"
+    );
+    // The event before the stop is the last phase, not one of the first.
+    let before = &s.trace[s.trace.len() - 2];
+    assert!(before.contains("completes phase 299999"), "{before}");
+}
