@@ -1173,13 +1173,12 @@ fn the_checkout_it_runs_in_is_what_compiles_not_the_build_machines() {
     std::fs::copy(repo.join("book/book.toml"), d.join("book/book.toml")).unwrap();
     let include = d.join("steps/include");
     std::fs::create_dir_all(&include).unwrap();
-    for h in [
-        "common.cuh",
-        "blackwell.cuh",
-        "hopper.cuh",
-        "tcgen05_emu.cuh",
-    ] {
-        std::fs::copy(repo.join("steps/include").join(h), include.join(h)).unwrap();
+    // Every header, whatever its name: a kernel's includes reach them all.
+    for h in std::fs::read_dir(repo.join("steps/include")).unwrap() {
+        let h = h.unwrap().path();
+        if h.extension().is_some_and(|e| e == "cuh") {
+            std::fs::copy(&h, include.join(h.file_name().unwrap())).unwrap();
+        }
     }
     std::fs::write(
         d.join("steps/step0_naive/src/kernel.cu"),
