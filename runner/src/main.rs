@@ -12,8 +12,11 @@ mod outdir;
 mod report;
 mod results;
 mod sandbox;
+#[cfg(test)]
+mod scaffold;
 mod sim_cmd;
 mod step_cmd;
+mod step_request;
 mod trace;
 mod workshop;
 

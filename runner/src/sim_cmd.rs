@@ -2,7 +2,7 @@
 //! `common::simulate` where there is no GPU, or anywhere with `--sim` / `--explore`.
 
 use crate::report;
-use crate::step_cmd::Request;
+use crate::step_request::Request;
 use anyhow::{Context, Result};
 use common::gpu::GpuStatus;
 use common::run::RunOptions;

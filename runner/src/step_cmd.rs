@@ -13,35 +13,11 @@ use common::run::{self, choose_target, EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec, MAX_SMEM_PER_CTA};
 use common::trace::{timeline, Recording};
 use common::verdict::Verdict;
-use common::{mutation, sass, Shape, Step};
+use common::{mutation, sass, Shape};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-pub struct Request {
-    pub step: &'static dyn Step,
-    /// `--arch`, if given.
-    pub arch: Option<Arch>,
-    /// `--param NAME=VALUE` overrides.
-    pub params: Vec<String>,
-    pub kernel_file: Option<PathBuf>,
-    pub mutate: Option<String>,
-    pub json: bool,
-    /// `--trace FILE_STEM`: where the timelines go.
-    pub trace: Option<PathBuf>,
-    /// `--time-emulation N`: time N emulated launches with the strict rules off and on.
-    pub time_emulation: Option<u32>,
-    /// `--m`, `--n`, `--k` as given: a simulated run fills the others from its own defaults.
-    pub dims: (Option<usize>, Option<usize>, Option<usize>),
-    pub sim: SimRequest,
-}
-
-/// The CPU simulator's part of a request.
-#[derive(Debug, Clone, Default)]
-pub struct SimRequest {
-    /// `--sim`: simulate the Blackwell kernel even where a GPU could run it.
-    pub forced: bool,
-    pub options: common::simulate::SimOptions,
-}
+use crate::step_request::Request;
 
 /// A user's kernel file is a Hopper twin if it includes hopper.cuh.
 pub fn implied_arch(source: &KernelSource) -> Arch {
@@ -156,27 +132,77 @@ pub fn read_kernel(path: &Path) -> Result<String> {
     })
 }
 
-pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
-    let n = req.step.info().number;
-    let file = match &req.kernel_file {
-        // Edits of a stock kernel, applied to it as it is now.
-        Some(path) if path.extension().is_some_and(|e| e == "toml") => {
-            Some(crate::bench::contenders::edited_kernel(
-                &path.display().to_string(),
-                &read_kernel(path)?,
-            )?)
-        }
-        Some(path) => Some(KernelSource {
+/// The kernel a `--kernel FILE` names: the file itself, or, for a `.toml` file, the edits it
+/// holds applied to the stock kernel they name, as it is now.
+pub fn kernel_file(path: &Path) -> Result<KernelSource> {
+    if path.extension().is_some_and(|e| e == "toml") {
+        crate::bench::contenders::edited_kernel(&path.display().to_string(), &read_kernel(path)?)
+    } else {
+        Ok(KernelSource {
             path: path.display().to_string(),
             text: read_kernel(path)?,
-        }),
+        })
+    }
+}
+
+/// What the kernels of one `runner step` came to, for its exit status and its warnings.
+#[derive(Default)]
+struct Tally {
+    failed: bool,
+    /// Kernels only built (no GPU that runs them): the exit status says "in part", never
+    /// "verified".
+    not_run: usize,
+    traced: usize,
+    /// Runs under the emulation: without one, --emu-seed changed nothing.
+    emulated: usize,
+}
+
+pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
+    let (specs, chosen) = prepare(req, &mut opts)?;
+    if let Some(reps) = req.time_emulation {
+        return time_emulation(req, &specs[0], &opts, reps);
+    }
+    let status = gpu::open();
+    if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {
+        g.check_fits(shape.device_bytes(), &shape.to_string())?;
+    }
+    let mut outputs = Vec::new();
+    let mut tally = Tally::default();
+    for spec in &specs {
+        let first = outputs.is_empty();
+        if simulate_here(req, &opts, spec.arch, &status) {
+            if !req.json && !first {
+                println!();
+            }
+            let (v, passed, wrote_trace) = crate::sim_cmd::run(req, spec, &opts, &status)?;
+            tally.failed |= !passed;
+            tally.traced += usize::from(wrote_trace);
+            outputs.push(v);
+            continue;
+        }
+        let v = match (&status, why_not_here(req, spec, &opts, &status, chosen)?) {
+            (GpuStatus::Present(g), None) => run_on_gpu(req, spec, g, &opts, first, &mut tally)?,
+            (_, reason) => build_only(req, spec, &opts, &reason.unwrap_or_default(), &mut tally)?,
+        };
+        outputs.push(v);
+    }
+    finish(req, &opts, outputs, &tally)
+}
+
+/// The kernels to run (the step's, or `--arch`'s choice, or the one a `--kernel` file or a seeded
+/// bug is for), each with its parameters; the source they run (`--kernel`, with `--mutate`'s
+/// bug seeded) into `opts`. `true` with them: the kernel was chosen, not defaulted.
+fn prepare(req: &Request, opts: &mut RunOptions) -> Result<(Vec<KernelSpec>, bool)> {
+    let n = req.step.info().number;
+    let file = match &req.kernel_file {
+        Some(path) => Some(kernel_file(path)?),
         None => None,
     };
     let seeded = match &req.mutate {
         Some(name) => Some(mutation::lookup(name)?),
         None => None,
     };
-    let (archs, chosen) = kernels(req, &opts, file.as_ref(), seeded.map(|(_, a)| a))?;
+    let (archs, chosen) = kernels(req, opts, file.as_ref(), seeded.map(|(_, a)| a))?;
     let mut specs = Vec::new();
     for &arch in &archs {
         let mut spec = KernelSpec::new(req.step, arch);
@@ -188,10 +214,10 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     opts.source = file;
     if let Some((m, arch)) = seeded {
         let name = m.name;
-        if !m.applies_to(n) {
+        if !m.applies_to(req.step.info(), arch) {
             bail!(
                 "the seeded bug {name:?} does not apply to step {n} (it applies to steps {})",
-                m.steps
+                m.steps(&runner::steps::infos(), arch)
                     .iter()
                     .map(u32::to_string)
                     .collect::<Vec<_>>()
@@ -210,137 +236,146 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
         }
     }
+    Ok((specs, chosen))
+}
 
-    if let Some(reps) = req.time_emulation {
-        return time_emulation(req, &specs[0], &opts, reps);
-    }
-
-    let status = gpu::open();
-    if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {
-        g.check_fits(shape.device_bytes(), &shape.to_string())?;
-    }
-    let mut outputs = Vec::new();
-    let mut failed = false;
-    // Kernels only built (no GPU that runs them): the exit status says "in part", never "verified".
-    let mut not_run = 0;
-    let mut traced = 0;
-    // Runs under the emulation: without one, --emu-seed changed nothing.
-    let mut emulated = 0;
-    for spec in &specs {
-        if simulate_here(req, &opts, spec.arch, &status) {
-            if !req.json && !outputs.is_empty() {
-                println!();
-            }
-            let (v, passed, wrote_trace) = crate::sim_cmd::run(req, spec, &opts, &status)?;
-            failed |= !passed;
-            traced += usize::from(wrote_trace);
-            outputs.push(v);
-            continue;
-        }
-        let why_not = match &status {
-            GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
-                Ok(Target::Sm90aEmulated) => {
-                    if !req.json && opts.emulate != EmulateMode::Always {
-                        eprintln!(
-                            "note: {} is {}: no tcgen05 there, so step {n}'s Blackwell kernel runs under the tcgen05 emulation (correctness only; no timings). Use --no-emulate to refuse.",
-                            g.info.name,
-                            g.info.sm()
-                        );
-                    }
-                    None
-                }
-                Ok(_) => None,
-                Err(e) if chosen => return Err(anyhow!(e)),
-                Err(e) => Some(e),
-            },
-            GpuStatus::Absent(why) => {
-                if req.trace.is_some() && spec.arch == Arch::Hopper && chosen {
-                    bail!("--trace records a launch and needs a GPU that runs the kernel (the Hopper twin: an H100/H200): {why}");
-                }
-                if opts.emulate == EmulateMode::Always && req.trace.is_some() {
-                    bail!("--emulate needs an sm_90 GPU to run on: {why}");
-                }
-                if opts.emulate == EmulateMode::Never {
-                    bail!("--no-emulate needs an sm_100 GPU: {why}");
-                }
-                Some(format!("no GPU to run on ({why})"))
-            }
-        };
-        match (&status, why_not) {
-            (GpuStatus::Present(g), None) => {
-                emulated += usize::from(
-                    choose_target(&g.info, spec.arch, opts.emulate) == Ok(Target::Sm90aEmulated),
-                );
-                let r = run::run(spec, g, &opts)
-                    .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
-                failed |= !r.verification.passed;
-                let files = match (&req.trace, &r.trace) {
-                    (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
-                    _ => None,
-                };
-                traced += usize::from(files.is_some());
-                if req.json {
-                    let mut v = serde_json::to_value(&r)?;
-                    if let serde_json::Value::Object(o) = &mut v {
-                        // What a results file needs beside the run: when, and of which commit.
-                        o.insert("date".into(), crate::bench::today().into());
-                        o.insert("commit".into(), crate::bench::commit().into());
-                    }
-                    if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
-                        o.insert(
-                            "trace_files".into(),
-                            serde_json::json!([
-                                json.display().to_string(),
-                                svg.display().to_string()
-                            ]),
-                        );
-                    }
-                    outputs.push(v);
-                } else {
-                    if !outputs.is_empty() {
-                        println!();
-                    }
-                    report::print_run(spec, &r);
-                    if let (Some((json, svg)), Some(rec)) = (&files, &r.trace) {
-                        print_trace_summary(&r, rec, json, svg);
-                    }
-                    outputs.push(serde_json::Value::Null);
-                }
-            }
-            (_, reason) => {
-                if req.trace.is_some() && !req.json {
+/// Why `spec` cannot run here (`None`: it can, on the GPU); an error where the user asked for
+/// something only a GPU gives (a chosen kernel, a trace, `--emulate`, `--no-emulate`).
+fn why_not_here(
+    req: &Request,
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    status: &GpuStatus,
+    chosen: bool,
+) -> Result<Option<String>> {
+    let n = req.step.info().number;
+    Ok(match status {
+        GpuStatus::Present(g) => match choose_target(&g.info, spec.arch, opts.emulate) {
+            Ok(Target::Sm90aEmulated) => {
+                if !req.json && opts.emulate != EmulateMode::Always {
                     eprintln!(
-                        "note: step {n}'s {} cannot run here, so --trace records nothing for it",
-                        spec.arch.name()
+                        "note: {} is {}: no tcgen05 there, so step {n}'s Blackwell kernel runs under the tcgen05 emulation (correctness only; no timings). Use --no-emulate to refuse.",
+                        g.info.name,
+                        g.info.sm()
                     );
                 }
-                not_run += 1;
-                // Without a GPU, --emulate reports the emulation build (what CI checks).
-                let target = if opts.emulate == EmulateMode::Always {
-                    Target::Sm90aEmulated
-                } else {
-                    Target::native(spec.arch)
-                };
-                let (report, missing) =
-                    compile_report(spec, &opts, target, &reason.unwrap_or_default(), req.json)
-                        .map_err(|e| blackwell_on_hopper_hint(e, target))?;
-                // A user's kernel that lacks the step's key instructions is not the step's
-                // kernel: a check on it must not pass.
-                if req.kernel_file.is_some() && !missing.is_empty() {
-                    failed = true;
-                    if !req.json {
-                        eprintln!(
-                            "error: {} lacks step {n}'s key instructions ({}): it is not a complete {}",
-                            opts.source.as_ref().map_or("the kernel", |s| s.path.as_str()),
-                            missing.join(", "),
-                            spec.arch.name()
-                        );
-                    }
-                }
-                outputs.push(report)
+                None
             }
+            Ok(_) => None,
+            Err(e) if chosen => return Err(anyhow!(e)),
+            Err(e) => Some(e),
+        },
+        GpuStatus::Absent(why) => {
+            if req.trace.is_some() && spec.arch == Arch::Hopper && chosen {
+                bail!("--trace records a launch and needs a GPU that runs the kernel (the Hopper twin: an H100/H200): {why}");
+            }
+            if opts.emulate == EmulateMode::Always && req.trace.is_some() {
+                bail!("--emulate needs an sm_90 GPU to run on: {why}");
+            }
+            if opts.emulate == EmulateMode::Never {
+                bail!("--no-emulate needs an sm_100 GPU: {why}");
+            }
+            Some(format!("no GPU to run on ({why})"))
+        }
+    })
+}
+
+/// Run, verify and time `spec` on the GPU; its report (JSON, or printed and `Null`).
+fn run_on_gpu(
+    req: &Request,
+    spec: &KernelSpec,
+    g: &gpu::Gpu,
+    opts: &RunOptions,
+    first: bool,
+    tally: &mut Tally,
+) -> Result<serde_json::Value> {
+    tally.emulated +=
+        usize::from(choose_target(&g.info, spec.arch, opts.emulate) == Ok(Target::Sm90aEmulated));
+    let r = run::run(spec, g, opts)
+        .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
+    tally.failed |= !r.verification.passed;
+    let files = match (&req.trace, &r.trace) {
+        (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
+        _ => None,
+    };
+    tally.traced += usize::from(files.is_some());
+    if req.json {
+        let mut v = serde_json::to_value(&r)?;
+        if let serde_json::Value::Object(o) = &mut v {
+            // What a results file needs beside the run: when, and of which commit.
+            o.insert("date".into(), crate::bench::today().into());
+            o.insert("commit".into(), crate::bench::commit().into());
+        }
+        if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
+            o.insert(
+                "trace_files".into(),
+                serde_json::json!([json.display().to_string(), svg.display().to_string()]),
+            );
+        }
+        Ok(v)
+    } else {
+        if !first {
+            println!();
+        }
+        report::print_run(spec, &r);
+        if let (Some((json, svg)), Some(rec)) = (&files, &r.trace) {
+            print_trace_summary(&r, rec, json, svg);
+        }
+        Ok(serde_json::Value::Null)
+    }
+}
+
+/// `spec` cannot run here (`reason`): build it and report the build.
+fn build_only(
+    req: &Request,
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    reason: &str,
+    tally: &mut Tally,
+) -> Result<serde_json::Value> {
+    let n = req.step.info().number;
+    if req.trace.is_some() && !req.json {
+        eprintln!(
+            "note: step {n}'s {} cannot run here, so --trace records nothing for it",
+            spec.arch.name()
+        );
+    }
+    tally.not_run += 1;
+    // Without a GPU, --emulate reports the emulation build (what CI checks).
+    let target = if opts.emulate == EmulateMode::Always {
+        Target::Sm90aEmulated
+    } else {
+        Target::native(spec.arch)
+    };
+    let (report, missing) = compile_report(spec, opts, target, reason, req.json)
+        .map_err(|e| blackwell_on_hopper_hint(e, target))?;
+    // A user's kernel that lacks the step's key instructions is not the step's kernel: a check
+    // on it must not pass.
+    if req.kernel_file.is_some() && !missing.is_empty() {
+        tally.failed = true;
+        if !req.json {
+            eprintln!(
+                "error: {} lacks step {n}'s key instructions ({}): it is not a complete {}",
+                opts.source
+                    .as_ref()
+                    .map_or("the kernel", |s| s.path.as_str()),
+                missing.join(", "),
+                spec.arch.name()
+            );
         }
     }
+    Ok(report)
+}
+
+/// The JSON of every kernel (with `--json`), the warnings about flags that changed nothing, and
+/// the exit status.
+fn finish(
+    req: &Request,
+    opts: &RunOptions,
+    mut outputs: Vec<serde_json::Value>,
+    tally: &Tally,
+) -> Result<ExitCode> {
+    let n = req.step.info().number;
     if req.json {
         // Always {"runner", "runs": [...]}, one or two runs (crate::report::json).
         for v in &mut outputs {
@@ -349,17 +384,17 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         let v = crate::report::json::runs(outputs);
         println!("{}", serde_json::to_string_pretty(&v)?);
     }
-    if opts.emu_seed != 0 && emulated == 0 && !req.json {
+    if opts.emu_seed != 0 && tally.emulated == 0 && !req.json {
         eprintln!(
             "warning: --emu-seed applies to runs under the tcgen05 emulation, and none ran here: ignored"
         );
     }
-    if req.trace.is_some() && traced == 0 {
+    if req.trace.is_some() && tally.traced == 0 {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");
     }
-    Ok(if failed {
+    Ok(if tally.failed {
         Verdict::Failed
-    } else if not_run > 0 {
+    } else if tally.not_run > 0 {
         Verdict::Partial
     } else {
         Verdict::Verified

@@ -379,6 +379,50 @@ fn inspect_ptx_prints_the_sm100a_ptx_and_seeds_a_bug_into_it() {
 }
 
 #[test]
+fn clusters_are_refused_where_no_grid_is_persistent() {
+    // The persistent steps are named from what the steps declare, not from a list in the message.
+    assert_one_line_error(
+        &runner(&["step", "2", "--clusters", "2"]),
+        "--clusters caps the grid of the persistent steps (4, 5, 6); step 2 launches one cluster per tile",
+    );
+}
+
+#[test]
+fn inspect_kernel_compiles_a_file_with_the_steps_launch() {
+    // A copy of step 3's kernel with one line changed: inspect shows the file's PTX, not the
+    // step's own.
+    let dir = std::env::temp_dir().join(format!("wb-inspect-kernel-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let stock = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../steps/step3_collective_mma/src/kernel.cu"),
+    )
+    .unwrap();
+    let file = dir.join("mine.cu");
+    std::fs::write(&file, stock.replace("tmem_alloc_2cta(", "tmem_alloc(")).unwrap();
+    let f = file.to_str().unwrap();
+    let o = runner(&["inspect", "3", "--ptx", "--kernel", f]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("tcgen05.alloc.cta_group::1"));
+    let twin = dir.join("twin.cu");
+    std::fs::write(&twin, "#include \"hopper.cuh\"\n").unwrap();
+    assert_one_line_error(
+        &runner(&["inspect", "3", "--kernel", twin.to_str().unwrap()]),
+        "includes hopper.cuh: it is a Hopper twin; add --arch sm_90a",
+    );
+    assert_one_line_error(
+        &runner(&[
+            "inspect",
+            "3",
+            "--kernel",
+            dir.join("none.cu").to_str().unwrap(),
+        ]),
+        "cannot read",
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn inspect_prints_resources_and_a_histogram() {
     let o = runner(&["inspect", "0"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -1129,13 +1173,12 @@ fn the_checkout_it_runs_in_is_what_compiles_not_the_build_machines() {
     std::fs::copy(repo.join("book/book.toml"), d.join("book/book.toml")).unwrap();
     let include = d.join("steps/include");
     std::fs::create_dir_all(&include).unwrap();
-    for h in [
-        "common.cuh",
-        "blackwell.cuh",
-        "hopper.cuh",
-        "tcgen05_emu.cuh",
-    ] {
-        std::fs::copy(repo.join("steps/include").join(h), include.join(h)).unwrap();
+    // Every header, whatever its name: a kernel's includes reach them all.
+    for h in std::fs::read_dir(repo.join("steps/include")).unwrap() {
+        let h = h.unwrap().path();
+        if h.extension().is_some_and(|e| e == "cuh") {
+            std::fs::copy(&h, include.join(h.file_name().unwrap())).unwrap();
+        }
     }
     std::fs::write(
         d.join("steps/step0_naive/src/kernel.cu"),

@@ -81,7 +81,7 @@ fn meets_all(kernel: &str, rubric: &str, trace: &[&str]) {
             );
         } else {
             assert!(
-                detail.starts_with("not measured: compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on a GPU"),
+                detail.starts_with("not measured: compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on "),
                 "{q:#}"
             );
         }
@@ -163,43 +163,6 @@ fn the_stock_step3_blackwell_kernel_has_its_instructions_but_compiled_only_earns
     );
 }
 
-#[test]
-fn step0s_blackwell_kernel_loses_exactly_the_2cta_points_with_the_instruction_named() {
-    // The step-3 rubric's requirements under step 0's launch plan: every kernel checks the
-    // launch it was planned for at compile time, so step 0's kernel builds only for its own.
-    let d = tmp("rubric-bw");
-    let rubric = d.join("step3-blackwell-as-step0.toml");
-    std::fs::write(&rubric, step0_rubric("step3-blackwell.toml")).unwrap();
-    let r = grade("steps/step0_naive/src/kernel.cu", &rubric, "step0bw");
-    assert_eq!(r["compile"]["status"], "ok", "{r:#}");
-    let reqs = requirements(&r);
-    assert_eq!(reqs.len(), 2);
-    for (q, op) in reqs.iter().zip(["UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST"]) {
-        assert_eq!(q["status"], "failed", "{q:#}");
-        assert_eq!(q["score"], 0.0);
-        let detail = q["detail"].as_str().unwrap();
-        assert!(
-            detail.starts_with(&format!("missing {op} (")) && detail.contains("instead"),
-            "{detail}"
-        );
-        assert_eq!(q["flags"][0]["name"], "technique-missing");
-    }
-    // The 2-CTA MMA's detail names what step 0 has instead: the 1-CTA MMA.
-    assert!(reqs[0]["detail"]
-        .as_str()
-        .unwrap()
-        .ends_with("it has UTCHMMA x4 instead"));
-    // Every test was skipped (no GPU): the 30 points of the requirements are all it lost.
-    assert_eq!(
-        (r["score"].as_f64(), r["max_score"].as_f64()),
-        (Some(0.0), Some(30.0))
-    );
-    assert_eq!(r["flags"], serde_json::json!(["technique-missing"]));
-    let _ = std::fs::remove_dir_all(&d);
-}
-
-/// A rubric of `rubrics/` with its step set to 0, its requirements kept (`--rubric` keeps a
-/// file's own step and requirements; only the selftest's override drops them).
 fn step0_rubric(name: &str) -> String {
     let text = std::fs::read_to_string(rubric_file(name)).unwrap();
     assert!(text.contains("\nstep = 3\n"), "{name} names step 3");
@@ -243,8 +206,14 @@ fn a_requirement_written_wrong_is_one_clear_error() {
     for (from, to, says) in [
         (
             "executed = \"UTMALDG.MULTICAST\"",
+            "executed = \"UTMALDG..MULTICAST\"",
+            "requirements[0] (\"tma-multicast\"): \"UTMALDG..MULTICAST\": write an upper-case SASS opcode",
+        ),
+        // Lower case is a PTX class, which the simulator counts on Blackwell rubrics only.
+        (
+            "executed = \"UTMALDG.MULTICAST\"",
             "executed = \"utmaldg.multicast\"",
-            "requirements[0] (\"tma-multicast\"): \"utmaldg.multicast\": write an upper-case SASS opcode",
+            "requirements[0] (\"tma-multicast\"): utmaldg.multicast is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel",
         ),
         (
             "executed = \"HGMMA.F32\"",

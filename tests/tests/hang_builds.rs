@@ -25,7 +25,10 @@ macro_rules! per_step {
                 super::the_hang_diagnosis_build_bounds_every_wait(step());
             }
         }
-    )*};
+    )*
+        /// The steps this file has a module for.
+        const LISTED: &[u32] = &[$($n),*];
+    };
 }
 
 per_step! {
@@ -38,13 +41,27 @@ per_step! {
     step6 => 6,
 }
 
+#[test]
+fn every_step_of_the_ladder_has_its_module_here() {
+    // The per-step modules above name each step, so the steps build in parallel: a new step
+    // needs its line in `per_step!`.
+    let numbers: Vec<u32> = ladder::STEPS.iter().map(|s| s.number).collect();
+    assert_eq!(
+        LISTED,
+        numbers,
+        "per_step! in {} lists other steps than the ladder",
+        file!()
+    );
+}
+
 const COMMON: &str = include_str!("../../steps/include/common.cuh");
 const HOPPER: &str = include_str!("../../steps/include/hopper.cuh");
 
 /// A header without the hang diagnosis: its `// BEGIN hang diagnosis` .. `// END hang
 /// diagnosis` blocks and every other line that names a `WB_HANG_` macro (the wait wrappers'
 /// calls) deleted, and its `#pragma once` and includes of the workbook's headers too (the
-/// headers are pasted into one source).
+/// headers are pasted into one source: the instrumentation headers common.cuh includes are
+/// pasted where it includes them, stripped the same way).
 fn without_hang_diagnosis(header: &str) -> String {
     let mut out = String::new();
     let mut skipping = false;
@@ -59,6 +76,15 @@ fn without_hang_diagnosis(header: &str) -> String {
             assert!(skipping, "an END without a BEGIN");
             skipping = false;
             continue;
+        }
+        if !skipping {
+            let included = common::compile::HEADERS
+                .iter()
+                .find(|(name, _)| *name != "common.cuh" && t == format!("#include \"{name}\""));
+            if let Some((_, text)) = included {
+                out.push_str(&without_hang_diagnosis(text));
+                continue;
+            }
         }
         if skipping
             || line.contains("WB_HANG_")

@@ -23,6 +23,10 @@ fn every_traced_build_passes_the_ptx_check() {
     // staging writes to the store rules.
     for step in ladder::all() {
         for arch in [Arch::Blackwell, Arch::Hopper] {
+            eprintln!(
+                "traced build of step {} {arch}: PTX check",
+                step.info().number
+            );
             let spec = KernelSpec::new(step, arch);
             let mut defines = spec.defines(Dtype::F16);
             defines.push((
@@ -52,6 +56,7 @@ fn every_traced_build_passes_the_ptx_check() {
 #[test]
 fn every_stock_kernel_passes_the_ptx_check() {
     for step in ladder::all() {
+        eprintln!("stock step {}: PTX check", step.info().number);
         let text = ptx(step, step.info().blackwell.text);
         assert!(
             text.contains("tcgen05.ld"),
@@ -81,9 +86,10 @@ fn the_seeded_ordering_bugs_fail_the_ptx_check_on_every_step() {
     ] {
         let m = find(mutation).expect("known mutation");
         for step in ladder::all() {
-            if !m.applies_to(step.info().number) {
+            if !m.applies_to(step.info(), Arch::Blackwell) {
                 continue;
             }
+            eprintln!("step {} with {mutation}: PTX check", step.info().number);
             let text = ptx(step, &m.apply(step.info().blackwell.text).expect("applies"));
             let findings = check(&text);
             assert!(
@@ -109,7 +115,7 @@ fn static_findings_point_at_the_source_line_of_the_bug() {
     ] {
         let m = find(mutation).expect("known mutation");
         for step in ladder::all() {
-            if !m.applies_to(step.info().number) {
+            if !m.applies_to(step.info(), Arch::Blackwell) {
                 continue;
             }
             let spec = KernelSpec::new(step, Arch::Blackwell);
@@ -142,6 +148,7 @@ fn every_hopper_twin_fences_and_syncs_its_staging_before_the_tma_store() {
     // The store rules and the wgmma rule of ptx_check hold for the twins' PTX (the tcgen05 rules
     // are vacuous there), as `runner step` checks on every twin build.
     for step in ladder::all() {
+        eprintln!("twin {}: PTX store rules", step.info().number);
         let spec = KernelSpec::new(step, Arch::Hopper);
         let src = KernelSource {
             path: step.info().kernel_path(Arch::Hopper),

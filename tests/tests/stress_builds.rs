@@ -28,7 +28,10 @@ macro_rules! per_step {
                 super::the_emulation_builds_without_the_newer_rules(step());
             }
         }
-    )*};
+    )*
+        /// The steps this file has a module for.
+        const LISTED: &[u32] = &[$($n),*];
+    };
 }
 
 per_step! {
@@ -39,6 +42,19 @@ per_step! {
     step4 => 4,
     step5 => 5,
     step6 => 6,
+}
+
+#[test]
+fn every_step_of_the_ladder_has_its_module_here() {
+    // The per-step modules above name each step, so the steps build in parallel: a new step
+    // needs its line in `per_step!`.
+    let numbers: Vec<u32> = ladder::STEPS.iter().map(|s| s.number).collect();
+    assert_eq!(
+        LISTED,
+        numbers,
+        "per_step! in {} lists other steps than the ladder",
+        file!()
+    );
 }
 
 fn twin_source(step: &'static dyn Step, text: &str) -> KernelSource {
@@ -66,6 +82,7 @@ fn the_stress_build_sleeps_and_keeps_the_twin_fast(step: &'static dyn Step) {
         "step {n}: a plain build is checked"
     );
     for seed in common::stress::CHECK_SEEDS {
+        eprintln!("twin {n}: stress build, seed {seed}");
         let mut defines = spec.defines(Dtype::F16);
         defines.extend(common::stress::defines(*seed));
         let c = compile(&spec.source(), Target::Sm90a, &defines)
@@ -122,8 +139,9 @@ fn twin_mutations_apply_and_are_caught_as_they_claim(step: &'static dyn Step) {
     let n = step.info().number;
     let spec = KernelSpec::new(step, Arch::Hopper);
     let stock = step.info().hopper.text;
-    for t in TWIN_MUTATIONS.iter().filter(|t| t.mutation.applies_to(n)) {
+    for t in TWIN_MUTATIONS.iter().filter(|t| t.applies_to(step.info())) {
         let m = &t.mutation;
+        eprintln!("twin {n} with {}: builds", m.name);
         let text = m.apply(stock).unwrap_or_else(|e| panic!("step {n}: {e:#}"));
         assert_ne!(text, stock, "step {n}: {} changes nothing", m.name);
         let src = twin_source(step, &text);
@@ -195,12 +213,20 @@ fn every_twin_mutation_applies_somewhere_and_names_are_unique() {
             "{}: twin mutations are named twin-...",
             t.mutation.name
         );
-        assert!(!t.mutation.steps.is_empty());
+        assert!(
+            !t.mutation.steps(ladder::STEPS, Arch::Hopper).is_empty(),
+            "{} edits no twin of the ladder",
+            t.mutation.name
+        );
     }
     // The stress pass has something to catch on a store-warp twin.
+    let store_warp = ladder::STEPS
+        .iter()
+        .find(|s| s.hopper.epilogue == common::Epilogue::StoreWarp)
+        .expect("a twin with a store warp");
     assert!(TWIN_MUTATIONS
         .iter()
-        .any(|t| t.caught == TwinCatch::Stress && t.mutation.applies_to(5)));
+        .any(|t| t.caught == TwinCatch::Stress && t.applies_to(store_warp)));
 }
 
 #[test]

@@ -416,7 +416,8 @@ pub fn ready_kernels<'e>(
 }
 
 /// `runner bench --diagnose`: the protocol variants of [`diagnose`] on the first shape
-/// and dtype, with step 4 (or the last step asked for) as the kernel of the pair variants.
+/// and dtype, with the first persistent step asked for (step 4 of the ladder), or else the last
+/// one, as the kernel of the pair variants.
 pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     let gpu = match gpu::open() {
         GpuStatus::Present(g) => g,
@@ -426,12 +427,13 @@ pub fn run_diagnose(opts: &BenchOptions) -> Result<()> {
     let (Some(&shape), Some(&dtype)) = (opts.shapes.first(), opts.dtypes.first()) else {
         bail!("--diagnose needs a shape and a dtype");
     };
+    // The first persistent kernel asked for (step 4 of the stock ladder), else the last step.
     let step = opts
         .steps
         .iter()
+        .find(|s| s.info().kernel(arch).launch.schedule().fills_the_gpu())
+        .or(opts.steps.last())
         .map(|s| s.info().number)
-        .find(|&n| n == 4)
-        .or_else(|| opts.steps.last().map(|s| s.info().number))
         .ok_or_else(|| anyhow!("--diagnose needs at least one step"))?;
     let blas = Blas::new(&gpu)?;
     let flush = L2Flush::new(&gpu)?;

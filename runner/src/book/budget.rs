@@ -416,7 +416,7 @@ mod tests {
             assert_eq!(b.input.cluster, k.cluster);
             assert_eq!(
                 b.tiles * k.cluster,
-                if k.persistent {
+                if k.schedule.fills_the_gpu() {
                     k.num_tiles(Shape::DEFAULT) * k.cluster
                 } else {
                     plan.dims.grid.0 * plan.dims.grid.1

@@ -4,7 +4,7 @@
 //! differ from ours and from each other, so a row is context for the step's idea, never a target
 //! or a claim about this workbook's kernels.
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
 /// One published measurement.
 pub struct Comparable {
@@ -276,9 +276,13 @@ pub fn markdown(spec: &str) -> Result<String> {
         .trim()
         .parse()
         .map_err(|_| anyhow::anyhow!("comparables wants a step number, got {spec:?}"))?;
+    runner::steps::get(step)?;
     let rows: Vec<&Comparable> = ALL.iter().filter(|c| c.step == step).collect();
     if rows.is_empty() {
-        bail!("no published comparables recorded for step {step}");
+        // A new step, before anyone has looked for published kernels like it.
+        return Ok(format!(
+            "*No published comparable of step {step} is recorded yet.*\n"
+        ));
     }
     let mut md = String::from(
         "> **Not ours.** Published by others, on their GPUs, shapes, types, inputs and baselines, \

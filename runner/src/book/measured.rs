@@ -394,7 +394,10 @@ pub fn verified(spec: &str) -> Result<String> {
     };
     let mine: Vec<_> = e.cases.iter().filter(|c| c.step == n).collect();
     if mine.is_empty() {
-        bail!("{name} has no case of step {n}");
+        // A step added after the latest check ran: not yet verified on a GPU.
+        return Ok(format!(
+            "**Verified:** not yet: `assets/results/{name}`, the latest emulation check, ran before step {n} existed (`runner check emulation` on a Hopper GPU).\n"
+        ));
     }
     let (runs, bugs): (Vec<_>, Vec<_>) = mine.iter().partition(|c| c.expected == Expected::Pass);
     let met =

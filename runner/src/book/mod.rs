@@ -38,6 +38,24 @@ use mdbook_preprocessor::book::Book;
 use mdbook_preprocessor::{Preprocessor, PreprocessorContext};
 use std::path::{Path, PathBuf};
 
+/// The book's chapters that are not a step's (a step's is its `StepInfo::chapter`), by the
+/// names `runner explain` takes, in the order of `book/src/SUMMARY.md`: the one list of them.
+pub const CHAPTERS: &[(&str, &str)] = &[
+    ("introduction", "book/src/introduction.md"),
+    ("prerequisites", "book/src/prerequisites.md"),
+    ("no-gpu", "book/src/no-gpu.md"),
+    ("running", "book/src/running.md"),
+    ("simulator", "book/src/simulator.md"),
+    ("speed-of-light", "book/src/speed-of-light.md"),
+    ("barriers", "book/src/barriers.md"),
+    ("verification", "book/src/verification.md"),
+    ("emulation", "book/src/emulation.md"),
+    ("emulation-records", "book/src/emulation-records.md"),
+    ("instructor", "book/src/instructor.md"),
+    ("further-reading", "book/src/further-reading.md"),
+    ("changelog", "book/src/changelog.md"),
+];
+
 /// Chapters and results embedded in the binary, used when the repository is not at hand.
 const EMBEDDED: &[(&str, &str)] = &[
     (
@@ -571,51 +589,67 @@ fn grid_footprint(spec: &str) -> Result<String> {
     ))
 }
 
-/// Expand the workbook's own markers: results tables, diffs, the budget box and its values, the
-/// phase simulator's tables, the glossary, and step 6's visiting order (an SVG when `html`, else
-/// text).
-fn expand_markers(md: &str, html: bool) -> Result<String> {
-    let md = expand_marker(md, "results", results_table)?;
-    let md = expand_marker(&md, "claim", claims::claim)?;
-    let md = expand_marker(&md, "heatmap-claim", claims::heatmap_claim)?;
-    let md = expand_marker(&md, "headline-call", claims::headline_call)?;
-    let md = expand_marker(&md, "vs-previous", claims::vs_previous)?;
-    let md = expand_marker(&md, "heatmap-gains", claims::heatmap_gains)?;
-    let md = expand_marker(&md, "motivation", motivation::marker)?;
-    let md = expand_marker(&md, "occupancy", occupancy::marker)?;
-    let md = expand_marker(&md, "noise-rule", claims::noise_rule)?;
-    let md = expand_marker(&md, "diff", diff_block)?;
-    let md = expand_marker(&md, "budget-value", budget::value_marker)?;
-    let md = expand_marker(&md, "budget", |s| {
-        let n: u32 = s
-            .parse()
-            .with_context(|| format!("budget wants a step number, got {s:?}"))?;
-        budget::markdown(
-            n,
-            &common::model::budget::GPUS.iter().collect::<Vec<_>>(),
-            common::Shape::DEFAULT,
-            common::model::budget::Assumptions::DEFAULT,
-        )
-    })?;
-    let md = expand_marker(&md, "phase-outcomes", phase_tables::outcomes)?;
-    let md = expand_marker(&md, "phase-timeline", phase_tables::timeline)?;
-    let md = expand_marker(&md, "comparables", comparables::markdown)?;
-    let md = expand_marker(&md, "glossary", |_| glossary::markdown(None))?;
-    let md = expand_marker(&md, "grid-footprint", grid_footprint)?;
-    let md = expand_marker(&md, "trace-figure", trace_figure)?;
-    let md = expand_marker(&md, "bench-plot", measured::bench_plot)?;
-    let md = expand_marker(&md, "twins-summary", measured::twins_summary)?;
-    let md = expand_marker(&md, "verified", measured::verified)?;
-    let md = expand_marker(&md, "emulation-caught", measured::emulation_caught)?;
-    let md = expand_marker(&md, "bench", measured::bench)?;
-    let md = expand_marker(&md, "speed-of-light", roofline::speed_of_light)?;
-    let md = expand_marker(&md, "measured-vs-model", roofline::measured_vs_model)?;
-    let md = expand_marker(&md, "trace-shares", roofline::trace_shares)?;
-    let md = expand_marker(&md, "published-gain", roofline::published_gain)?;
-    let md = expand_marker(&md, "twin-gain", roofline::twin_gain)?;
-    let md = expand_marker(&md, "exercise-timing", exercise_timing::marker)?;
-    let md = expand_marker(&md, "progress", |s| progress::marker(s, html))?;
-    expand_marker(&md, "grid-order", |s| grid_order(s, html))
+/// A marker's renderer: its arguments (the text after its name), and whether the book is HTML.
+type Render = fn(&str, bool) -> Result<String>;
+
+/// The workbook's own markers, `{{#NAME ARGS}}`, in the order they are expanded: results tables,
+/// claims, diffs, the budget box and its values, the phase simulator's tables, the glossary, the
+/// measured figures, and step 6's visiting order (an SVG when HTML, else text). A new marker is
+/// a line here and its renderer.
+const MARKERS: &[(&str, Render)] = &[
+    ("results", |s, _| results_table(s)),
+    ("claim", |s, _| claims::claim(s)),
+    ("heatmap-claim", |s, _| claims::heatmap_claim(s)),
+    ("headline-call", |s, _| claims::headline_call(s)),
+    ("vs-previous", |s, _| claims::vs_previous(s)),
+    ("heatmap-gains", |s, _| claims::heatmap_gains(s)),
+    ("motivation", |s, _| motivation::marker(s)),
+    ("occupancy", |s, _| occupancy::marker(s)),
+    ("noise-rule", |s, _| claims::noise_rule(s)),
+    ("diff", |s, _| diff_block(s)),
+    ("budget-value", |s, _| budget::value_marker(s)),
+    ("budget", |s, _| budget_box(s)),
+    ("phase-outcomes", |s, _| phase_tables::outcomes(s)),
+    ("phase-timeline", |s, _| phase_tables::timeline(s)),
+    ("comparables", |s, _| comparables::markdown(s)),
+    ("glossary", |_, _| glossary::markdown(None)),
+    ("grid-footprint", |s, _| grid_footprint(s)),
+    ("trace-figure", |s, _| trace_figure(s)),
+    ("bench-plot", |s, _| measured::bench_plot(s)),
+    ("twins-summary", |s, _| measured::twins_summary(s)),
+    ("verified", |s, _| measured::verified(s)),
+    ("emulation-caught", |s, _| measured::emulation_caught(s)),
+    ("bench", |s, _| measured::bench(s)),
+    ("speed-of-light", |s, _| roofline::speed_of_light(s)),
+    ("measured-vs-model", |s, _| roofline::measured_vs_model(s)),
+    ("trace-shares", |s, _| roofline::trace_shares(s)),
+    ("published-gain", |s, _| roofline::published_gain(s)),
+    ("twin-gain", |s, _| roofline::twin_gain(s)),
+    ("exercise-timing", |s, _| exercise_timing::marker(s)),
+    ("progress", progress::marker),
+    ("grid-order", grid_order),
+];
+
+/// `{{#budget N}}`: step N's budget box, for every GPU of the budget's table.
+fn budget_box(s: &str) -> Result<String> {
+    let n: u32 = s
+        .parse()
+        .with_context(|| format!("budget wants a step number, got {s:?}"))?;
+    budget::markdown(
+        n,
+        &common::model::budget::GPUS.iter().collect::<Vec<_>>(),
+        common::Shape::DEFAULT,
+        common::model::budget::Assumptions::DEFAULT,
+    )
+}
+
+/// Expand every marker of [`MARKERS`] in `md`.
+pub(crate) fn expand_markers(md: &str, html: bool) -> Result<String> {
+    MARKERS
+        .iter()
+        .try_fold(md.to_string(), |md, (name, render)| {
+            expand_marker(&md, name, |s| render(s, html))
+        })
 }
 
 /// A step's chapter with its includes and results expanded.
@@ -989,6 +1023,34 @@ mod tests {
         assert_unique_rows("bench", &measured::bench("").unwrap(), &[0, 1]);
         assert_unique_rows("twins", &measured::twins_summary("").unwrap(), &[0]);
         assert_unique_rows("caught", &measured::emulation_caught("").unwrap(), &[0, 2]);
+    }
+
+    #[test]
+    fn the_chapter_list_is_the_books_summary() {
+        // Every page of SUMMARY.md is a step's chapter, the glossary (generated), or in CHAPTERS,
+        // and the other way round: `runner explain` reaches every page the book has.
+        let summary = read_repo_file("book/src/SUMMARY.md").unwrap();
+        let pages: Vec<String> = summary
+            .split("](")
+            .skip(1)
+            .filter_map(|rest| rest.split(')').next())
+            .map(|p| format!("book/src/{p}"))
+            .collect();
+        let mut known: Vec<String> = runner::steps::all()
+            .iter()
+            .map(|s| s.info().chapter.to_string())
+            .chain(CHAPTERS.iter().map(|(_, p)| p.to_string()))
+            .collect();
+        known.push("book/src/glossary.md".into());
+        for p in &pages {
+            assert!(
+                known.contains(p),
+                "{p} is in SUMMARY.md but not in book::CHAPTERS"
+            );
+        }
+        for p in &known {
+            assert!(pages.contains(p), "{p} is not in SUMMARY.md");
+        }
     }
 
     #[test]

@@ -40,7 +40,7 @@ pub fn model(step: u32) -> Result<Model> {
         roles,
         stages: i.stages,
         // Two tiles show what the persistent loop carries from one tile to the next.
-        tiles: if i.persistent { 2 } else { 1 },
+        tiles: if i.schedule.loops() { 2 } else { 1 },
     })
 }
 

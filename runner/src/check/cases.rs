@@ -223,7 +223,7 @@ fn step_args(step: u32, shape: Shape, dtype: Dtype, seed: u64) -> Vec<String> {
 /// Whether step `n`'s kernel for `arch` keeps a persistent grid (`--clusters` caps it).
 fn persistent(n: u32, arch: Arch) -> bool {
     runner::steps::get(n)
-        .map(|s| KernelSpec::new(s, arch).shape().persistent)
+        .map(|s| s.info().kernel(arch).launch.schedule().fills_the_gpu())
         .unwrap_or(false)
 }
 
@@ -282,9 +282,8 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             continue;
         }
         let on: Vec<u32> = m
-            .steps
-            .iter()
-            .copied()
+            .steps(&runner::steps::infos(), Arch::Blackwell)
+            .into_iter()
             .filter(|s| steps.contains(s))
             .take(if set.first_step_only { 1 } else { usize::MAX })
             .collect();
@@ -405,7 +404,7 @@ pub fn twin_cases(set: &TwinSet) -> Vec<TwinCase> {
     for step in runner::steps::all() {
         let n = step.info().number;
         let spec = KernelSpec::new(step, Arch::Hopper);
-        let persistent = spec.shape().persistent;
+        let persistent = spec.shape().schedule.fills_the_gpu();
         let base = |shape, dtype, seed, dist, clusters| TwinCase {
             step: n,
             shape,
@@ -450,7 +449,7 @@ pub struct StressSet {
     /// The stress seeds (`--stress SEED`) every stressed case runs under.
     pub seeds: Vec<u64>,
     /// Each stock twin at every shape of [`common::stress::cases`]; else only at the shape its
-    /// mutations run at (the capped persistent grid for twins 4-6).
+    /// mutations run at (the capped grid of a persistent twin).
     pub every_stock_shape: bool,
     /// Beside each stress-caught mutation, a plain run (no stress) for the record: where it
     /// passes and a stressed one does not, the bug is stress-only.
@@ -644,19 +643,14 @@ pub fn stress_options(case: &StressCase, step: &dyn Step, base: &RunOptions) -> 
 /// statically caught twin mutation on each twin it applies to: refused by the static check, and
 /// under every seed with the check off, for the record.
 pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
-    let steps: Vec<(u32, bool)> = runner::steps::all()
-        .iter()
-        .map(|s| {
-            let n = s.info().number;
-            (n, persistent(n, Arch::Hopper))
-        })
-        .collect();
+    let steps = &runner::steps::infos();
+    // The last of a twin's stress shapes: many tiles per cluster where the twin loops.
     let last_shape = |step: u32| {
-        if steps.iter().any(|&(n, p)| n == step && p) {
-            (stress::PERSISTENT_SHAPE, Some(stress::PERSISTENT_CLUSTERS))
-        } else {
-            (Shape::DEFAULT, None)
-        }
+        steps
+            .iter()
+            .find(|s| s.number == step)
+            .and_then(|s| stress::shapes(s).pop())
+            .unwrap_or((Shape::DEFAULT, None))
     };
     let expected = |c: &StressCase| match (c.mutation, c.expect) {
         (None, _) | (Some(_), Expect::Harmless) => StressExpected::Pass,
@@ -664,7 +658,7 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
     };
     let mut out = Vec::new();
     let mut plain_done = Vec::new();
-    for case in stress::cases(&steps, &set.seeds) {
+    for case in stress::cases(steps, &set.seeds) {
         if case.mutation.is_none()
             && !set.every_stock_shape
             && (case.shape, case.clusters) != last_shape(case.step)
@@ -696,11 +690,12 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
         .iter()
         .filter(|c| STRESS_CONTROLS.contains(&c.name))
     {
-        let Some(&(step, persistent)) = steps.iter().find(|s| s.0 == c.step) else {
+        let Some(&info) = steps.iter().find(|s| s.number == c.step) else {
             continue;
         };
+        let step = info.number;
         for &seed in &set.seeds {
-            for case in stress::cases(&[(step, persistent)], &[seed])
+            for case in stress::cases(&[info], &[seed])
                 .into_iter()
                 .filter(|k| k.mutation.is_none())
                 .filter(|k| set.every_stock_shape || (k.shape, k.clusters) == last_shape(step))
@@ -718,7 +713,7 @@ pub fn stress_cases(set: &StressSet) -> Vec<StressCaseRun> {
         .iter()
         .filter(|t| t.caught == TwinCatch::Static)
     {
-        for &(step, _) in steps.iter().filter(|s| t.mutation.applies_to(s.0)) {
+        for step in steps.iter().filter(|s| t.applies_to(s)).map(|s| s.number) {
             let (shape, clusters) = last_shape(step);
             let case = |seed| StressCase {
                 step,
@@ -755,16 +750,20 @@ mod tests {
     fn the_full_emulation_set_is_the_committed_check() {
         let cases = emulation_cases(&EmulationSet::full()).unwrap();
         // Every step on 5 shapes x 2 dtypes x 2 seeds, 4 more schedules of the control shape;
-        // the persistent steps (4-6) 3 capped grids x 5 schedules.
+        // the persistent steps (as their crates declare) 3 capped grids x 5 schedules.
         let steps = runner::steps::all().len();
-        let persistent = (0..steps as u32)
-            .filter(|&n| persistent(n, Arch::Blackwell))
+        let persistent = runner::steps::infos()
+            .iter()
+            .filter(|s| super::persistent(s.number, Arch::Blackwell))
             .count();
-        assert_eq!(persistent, 3, "steps 4-6 keep a persistent grid");
+        assert!(persistent >= 1, "the check covers a capped persistent grid");
         let runs = cases.iter().filter(|c| c.mutation.is_none()).count();
         assert_eq!(runs, steps * (20 + 4) + persistent * 15);
         // Every seeded bug on every step it applies to, under every schedule seed.
-        let bugs: usize = MUTATIONS.iter().map(|m| m.steps.len() * 5).sum();
+        let bugs: usize = MUTATIONS
+            .iter()
+            .map(|m| m.steps(&runner::steps::infos(), Arch::Blackwell).len() * 5)
+            .sum();
         assert_eq!(cases.len() - runs, bugs);
         for m in MUTATIONS {
             let mine: Vec<_> = cases
@@ -782,7 +781,7 @@ mod tests {
         // A seeded bug of a persistent step runs with one cluster over every tile.
         assert!(cases
             .iter()
-            .filter(|c| c.mutation.is_some() && c.step >= 4)
+            .filter(|c| c.mutation.is_some() && super::persistent(c.step, Arch::Blackwell))
             .all(|c| c.clusters == Some(1)));
     }
 
@@ -793,7 +792,7 @@ mod tests {
         let cases = emulation_cases(&EmulationSet::simulator()).unwrap();
         for s in runner::steps::all() {
             let k = KernelSpec::new(s, Arch::Blackwell).shape();
-            if !k.persistent {
+            if !k.schedule.fills_the_gpu() {
                 continue;
             }
             let step = s.info().number;
@@ -867,7 +866,7 @@ mod tests {
             );
             assert_eq!(
                 c.clusters.is_some(),
-                k.persistent && c.shape == shape(2048, 2048, 512)
+                k.schedule.fills_the_gpu() && c.shape == shape(2048, 2048, 512)
             );
             assert!(c.args().join(" ").contains("--arch sm_90a"));
         }
@@ -890,8 +889,14 @@ mod tests {
         assert_eq!(set.seeds, common::stress::CHECK_SEEDS);
         let cases = stress_cases(&set);
         let twins = runner::steps::all().len() as u32;
-        let n_persistent = (0..twins).filter(|&n| persistent(n, Arch::Hopper)).count();
-        assert_eq!(n_persistent, 3, "twins 4-6 keep a persistent grid");
+        let n_persistent = runner::steps::infos()
+            .iter()
+            .filter(|s| persistent(s.number, Arch::Hopper))
+            .count();
+        assert!(
+            n_persistent >= 1,
+            "the pass covers a capped persistent grid"
+        );
         let seeds = set.seeds.len();
         // Stock: every twin at the default shape, the persistent ones at the capped grid too,
         // under every seed; each must verify.
@@ -926,7 +931,7 @@ mod tests {
         // Every twin mutation on every twin it applies to, under every seed.
         for t in mutation::TWIN_MUTATIONS {
             let m = t.mutation.name;
-            for &n in t.mutation.steps {
+            for n in t.mutation.steps(&runner::steps::infos(), Arch::Hopper) {
                 let mine: Vec<_> = cases
                     .iter()
                     .filter(|c| c.case.mutation == Some(m) && c.case.step == n)

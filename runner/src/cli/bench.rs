@@ -60,7 +60,8 @@ pub struct Args {
     /// Folder for bench-<gpu>-<date>.json and .svg (default: assets/results).
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Instead of the bench: time cuBLAS and step 4 under every timing protocol the workbook
+    /// Instead of the bench: time cuBLAS and the first persistent step (4) under every timing
+    /// protocol the workbook
     /// has used and variants that isolate one suspect each (first shape and dtype only);
     /// writes diagnose-<gpu>-<date>.json.
     #[arg(long, conflicts_with_all = ["sweep", "heatmap"])]

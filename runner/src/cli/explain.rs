@@ -1,29 +1,15 @@
 //! `runner explain TOPIC`: a chapter of the book in the terminal (a step's with its code inlined).
 
-use crate::book::{self, terminal};
+use crate::book::{self, terminal, CHAPTERS};
 use anyhow::{bail, Result};
 use runner::steps;
 use std::process::ExitCode;
 
-/// The chapters that are not a step's, by the names `explain` takes.
-const CHAPTERS: &[(&str, &str)] = &[
-    ("introduction", "book/src/introduction.md"),
-    ("prerequisites", "book/src/prerequisites.md"),
-    ("no-gpu", "book/src/no-gpu.md"),
-    ("running", "book/src/running.md"),
-    ("speed-of-light", "book/src/speed-of-light.md"),
-    ("barriers", "book/src/barriers.md"),
-    ("verification", "book/src/verification.md"),
-    ("emulation", "book/src/emulation.md"),
-    ("instructor", "book/src/instructor.md"),
-    ("further-reading", "book/src/further-reading.md"),
-];
-
 #[derive(clap::Args)]
 pub struct Args {
-    /// A step number (0-6), or a chapter: introduction, prerequisites, no-gpu, running,
-    /// speed-of-light, barriers, verification, emulation, instructor, further-reading, glossary
-    /// (also `runner glossary [TERM]`).
+    /// A step number (`runner list`), or a chapter: introduction, prerequisites, no-gpu,
+    /// running, simulator, speed-of-light, barriers, verification, emulation, emulation-records,
+    /// instructor, further-reading, changelog, glossary (also `runner glossary [TERM]`).
     #[arg(value_name = "STEP|CHAPTER")]
     topic: String,
     /// Print the markdown instead of rendering it.

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 #[derive(clap::Args)]
 pub struct Args {
     /// The phase: `probe`, `compile`, `run` or `measure`; the job comes over stdin.
-    #[arg(long, value_parser = ["probe", "compile", "run", "measure"])]
+    #[arg(long, value_parser = ["probe", "compile", "run", "measure", "simulate"])]
     phase: String,
     /// Run without the Landlock confinement (only on the instructor's --allow-unconfined).
     #[arg(long)]

@@ -36,6 +36,11 @@ pub struct Args {
     /// runs) instead of the report.
     #[arg(long, conflicts_with_all = ["json", "sass"])]
     ptx: bool,
+    /// Compile this kernel file instead of the step's own, with the step's parameters and launch
+    /// (as `runner step N --kernel FILE`). A `.toml` file holds edits of a stock kernel (e.g.
+    /// exercises/hopper/step4_snake_sm90.toml); a file that includes hopper.cuh needs --arch sm_90a.
+    #[arg(long, value_name = "FILE")]
+    kernel: Option<std::path::PathBuf>,
     /// Seed a known bug into the kernel first (`runner mutations` lists them).
     #[arg(long, value_name = "NAME")]
     mutate: Option<String>,
@@ -53,7 +58,19 @@ pub fn run(a: Args) -> Result<ExitCode> {
     } else {
         Target::native(arch)
     };
-    let mut source = spec.source();
+    let mut source = match &a.kernel {
+        Some(path) => crate::step_cmd::kernel_file(path)?,
+        None => spec.source(),
+    };
+    if a.kernel.is_some()
+        && arch == Arch::Blackwell
+        && source.text.contains("#include \"hopper.cuh\"")
+    {
+        bail!(
+            "{} includes hopper.cuh: it is a Hopper twin; add --arch sm_90a",
+            source.path
+        );
+    }
     if let Some(name) = &a.mutate {
         let (m, m_arch) = mutation::lookup(name)?;
         if m_arch != arch {
@@ -63,11 +80,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
                 m_arch.sm()
             );
         }
-        if !m.applies_to(a.step) {
+        if !m.applies_to(spec.info(), m_arch) {
             bail!(
                 "the seeded bug {name:?} does not apply to step {} (it applies to steps {:?})",
                 a.step,
-                m.steps
+                m.steps(&steps::infos(), m_arch)
             );
         }
         source = KernelSource {

@@ -35,7 +35,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
                             "cluster_m": k.cluster_tile.0,
                             "cluster_n": k.cluster_tile.1,
                             "tile_k": k.tile_k,
-                            "persistent": k.persistent,
+                            "persistent": k.schedule.fills_the_gpu(),
+                            "schedule": k.schedule,
                         }),
                     )
                 })

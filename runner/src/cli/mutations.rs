@@ -16,7 +16,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.json {
         let v = crate::report::envelope(
             "mutations",
-            serde_json::json!({ "mutations": mutation::listing()? }),
+            serde_json::json!({ "mutations": mutation::listing(&runner::steps::infos())? }),
         );
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {

@@ -5,7 +5,7 @@ use crate::step_cmd;
 use anyhow::{bail, Result};
 use common::run::{EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec};
-use common::{Shape, Step};
+use common::{Shape, Step, StepInfo};
 use runner::steps;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -147,14 +147,10 @@ pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     }
     for arch in Arch::ALL {
         let ks = KernelSpec::new(step, arch).shape();
-        let tiles_m = m / u64::from(ks.cluster_tile.0);
-        let tiles_n = n / u64::from(ks.cluster_tile.1);
-        let (x, y) = if ks.persistent {
-            (u64::from(ks.cluster), 1)
-        } else {
-            (tiles_n * u64::from(ks.cluster), tiles_m)
-        };
-        if x > MAX_GRID_X || y > MAX_GRID_Y || tiles_m * tiles_n > u64::from(u32::MAX) {
+        let tiles = (m / u64::from(ks.cluster_tile.0)) * (n / u64::from(ks.cluster_tile.1));
+        // The grid of one cluster per tile, or the smallest persistent one: the rule of the plan.
+        let (x, y) = ks.grid(s, 1);
+        if x > MAX_GRID_X || y > MAX_GRID_Y || tiles > u64::from(u32::MAX) {
             bail!(
                 "{m}x{n}x{k} needs a grid of {x} x {y} CTAs for step {}'s {}; CUDA allows at most {MAX_GRID_X} x {MAX_GRID_Y}",
                 step.info().number,
@@ -165,17 +161,31 @@ pub fn check_bounds(step: &'static dyn Step, s: Shape) -> Result<()> {
     Ok(())
 }
 
-/// Say which given flags this run will not use, rather than ignore them silently.
-fn warn_ignored(a: &Args, step: &'static dyn Step) {
-    let persistent = Arch::ALL
-        .iter()
-        .any(|&arch| KernelSpec::new(step, arch).shape().persistent);
-    if a.clusters.is_some() && !persistent {
-        eprintln!(
-            "warning: --clusters applies to the persistent steps (4-6); step {} launches one cluster per tile: ignored",
+/// `--clusters` caps a persistent grid; a step whose kernels launch one cluster per tile has
+/// none to cap.
+fn check_clusters(a: &Args, step: &'static dyn Step) -> Result<()> {
+    let persistent = |s: &StepInfo| {
+        Arch::ALL
+            .iter()
+            .any(|&arch| s.kernel(arch).launch.schedule().fills_the_gpu())
+    };
+    if a.clusters.is_some() && !persistent(step.info()) {
+        let steps: Vec<String> = steps::infos()
+            .into_iter()
+            .filter(|s| persistent(s))
+            .map(|s| s.number.to_string())
+            .collect();
+        bail!(
+            "--clusters caps the grid of the persistent steps ({}); step {} launches one cluster per tile",
+            steps.join(", "),
             step.info().number
         );
     }
+    Ok(())
+}
+
+/// Say which given flags this run will not use, rather than ignore them silently.
+fn warn_ignored(a: &Args) {
     if a.emu_seed != 0 && (matches!(a.arch, Some(ArchArg::Sm90a)) || a.stress.is_some()) {
         eprintln!("warning: --emu-seed applies to emulated runs of the Blackwell kernel; the Hopper twin runs natively: ignored");
     }
@@ -195,8 +205,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(shape) = a.problem.shape(Shape::DEFAULT) {
         check_bounds(step, shape)?;
     }
+    check_clusters(&a, step)?;
     if !a.json {
-        warn_ignored(&a, step);
+        warn_ignored(&a);
     }
     let diagnosis = a.hang_diagnosis;
     let (request, mut opts) = request(a)?;
@@ -218,7 +229,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
 
 /// What `runner step` with these arguments asks of `step_cmd`: the request and the run options
 /// (the GPU checks' tests parse their children's arguments back through this).
-pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
+pub fn request(a: Args) -> Result<(crate::step_request::Request, RunOptions)> {
     let step = steps::get(a.step)?;
     let opts = RunOptions {
         shape: a.problem.shape(Shape::DEFAULT),
@@ -246,7 +257,7 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
         hang_diagnosis: a.hang_diagnosis,
         hang_rerun: None,
     };
-    let sim = step_cmd::SimRequest {
+    let sim = crate::step_request::SimRequest {
         forced: a.sim.sim,
         options: common::simulate::SimOptions {
             seed: a.sim.sim_seed,
@@ -255,7 +266,7 @@ pub fn request(a: Args) -> Result<(step_cmd::Request, RunOptions)> {
             trace: a.trace.is_some(),
         },
     };
-    let request = step_cmd::Request {
+    let request = crate::step_request::Request {
         step,
         arch: a.arch.map(ArchArg::arch),
         params: a.params,

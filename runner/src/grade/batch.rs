@@ -22,6 +22,18 @@ pub struct Options {
     pub compile_only: bool,
     /// Testing only: no include screen (the confinement must hold without it).
     pub skip_screen: bool,
+    /// Grade a Blackwell rubric on the GPU (the tcgen05 emulation on an H100/H200) instead of
+    /// the PTX simulator.
+    pub on_gpu: bool,
+}
+
+impl Options {
+    /// Whether `rubric` is graded on the PTX simulator: a Blackwell rubric, unless the
+    /// instructor asked for the GPU. The default, because the simulator runs the native sm_100a
+    /// build a B200 would run, and needs no GPU.
+    pub fn simulate(&self, rubric: &Rubric) -> bool {
+        rubric.arch == common::step::Arch::Blackwell && !self.on_gpu
+    }
 }
 
 /// How this kernel lets the children be confined, given the instructor's choice: an error when
@@ -83,7 +95,7 @@ pub fn grader_for(
         ("WORKBOOK_CUDA".to_string(), root.display().to_string()),
         ("WORKBOOK_NO_INSTALL".to_string(), "1".to_string()),
     ];
-    if !rubric.requirements.is_empty() {
+    if rubric.requirements.iter().any(|q| q.ptx.is_none()) {
         // Found (or installed) here: a confined compile child can do neither.
         let nvdisasm = tk
             .nvdisasm()
@@ -93,7 +105,7 @@ pub fn grader_for(
             nvdisasm.display().to_string(),
         ));
     }
-    if rubric.measure_shape.is_some() && !opts.compile_only {
+    if rubric.measure_shape.is_some() && !opts.compile_only && !opts.simulate(&rubric) {
         // The executed requirements count a launch's instructions with CUPTI: found (or
         // installed) here, as nvdisasm is. None found: every executed row says why.
         match common::cupti::find_or_install() {
@@ -107,6 +119,7 @@ pub fn grader_for(
             )),
         }
     }
+    let simulate = opts.simulate(&rubric);
     let exe = std::env::current_exe().context("cannot find the runner binary")?;
     // One folder per grader (the selftest makes several in one process).
     static GRADERS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -130,6 +143,7 @@ pub fn grader_for(
         confinement,
         compile_only: opts.compile_only,
         skip_screen: opts.skip_screen,
+        simulate,
         cleanup,
     })
 }
@@ -143,6 +157,7 @@ pub fn refusing_grader(rubric: Rubric, rubric_path: &Path, opts: Options) -> Res
     };
     Ok(Grader {
         confinement: confinement(&rubric, compile_only)?,
+        simulate: opts.simulate(&rubric),
         rubric,
         rubric_path: rubric_path.to_path_buf(),
         secret: None,
@@ -204,6 +219,19 @@ pub fn default_gpus(gpus: &[usize]) -> Vec<usize> {
     }
 }
 
+/// What a report records as the machine of a simulated grading: no GPU.
+pub fn simulator_env() -> EnvInfo {
+    EnvInfo {
+        name: format!("no GPU: {}", common::simulate::BACKEND),
+        nvrtc_version: common::compile::nvrtc_version()
+            .map(|(a, b)| format!("{a}.{b}"))
+            .unwrap_or_default(),
+        healthy: true,
+        health_detail: "the simulator needs no GPU".into(),
+        ..EnvInfo::default()
+    }
+}
+
 /// After a submission that hung, faulted or crashed, check the GPU again (a few tries: the
 /// driver needs a moment to tear down a killed context).
 fn recheck(grader: &Grader, device: usize) -> Result<EnvInfo> {
@@ -244,8 +272,14 @@ pub fn grade_all(
     if grader.compile_only {
         // A pre-screen: no GPU is opened; one worker compiles the submissions in turn.
         envs.push((0, EnvInfo::default()));
+    } else if grader.simulate {
+        // The simulator: no GPU is opened; one worker grades the submissions in turn.
+        envs.push((0, simulator_env()));
     }
-    for &d in gpus.iter().filter(|_| !grader.compile_only) {
+    for &d in gpus
+        .iter()
+        .filter(|_| !grader.compile_only && !grader.simulate)
+    {
         let env = grader.probe(d)?;
         if !env.healthy {
             bail!(
@@ -275,7 +309,7 @@ pub fn grade_all(
                 let mut env = env;
                 while let Some(sub) = queue.lock().map_or(None, |mut q| q.pop_front()) {
                     let mut r = grader.grade(&sub, device, &env);
-                    if needs_recheck(&r) {
+                    if !grader.simulate && needs_recheck(&r) {
                         match recheck(grader, device) {
                             Ok(e) => {
                                 r.gpu_after = Some("usable".into());

@@ -64,6 +64,16 @@ pub enum Needs {
     Gpu,
     /// The GPU, and to count a launch's instructions: the CUPTI library's folder and nvdisasm.
     Measure,
+    /// Nothing but the system's libraries: the simulator runs the PTX the compile child left
+    /// in the scratch folder, with no GPU, no toolkit and no device file.
+    Cpu,
+}
+
+impl Needs {
+    /// Whether the child opens the GPU (its device files and driver information).
+    fn gpu(self) -> bool {
+        matches!(self, Needs::Gpu | Needs::Measure)
+    }
 }
 
 /// Folders (or files) a child may read, for `needs`, that exist here.
@@ -82,7 +92,7 @@ pub fn read_only(needs: Needs, toolkit: &[PathBuf]) -> Vec<PathBuf> {
     ] {
         v.push(PathBuf::from(p));
     }
-    if needs != Needs::Compiler {
+    if needs.gpu() {
         for p in [
             "/proc/self",
             "/proc/driver/nvidia",
@@ -170,8 +180,12 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
             PathFd::new(path).with_context(|| format!("Landlock: opening {}", path.display()))?;
         Ok(PathBeneath::new(fd, access))
     };
-    let mut toolkit = toolkit_dirs()?;
-    if needs != Needs::Gpu {
+    let mut toolkit = if needs == Needs::Cpu {
+        Vec::new()
+    } else {
+        toolkit_dirs()?
+    };
+    if matches!(needs, Needs::Compiler | Needs::Measure) {
         toolkit.extend(nvdisasm()?);
     }
     if needs == Needs::Measure {
@@ -188,7 +202,7 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
             .add_rule(rule(&p, access)?)
             .with_context(|| format!("Landlock: allowing {}", p.display()))?;
     }
-    if needs != Needs::Compiler {
+    if needs.gpu() {
         for dev in device_files() {
             let access = if dev.is_dir() {
                 AccessFs::from_read(abi)
@@ -233,7 +247,7 @@ mod tests {
 
     #[test]
     fn the_read_only_set_never_holds_etc_home_tmp_or_the_whole_proc() {
-        for needs in [Needs::Compiler, Needs::Gpu, Needs::Measure] {
+        for needs in [Needs::Compiler, Needs::Gpu, Needs::Measure, Needs::Cpu] {
             let ro = read_only(needs, &[]);
             for p in &ro {
                 for bad in [
@@ -251,8 +265,10 @@ mod tests {
                 }
             }
         }
-        assert!(!read_only(Needs::Compiler, &[])
-            .iter()
-            .any(|p| p.starts_with("/proc") || p.starts_with("/dev")));
+        for needs in [Needs::Compiler, Needs::Cpu] {
+            assert!(!read_only(needs, &[])
+                .iter()
+                .any(|p| p.starts_with("/proc") || p.starts_with("/dev")));
+        }
     }
 }

@@ -37,9 +37,12 @@
 //! and the trace facts that describe it (the submission's own records) carry no points unless a
 //! rubric gives them some (see the rubrics' comments).
 //!
-//! A second source of counts (the PTX simulator's executed instructions by PTX opcode) plugs in
-//! through [`CountSource`]: a requirement's [`InstructionClass`] is asked of whichever source
-//! measured the launch.
+//! A second source of counts, the PTX simulator's, decides a Blackwell rubric graded on the
+//! simulator: its requirements name PTX classes ([`PtxClass`], `executed =
+//! "tcgen05.mma.cta_group::2"`), counted in the measured launch the visible tests' simulating
+//! child makes after its tests ([`super::simulated`]). Its counts are warp-level: per warp, the
+//! most executions of any one lane with a true guard ([`PtxCounts`]). Both sources answer through
+//! [`CountSource`], and [`check`] decides the same way from either.
 
 use super::job::{Flag, Status};
 use super::technique::Pattern;
@@ -138,27 +141,75 @@ impl Unit {
     }
 }
 
-/// What a requirement counts: a SASS instruction class (CUPTI's counts), or a PTX opcode (the
-/// simulator's, once it reports them).
+/// What a requirement counts: a SASS instruction class (CUPTI's counts, on a GPU), or a PTX
+/// instruction class (the simulator's, on the sm_100a PTX of a Blackwell kernel).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum InstructionClass {
     Sass(Pattern),
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the PTX simulator's executed counts plug in here once it reports them; the tests use it"
-        )
-    )]
-    Ptx(String),
+    Ptx(PtxClass),
 }
 
 impl std::fmt::Display for InstructionClass {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             InstructionClass::Sass(p) => write!(f, "{p}"),
-            InstructionClass::Ptx(op) => f.write_str(op),
+            InstructionClass::Ptx(c) => write!(f, "{c}"),
         }
+    }
+}
+
+/// A PTX instruction class: `tcgen05.mma.cta_group::2`, `cp.async.bulk.tensor.multicast`. An
+/// opcode as the PTX writes it (`tcgen05.mma.cta_group::2.kind::f16`) is an instance when its
+/// first part is the class's first part and it carries every other part of the class, in any
+/// order, either exactly or as the name of a qualified part (`multicast` is carried by
+/// `multicast::cluster`; `cta_group::2` only by itself).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PtxClass {
+    pub parts: Vec<String>,
+}
+
+impl PtxClass {
+    /// Whether `s` is written as a PTX class (lower case), not a SASS pattern (upper case).
+    pub fn looks_like(s: &str) -> bool {
+        s.trim().starts_with(|c: char| c.is_ascii_lowercase())
+    }
+
+    pub fn parse(s: &str) -> Result<PtxClass> {
+        let parts: Vec<String> = s.trim().split('.').map(str::to_string).collect();
+        let ok = parts.iter().all(|p| {
+            !p.is_empty()
+                && !p.starts_with(':')
+                && !p.ends_with(':')
+                && p.chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == ':')
+        });
+        if !ok || !PtxClass::looks_like(s) {
+            bail!(
+                "{s:?}: write a PTX instruction and the qualifiers it must carry, joined by dots, e.g. \"tcgen05.mma.cta_group::2\" or \"cp.async.bulk.tensor.multicast\""
+            );
+        }
+        Ok(PtxClass { parts })
+    }
+
+    /// Whether the PTX opcode `op` (with all its qualifiers) is an instance of this class.
+    pub fn matches(&self, op: &str) -> bool {
+        let mut have = op.split('.');
+        let first = have.next();
+        let rest: Vec<&str> = have.collect();
+        first == self.parts.first().map(String::as_str)
+            && self.parts[1..].iter().all(|want| {
+                rest.iter().any(|h| {
+                    *h == want.as_str()
+                        || (!want.contains("::")
+                            && h.split_once("::").is_some_and(|(name, _)| name == want))
+                })
+            })
+    }
+}
+
+impl std::fmt::Display for PtxClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.parts.join("."))
     }
 }
 
@@ -260,6 +311,84 @@ pub trait CountSource {
     /// What the counts prove about `class`; `None` if this source cannot count it (a PTX
     /// opcode from CUPTI, a SASS instruction from the simulator).
     fn count(&self, class: &InstructionClass) -> Option<ClassCount>;
+    /// Whether the counts list every instruction of the kernel, executed or not (CUPTI's, per
+    /// program counter), or only the forms that executed (the simulator's, per opcode).
+    fn lists_unexecuted(&self) -> bool {
+        true
+    }
+}
+
+/// The simulator's counts: warp-level executions per PTX opcode, as `sim`'s run report gives
+/// them (per warp of every CTA, the most executions of any one lane with a true guard, summed:
+/// never more than the warps executed, exact for an instruction one elected lane issues; an
+/// instruction whose guard was false is not counted).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PtxCounts {
+    pub source: String,
+    pub per_opcode: Vec<(String, u64)>,
+}
+
+impl CountSource for PtxCounts {
+    fn describe(&self) -> String {
+        self.source.clone()
+    }
+    fn lists_unexecuted(&self) -> bool {
+        false
+    }
+    fn count(&self, class: &InstructionClass) -> Option<ClassCount> {
+        let InstructionClass::Ptx(p) = class else {
+            return None;
+        };
+        let mut c = ClassCount::default();
+        for (_, n) in self.per_opcode.iter().filter(|(op, _)| p.matches(op)) {
+            c.instructions += 1;
+            c.proven += n;
+            c.possible += n;
+        }
+        Some(c)
+    }
+}
+
+/// The counts of one measured launch, from either source: executed requirements are decided the
+/// same way from both ([`check`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Counts {
+    /// CUPTI on a GPU.
+    Sass(SassCounts),
+    /// The PTX simulator.
+    Ptx(PtxCounts),
+}
+
+impl Counts {
+    /// Instructions (CUPTI: program counters; the simulator: opcodes) with counts.
+    pub fn len(&self) -> usize {
+        match self {
+            Counts::Sass(c) => c.pcs.len(),
+            Counts::Ptx(c) => c.per_opcode.len(),
+        }
+    }
+}
+
+impl CountSource for Counts {
+    fn describe(&self) -> String {
+        match self {
+            Counts::Sass(c) => c.describe(),
+            Counts::Ptx(c) => c.describe(),
+        }
+    }
+    fn count(&self, class: &InstructionClass) -> Option<ClassCount> {
+        match self {
+            Counts::Sass(c) => c.count(class),
+            Counts::Ptx(c) => c.count(class),
+        }
+    }
+    fn lists_unexecuted(&self) -> bool {
+        match self {
+            Counts::Sass(c) => c.lists_unexecuted(),
+            Counts::Ptx(c) => c.lists_unexecuted(),
+        }
+    }
 }
 
 /// CUPTI's counts, instruction by instruction.
@@ -298,7 +427,7 @@ pub enum Measured {
     Ran {
         flags: Vec<Flag>,
         summary: String,
-        counts: SassCounts,
+        counts: Counts,
     },
     /// The launch faulted, or could not be made, because of the kernel.
     Failed { detail: String, flags: Vec<Flag> },
@@ -405,12 +534,21 @@ pub fn check(
             } else {
                 format!("{} to {}", c.proven, c.possible)
             };
+            let listed = counts.lists_unexecuted();
             let mut why = format!(
-                "the {} build executed {shown} {class} (in {} instruction(s) of the kernel), the rubric requires {need}",
-                b.build, c.instructions
+                "the {} build executed {shown} {class} (in {} {}), the rubric requires {need}",
+                b.build,
+                c.instructions,
+                if listed {
+                    "instruction(s) of the kernel"
+                } else {
+                    "executed form(s)"
+                }
             );
-            if c.instructions == 0 {
+            if c.instructions == 0 && listed {
                 why.push_str(": the kernel has no such instruction");
+            } else if c.instructions == 0 {
+                why.push_str(": no such instruction executed");
             } else if c.proven == 0 && c.possible == 0 {
                 why.push_str(": the instruction is in the kernel but never ran");
             }
@@ -482,6 +620,7 @@ impl MeasureJob {
                 sets: vec![self.seed],
                 refresh: self.seed ^ 1,
                 decoy: self.seed ^ 2,
+                schedule: self.seed ^ 3,
             },
             warmup: 0,
             iters: 0,
@@ -513,6 +652,17 @@ pub fn apply_static(
         let Some(t) = row(r, &q.name) else {
             continue;
         };
+        if q.ptx.is_some() {
+            // A PTX class: no binary to look in (the PTX is the source's own translation);
+            // only the simulator's executed count decides it.
+            t.max_score = q.points;
+            t.score = 0.0;
+            t.flags.clear();
+            t.status = Status::Error;
+            t.detail = "not yet measured".into();
+            pending.push(q.name.clone());
+            continue;
+        }
         let v = q.check(builds);
         t.max_score = q.points;
         t.score = 0.0;
@@ -571,19 +721,13 @@ pub fn apply_measured(
     {
         let Some(e) = &q.executed else { continue };
         let Some(t) = row(r, &q.name) else { continue };
+        let class = q.class();
         let what = if q.why.is_empty() {
-            q.pattern.to_string()
+            class.to_string()
         } else {
-            format!("{} ({})", q.pattern, q.why)
+            format!("{class} ({})", q.why)
         };
-        let v = check(
-            &what,
-            &InstructionClass::Sass(q.pattern.clone()),
-            e,
-            &k,
-            shape,
-            builds,
-        );
+        let v = check(&what, &class, e, &k, shape, builds);
         t.score = if v.status == Status::Passed {
             q.points
         } else {
@@ -602,6 +746,10 @@ pub const EMULATED: &str = "this GPU runs the Blackwell kernel under the tcgen05
 /// Why they are skipped in a compile-only grading.
 pub const COMPILED_ONLY: &str =
     "compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on a GPU";
+
+/// Why they are skipped in a compile-only grading of a rubric graded on the simulator.
+pub const COMPILED_ONLY_SIM: &str =
+    "compiled only (a pre-screen: no GPU was used), and an executed count needs the measured launch on the simulator";
 
 /// What a measuring child's folder holds when it is done, or the grader's account of why not:
 /// a hang or a crash during the launch is the kernel's failure, a missing report before it the
@@ -662,6 +810,37 @@ impl super::submission::Grader {
         pending: &[String],
     ) {
         let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
+        match job.spec() {
+            Ok(spec) => apply_measured(r, &self.rubric, &spec, pending, &builds),
+            Err(e) => r.compile.message = format!("{e:#}"),
+        }
+    }
+
+    /// Score the `pending` requirements on the measured launches a simulating child reported
+    /// (`builds`); a build of the compile that has none (the child stopped before it) failed to
+    /// show anything, and fails.
+    pub(super) fn apply_sim_measured(
+        &self,
+        r: &mut super::report::GradeReport,
+        job: &super::job::Job,
+        pending: &[String],
+        mut builds: Vec<BuildMeasured>,
+        outcome: &crate::sandbox::Outcome,
+    ) {
+        for d in &job.dtypes {
+            if !builds.iter().any(|b| &b.build == d) {
+                builds.push(BuildMeasured {
+                    build: d.clone(),
+                    measured: Measured::Failed {
+                        detail: format!(
+                            "the simulating child {} before its measured launch reported",
+                            outcome.describe()
+                        ),
+                        flags: Vec::new(),
+                    },
+                });
+            }
+        }
         match job.spec() {
             Ok(spec) => apply_measured(r, &self.rubric, &spec, pending, &builds),
             Err(e) => r.compile.message = format!("{e:#}"),
@@ -748,6 +927,101 @@ mod tests {
     }
 
     #[test]
+    fn ptx_classes_match_an_opcode_and_its_qualifiers_in_any_order() {
+        let c = |s: &str| PtxClass::parse(s).unwrap();
+        let mma = "tcgen05.mma.cta_group::2.kind::f16";
+        let commit = "tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64";
+        let load = "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster";
+        assert!(c("tcgen05.mma.cta_group::2").matches(mma));
+        assert!(!c("tcgen05.mma.cta_group::1").matches(mma));
+        assert!(!c("tcgen05.mma.cta_group").matches("tcgen05.mma.kind::f16"));
+        assert!(c("tcgen05.commit.multicast").matches(commit));
+        assert!(c("tcgen05.commit.cta_group::2.multicast").matches(commit));
+        assert!(!c("tcgen05.commit.multicast")
+            .matches("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.b64"));
+        assert!(c("cp.async.bulk.tensor.multicast").matches(load));
+        assert!(!c("cp.async.bulk.tensor.multicast")
+            .matches("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group"));
+        // The first part is the instruction: a qualifier elsewhere is not it.
+        assert!(!c("multicast").matches(load));
+        for bad in [
+            "",
+            "UTCHMMA.2CTA",
+            "tcgen05..mma",
+            "tcgen05.mma.",
+            "tcgen05.:2",
+            "tcgen05 mma",
+        ] {
+            assert!(PtxClass::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(PtxClass::looks_like("tcgen05.mma") && !PtxClass::looks_like("UTCHMMA"));
+    }
+
+    #[test]
+    fn the_simulators_counts_decide_as_cuptis_do() {
+        // Step 3 at its measured shape: 4 cluster tiles of 8 k-blocks.
+        let spec = KernelSpec::new(runner::steps::get(3).unwrap(), Arch::Blackwell);
+        let k = spec.shape();
+        let s = measure_shape(&spec).unwrap();
+        let class = InstructionClass::Ptx(PtxClass::parse("tcgen05.commit.multicast").unwrap());
+        let e = Executed {
+            per: Unit::ClusterKBlock,
+            at_least: 1,
+            at_most: None,
+        };
+        let measured = |n: u64| {
+            BuildMeasured {
+            build: "f16".into(),
+            measured: Measured::Ran {
+                flags: Vec::new(),
+                summary: "verified".into(),
+                counts: Counts::Ptx(PtxCounts {
+                    source: "the simulator (test)".into(),
+                    per_opcode: vec![
+                        ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64".into(), n),
+                        ("tcgen05.mma.cta_group::2.kind::f16".into(), 128),
+                    ],
+                }),
+            },
+        }
+        };
+        let v = check("multicast", &class, &e, &k, s, &[measured(36)]);
+        assert_eq!(v.status, Status::Passed, "{v:?}");
+        // Once per tile (k-block 0, or only the accumulator's commit): 4 of the 32 needed.
+        let v = check("multicast", &class, &e, &k, s, &[measured(4)]);
+        assert_eq!(v.status, Status::Failed, "{v:?}");
+        assert_eq!(v.flags[0].name, "technique-not-executed");
+        assert!(
+            v.detail
+                .contains("executed 4 tcgen05.commit.multicast (in 1 executed form(s))"),
+            "{}",
+            v.detail
+        );
+        // Never executed: the simulator lists no such form.
+        let none =
+            InstructionClass::Ptx(PtxClass::parse("cp.async.bulk.tensor.multicast").unwrap());
+        let v = check("loads", &none, &e, &k, s, &[measured(36)]);
+        assert!(
+            v.detail.ends_with(": no such instruction executed"),
+            "{}",
+            v.detail
+        );
+        // CUPTI cannot count a PTX class: the grader's error, never a pass.
+        let sass = BuildMeasured {
+            build: "f16".into(),
+            measured: Measured::Ran {
+                flags: Vec::new(),
+                summary: "verified".into(),
+                counts: Counts::Sass(SassCounts {
+                    source: "CUPTI (test)".into(),
+                    pcs: Vec::new(),
+                }),
+            },
+        };
+        assert_eq!(check("x", &class, &e, &k, s, &[sass]).status, Status::Error);
+    }
+
+    #[test]
     fn units_count_the_shape_from_the_steps_tile_facts() {
         // Step 3's twin: clusters of two CTAs along M, each 128 x 256, 64-wide k-blocks.
         let spec = step(3);
@@ -826,10 +1100,10 @@ mod tests {
         Measured::Ran {
             flags: Vec::new(),
             summary: "every element verified".into(),
-            counts: SassCounts {
+            counts: Counts::Sass(SassCounts {
                 source: "CUPTI SASS metrics (test)".into(),
                 pcs,
-            },
+            }),
         }
     }
 
@@ -933,10 +1207,10 @@ mod tests {
         let wrong = Measured::Ran {
             flags: vec![Flag::new("wrong-result", "C[0][0] = 1")],
             summary: "1 wrong".into(),
-            counts: SassCounts {
+            counts: Counts::Sass(SassCounts {
                 source: "test".into(),
                 pcs: vec![pc("UTMALDG.MULTICAST", None, 64, 64, 64)],
-            },
+            }),
         };
         let v = one(wrong);
         assert_eq!(v.status, Status::Failed);
@@ -951,7 +1225,7 @@ mod tests {
             v.detail
         );
         // A source that cannot count the class says so.
-        let ptx = InstructionClass::Ptx("tcgen05.mma.cta_group::2".into());
+        let ptx = InstructionClass::Ptx(PtxClass::parse("tcgen05.mma.cta_group::2").unwrap());
         let v = check(
             "2-CTA MMA",
             &ptx,

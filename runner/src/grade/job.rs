@@ -25,6 +25,9 @@ pub enum Phase {
     Run,
     /// Count the instructions one launch executes (the executed requirements), on the GPU.
     Measure,
+    /// Run every test of a Blackwell rubric on the PTX simulator (no GPU), and the measured
+    /// launch of its executed requirements where the job carries one.
+    Simulate,
 }
 
 impl Phase {
@@ -34,6 +37,7 @@ impl Phase {
             "compile" => Phase::Compile,
             "run" => Phase::Run,
             "measure" => Phase::Measure,
+            "simulate" => Phase::Simulate,
             other => bail!("unknown phase {other:?}"),
         })
     }
@@ -43,6 +47,7 @@ impl Phase {
             Phase::Compile => "compile",
             Phase::Run => "run",
             Phase::Measure => "measure",
+            Phase::Simulate => "simulate",
         }
     }
 }
@@ -56,6 +61,10 @@ pub struct TestSeeds {
     pub refresh: u64,
     /// The decoy reference planted next to C.
     pub decoy: u64,
+    /// The simulator's schedule seed (a Blackwell rubric graded on the simulator): derived per
+    /// student like the input seeds, recorded so a failure replays.
+    #[serde(default)]
+    pub schedule: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -112,9 +121,16 @@ pub struct Job {
     /// and the run child that gets this makes one traced launch after its tests.
     #[serde(default)]
     pub trace: Option<TraceJob>,
-    /// The measured launch of a measuring child (its one dtype is `dtypes`).
+    /// The measured launch of a measuring child (its one dtype is `dtypes`), or of a
+    /// simulating child (one per dtype of `dtypes`, after its tests).
     #[serde(default)]
     pub measure: Option<super::executed::MeasureJob>,
+    /// The compile child also writes each build's sm_100a PTX, for the simulator.
+    #[serde(default)]
+    pub ptx: bool,
+    /// A simulating child's budget: simulated instructions (all threads) per launch.
+    #[serde(default)]
+    pub sim_steps: u64,
 }
 
 /// The one traced launch of a rubric with trace requirements: public, like a visible test.
@@ -166,6 +182,7 @@ impl TraceJob {
                 sets: vec![self.seed],
                 refresh: self.seed ^ 1,
                 decoy: self.seed ^ 2,
+                schedule: self.seed ^ 3,
             },
             warmup: 0,
             iters: 0,
@@ -191,6 +208,8 @@ impl Job {
             disassemble: false,
             trace: None,
             measure: None,
+            ptx: false,
+            sim_steps: 0,
         }
     }
 
@@ -221,10 +240,13 @@ impl Job {
             tests,
             launch_seconds: rubric.limits.launch_seconds,
             log_bytes: rubric.limits.log_bytes,
-            disassemble: phase == Phase::Compile && !rubric.requirements.is_empty(),
+            disassemble: phase == Phase::Compile
+                && rubric.requirements.iter().any(|q| q.ptx.is_none()),
             trace: TraceJob::for_rubric(rubric)
                 .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
             measure: None,
+            ptx: false,
+            sim_steps: rubric.limits.sim_steps,
         }
     }
 
@@ -411,6 +433,11 @@ pub enum RunLine {
     Test(TestResult),
     /// A trace fact, from the traced launch after the tests.
     Fact(FactResult),
+    /// A simulating child's measured launch of one build (after its tests; public inputs).
+    Measured {
+        build: String,
+        measured: super::executed::Measured,
+    },
 }
 
 #[cfg(test)]

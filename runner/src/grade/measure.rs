@@ -8,7 +8,8 @@
 //! count, raw and mapped, for the instructor: `runner grade --keep-scratch`).
 
 use super::executed::{
-    Measured, PcCount, SassCounts, CUPTI_ENV, DEBUG_FILE, LAUNCHING_FILE, MEASURED_FILE,
+    CountSource, Measured, PcCount, SassCounts, CUPTI_ENV, DEBUG_FILE, LAUNCHING_FILE,
+    MEASURED_FILE,
 };
 use super::job::{EnvInfo, Flag, Job};
 use super::technique::{ENTRY, NVDISASM_ENV};
@@ -94,8 +95,8 @@ fn summary(m: &Measured) -> String {
         } => format!(
             "ran ({summary}; {} flag(s)); {} instruction(s) counted by {}",
             flags.len(),
-            counts.pcs.len(),
-            counts.source
+            counts.len(),
+            counts.describe()
         ),
         Measured::Failed { detail, .. } => format!("failed: {detail}"),
         Measured::Error(e) => format!("error: {e}"),
@@ -227,7 +228,7 @@ fn measure(
     Ok(Measured::Ran {
         flags: checked.flags,
         summary: checked.summary,
-        counts,
+        counts: super::executed::Counts::Sass(counts),
     })
 }
 

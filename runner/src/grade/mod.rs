@@ -15,6 +15,9 @@
 //!   from the compile child's disassembly; [`executed`]: how often it executed them (proof the
 //!   technique ran), counted by [`measure`]'s child with CUPTI; [`trace_facts`]: facts of the
 //!   warps' own trace records (Hopper, feedback worth no points), from the traced launch.
+//! - [`simulated`]: a Blackwell rubric's tests and measured launch on the PTX simulator, the
+//!   default for `sm_100a` rubrics (the native build, no GPU); `--on-gpu` grades them under the
+//!   tcgen05 emulation instead.
 
 pub mod batch;
 pub mod confine;
@@ -28,6 +31,7 @@ pub mod report;
 pub mod rubric;
 pub mod seeds;
 pub mod selftest;
+pub mod simulated;
 pub mod submission;
 pub mod technique;
 pub mod trace_facts;
@@ -105,6 +109,11 @@ pub struct GradeArgs {
     /// Testing only: skip the include screen, to show the confinement holds on its own.
     #[arg(long, hide = true)]
     pub skip_screen: bool,
+    /// Grade a Blackwell (sm_100a) rubric on the GPU: under the tcgen05 emulation on an
+    /// H100/H200. Without it, a Blackwell rubric is graded on the PTX simulator, which runs the
+    /// kernel's native sm_100a code on the CPU and needs no GPU.
+    #[arg(long, conflicts_with = "selftest")]
+    pub on_gpu: bool,
 }
 
 /// The student of a Gradescope submission: the ids of its submitters (a group has several),
@@ -272,6 +281,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         allow_unconfined: args.allow_unconfined,
         compile_only: args.compile_only,
         skip_screen: args.skip_screen,
+        on_gpu: args.on_gpu,
     };
     let load_rubric = || -> Result<rubric::Rubric> {
         let mut r = rubric::Rubric::load(&rubric_path)?;
@@ -394,7 +404,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     // A submission that cannot be graded (no or several .cu files, too large, refused by the
     // screen) is graded "rejected" at once: it needs no secret and no GPU, so an instructor
     // learns why on any machine, and Gradescope still gets its results.json.
-    let grader = match submission::precheck(&sub, &rubric, opts.skip_screen) {
+    let grader = match submission::precheck(&sub, &rubric, opts.skip_screen, opts.simulate(&rubric))
+    {
         Ok(()) => batch::grader_for(
             rubric,
             &rubric_path,

@@ -254,11 +254,16 @@ impl GradeReport {
                 String::new()
             }
         );
-        if let Some(g) = &self.gpu {
-            s.push_str(&format!(
+        match &self.gpu {
+            // The simulator's grading opened no GPU: no device, no driver.
+            Some(g) if g.driver_version.is_empty() => {
+                s.push_str(&format!("  GPU       {}\n", g.name));
+            }
+            Some(g) => s.push_str(&format!(
                 "  GPU       {} (device {}, driver {})\n",
                 g.name, g.device, g.driver_version
-            ));
+            )),
+            None => {}
         }
         if !self.confinement.is_empty() {
             s.push_str(&format!("  children  {}\n", self.confinement));
@@ -577,6 +582,7 @@ pub mod tests {
             sets: vec![1, 2],
             refresh: 3,
             decoy: 4,
+            schedule: 0,
         };
         let test = |name: &str,
                     kind: Kind,

@@ -11,6 +11,7 @@
 //! launch_seconds = 20          # one launch: longer is a hang
 //! log_bytes = 16384            # student-visible logs are cut to this
 //! source_bytes = 262144        # larger submissions are refused
+//! sim_steps = 100000000        # sm_100a on the simulator: instructions one launch may execute
 //!
 //! [params]                     # optional: tuning parameters to compile with (default: the step's)
 //! stages = 4
@@ -42,7 +43,8 @@
 //! [[requirements]]             # proof the technique ran (see `executed`)
 //! name = "tma-multicast"
 //! points = 20
-//! executed = "UTMALDG.MULTICAST"  # an opcode and modifiers it must carry, in any order
+//! executed = "UTMALDG.MULTICAST"  # an opcode and modifiers it must carry, in any order; an
+//!                              # sm_100a rubric names a PTX class: "tcgen05.mma.cta_group::2"
 //! per = "cta-k-block"          # launch, cta-k-block, cluster-k-block, cta-tile, cluster-tile,
 //!                              # c-box: counted from the step's tile facts at the measured shape
 //! at_least = 1                 # executions per `per` (default 1); at_most caps them
@@ -110,9 +112,18 @@ pub struct Limits {
     pub log_bytes: usize,
     #[serde(default = "Limits::source_default")]
     pub source_bytes: usize,
+    /// A Blackwell rubric graded on the simulator: simulated instructions (all threads) one
+    /// launch may execute before it stops as over its budget (a kernel that spins).
+    #[serde(default = "Limits::sim_steps_default")]
+    pub sim_steps: u64,
 }
 
 impl Limits {
+    /// A hundred times what step 3's kernel executes at 512 x 512 x 512 (about a million), and
+    /// about ten seconds of one core.
+    fn sim_steps_default() -> u64 {
+        100_000_000
+    }
     fn compile_default() -> u64 {
         180
     }
@@ -138,6 +149,7 @@ impl Default for Limits {
             launch_seconds: Self::launch_default(),
             log_bytes: Self::log_default(),
             source_bytes: Self::source_default(),
+            sim_steps: Self::sim_steps_default(),
         }
     }
 }
@@ -325,6 +337,9 @@ impl Rubric {
         if l.compile_seconds == 0 || l.run_seconds == 0 || l.launch_seconds == 0 {
             bail!("limits: every time limit must be at least 1 second");
         }
+        if l.sim_steps == 0 {
+            bail!("limits: sim_steps must be at least 1");
+        }
         if l.log_bytes < 256 || l.source_bytes < 1024 {
             bail!("limits: log_bytes must be at least 256 and source_bytes at least 1024");
         }
@@ -359,6 +374,13 @@ impl Rubric {
                 continue;
             }
             let req = q.resolve().with_context(context)?;
+            if req.ptx.is_some() && arch == Arch::Hopper {
+                bail!(
+                    "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
+                    q.name,
+                    req.pattern
+                );
+            }
             if let Some(e) = &req.executed {
                 // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
                 // mistake, said now.
@@ -805,10 +827,18 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
             REQ.replacen("points = 15", "points = 15\nper = \"launch\"", 1)
         ))
         .contains("belong to executed"));
-        let e = err(&with("UTMALDG.MULTICAST", "utmaldg"));
+        let e = err(&with("UTMALDG.MULTICAST", "UTMALDG..X"));
         assert!(
             e.contains("requirements[0]") && e.contains("upper-case SASS opcode"),
             "{e}"
         );
+        // Lower case is a PTX class: the simulator's, on a Blackwell rubric only.
+        let e = err(&with("UTMALDG.MULTICAST", "cp.async.bulk.tensor.multicast"));
+        assert!(
+            e.contains("requirements[0]") && e.contains("a Hopper rubric names a SASS class"),
+            "{e}"
+        );
+        let e = err(&with("UTMALDG.MULTICAST", "cp..async"));
+        assert!(e.contains("write a PTX instruction"), "{e}");
     }
 }

@@ -49,6 +49,11 @@ pub const RUBRICS: &[(&str, &str)] = &[
 /// cases first, quickly, with their scratch folders kept.
 pub const ONLY_ENV: &str = "WORKBOOK_GRADE_SELFTEST_ONLY";
 
+/// The parts graded on the PTX simulator (the Blackwell rubric's groups), which need no GPU:
+/// `WORKBOOK_GRADE_SELFTEST_ONLY=step0-blackwell,step3-blackwell runner grade --selftest` runs on
+/// any machine.
+pub const SIMULATED_PARTS: &[&str] = &["step0-blackwell", "step3-blackwell"];
+
 /// The demonstration secret of the selftest: the hidden tests run as they would for a class,
 /// with seeds anyone can reproduce. Never use it for a real class.
 const SELFTEST_SECRET: &str = "workbook selftest secret: not a secret";
@@ -144,6 +149,9 @@ pub const HOPPER_BASES: &[(u32, &str, &str)] = &[
     (5, "step5-hopper", "step5-hopper.toml"),
 ];
 
+/// The base of the cheats on step 3's Blackwell kernel.
+pub const BLACKWELL_STEP3: &str = "step3-blackwell";
+
 /// A cheat whose `caught_as` is `unrewarded:NAME` forges what requirement NAME reads, and must
 /// earn nothing by it ([`Expect::Unrewarded`]).
 pub const UNREWARDED: &str = "unrewarded:";
@@ -151,6 +159,11 @@ pub const UNREWARDED: &str = "unrewarded:";
 impl Cheat {
     pub fn blackwell(&self) -> bool {
         self.base.as_deref() == Some("blackwell")
+    }
+    /// An edit of step 3's Blackwell kernel, graded by step3-blackwell.toml with its executed
+    /// requirements (on the simulator).
+    pub fn blackwell_step3(&self) -> bool {
+        self.base.as_deref() == Some(BLACKWELL_STEP3)
     }
     /// The step of the Hopper twin it edits, when that is not step 0's.
     pub fn hopper_step(&self) -> Option<u32> {
@@ -162,10 +175,16 @@ impl Cheat {
     /// The step whose kernel it edits.
     #[cfg(test)]
     pub fn step(&self) -> u32 {
+        if self.blackwell_step3() {
+            return 3;
+        }
         self.hopper_step().unwrap_or(0)
     }
     /// The stock kernel it edits.
     pub fn base_text(&self) -> Result<&'static str> {
+        if self.blackwell_step3() {
+            return Ok(runner::steps::get(3)?.info().blackwell.text);
+        }
         match self.hopper_step() {
             Some(n) => Ok(runner::steps::get(n)?.info().kernel(Arch::Hopper).text),
             None => cheat_base(self.blackwell()),
@@ -211,9 +230,13 @@ impl Suite {
     pub fn load() -> Result<Suite> {
         let file: CheatFile = toml::from_str(CHEATS).context("tests/cheats/cheats.toml")?;
         for c in &file.cheat {
-            if c.base.is_some() && !c.blackwell() && c.hopper_step().is_none() {
+            if c.base.is_some()
+                && !c.blackwell()
+                && !c.blackwell_step3()
+                && c.hopper_step().is_none()
+            {
                 bail!(
-                    "tests/cheats/cheats.toml: cheat {} has base {:?}: \"blackwell\", \"step3-hopper\" or \"step5-hopper\"",
+                    "tests/cheats/cheats.toml: cheat {} has base {:?}: \"blackwell\", \"step3-blackwell\", \"step3-hopper\" or \"step5-hopper\"",
                     c.name,
                     c.base
                 );
@@ -388,13 +411,15 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
             tests_pass && worthless && r.compile.status == CompileStatus::Ok
         }
         Expect::Caught(c) => {
-            // The visible tests, not the technique rows the cheat is caught by.
+            // The visible tests, not the technique rows the cheat is caught by (a technique
+            // cheat fails its requirement while its tests pass), nor the tests that were skipped.
             let visible_ok = !c.visible_pass
                 || r.tests
                     .iter()
                     .filter(|t| {
                         t.visibility == super::rubric::Visibility::Visible
                             && t.kind != super::rubric::Kind::Technique
+                            && t.status != Status::Skipped
                     })
                     .all(|t| t.status == Status::Passed);
             let protected = c.protect.as_deref().map(protected_lines);
@@ -501,7 +526,18 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     for name in WRITES {
         out.fresh(name)?;
     }
-    probe_gpus(gpus)?;
+    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
+    let only: Option<Vec<String>> = std::env::var(ONLY_ENV)
+        .ok()
+        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+    let wanted = |label: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == label));
+    // The Blackwell parts grade on the simulator: a selftest of those alone needs no GPU.
+    let gpu_free = only
+        .as_ref()
+        .is_some_and(|o| o.iter().all(|x| SIMULATED_PARTS.contains(&x.as_str())));
+    if !gpu_free {
+        probe_gpus(gpus)?;
+    }
     out.create()?;
     let out = out.path();
     let rubric_dir = out.join("rubrics");
@@ -522,12 +558,6 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             .map(|(_, t)| *t)
             .ok_or_else(|| anyhow!("no rubric {name}"))
     };
-
-    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
-    let only: Option<Vec<String>> = std::env::var(ONLY_ENV)
-        .ok()
-        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
-    let wanted = |label: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == label));
 
     // 1. The class of the step-0 rubric: stock, seeded bug, cheats.
     let class_dir = out.join("class");
@@ -613,8 +643,8 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         reports.extend(grade_all(&g, subs, gpus, &written, true, true)?);
     }
 
-    // 2. Every other step's stock Hopper twin; the Blackwell kernels of steps 0 and 3 under
-    // emulation (or natively on a B200), and their seeded bugs.
+    // 2. Every other step's stock Hopper twin; the Blackwell kernels of steps 0 and 3 on the
+    // PTX simulator (the native sm_100a code), their seeded bugs and cheats.
     let stock_dir = out.join("stock");
     let mut groups: Vec<Group> = Vec::new();
     let hopper = rubric_text("selftest-hopper.toml")?;
@@ -731,7 +761,8 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         if n == 0 {
             for (m, expect) in [
                 ("skip-acc-wait", Expect::Fails),
-                ("skip-acc-commit", Expect::Flag("timeout".into())),
+                // On the simulator a hang is found, not timed: every warp blocked, explained.
+                ("skip-acc-commit", Expect::Flag("deadlock".into())),
             ] {
                 let mu = mutation::find(m)?;
                 add(
@@ -743,6 +774,16 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             }
             // The Blackwell cheats, graded as Blackwell submissions are.
             for c in suite.cheats().iter().filter(|c| c.blackwell()) {
+                add(
+                    format!("cheat-{}", c.name),
+                    suite.kernel(c, &secret_file)?,
+                    format!("[{}] {}", c.class, c.does),
+                    c.expect(&secret_file),
+                )?;
+            }
+        } else {
+            // Step 3's technique cheats and honest controls, on the executed requirements.
+            for c in suite.cheats().iter().filter(|c| c.blackwell_step3()) {
                 add(
                     format!("cheat-{}", c.name),
                     suite.kernel(c, &secret_file)?,
@@ -800,9 +841,13 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         });
     }
     let gpu = reports.iter().find_map(|r| {
-        r.gpu
-            .as_ref()
-            .map(|g| format!("{} (driver {})", g.name, g.driver_version))
+        r.gpu.as_ref().map(|g| {
+            if g.driver_version.is_empty() {
+                g.name.clone()
+            } else {
+                format!("{} (driver {})", g.name, g.driver_version)
+            }
+        })
     });
     let passed = rows.iter().filter(|r| r.ok).count();
     let file = GradeSelftest {
@@ -902,8 +947,11 @@ mod tests {
                 c.name
             );
             assert!(
-                c.base.is_none() || c.blackwell() || c.hopper_step().is_some(),
-                "{}: base is \"blackwell\", a Hopper twin of HOPPER_BASES or nothing",
+                c.base.is_none()
+                    || c.blackwell()
+                    || c.blackwell_step3()
+                    || c.hopper_step().is_some(),
+                "{}: base is \"blackwell\", \"step3-blackwell\", a Hopper twin of HOPPER_BASES or nothing",
                 c.name
             );
         }
@@ -923,13 +971,7 @@ mod tests {
             assert_ne!(k, c.base_text().unwrap(), "{} edits nothing", c.name);
             assert!(k.contains("gemm_kernel"));
             assert!(!k.contains(SECRET_MARK), "{}", c.name);
-            let screened = super::super::policy::check(&k).and_then(|()| {
-                if c.blackwell() {
-                    super::super::policy::check_arch_neutral(&k)
-                } else {
-                    Ok(())
-                }
-            });
+            let screened = super::super::policy::check(&k);
             // The cheats graded with the screen off are include tricks the screen refuses: the
             // selftest turns it off to show the confinement holds without it.
             assert_eq!(
@@ -938,6 +980,17 @@ mod tests {
                 "{}: screen {screened:?}",
                 c.name
             );
+            // The emulation path's screen (`--on-gpu`) refuses exactly the kernels that tell
+            // the builds apart; the simulator grades them on what their native build does.
+            if c.blackwell() || c.blackwell_step3() {
+                let arch = super::super::policy::check_arch_neutral(&k);
+                assert_eq!(
+                    arch.is_err(),
+                    c.class == "arch-conditional",
+                    "{}: the emulation's screen {arch:?}",
+                    c.name
+                );
+            }
             if let Some(p) = &c.protect {
                 assert!(
                     !c.screen,
@@ -961,7 +1014,7 @@ mod tests {
         for c in suite.cheats().iter().filter(|c| {
             c.screen && !matches!(c.caught_as.as_str(), "forbidden-source" | "compile-timeout")
         }) {
-            let (arch, target) = if c.blackwell() {
+            let (arch, target) = if c.blackwell() || c.blackwell_step3() {
                 (Arch::Blackwell, common::Target::Sm100a)
             } else {
                 (Arch::Hopper, common::Target::Sm90a)

@@ -150,6 +150,9 @@ pub struct Grader {
     pub compile_only: bool,
     /// Testing only: no include screen.
     pub skip_screen: bool,
+    /// A Blackwell rubric graded on the PTX simulator (the default): its native sm_100a PTX runs
+    /// on the CPU, no GPU is used. False: on the GPU (the tcgen05 emulation on an H100/H200).
+    pub simulate: bool,
     /// The scratch folder this grader made, removed with it (none with --keep-scratch).
     #[expect(dead_code, reason = "held for its Drop, which removes the folder")]
     pub cleanup: Option<OwnedScratch>,
@@ -214,6 +217,7 @@ impl Grader {
                     sets: (0..t.sets as u64).map(|i| seed("set", i)).collect::<Result<_>>()?,
                     refresh: seed("refresh", 0)?,
                     decoy: seed("decoy", 0)?,
+                    schedule: seed("schedule", 0)?,
                 })
             })
             .collect()
@@ -384,6 +388,7 @@ impl Grader {
                         sets: Vec::new(),
                         refresh: 0,
                         decoy: 0,
+                        schedule: 0,
                     }),
                     shape: [t.shape.m, t.shape.n, t.shape.k],
                     dtype: t.dtype.to_string(),
@@ -405,6 +410,7 @@ impl Grader {
                         sets: Vec::new(),
                         refresh: 0,
                         decoy: 0,
+                        schedule: 0,
                     },
                     shape: [0; 3],
                     dtype: String::new(),
@@ -445,6 +451,7 @@ impl Grader {
                     sets: vec![0; t.sets],
                     refresh: 0,
                     decoy: 0,
+                    schedule: 0,
                 })
                 .collect())
         } else {
@@ -477,13 +484,13 @@ impl Grader {
                 return r;
             }
         };
-        if let Err(v) = screen(&source, self.rubric.arch, self.skip_screen) {
+        if let Err(v) = screen(&source, self.rubric.arch, self.skip_screen, self.simulate) {
             r.compile.status = CompileStatus::Rejected;
             r.compile.message = format!("refused before compiling: kernel.cu {v}");
             not_run(&mut r, "the submission was refused");
             return r;
         }
-        let chosen = if self.compile_only {
+        let chosen = if self.compile_only || self.simulate {
             // No GPU: the native build of the rubric's architecture.
             Ok(match self.rubric.arch {
                 common::step::Arch::Hopper => common::Target::Sm90a,
@@ -506,6 +513,7 @@ impl Grader {
         // Compile, in a child of its own: it learns the dtypes, not the tests.
         let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, Vec::new(), &tests);
         job.target = Some(target_name(target).into());
+        job.ptx = self.simulate && !self.compile_only;
         if self.compile_only {
             // No traced launch follows: the traced build would be compiled for nothing.
             job.trace = None;
@@ -524,7 +532,9 @@ impl Grader {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
                 pending = super::executed::apply_static(&mut r, &self.rubric, &sass);
                 if target == common::Target::Sm90aEmulated || self.compile_only {
-                    let why = if self.compile_only {
+                    let why = if self.compile_only && self.simulate {
+                        super::executed::COMPILED_ONLY_SIM
+                    } else if self.compile_only {
                         super::executed::COMPILED_ONLY
                     } else {
                         super::executed::EMULATED
@@ -540,6 +550,11 @@ impl Grader {
                 if target == common::Target::Sm90aEmulated {
                     c.message.push_str(
                         "; the native sm_100a build compiles too. Verified under emulation: the tests ran under the tcgen05 emulation on this Hopper GPU, not on Blackwell hardware",
+                    );
+                }
+                if self.simulate && !self.compile_only {
+                    c.message.push_str(
+                        "; graded on the PTX simulator: the tests ran this native sm_100a build's PTX on the CPU (verified, not timed), no GPU was used",
                     );
                 }
                 r.compile = c;
@@ -614,7 +629,17 @@ impl Grader {
         // The measured launches of the requirements the binary meets (one child each, public
         // inputs, never timed) run after the visible tests and before any hidden input exists
         // in a process the submission runs in, like everything whose result a student sees.
-        let mut measured = pending.is_empty();
+        // On the simulator, the visible tests' child makes the measured launches itself, after
+        // its tests.
+        let mut measured = pending.is_empty() || self.simulate;
+        let sim_measure = (self.simulate && !pending.is_empty())
+            .then_some(self.rubric.measure_shape)
+            .flatten()
+            .map(|s| super::executed::MeasureJob {
+                shape: [s.m, s.n, s.k],
+                seed: super::executed::MeasureJob::SEED,
+            });
+        let mut sim_measured = false;
         for (class, hidden) in [("visible", false), ("hidden", true)] {
             if hidden && !measured {
                 self.measure(&mut r, dir, device, &job, &pending);
@@ -631,7 +656,8 @@ impl Grader {
             // The traced launch runs in the visible tests' child (its inputs are public), which
             // then runs even where the rubric has no visible test.
             let trace = trace_job.clone().filter(|_| !hidden);
-            if class_tests.is_empty() && trace.is_none() {
+            let measure = sim_measure.clone().filter(|_| !hidden);
+            if class_tests.is_empty() && trace.is_none() && measure.is_none() {
                 continue;
             }
             let run_dir = dir.join(format!("run-{class}"));
@@ -639,9 +665,19 @@ impl Grader {
                 r.compile.message = format!("{e:#}");
                 return r;
             }
-            let mut run_job = Job::for_rubric(&self.rubric, Phase::Run, &source, class_tests, &[]);
+            let phase = if self.simulate {
+                Phase::Simulate
+            } else {
+                Phase::Run
+            };
+            let mut run_job = Job::for_rubric(&self.rubric, phase, &source, class_tests, &[]);
             run_job.target = job.target.clone();
             run_job.trace = trace;
+            if let Some(m) = measure {
+                // Every build the compile made, measured once each.
+                run_job.dtypes = job.dtypes.clone();
+                run_job.measure = Some(m);
+            }
             let limit = Duration::from_secs(self.rubric.limits.run_seconds);
             if hidden {
                 // Everything a student is shown of time ends here, before any hidden input
@@ -667,21 +703,33 @@ impl Grader {
                 outcome.stdout,
                 outcome.stderr
             ));
-            let emulated = target == common::Target::Sm90aEmulated;
+            // Performance tests the grader skips: under the emulation, and on the simulator.
+            let untimed = target == common::Target::Sm90aEmulated || self.simulate;
+            let measured_builds: Vec<String> = if run_job.measure.is_some() {
+                run_job.dtypes.clone()
+            } else {
+                Vec::new()
+            };
             let (lines, foreign) = own_lines(
                 read_results(&run_dir.join("results.jsonl")),
                 &run_job.tests,
-                |t| t.kind == Kind::Performance && emulated,
+                |t| t.kind == Kind::Performance && untimed,
                 run_job.trace.is_some(),
+                &measured_builds,
                 class,
             );
             r.grading_flags.extend(foreign);
+            if run_job.measure.is_some() {
+                sim_measured = true;
+                let builds = super::simulated::measured_builds(&lines);
+                self.apply_sim_measured(&mut r, &job, &pending, builds, &outcome);
+            }
             // Tests a run never finished are named by its outcome.
             let done: Vec<&str> = lines
                 .iter()
                 .filter_map(|l| match l {
                     RunLine::Test(t) => Some(t.name.as_str()),
-                    RunLine::Env(_) | RunLine::Fact(_) => None,
+                    RunLine::Env(_) | RunLine::Fact(_) | RunLine::Measured { .. } => None,
                 })
                 .collect();
             let unfinished = self
@@ -737,6 +785,13 @@ impl Grader {
         if !measured {
             self.measure(&mut r, dir, device, &job, &pending);
         }
+        if sim_measure.is_some() && !sim_measured {
+            super::executed::skip(
+                &mut r,
+                &pending,
+                "the grading stopped before the measured launch",
+            );
+        }
         let log = logs.join("\n");
         r.grading_flags
             .extend(log_flood(&log, self.rubric.limits.log_bytes));
@@ -750,7 +805,7 @@ impl Grader {
         let lines = results;
         if let Some(mut env) = lines.iter().find_map(|l| match l {
             RunLine::Env(e) => Some(e.as_ref().clone()),
-            RunLine::Test(_) | RunLine::Fact(_) => None,
+            RunLine::Test(_) | RunLine::Fact(_) | RunLine::Measured { .. } => None,
         }) {
             // The run describes the GPU as it found it; whether cuBLAS worked there is the
             // probe's finding, which the run does not repeat.
@@ -764,7 +819,7 @@ impl Grader {
             .into_iter()
             .filter_map(|l| match l {
                 RunLine::Test(t) => Some(t),
-                RunLine::Env(_) | RunLine::Fact(_) => None,
+                RunLine::Env(_) | RunLine::Fact(_) | RunLine::Measured { .. } => None,
             })
             .collect();
         apply_results(
@@ -829,11 +884,20 @@ fn unique() -> u64 {
 /// The submission's text (UTF-8, within the size limit) and its SHA-256.
 /// The include screen and, for a Blackwell rubric, the architecture rules: what refuses a
 /// source before anything compiles it.
-fn screen(source: &str, arch: common::step::Arch, skip_screen: bool) -> Result<(), String> {
+///
+/// The names that could tell the GPU emulation's build from the native one are refused only
+/// where the emulation grades (`simulate` false): the simulator runs the native build itself, so
+/// a kernel that tells the builds apart only does its own native work.
+fn screen(
+    source: &str,
+    arch: common::step::Arch,
+    skip_screen: bool,
+    simulate: bool,
+) -> Result<(), String> {
     if !skip_screen {
         policy::check(source).map_err(|v| v.to_string())?;
     }
-    if arch == common::step::Arch::Blackwell {
+    if arch == common::step::Arch::Blackwell && !simulate {
         policy::check_arch_neutral(source).map_err(|v| v.to_string())?;
     }
     Ok(())
@@ -842,9 +906,14 @@ fn screen(source: &str, arch: common::step::Arch, skip_screen: bool) -> Result<(
 /// Whether `sub` can be graded at all (one `.cu` file, within the size limit, UTF-8 text that
 /// passes the screen), found without the secret, a toolkit or a GPU: a submission that fails
 /// here is graded "rejected" on any machine, so the grader says so before it asks for either.
-pub fn precheck(sub: &Submission, rubric: &Rubric, skip_screen: bool) -> Result<()> {
+pub fn precheck(
+    sub: &Submission,
+    rubric: &Rubric,
+    skip_screen: bool,
+    simulate: bool,
+) -> Result<()> {
     let (source, _) = read_source(sub, rubric.limits.source_bytes)?;
-    screen(&source, rubric.arch, skip_screen)
+    screen(&source, rubric.arch, skip_screen, simulate)
         .map_err(|v| anyhow!("refused before compiling: kernel.cu {v}"))
 }
 
@@ -1033,7 +1102,9 @@ fn copy_cubins(from: &Path, to: &Path) -> Result<()> {
     std::fs::create_dir_all(to)?;
     for e in std::fs::read_dir(from)?.filter_map(|e| e.ok()) {
         let name = e.file_name();
-        if name.to_string_lossy().starts_with("cubin-") {
+        // The builds a run loads: cubins for the GPU, PTX for the simulator.
+        let name_s = name.to_string_lossy();
+        if name_s.starts_with("cubin-") || name_s.starts_with("ptx-") {
             std::fs::copy(e.path(), to.join(&name))?;
         }
     }
@@ -1042,7 +1113,8 @@ fn copy_cubins(from: &Path, to: &Path) -> Result<()> {
 
 /// What a run child may report: the GPU it found, each of its own tests once (skipped only
 /// where `may_skip` says the grader skips it), and the trace facts where its job had the traced
-/// launch. The worker writes nothing else, so anything else comes from a child whose memory
+/// launch, and each measured build once where its job had the measured launch (`measured`: the
+/// builds). The worker writes nothing else, so anything else comes from a child whose memory
 /// the kernel wrote (or from a hidden-test child speaking for a visible test): it is dropped
 /// and flagged for the instructor (`foreign-result`), and never reaches a student.
 pub fn own_lines(
@@ -1050,6 +1122,7 @@ pub fn own_lines(
     tests: &[JobTest],
     may_skip: impl Fn(&JobTest) -> bool,
     traced: bool,
+    measured: &[String],
     class: &str,
 ) -> (Vec<RunLine>, Option<Flag>) {
     let mut kept = Vec::new();
@@ -1064,6 +1137,11 @@ pub fn own_lines(
                 "fact {:?} from a run without the traced launch",
                 f.fact
             )),
+            RunLine::Measured { build, .. } if !measured.contains(build) => Some(format!(
+                "a measured launch of {build:?} from a run that was not asked for it"
+            )),
+            RunLine::Measured { build, .. } => (seen.contains(&format!("measured {build}")))
+                .then(|| format!("measured launch of {build:?} twice")),
             RunLine::Test(t) => match tests.iter().find(|j| j.name == t.name) {
                 None => Some(format!("test {:?}, not one of this run's", t.name)),
                 Some(_) if seen.contains(&format!("test {}", t.name)) => {
@@ -1082,6 +1160,7 @@ pub fn own_lines(
                 match &line {
                     RunLine::Test(t) => seen.push(format!("test {}", t.name)),
                     RunLine::Fact(f) => seen.push(format!("fact {}", f.fact)),
+                    RunLine::Measured { build, .. } => seen.push(format!("measured {build}")),
                     RunLine::Env(_) => {}
                 }
                 kept.push(line);
@@ -1279,6 +1358,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             confinement: Confinement::Landlock(7),
             compile_only: false,
             skip_screen: false,
+            simulate: false,
             cleanup: None,
         }
     }
@@ -1655,7 +1735,7 @@ esac
             fact.clone(),
         ];
         // Not traced, no skip allowed: the env and the first "public" only.
-        let (kept, flag) = own_lines(lines.clone(), &mine, |_| false, false, "visible");
+        let (kept, flag) = own_lines(lines.clone(), &mine, |_| false, false, &[], "visible");
         assert_eq!(kept.len(), 2);
         let detail = flag.unwrap().detail;
         for why in [
@@ -1673,6 +1753,7 @@ esac
             &mine,
             |t| t.kind == Kind::Performance,
             true,
+            &[],
             "visible",
         );
         assert_eq!(kept.len(), 2);

@@ -152,6 +152,20 @@ pub struct Requirement {
     /// How often it must execute in the measured launch; `None`: a static check only (a ban:
     /// an instruction absent from the binary never executes).
     pub executed: Option<Executed>,
+    /// A PTX instruction class (`executed = "tcgen05.mma.cta_group::2"`), counted by the
+    /// simulator on a Blackwell kernel's sm_100a PTX; `pattern` then only names it.
+    #[serde(skip)]
+    pub ptx: Option<super::executed::PtxClass>,
+}
+
+impl Requirement {
+    /// What the requirement counts.
+    pub fn class(&self) -> super::executed::InstructionClass {
+        match &self.ptx {
+            Some(p) => super::executed::InstructionClass::Ptx(p.clone()),
+            None => super::executed::InstructionClass::Sass(self.pattern.clone()),
+        }
+    }
 }
 
 fn as_text<S: serde::Serializer>(p: &Pattern, s: S) -> Result<S::Ok, S::Error> {
@@ -180,10 +194,20 @@ impl RequirementSpec {
             } else if at_least == 0 {
                 bail!("at_least = 0 without at_most requires nothing");
             }
+            let ptx = super::executed::PtxClass::looks_like(class)
+                .then(|| super::executed::PtxClass::parse(class))
+                .transpose()?;
             return Ok(Requirement {
                 name: self.name.clone(),
                 points: self.points,
-                pattern: Pattern::parse(class)?,
+                pattern: match &ptx {
+                    Some(p) => Pattern {
+                        opcode: p.to_string(),
+                        modifiers: Vec::new(),
+                    },
+                    None => Pattern::parse(class)?,
+                },
+                ptx,
                 // In the binary at least once, or it cannot execute (at_most alone: anything).
                 min: usize::from(at_least > 0),
                 max: None,
@@ -229,6 +253,7 @@ impl RequirementSpec {
                 at_least: min as u64,
                 at_most: None,
             }),
+            ptx: None,
         })
     }
 }

@@ -36,7 +36,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
-const CPU_SAMPLES: usize = 64;
+pub(super) const CPU_SAMPLES: usize = 64;
 
 /// The worker: `phase` in the current folder (its scratch folder), confined unless `confined`
 /// is false (the instructor's `--allow-unconfined` on a kernel without Landlock).
@@ -65,6 +65,12 @@ pub fn main(phase: Phase, confined: bool) -> Result<()> {
             confine(Needs::Compiler)?;
             let job = read_job(phase)?;
             compile_phase(&job, &dir)
+        }
+        Phase::Simulate => {
+            // No GPU, no toolkit: the PTX the compile child left here, and the simulator.
+            confine(Needs::Cpu)?;
+            let job = read_job(phase)?;
+            super::simulated::run(&job, &dir)
         }
         Phase::Measure => {
             let gpu = open_gpu()?;
@@ -295,6 +301,20 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             }
             (None, _) => compile(&source, target, &defines),
         };
+        // The simulator's input: the sm_100a PTX of the same text and definitions (the PTX
+        // ptxas just turned into the native cubin).
+        let compiled = match compiled {
+            Ok(c) if job.ptx => {
+                match common::compile::compile_ptx(&source, common::Target::Sm100a, &defines) {
+                    Ok(ptx) => {
+                        std::fs::write(super::simulated::ptx_path(dir, dtype), ptx)?;
+                        Ok(c)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            other => other,
+        };
         let entry = match compiled {
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
@@ -428,7 +448,7 @@ const SPIKE: f32 = 64.0;
 /// A few elements of an all-ones input set become [`SPIKE`], at places drawn by `seed`: the
 /// outputs stay integers (K, or more in the spikes' rows and columns), but a kernel that probes
 /// a few elements, sees ones, and writes K everywhere without computing is wrong.
-fn spike(p: &mut Problem, seed: u64) {
+pub(super) fn spike(p: &mut Problem, seed: u64) {
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5350_494B_4553);
     let two = p.dtype.from_f32(SPIKE);
     for m in [&mut p.a, &mut p.b] {
@@ -569,7 +589,12 @@ pub(super) fn check_launch(
 /// With [`Dist::ExactInt`] inputs every output is an integer exact in fp32 and in `dtype`: any
 /// difference from the reference means an intermediate was rounded below fp32 (the tolerance of
 /// `verify` would let a few units pass).
-fn exactness_flag(dtype: Dtype, cols: usize, out: &[u16], reference: &[f32]) -> Option<Flag> {
+pub(super) fn exactness_flag(
+    dtype: Dtype,
+    cols: usize,
+    out: &[u16],
+    reference: &[f32],
+) -> Option<Flag> {
     let wrong = out
         .iter()
         .zip(reference)

@@ -62,8 +62,12 @@ pub fn print_mutations(
         .map(|m| m.name.len())
         .max()
         .unwrap_or(0);
-    let row = |m: &common::mutation::Mutation, how: &str| {
-        let steps: Vec<String> = m.steps.iter().map(|s| s.to_string()).collect();
+    let row = |m: &common::mutation::Mutation, arch: common::step::Arch, how: &str| {
+        let steps: Vec<String> = m
+            .steps(&runner::steps::infos(), arch)
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
         let expect = match m.expect {
             Expect::Caught => how,
             Expect::Harmless => "harmless",
@@ -78,13 +82,14 @@ pub fn print_mutations(
     };
     println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the emulation catches them):");
     for m in ms {
-        row(m, "caught");
+        row(m, common::step::Arch::Blackwell, "caught");
     }
     println!();
     println!("Seeded bugs of the Hopper twins (static: the twin's static check refuses it; stress: runner step N --mutate NAME --no-static-check --stress SEED shows it):");
     for t in twins {
         row(
             &t.mutation,
+            common::step::Arch::Hopper,
             match t.caught {
                 TwinCatch::Static => "static",
                 TwinCatch::Stress => "stress",

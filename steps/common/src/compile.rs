@@ -12,6 +12,12 @@ use std::time::Instant;
 /// checkout its `steps/include/` copies are used instead ([`crate::project`]).
 pub const HEADERS: &[(&str, &str)] = &[
     ("common.cuh", include_str!("../../include/common.cuh")),
+    ("stress.cuh", include_str!("../../include/stress.cuh")),
+    (
+        "twin_check.cuh",
+        include_str!("../../include/twin_check.cuh"),
+    ),
+    ("trace.cuh", include_str!("../../include/trace.cuh")),
     ("blackwell.cuh", include_str!("../../include/blackwell.cuh")),
     ("hopper.cuh", include_str!("../../include/hopper.cuh")),
     ("pipeline.cuh", include_str!("../../include/pipeline.cuh")),

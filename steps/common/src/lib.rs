@@ -1,10 +1,10 @@
 //! Shared host harness of the Blackwell GEMM workbook.
 //!
-//! A step crate holds a kernel and implements [`step::Step`]; everything else lives here once:
-//! finding NVRTC ([`toolkit`]), compiling ([`compile`]), disassembling ([`sass`]), the GPU and
-//! its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]), timing
-//! ([`timing`]), the tcgen05 emulation's host side ([`emulation`]), warp-role timelines ([`trace`])
-//! and the whole run ([`run`]).
+//! A step crate declares its kernels and their facts ([`step::StepInfo`]); everything else lives
+//! here once: finding NVRTC ([`toolkit`]), compiling ([`compile`]), disassembling ([`sass`]), the
+//! GPU and its launches ([`gpu`]), inputs ([`problem`]), references ([`cublas`], [`verify`]),
+//! timing ([`timing`]), the tcgen05 emulation's host side ([`emulation`]), warp-role timelines
+//! ([`trace`]) and the whole run ([`run`]).
 
 pub mod arch;
 pub mod compile;
@@ -35,4 +35,4 @@ pub mod verify;
 
 pub use compile::{Compiled, KernelSource, Target};
 pub use problem::{Dist, Dtype, Problem, Shape};
-pub use step::{OutputArg, Plan, Step, StepInfo};
+pub use step::{Epilogue, Lookahead, OutputArg, Plan, Schedule, Step, StepInfo};

@@ -7,6 +7,7 @@
 
 use crate::arch::Arch;
 use crate::edits;
+use crate::step::{Epilogue, KernelFile, StepInfo};
 use anyhow::{bail, Result};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -22,8 +23,40 @@ pub enum Expect {
     Harmless,
 }
 
-/// Every step of the ladder, for mutations that apply to all of them.
-pub const ALL_STEPS: &[u32] = &[0, 1, 2, 3, 4, 5, 6];
+/// Which kernels a seeded bug edits, by what they are (their declared facts,
+/// [`crate::step::KernelFile`]) rather than by step number, so a new step gets the bugs its
+/// structure has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Applies {
+    /// Every kernel of its architecture.
+    Every,
+    /// Kernels whose CTAs pair up in 2-CTA clusters (`cta_group::2` on Blackwell, multicast B
+    /// on Hopper).
+    Pairs,
+    /// Kernels whose CTAs loop over tiles (persistent or cluster launch control), so their
+    /// barriers' phases and k-block counters run on across tiles.
+    Loops,
+    /// Kernels that store C with TMA from a staging tile in shared memory.
+    TmaStore,
+    /// Kernels whose accumulator warps stage and store C themselves (Hopper: named barriers).
+    Staged,
+    /// Hopper kernels with a dedicated store warp and the `out` hand-off.
+    StoreWarp,
+}
+
+impl Applies {
+    pub fn to(self, k: &KernelFile) -> bool {
+        match self {
+            Applies::Every => true,
+            Applies::Pairs => k.launch.cluster() == 2,
+            Applies::Loops => k.launch.schedule().loops(),
+            Applies::TmaStore => k.epilogue.tma_store(),
+            Applies::Staged => k.epilogue == Epilogue::Staged,
+            Applies::StoreWarp => k.epilogue == Epilogue::StoreWarp,
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Mutation {
@@ -34,8 +67,8 @@ pub struct Mutation {
     /// ...by replacing `from` with `to` (an empty `from` comments the whole line out).
     pub from: &'static str,
     pub to: &'static str,
-    /// The steps whose Blackwell kernels it edits (some bugs exist only in persistent kernels).
-    pub steps: &'static [u32],
+    /// The kernels it edits (some bugs exist only in persistent kernels).
+    pub applies: Applies,
     pub expect: Expect,
     /// Further line edits, applied in order after the first (a bug that moves a line).
     pub also: &'static [Edit],
@@ -62,7 +95,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["SWIZZLE_GROUP_BYTES = 8 * 128"],
         from: "8 * 128",
         to: "16 * 128",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -73,7 +106,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.acc_full"],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -86,7 +119,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mma_commit", "&smem.acc_full"],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -97,7 +130,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["tcgen05_fence_after_thread_sync", "tcgen05.ld"],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -112,7 +145,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.load_empty[slot]", ".empty_parity()"],
         from: ".empty_parity()",
         to: ".phase()",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -123,7 +156,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["tmem_wait_ld("],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "wait-ld-before-handoff",
@@ -134,7 +167,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_init(&smem.acc_empty"],
         from: "CLUSTER * 4",
         to: "4",
-        steps: &[4, 5, 6],
+        applies: Applies::Loops,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -145,7 +178,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.load_full"],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -156,7 +189,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["tma_load_2d_2cta", "bw::pair_leader(rank)"],
         from: "bw::pair_leader(rank)",
         to: "rank",
-        steps: &[3, 4, 5, 6],
+        applies: Applies::Pairs,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -167,7 +200,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.acc_full"],
         from: ".phase());",
         to: ".phase() ^ 1);",
-        steps: &[4, 5, 6],
+        applies: Applies::Loops,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -178,7 +211,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.load_empty[fill.index()]"],
         from: "",
         to: "",
-        steps: &[3, 4, 5, 6],
+        applies: Applies::Pairs,
         expect: Expect::Caught,
         also: &[],
         caught_by: "",
@@ -191,7 +224,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_wait(&smem.load_empty[slot]", "first_round()"],
         from: "if (",
         to: "if (true || ",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Harmless,
         also: &[],
         caught_by: "",
@@ -202,7 +235,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["wb::fence_proxy_async_shared();"],
         from: "",
         to: "",
-        steps: &[2, 3, 4, 5, 6],
+        applies: Applies::TmaStore,
         expect: Expect::Caught,
         also: &[],
         caught_by: "rule proxy-fence-before-store",
@@ -213,7 +246,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["T* stage = smem.epilogue[", "[sub % 2]"],
         from: "[sub % 2]",
         to: "[0]",
-        steps: &[2, 3, 4, 5, 6],
+        applies: Applies::TmaStore,
         expect: Expect::Caught,
         also: &[],
         caught_by: "rule wait-read-before-reuse",
@@ -224,7 +257,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["bw::tmem_wait_ld(acc);", "usable from here on"],
         from: "",
         to: "",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[Edit {
             anchor: &["out[", "= static_cast<T>(__uint_as_float(acc["],
@@ -239,7 +272,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["bw::tmem_", "_2cta("],
         from: "_2cta(",
         to: "(",
-        steps: &[3, 4, 5, 6],
+        applies: Applies::Pairs,
         expect: Expect::Caught,
         also: &[],
         caught_by: "rule one-cta-group",
@@ -250,7 +283,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_init(&smem.acc_empty", "CLUSTER * 4"],
         from: "CLUSTER * 4",
         to: "CLUSTER * 4 + 1",
-        steps: &[4, 5, 6],
+        applies: Applies::Loops,
         expect: Expect::Caught,
         also: &[],
         caught_by: "of its 9 arrivals; 1 missing",
@@ -261,7 +294,7 @@ pub const MUTATIONS: &[Mutation] = &[
         anchor: &["mbarrier_arrive_expect_tx(&smem.load_full[slot], "],
         from: "(&smem.load_full[slot], ",
         to: "(&smem.load_full[slot], 1024 + ",
-        steps: ALL_STEPS,
+        applies: Applies::Every,
         expect: Expect::Caught,
         also: &[],
         caught_by: "transaction bytes are missing",
@@ -295,12 +328,12 @@ pub struct TwinMutation {
     pub caught: TwinCatch,
 }
 
-/// The steps whose twins have a TMA-store epilogue staged by one warpgroup with named barriers.
-const NAMED_BARRIER_EPILOGUES: &[u32] = &[2, 3, 4];
-/// The twins with a store warp and the `out` hand-off (out_full / out_empty).
-const STORE_WARP_TWINS: &[u32] = &[5, 6];
-/// The persistent twins, whose k-block counter `it` runs on across tiles.
-const PERSISTENT_TWINS: &[u32] = &[4, 5, 6];
+impl TwinMutation {
+    /// Whether it edits `step`'s Hopper twin.
+    pub fn applies_to(&self, step: &StepInfo) -> bool {
+        self.mutation.applies_to(step, Arch::Hopper)
+    }
+}
 
 pub const TWIN_MUTATIONS: &[TwinMutation] = &[
     TwinMutation {
@@ -310,7 +343,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["hp::wgmma_wait_group<0>();"],
             from: "<0>",
             to: "<1>",
-            steps: ALL_STEPS,
+            applies: Applies::Every,
             expect: Expect::Caught,
             also: &[],
             caught_by: "wgmma-wait-before-use",
@@ -324,7 +357,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["hp::named_barrier_sync(barrier, 128);"],
             from: "",
             to: "",
-            steps: NAMED_BARRIER_EPILOGUES,
+            applies: Applies::Staged,
             expect: Expect::Caught,
             also: &[],
             caught_by: "barrier-before-store",
@@ -338,7 +371,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["mbarrier_wait(&smem.out_empty"],
             from: "",
             to: "",
-            steps: STORE_WARP_TWINS,
+            applies: Applies::StoreWarp,
             expect: Expect::Caught,
             also: &[],
             caught_by: "staging-rewrite-before-read",
@@ -352,7 +385,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["mbarrier_wait(&smem.out_empty", "if (other_local >= 0)"],
             from: "if (other_local >= 0)",
             to: "if (consumer == 1)",
-            steps: STORE_WARP_TWINS,
+            applies: Applies::StoreWarp,
             expect: Expect::Caught,
             also: &[],
             caught_by: "staging-rewrite-before-read",
@@ -366,7 +399,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["mbarrier_init(&smem.out_full[c], 4)"],
             from: "out_full[c], 4)",
             to: "out_full[c], 1)",
-            steps: STORE_WARP_TWINS,
+            applies: Applies::StoreWarp,
             expect: Expect::Caught,
             also: &[],
             caught_by: "",
@@ -380,7 +413,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["hp::wgmma_wait_group<1>();"],
             from: "<1>",
             to: "<2>",
-            steps: ALL_STEPS,
+            applies: Applies::Every,
             expect: Expect::Caught,
             also: &[],
             caught_by: "release-before-wgmma-done",
@@ -394,7 +427,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["hp::wgmma_wait_group<1>();"],
             from: "",
             to: "",
-            steps: PERSISTENT_TWINS,
+            applies: Applies::Loops,
             expect: Expect::Caught,
             // The main loop's release, not the one after it (8 spaces in): the tail's comes
             // after wgmma.wait_group 0, where a wait_group 1 more would change nothing.
@@ -414,7 +447,7 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             anchor: &["wb::tma_store_wait_read<0>();", "the other consumer may refill it"],
             from: "<0>",
             to: "<1>",
-            steps: STORE_WARP_TWINS,
+            applies: Applies::StoreWarp,
             expect: Expect::Caught,
             also: &[],
             caught_by: "staging-rewrite-before-read",
@@ -458,12 +491,15 @@ fn known_names() -> String {
 
 /// Every seeded bug as `runner mutations --json` lists it: the Blackwell kernels' with
 /// `"arch": "sm_100a"` and `"caught": "emulation"` (static checks off), then the twins' with
-/// `"arch": "sm_90a"` and `"caught": "static" | "stress"`.
-pub fn listing() -> Result<serde_json::Value> {
+/// `"arch": "sm_90a"` and `"caught": "static" | "stress"`; each with the numbers of the `steps`
+/// (of `ladder`) whose kernel it applies to.
+pub fn listing(ladder: &[&StepInfo]) -> Result<serde_json::Value> {
     let mut out = Vec::new();
+    let steps = |m: &Mutation, arch: Arch| -> serde_json::Value { m.steps(ladder, arch).into() };
     for m in MUTATIONS {
         let mut v = serde_json::to_value(m)?;
         if let serde_json::Value::Object(o) = &mut v {
+            o.insert("steps".into(), steps(m, Arch::Blackwell));
             o.insert("arch".into(), Arch::Blackwell.sm().into());
             o.insert("kernel".into(), "blackwell".into());
             o.insert("caught".into(), "emulation".into());
@@ -473,6 +509,7 @@ pub fn listing() -> Result<serde_json::Value> {
     for t in TWIN_MUTATIONS {
         let mut v = serde_json::to_value(t)?;
         if let serde_json::Value::Object(o) = &mut v {
+            o.insert("steps".into(), steps(&t.mutation, Arch::Hopper));
             o.insert("arch".into(), Arch::Hopper.sm().into());
             o.insert("kernel".into(), "hopper".into());
         }
@@ -482,8 +519,19 @@ pub fn listing() -> Result<serde_json::Value> {
 }
 
 impl Mutation {
-    pub fn applies_to(&self, step: u32) -> bool {
-        self.steps.contains(&step)
+    /// Whether it edits `step`'s kernel for `arch` (a Blackwell bug the Blackwell kernel, a
+    /// twin's bug the twin).
+    pub fn applies_to(&self, step: &StepInfo, arch: Arch) -> bool {
+        self.applies.to(step.kernel(arch))
+    }
+
+    /// The numbers of the steps of `ladder` whose kernel for `arch` it edits.
+    pub fn steps(&self, ladder: &[&StepInfo], arch: Arch) -> Vec<u32> {
+        ladder
+            .iter()
+            .filter(|s| self.applies_to(s, arch))
+            .map(|s| s.number)
+            .collect()
     }
 
     /// The kernel with the bug seeded; an error if an anchor is not in it. Each of the
@@ -601,92 +649,6 @@ mod tests {
             producer.lines().skip(1).collect::<Vec<_>>()
         );
         assert!(find("nope").is_err());
-    }
-
-    /// The Hopper twins, as the mutations edit them.
-    const TWINS: [&str; 7] = [
-        include_str!("../../step0_naive/src/kernel_sm90.cu"),
-        include_str!("../../step1_warp_specialization/src/kernel_sm90.cu"),
-        include_str!("../../step2_tiled_epilogue/src/kernel_sm90.cu"),
-        include_str!("../../step3_collective_mma/src/kernel_sm90.cu"),
-        include_str!("../../step4_persistent/src/kernel_sm90.cu"),
-        include_str!("../../step5_epilogue_warpgroup/src/kernel_sm90.cu"),
-        include_str!("../../step6_grid_tiling/src/kernel_sm90.cu"),
-    ];
-
-    #[test]
-    fn twin_mutations_caught_at_run_time_edit_every_twin_they_name() {
-        for t in TWIN_MUTATIONS
-            .iter()
-            .filter(|t| t.caught == TwinCatch::Stress)
-        {
-            let m = &t.mutation;
-            // That `caught_by` names a rule of the twin check is `stress`'s test (stress
-            // imports this module, not the other way round).
-            for &step in m.steps {
-                let twin = TWINS[step as usize];
-                let edited = m
-                    .apply(twin)
-                    .unwrap_or_else(|e| panic!("{} on twin {step}: {e:#}", m.name));
-                assert_ne!(edited, twin, "{} on twin {step}", m.name);
-            }
-        }
-        // Both classes of the twin check have a planted bug on every twin they concern, and each
-        // class more than one spelling of it.
-        for (rule, twins) in [
-            ("release-before-wgmma-done", ALL_STEPS),
-            ("staging-rewrite-before-read", STORE_WARP_TWINS),
-        ] {
-            let planted: Vec<_> = TWIN_MUTATIONS
-                .iter()
-                .filter(|t| t.mutation.caught_by == rule)
-                .collect();
-            assert!(planted.len() >= 2, "{rule}: {} planted bugs", planted.len());
-            for &step in twins {
-                assert!(
-                    planted.iter().any(|t| t.mutation.applies_to(step)),
-                    "{rule}: no planted bug on twin {step}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn the_run_time_bugs_edit_what_they_claim() {
-        // Step 6's consumer loop, stock and with each bug: the release of the previous slot must come
-        // after a wait that leaves at most one group (this k-block's) pending.
-        let stock = TWINS[6];
-        let deeper = find_twin("twin-release-before-wgmma-done")
-            .unwrap()
-            .mutation
-            .apply(stock)
-            .unwrap();
-        assert!(deeper.contains("hp::wgmma_wait_group<2>();"));
-        let early = find_twin("twin-release-before-wgmma-wait")
-            .unwrap()
-            .mutation
-            .apply(stock)
-            .unwrap();
-        let release = early
-            .find("load_empty[release.index()], r); hp::wgmma_wait_group<1>();")
-            .expect("the wait moves behind the release");
-        assert_eq!(
-            early
-                .matches("hp::wgmma_wait_group<1>();  // waited for only after")
-                .count(),
-            1,
-            "only the main loop's release moves"
-        );
-        let commented = early
-            .find("// [mutation twin-release-before-wgmma-wait] hp::wgmma_wait_group<1>();")
-            .expect("the wait before the release is gone");
-        assert!(commented < release);
-        let freed = find_twin("twin-out-empty-before-read-retired")
-            .unwrap()
-            .mutation
-            .apply(stock)
-            .unwrap();
-        assert!(freed.contains("wb::tma_store_wait_read<1>();  // the stores have read `out`"));
     }
 
     #[test]

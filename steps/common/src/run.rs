@@ -13,7 +13,7 @@ use crate::gpu::CudaResultExt;
 use crate::gpu::{check, launch, max_active_clusters, tensor_map_2d, Gpu, GpuInfo};
 use crate::nvml::{DeviceState, Nvml};
 use crate::problem::{Dist, Dtype, Problem, Shape};
-use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan};
+use crate::step::{Arch, KernelSpec, OutputArg, Params, Plan, Schedule};
 use crate::timing::{
     sync_diagnosed, sync_with_timeout, time_rounds, Clocks, Launch, Protocol, Stats,
 };
@@ -343,13 +343,13 @@ impl LoadedKernel {
     pub fn plan(&self, gpu: &Gpu, shape: Shape, cap: Option<u32>) -> Result<Plan> {
         self.spec.check_shape(shape).map_err(|e| anyhow!(e))?;
         let k = self.spec.shape();
-        if cap.is_some() && !k.persistent {
+        if cap.is_some() && !k.schedule.fills_the_gpu() {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 self.spec.info().number
             );
         }
-        let fit = if k.persistent {
+        let fit = if k.schedule.fills_the_gpu() {
             let dims = k.plan(shape, 1).dims;
             // SAFETY: `func` belongs to `module`, which `self` keeps loaded.
             unsafe { max_active_clusters(self.func, &dims, &gpu.stream) }.with_context(|| {
@@ -666,36 +666,9 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     });
     spec.check_shape(shape).map_err(|e| anyhow!(e))?;
     let source = opts.source.clone().unwrap_or_else(|| spec.source());
-    let mut extra_defines: Vec<(String, String)> = opts
-        .trace_clusters
-        .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
-        .into_iter()
-        .collect();
-    if let Some(seed) = opts.stress {
-        crate::stress::check_arch(spec.arch)?;
-        extra_defines.extend(crate::stress::defines(seed));
-    }
-    if opts.hang_diagnosis {
-        if spec.arch != Arch::Hopper || emulated {
-            bail!("a hang diagnosis build is for a Hopper twin running natively (--arch sm_90a on an H100/H200); the emulation's own watchdog explains a Blackwell kernel's hang");
-        }
-        for d in crate::stress::hang_defines(crate::stress::HANG_BOUND) {
-            if !extra_defines.iter().any(|(k, _)| *k == d.0) {
-                extra_defines.push(d);
-            }
-        }
-    }
+    let extra_defines = instrumentation_defines(spec, opts, emulated)?;
     if opts.static_check {
-        let mut defines = spec.defines(opts.dtype);
-        defines.extend_from_slice(&extra_defines);
-        if spec.arch == Arch::Hopper {
-            crate::static_check::check_twin(&source, &defines)?;
-        } else if target == Target::Sm100a {
-            // The native build below is the sm_100a compile; the PTX rules remain.
-            crate::static_check::check_ptx(&source, &defines)?;
-        } else {
-            crate::static_check::check_blackwell(&source, &defines)?;
-        }
+        static_checks(spec, &source, target, opts, &extra_defines)?;
     }
     let kernel = LoadedKernel::load_with(gpu, spec, target, &source, opts.dtype, &extra_defines)?;
     let plan = kernel.plan(gpu, shape, opts.clusters)?;
@@ -793,53 +766,9 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     {
         None
     } else {
-        let flush = if opts.flush_l2 {
-            Some(L2Flush::new(gpu)?)
-        } else {
-            None
-        };
-        let flush_arg = flush.as_ref().map(|f| f.arg(gpu));
-        let dc16 = alloc_c(gpu, shape)?;
-        let (pa, pb, _) = dp.ptrs(gpu);
-        let pc16 = dptr(&dc16, gpu);
-        let mut run_kernel = Launch(|| -> Result<()> {
-            // SAFETY: as for the verified run.
-            unsafe { kernel.launch(gpu, &plan, &args) }
-        });
-        let mut run_cublas = Launch(|| blas.gemm(shape, opts.dtype, pa, pb, pc16, false));
-        let warm = Warmup::new(gpu)?;
-        let mut prime = || warm.run(gpu, &blas);
-        let (nvml, device) = open_nvml(gpu);
-        let stats = time_rounds(
-            gpu,
-            &mut Protocol::standard(
-                opts.warmup,
-                opts.iters,
-                flush_arg,
-                opts.timeout,
-                &mut prime,
-                nvml.as_ref(),
-            ),
-            &mut [&mut run_kernel, &mut run_cublas],
-        )?;
-        let (kernel_stats, cublas) = (stats[0].stats.clone(), stats[1].stats.clone());
-        let flops = shape.flops();
-        let peak = gpu.info.peak_tflops();
-        let tflops = kernel_stats.tflops(flops);
-        let cublas_tflops = cublas.tflops(flops);
-        Some(Timing {
-            tflops,
-            pct_of_peak: peak.map(|p| 100.0 * tflops / p),
-            peak_tflops: peak,
-            pct_of_cublas: 100.0 * tflops / cublas_tflops,
-            cublas_tflops,
-            kernel: kernel_stats,
-            cublas,
-            l2_flushed: opts.flush_l2,
-            kernel_clocks: stats[0].clocks.clone(),
-            cublas_clocks: stats[1].clocks.clone(),
-            device,
-        })
+        Some(time_against_cublas(
+            gpu, &kernel, &plan, &args, &dp, &blas, opts,
+        )?)
     };
 
     Ok(RunReport {
@@ -863,6 +792,118 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
         timing,
         trace,
         stress_seed: opts.stress,
+    })
+}
+
+/// The definitions a run adds to the kernel's own: the trace recorder (`--trace`), a stress
+/// build with its twin check (`--stress SEED`), a hang diagnosis build.
+fn instrumentation_defines(
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    emulated: bool,
+) -> Result<Vec<(String, String)>> {
+    let mut extra_defines: Vec<(String, String)> = opts
+        .trace_clusters
+        .map(|_| (trace::DEFINE.0.to_string(), trace::DEFINE.1.to_string()))
+        .into_iter()
+        .collect();
+    if let Some(seed) = opts.stress {
+        crate::stress::check_arch(spec.arch)?;
+        extra_defines.extend(crate::stress::defines(seed));
+    }
+    if opts.hang_diagnosis {
+        if spec.arch != Arch::Hopper || emulated {
+            bail!("a hang diagnosis build is for a Hopper twin running natively (--arch sm_90a on an H100/H200); the emulation's own watchdog explains a Blackwell kernel's hang");
+        }
+        for d in crate::stress::hang_defines(crate::stress::HANG_BOUND) {
+            if !extra_defines.iter().any(|(k, _)| *k == d.0) {
+                extra_defines.push(d);
+            }
+        }
+    }
+    Ok(extra_defines)
+}
+
+/// The static checks a GPU run makes before it loads the kernel: the twin's, or the Blackwell
+/// kernel's PTX rules (and its native sm_100a compile, unless that is the build that runs).
+fn static_checks(
+    spec: &KernelSpec,
+    source: &KernelSource,
+    target: Target,
+    opts: &RunOptions,
+    extra_defines: &[(String, String)],
+) -> Result<()> {
+    let mut defines = spec.defines(opts.dtype);
+    defines.extend_from_slice(extra_defines);
+    if spec.arch == Arch::Hopper {
+        crate::static_check::check_twin(source, &defines)?;
+    } else if target == Target::Sm100a {
+        // The native build that runs is the sm_100a compile; the PTX rules remain.
+        crate::static_check::check_ptx(source, &defines)?;
+    } else {
+        crate::static_check::check_blackwell(source, &defines)?;
+    }
+    Ok(())
+}
+
+/// The verified kernel timed against cuBLAS at the same shape and dtype, with the one protocol
+/// ([`time_rounds`]: primed rounds, the two in rotated order, L2 flushed where asked).
+fn time_against_cublas(
+    gpu: &Gpu,
+    kernel: &LoadedKernel,
+    plan: &Plan,
+    args: &LaunchArgs,
+    dp: &DeviceProblem,
+    blas: &Blas,
+    opts: &RunOptions,
+) -> Result<Timing> {
+    let shape = dp.problem.shape;
+    let flush = if opts.flush_l2 {
+        Some(L2Flush::new(gpu)?)
+    } else {
+        None
+    };
+    let flush_arg = flush.as_ref().map(|f| f.arg(gpu));
+    let dc16 = alloc_c(gpu, shape)?;
+    let (pa, pb, _) = dp.ptrs(gpu);
+    let pc16 = dptr(&dc16, gpu);
+    let mut run_kernel = Launch(|| -> Result<()> {
+        // SAFETY: as for the verified run.
+        unsafe { kernel.launch(gpu, plan, args) }
+    });
+    let mut run_cublas = Launch(|| blas.gemm(shape, opts.dtype, pa, pb, pc16, false));
+    let warm = Warmup::new(gpu)?;
+    let mut prime = || warm.run(gpu, blas);
+    let (nvml, device) = open_nvml(gpu);
+    let stats = time_rounds(
+        gpu,
+        &mut Protocol::standard(
+            opts.warmup,
+            opts.iters,
+            flush_arg,
+            opts.timeout,
+            &mut prime,
+            nvml.as_ref(),
+        ),
+        &mut [&mut run_kernel, &mut run_cublas],
+    )?;
+    let (kernel_stats, cublas) = (stats[0].stats.clone(), stats[1].stats.clone());
+    let flops = shape.flops();
+    let peak = gpu.info.peak_tflops();
+    let tflops = kernel_stats.tflops(flops);
+    let cublas_tflops = cublas.tflops(flops);
+    Ok(Timing {
+        tflops,
+        pct_of_peak: peak.map(|p| 100.0 * tflops / p),
+        peak_tflops: peak,
+        pct_of_cublas: 100.0 * tflops / cublas_tflops,
+        cublas_tflops,
+        kernel: kernel_stats,
+        cublas,
+        l2_flushed: opts.flush_l2,
+        kernel_clocks: stats[0].clocks.clone(),
+        cublas_clocks: stats[1].clocks.clone(),
+        device,
     })
 }
 
@@ -1035,10 +1076,11 @@ pub fn trace_layout(spec: &KernelSpec, plan: &Plan, shape: Shape, clusters: u32)
     let k = spec.shape();
     let cluster = plan.dims.cluster.0.max(1);
     let launched = (plan.dims.num_ctas() / cluster).max(1);
-    let tiles = if k.persistent {
-        k.num_tiles(shape).div_ceil(launched)
-    } else {
-        1
+    let tiles = match k.schedule {
+        Schedule::OnePerTile => 1,
+        Schedule::Persistent => k.num_tiles(shape).div_ceil(launched),
+        // A running cluster may take any tile whose cluster has not started.
+        Schedule::ClusterLaunchControl => k.num_tiles(shape),
     };
     trace::Layout::new(
         plan.dims.num_ctas(),

@@ -150,7 +150,7 @@ impl SimReport {
 
 /// The default problem and cluster cap for `k` on the simulator.
 pub fn default_shape(k: &KernelShape) -> Shape {
-    if k.persistent {
+    if k.schedule.loops() {
         DEFAULT_PERSISTENT_SHAPE
     } else {
         DEFAULT_SHAPE
@@ -221,6 +221,32 @@ fn prepare(
     plan: &crate::step::Plan,
 ) -> Result<Prepared> {
     let problem = Problem::generate(shape, p.dtype, p.dist, p.seed);
+    let l = sim_launch(source, &problem, plan)?;
+    Ok(Prepared {
+        device: l.device,
+        launch: l.launch,
+        problem,
+        c_addr: l.c,
+    })
+}
+
+/// One launch of a step's `gemm_kernel` on `problem`, as the GPU harness makes it: A, B and a
+/// NaN-poisoned C in a fresh simulated device, their tensor maps, the plan's grid, cluster and
+/// shared memory. The grader's simulator runs use it too.
+pub struct SimLaunch {
+    pub device: Device,
+    pub launch: Launch,
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+}
+
+pub fn sim_launch(
+    source: &KernelSource,
+    problem: &Problem,
+    plan: &crate::step::Plan,
+) -> Result<SimLaunch> {
+    let shape = problem.shape;
     let mut device = Device::new();
     let bytes = |v: &[u16]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
     let a = device.alloc(problem.a.len() as u64 * 2);
@@ -230,7 +256,7 @@ fn prepare(
     device.write(b, &bytes(&problem.b));
     // C poisoned with NaN: an element the kernel never writes fails verification.
     device.write(c, &vec![0xFF; shape.m * shape.n * 2]);
-    let d = p.dtype;
+    let d = problem.dtype;
     let tmap_a = tensor_map_desc(a, d, shape.m, shape.k, plan.a_box.0, plan.a_box.1)
         .context("tensor map for A")?;
     let tmap_b = tensor_map_desc(b, d, shape.n, shape.k, plan.b_box.0, plan.b_box.1)
@@ -262,17 +288,18 @@ fn prepare(
         barrier_names: Vec::new(),
         sources: vec![(source.path.clone(), source.text.clone())],
     };
-    Ok(Prepared {
+    Ok(SimLaunch {
         device,
         launch,
-        problem,
-        c_addr: c,
+        a,
+        b,
+        c,
     })
 }
 
-/// C as 16-bit elements.
-fn read_c(dev: &Device, addr: u64, shape: Shape) -> Vec<u16> {
-    let mut bytes = vec![0u8; shape.m * shape.n * 2];
+/// `len` 16-bit elements at `addr` (C, or an input to check it is unchanged).
+pub fn read_u16(dev: &Device, addr: u64, len: usize) -> Vec<u16> {
+    let mut bytes = vec![0u8; len * 2];
     dev.read(addr, &mut bytes);
     bytes
         .chunks_exact(2)
@@ -280,7 +307,13 @@ fn read_c(dev: &Device, addr: u64, shape: Shape) -> Vec<u16> {
         .collect()
 }
 
-fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
+/// C as 16-bit elements.
+fn read_c(dev: &Device, addr: u64, shape: Shape) -> Vec<u16> {
+    read_u16(dev, addr, shape.m * shape.n)
+}
+
+/// A simulator error as a report's failure, with the schedule that replays it.
+pub fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
     use sim::SimError as E;
     let (kind, rule) = match e {
         E::Rule { rule, .. } => ("rule", Some(rule.to_string())),
@@ -371,7 +404,7 @@ impl SimKernel {
         let k = spec.shape();
         let shape = p.shape.unwrap_or_else(|| default_shape(&k));
         spec.check_shape(shape).map_err(|e| anyhow!(e))?;
-        if p.clusters.is_some() && !k.persistent {
+        if p.clusters.is_some() && !k.schedule.fills_the_gpu() {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 spec.info().number

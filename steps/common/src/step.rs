@@ -18,17 +18,154 @@ use crate::problem::{Dtype, Shape};
 use serde::Serialize;
 use std::fmt;
 
-/// One kernel source of a step.
-#[derive(Debug)]
+/// One kernel source of a step, with the facts about it that the host, the budget, the checks
+/// and the seeded bugs read: declared here, by the step, rather than guessed from its thread
+/// count, its number or its text.
+#[derive(Debug, Clone, Copy)]
 pub struct KernelFile {
     pub text: &'static str,
     /// Its default tuning parameters, each passed as `-DWB_<NAME>=<value>`.
     pub params: &'static [(&'static str, u32)],
     /// SASS opcodes (prefixes) its build must contain.
     pub sass_expect: &'static [&'static str],
+    /// How it is launched: block, cluster, schedule.
+    pub launch: Launch,
+    /// Who stores C, and whether that overlaps the next tile's main loop.
+    pub epilogue: Epilogue,
+    /// How far ahead of the MMAs its producer may load.
+    pub lookahead: Lookahead,
 }
 
-/// The static facts of a step.
+/// How a kernel's clusters cover the tiles of C (`WB_LAUNCH_SCHEDULE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Schedule {
+    /// One cluster per tile: the grid is the tiles, and each cluster computes one.
+    OnePerTile,
+    /// As many clusters as fit on the GPU at once (`--clusters` caps them), each looping over
+    /// the tiles in an order fixed by the kernel.
+    Persistent,
+    /// One cluster per tile is launched; a running cluster cancels a cluster that has not
+    /// started yet (`clusterlaunchcontrol.try_cancel`) and computes its tile instead, so the
+    /// clusters that run loop over tiles while the hardware decides which run.
+    ClusterLaunchControl,
+}
+
+impl Schedule {
+    /// A CTA may compute more than one tile: its barriers' phases and its k-block counter run
+    /// on across tiles.
+    pub fn loops(self) -> bool {
+        !matches!(self, Schedule::OnePerTile)
+    }
+    /// The grid is as many clusters as fit at once, not one per tile.
+    pub fn fills_the_gpu(self) -> bool {
+        matches!(self, Schedule::Persistent)
+    }
+    /// The value of `WB_LAUNCH_SCHEDULE`.
+    pub fn code(self) -> u32 {
+        match self {
+            Schedule::OnePerTile => 0,
+            Schedule::Persistent => 1,
+            Schedule::ClusterLaunchControl => 2,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Schedule::OnePerTile => "one cluster per tile",
+            Schedule::Persistent => "persistent",
+            Schedule::ClusterLaunchControl => "cluster launch control",
+        }
+    }
+}
+
+/// Who stores a kernel's C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Epilogue {
+    /// The warps holding the accumulator store C from registers through a pointer, after the
+    /// main loop (`epilogue_tile_n` absent).
+    Registers,
+    /// The warps holding the accumulator stage C in shared memory and store it with TMA, after
+    /// the main loop; on Hopper each consumer warpgroup in buffers of its own, ordered by named
+    /// barriers.
+    Staged,
+    /// A dedicated epilogue warpgroup drains one of two tensor-memory accumulators while the
+    /// MMAs fill the other (Blackwell).
+    Warpgroup,
+    /// The consumers hand their rows of C to a dedicated store warp through a shared `out` tile
+    /// (`out_full` / `out_empty`) and go back to their wgmma (Hopper).
+    StoreWarp,
+}
+
+impl Epilogue {
+    /// The epilogue of tile i overlaps the main loop of tile i + 1.
+    pub fn overlaps_mainloop(self) -> bool {
+        matches!(self, Epilogue::Warpgroup | Epilogue::StoreWarp)
+    }
+    /// C leaves through TMA stores (a tensor map), not a pointer.
+    pub fn tma_store(self) -> bool {
+        !matches!(self, Epilogue::Registers)
+    }
+    /// Accumulators the kernel keeps: two when a dedicated epilogue drains one.
+    pub fn acc_stages(self) -> u32 {
+        match self {
+            Epilogue::Warpgroup => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// How many k-blocks a kernel's producer may load ahead of the MMAs that read them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lookahead {
+    /// The whole ring: `STAGES` k-blocks.
+    Ring,
+    /// `STAGES - n`: step 0's single warp prefetches `STAGES - 2` before its first MMA; a Hopper
+    /// consumer releases a slot only after the next k-block's wgmma group was issued
+    /// (`wgmma_wait_group<1>`), which keeps one slot back.
+    RingLess(u32),
+}
+
+impl Lookahead {
+    pub fn k_blocks(self, stages: u32) -> u32 {
+        match self {
+            Lookahead::Ring => stages,
+            Lookahead::RingLess(n) => stages.saturating_sub(n),
+        }
+    }
+}
+
+/// A kernel's launch, as its step crate states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launch {
+    Blackwell(BlackwellLaunch),
+    Hopper(HopperLaunch),
+}
+
+impl Launch {
+    pub fn arch(&self) -> Arch {
+        match self {
+            Launch::Blackwell(_) => Arch::Blackwell,
+            Launch::Hopper(_) => Arch::Hopper,
+        }
+    }
+    pub fn schedule(&self) -> Schedule {
+        match self {
+            Launch::Blackwell(l) => l.schedule,
+            Launch::Hopper(l) => l.schedule,
+        }
+    }
+    pub fn cluster(&self) -> u32 {
+        match self {
+            Launch::Blackwell(l) => l.cluster,
+            Launch::Hopper(l) => l.cluster,
+        }
+    }
+}
+
+/// The static facts of a step: a step crate declares one, `pub static INFO`, and the ladder
+/// (`steps/ladder`) lists it. Nothing else about a step is written anywhere but its chapter.
 #[derive(Debug)]
 pub struct StepInfo {
     pub number: u32,
@@ -47,6 +184,13 @@ pub struct StepInfo {
 }
 
 impl StepInfo {
+    /// The launch-relevant facts of the kernel for `arch` with parameters `p`.
+    pub fn kernel_shape(&self, arch: Arch, p: &Params) -> KernelShape {
+        match self.kernel(arch).launch {
+            Launch::Blackwell(l) => KernelShape::blackwell(p, l),
+            Launch::Hopper(l) => KernelShape::hopper(p, l),
+        }
+    }
     pub fn kernel(&self, arch: Arch) -> &KernelFile {
         match arch {
             Arch::Blackwell => &self.blackwell,
@@ -164,8 +308,8 @@ pub struct KernelShape {
     /// CTAs per cluster, side by side along x.
     pub cluster: u32,
     pub threads: u32,
-    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
-    pub persistent: bool,
+    /// How the clusters cover the tiles.
+    pub schedule: Schedule,
     /// TMA boxes (rows, cols) each CTA loads per k-block.
     pub a_box: (u32, u32),
     pub b_box: (u32, u32),
@@ -181,8 +325,8 @@ pub struct BlackwellLaunch {
     pub cluster: u32,
     /// Threads per CTA.
     pub threads: u32,
-    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
-    pub persistent: bool,
+    /// How the clusters cover the tiles.
+    pub schedule: Schedule,
 }
 
 /// How a Hopper twin is launched: what its step crate states, by name.
@@ -192,8 +336,8 @@ pub struct HopperLaunch {
     pub cluster: u32,
     /// Consumer warpgroups; with more than one, a producer warpgroup comes first.
     pub consumers: u32,
-    /// Loops over tiles with as many clusters as fit on the GPU, instead of one cluster a tile.
-    pub persistent: bool,
+    /// How the clusters cover the tiles.
+    pub schedule: Schedule,
 }
 
 impl KernelShape {
@@ -206,7 +350,7 @@ impl KernelShape {
         let BlackwellLaunch {
             cluster,
             threads,
-            persistent,
+            schedule,
         } = launch;
         let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
         let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
@@ -216,7 +360,7 @@ impl KernelShape {
             tile_k,
             cluster,
             threads,
-            persistent,
+            schedule,
             a_box: (tile_m, tile_k),
             b_box: (tile_n, tile_k),
             output: tma_output(32, epilogue_tile_n),
@@ -238,7 +382,7 @@ impl KernelShape {
         let HopperLaunch {
             cluster,
             consumers,
-            persistent,
+            schedule,
         } = launch;
         let (tile_m, tile_n, tile_k) = (p.get("tile_m"), p.get("tile_n"), p.get("tile_k"));
         let epilogue_tile_n = p.get_or("epilogue_tile_n", 0);
@@ -250,7 +394,7 @@ impl KernelShape {
             tile_k,
             cluster,
             threads: 128 * (consumers + producer_warpgroups),
-            persistent,
+            schedule,
             a_box: (tile_m, tile_k),
             b_box: (tile_n / cluster, tile_k),
             output: tma_output(64, epilogue_tile_n),
@@ -270,7 +414,11 @@ impl KernelShape {
         [
             ("THREADS", self.threads),
             ("CLUSTER", self.cluster),
-            ("PERSISTENT", u32::from(self.persistent)),
+            (
+                "PERSISTENT",
+                u32::from(self.schedule == Schedule::Persistent),
+            ),
+            ("SCHEDULE", self.schedule.code()),
             ("SMEM_BYTES", self.smem_bytes),
             ("TILE_M", self.cluster_tile.0),
             ("TILE_N", self.cluster_tile.1),
@@ -301,21 +449,33 @@ impl KernelShape {
         (s.m as u32 / self.cluster_tile.0) * (s.n as u32 / self.cluster_tile.1)
     }
 
-    /// The launch for `s`. A persistent kernel gets `max_clusters` clusters (as many as fit on
-    /// the GPU at once), but no more than there are tiles.
-    pub fn plan(&self, s: Shape, max_clusters: u32) -> Plan {
-        let tiles_m = s.m as u32 / self.cluster_tile.0;
-        let tiles_n = s.n as u32 / self.cluster_tile.1;
-        let grid = if self.persistent {
-            (
-                (tiles_m * tiles_n).min(max_clusters).max(1) * self.cluster,
-                1,
-                1,
-            )
+    /// The grid rule, the only one: the CTAs along x and y for `s`. One cluster per tile (the
+    /// CTAs of a cluster side by side along x, then the column tiles; the row tiles along y),
+    /// also under cluster launch control, which cancels launched clusters rather than launching
+    /// fewer; a persistent kernel gets `max_clusters` clusters along x (as many as fit on the
+    /// GPU at once), but no more than there are tiles. In `u64`, so a caller can refuse a shape
+    /// whose grid exceeds CUDA's limits before anything is launched.
+    pub fn grid(&self, s: Shape, max_clusters: u32) -> (u64, u64) {
+        let tiles_m = s.m as u64 / u64::from(self.cluster_tile.0);
+        let tiles_n = s.n as u64 / u64::from(self.cluster_tile.1);
+        let cluster = u64::from(self.cluster);
+        if self.schedule.fills_the_gpu() {
+            let clusters = (tiles_m * tiles_n).min(u64::from(max_clusters)).max(1);
+            (clusters * cluster, 1)
         } else {
-            // x: the CTAs of a cluster side by side, then the column tiles; y: the row tiles.
-            (tiles_n * self.cluster, tiles_m, 1)
-        };
+            (tiles_n * cluster, tiles_m)
+        }
+    }
+
+    /// The launch for `s` ([`KernelShape::grid`]); `s` must be one [`KernelShape::check_shape`]
+    /// accepts and whose grid fits CUDA's limits (`runner step` refuses larger ones first).
+    pub fn plan(&self, s: Shape, max_clusters: u32) -> Plan {
+        let (x, y) = self.grid(s, max_clusters);
+        let grid = (
+            u32::try_from(x).unwrap_or(u32::MAX),
+            u32::try_from(y).unwrap_or(u32::MAX),
+            1,
+        );
         Plan {
             dims: LaunchDims {
                 grid,
@@ -346,14 +506,24 @@ fn tma_output(box_rows: u32, epilogue_tile_n: u32) -> OutputArg {
     }
 }
 
+/// A step, as the harness and the runner name one. Its one implementation is [`StepInfo`]: a
+/// step is its declared data, so a call through `&dyn Step` has one place to go.
 pub trait Step: Sync {
-    fn info(&self) -> &'static StepInfo;
+    fn info(&self) -> &StepInfo;
     /// The default tuning parameters of the step's kernel for `arch`.
     fn params(&self, arch: Arch) -> Params {
         Params::new(self.info().kernel(arch).params)
     }
     /// The kernel's launch-relevant facts for parameters `p`.
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape;
+    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
+        self.info().kernel_shape(arch, p)
+    }
+}
+
+impl Step for StepInfo {
+    fn info(&self) -> &StepInfo {
+        self
+    }
 }
 
 /// One kernel to compile and run: a step, which of its kernels, and its parameters.
@@ -387,6 +557,10 @@ impl KernelSpec {
     }
     pub fn info(&self) -> &'static StepInfo {
         self.step.info()
+    }
+    /// The declared facts of this kernel (launch, epilogue, lookahead).
+    pub fn facts(&self) -> &'static KernelFile {
+        self.info().kernel(self.arch)
     }
     pub fn shape(&self) -> KernelShape {
         self.step.kernel(self.arch, &self.params)
@@ -482,7 +656,11 @@ mod tests {
         BlackwellLaunch {
             cluster,
             threads,
-            persistent,
+            schedule: if persistent {
+                Schedule::Persistent
+            } else {
+                Schedule::OnePerTile
+            },
         }
     }
 
@@ -527,6 +705,7 @@ mod tests {
         assert_eq!(get("WB_LAUNCH_THREADS"), Some("256"));
         assert_eq!(get("WB_LAUNCH_CLUSTER"), Some("2"));
         assert_eq!(get("WB_LAUNCH_PERSISTENT"), Some("1"));
+        assert_eq!(get("WB_LAUNCH_SCHEDULE"), Some("1"));
         assert_eq!(get("WB_LAUNCH_TILE_N"), Some("256"));
         assert_eq!(get("WB_LAUNCH_C_BOX_ROWS"), Some("32"));
         let smem = persistent.smem_bytes.to_string();
@@ -560,6 +739,44 @@ mod tests {
     }
 
     #[test]
+    fn one_grid_rule_for_every_schedule() {
+        let p = blackwell_params(128, 64);
+        let shape_of = |schedule| {
+            KernelShape::blackwell(
+                &p,
+                BlackwellLaunch {
+                    cluster: 2,
+                    threads: 256,
+                    schedule,
+                },
+            )
+        };
+        let (per_tile, persistent, clc) = (
+            shape_of(Schedule::OnePerTile),
+            shape_of(Schedule::Persistent),
+            shape_of(Schedule::ClusterLaunchControl),
+        );
+        // 16 row tiles x 32 column tiles of 256 x 256.
+        assert_eq!(per_tile.grid(S, 74), (64, 16));
+        assert_eq!(persistent.grid(S, 74), (148, 1));
+        // Cluster launch control launches a cluster per tile and cancels, rather than launching
+        // fewer.
+        assert_eq!(clc.grid(S, 74), per_tile.grid(S, 74));
+        assert_eq!(clc.plan(S, 74).dims.grid, (64, 16, 1));
+        assert!(clc.schedule.loops() && !clc.schedule.fills_the_gpu());
+        let defines = clc.launch_defines();
+        assert!(defines.contains(&("WB_LAUNCH_SCHEDULE".to_string(), "2".to_string())));
+        assert!(defines.contains(&("WB_LAUNCH_PERSISTENT".to_string(), "0".to_string())));
+        // In 64 bits: a shape whose grid CUDA cannot launch is measured, not wrapped.
+        let huge = Shape {
+            m: 1 << 30,
+            n: 1 << 30,
+            k: 64,
+        };
+        assert_eq!(per_tile.grid(huge, 74), (1 << 23, 1 << 22));
+    }
+
+    #[test]
     fn hopper_plans_share_b_across_the_cluster() {
         let p = Params::new(&[
             ("tile_m", 128),
@@ -573,7 +790,7 @@ mod tests {
             HopperLaunch {
                 cluster: 2,
                 consumers: 2,
-                persistent: false,
+                schedule: Schedule::OnePerTile,
             },
         );
         assert_eq!(pair.cluster_tile, (256, 256));
@@ -598,7 +815,7 @@ mod tests {
             HopperLaunch {
                 cluster: 1,
                 consumers: 1,
-                persistent: false,
+                schedule: Schedule::OnePerTile,
             },
         );
         assert_eq!(one.threads, 128, "step 0: one warpgroup does everything");

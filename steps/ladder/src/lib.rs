@@ -1,38 +1,108 @@
 //! The ladder: every step crate, in order. The runner and the cross-crate tests both list the
 //! steps through it, so the tests need not build the runner binary to find them.
+//!
+//! A new step is its crate (a `pub static INFO: StepInfo` declaring its kernels and their facts),
+//! one line in [`STEPS`] (plus the crate in this crate's and the workspace's `Cargo.toml`), and
+//! its chapter.
 
-use anyhow::{bail, Result};
-use common::Step;
+use anyhow::{bail, Context, Result};
+use common::step::Arch;
+use common::{Step, StepInfo};
+use std::cell::RefCell;
+use std::path::Path;
 
-static STEP0: step0_naive::Step0 = step0_naive::Step0;
+/// The steps, in order: each crate's declared [`StepInfo`].
+pub static STEPS: &[&StepInfo] = &[
+    &step0_naive::INFO,
+    &step1_warp_specialization::INFO,
+    &step2_tiled_epilogue::INFO,
+    &step3_collective_mma::INFO,
+    &step4_persistent::INFO,
+    &step5_epilogue_warpgroup::INFO,
+    &step6_grid_tiling::INFO,
+];
 
-static STEP1: step1_warp_specialization::Step1 = step1_warp_specialization::Step1;
+thread_local! {
+    /// Steps a test added after [`STEPS`] on its own thread ([`scaffold`]).
+    static SCAFFOLDED: RefCell<Vec<&'static StepInfo>> = const { RefCell::new(Vec::new()) };
+}
 
-static STEP2: step2_tiled_epilogue::Step2 = step2_tiled_epilogue::Step2;
-
-static STEP3: step3_collective_mma::Step3 = step3_collective_mma::Step3;
-
-static STEP4: step4_persistent::Step4 = step4_persistent::Step4;
-
-static STEP5: step5_epilogue_warpgroup::Step5 = step5_epilogue_warpgroup::Step5;
-
-static STEP6: step6_grid_tiling::Step6 = step6_grid_tiling::Step6;
+/// Every step: [`STEPS`], then any this thread scaffolded.
+pub fn infos() -> Vec<&'static StepInfo> {
+    let mut v = STEPS.to_vec();
+    SCAFFOLDED.with(|s| v.extend(s.borrow().iter().copied()));
+    v
+}
 
 pub fn all() -> Vec<&'static dyn Step> {
-    vec![&STEP0, &STEP1, &STEP2, &STEP3, &STEP4, &STEP5, &STEP6]
+    infos()
+        .into_iter()
+        .map(|s| s as &'static dyn Step)
+        .collect()
 }
 
 pub fn get(n: u32) -> Result<&'static dyn Step> {
-    let steps = all();
-    match steps.iter().find(|s| s.info().number == n) {
-        Some(s) => Ok(*s),
+    let steps = infos();
+    match steps.iter().find(|s| s.number == n) {
+        Some(&s) => Ok(s),
         None => bail!(
             "there is no step {n}; steps available: {}",
             steps
                 .iter()
-                .map(|s| s.info().number.to_string())
+                .map(|s| s.number.to_string())
                 .collect::<Vec<_>>()
                 .join(", ")
         ),
     }
+}
+
+/// A step added to the ladder for the current thread only, until the guard drops: how a test
+/// shows that a new step (its data, not yet a crate, not yet measured) passes every
+/// step-generic check before any GPU has run it. Nothing outside tests calls it.
+pub fn scaffold(info: &'static StepInfo) -> Scaffolded {
+    SCAFFOLDED.with(|s| s.borrow_mut().push(info));
+    Scaffolded {
+        number: info.number,
+    }
+}
+
+/// While alive, [`scaffold`]'s step is in this thread's ladder.
+pub struct Scaffolded {
+    number: u32,
+}
+
+impl Drop for Scaffolded {
+    fn drop(&mut self) {
+        SCAFFOLDED.with(|s| s.borrow_mut().retain(|i| i.number != self.number));
+    }
+}
+
+/// A new step made of an existing one's data, as a newcomer starts one: step `of`'s kernels
+/// copied into `dir/src/`, its facts and parameters, under `number` (a crate folder outside the
+/// checkout, given by its absolute path, so the kernels are read from there). For
+/// [`scaffold`]; it is leaked, as a step's data is `'static`.
+pub fn scaffold_copy(of: u32, number: u32, dir: &Path) -> Result<&'static StepInfo> {
+    let base = get(of)?.info();
+    let src = dir.join("src");
+    std::fs::create_dir_all(&src).with_context(|| format!("creating {}", src.display()))?;
+    let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+    let kernel = |arch: Arch| -> Result<common::step::KernelFile> {
+        let to = src.join(arch.file());
+        let text = base.kernel_source(arch).text;
+        std::fs::write(&to, &text).with_context(|| format!("writing {}", to.display()))?;
+        Ok(common::step::KernelFile {
+            text: leak(text),
+            ..*base.kernel(arch)
+        })
+    };
+    let (blackwell, hopper) = (kernel(Arch::Blackwell)?, kernel(Arch::Hopper)?);
+    let dir = std::path::absolute(dir).with_context(|| format!("{}", dir.display()))?;
+    Ok(Box::leak(Box::new(StepInfo {
+        number,
+        crate_dir: leak(dir.display().to_string()),
+        title: leak(format!("Scaffold of step {number} (step {of}'s data)")),
+        blackwell,
+        hopper,
+        ..*base
+    })))
 }

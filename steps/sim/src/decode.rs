@@ -513,6 +513,9 @@ pub struct GlobalVar {
     pub bytes: u64,
     pub align: u64,
     pub init: Vec<u8>,
+    /// (byte offset in `init`, index in `Program::globals`): elements that hold the address of
+    /// another global variable, written when the variables are placed.
+    pub addresses: Vec<(u64, u32)>,
 }
 
 /// A decoded module.
@@ -568,8 +571,25 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
                     bytes: v.bytes,
                     align: v.align,
                     init: v.init.clone(),
+                    addresses: Vec::new(),
                 });
             }
+        }
+    }
+    // Initialisers holding another variable's address, by index once every variable is known.
+    for v in &m.vars {
+        let Some(&gi) = gmap.get(&v.name) else {
+            continue;
+        };
+        for (off, name) in &v.addresses {
+            let target = *gmap.get(name).ok_or_else(|| SimError::Unsupported {
+                opcode: format!(
+                    "the initialiser of {} names {name}, which is not a global variable",
+                    v.name
+                ),
+                ptx_line: 0,
+            })?;
+            globals[gi as usize].addresses.push((*off, target));
         }
     }
     let syms = ModuleSyms {

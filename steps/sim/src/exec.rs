@@ -66,6 +66,9 @@ pub(crate) struct Thread {
     pub bulk_groups: VecDeque<Vec<u32>>,
     /// PCT priority.
     pub prio: u64,
+    /// Executions (guard true) of each opcode (`Kernel::opcodes`) by this thread: folded into
+    /// the warp-level counts when its cluster ends.
+    pub executed: Vec<u32>,
 }
 
 /// One mbarrier (PTX ISA "mbarrier"): its phase, pending arrivals and transaction count.
@@ -203,6 +206,8 @@ pub(crate) struct Machine<'a> {
     pub report: RunReport,
     /// Executed-instruction counts per (warp in CTA, opcode key).
     pub counts: Vec<u64>,
+    /// Warp-level executions per opcode (see `fold_warp_counts`), all clusters so far.
+    pub warp_counts: Vec<u64>,
     pub pct_changes: Vec<u64>,
     pub trace: Vec<String>,
     /// Events dropped from the front of `trace` to keep it within bounds: the last events are
@@ -748,6 +753,25 @@ impl<'a> Machine<'a> {
     fn count(&mut self, t: u32, ins: &Instr) {
         let w = self.threads[t as usize].warp as usize;
         self.counts[w * self.k.opcodes.len() + ins.key as usize] += 1;
+        self.threads[t as usize].executed[ins.key as usize] += 1;
+    }
+
+    /// Add this cluster's warp-level executions to [`Machine::warp_counts`]: per warp of each
+    /// CTA and per opcode, the most executions any one lane made. Each lane's execution belongs
+    /// to one execution of its warp, and one lane's executions are distinct ones, so this never
+    /// exceeds what the warp executed; it is exact where one lane issues (an elected thread) or
+    /// the lanes go together.
+    fn fold_warp_counts(&mut self) {
+        let n = self.k.opcodes.len();
+        let per_cta = self.nthreads as usize;
+        for cta in self.threads.chunks(per_cta) {
+            for warp in cta.chunks(32) {
+                for key in 0..n {
+                    let most = warp.iter().map(|t| t.executed[key]).max().unwrap_or(0);
+                    self.warp_counts[key] += u64::from(most);
+                }
+            }
+        }
     }
 
     fn exec(&mut self, t: u32, ins: &Instr) -> Result<(), SimError> {
@@ -2693,11 +2717,13 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
         bulk_open: Vec::new(),
         bulk_groups: VecDeque::new(),
         prio: 0,
+        executed: vec![0; k.opcodes.len()],
     }
 }
 
 pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
-    p.globals
+    let addrs: Vec<u64> = p
+        .globals
         .iter()
         .map(|g| {
             let a = dev.alloc(g.bytes.max(1));
@@ -2706,7 +2732,15 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
             }
             a
         })
-        .collect()
+        .collect();
+    // Elements initialised with another variable's address (a generic address is the global
+    // one: the simulator's address spaces share one numbering for global memory).
+    for (g, &a) in p.globals.iter().zip(&addrs) {
+        for &(off, target) in &g.addresses {
+            dev.write(a + off, &addrs[target as usize].to_le_bytes());
+        }
+    }
+    addrs
 }
 
 impl<'a> Machine<'a> {
@@ -2768,7 +2802,9 @@ impl<'a> Machine<'a> {
                 .map(|_| self.steps + self.rng.below(est))
                 .collect();
         }
-        self.schedule()
+        self.schedule()?;
+        self.fold_warp_counts();
+        Ok(())
     }
 
     fn schedule(&mut self) -> Result<(), SimError> {

@@ -241,6 +241,7 @@ pub fn run_traced(
         seq: 0,
         report: RunReport::default(),
         counts: vec![0; nwarps as usize * k.opcodes.len()],
+        warp_counts: vec![0; k.opcodes.len()],
         pct_changes: Vec::new(),
         trace: Vec::new(),
         trace_dropped: 0,
@@ -287,6 +288,14 @@ pub fn run_traced(
         }
     }
     r.per_opcode.sort();
+    r.per_opcode_warps = k
+        .opcodes
+        .iter()
+        .zip(&m.warp_counts)
+        .filter(|(_, &c)| c > 0)
+        .map(|(op, &c)| (op.clone(), c))
+        .collect();
+    r.per_opcode_warps.sort();
     r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
     r.trace = take_trace(&mut m);
     Ok(r)

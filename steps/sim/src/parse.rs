@@ -83,6 +83,9 @@ pub struct ModuleVar {
     pub is_extern: bool,
     /// Initial bytes (`= {...}` or `= v`), little-endian; empty: zero.
     pub init: Vec<u8>,
+    /// Elements of `init` that hold another variable's address (`generic($str)`, as NVRTC
+    /// writes a `const char*` initialised with a string): (byte offset, variable name).
+    pub addresses: Vec<(u64, String)>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -482,9 +485,9 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                     match words.first().copied() {
                         Some(sp @ (".shared" | ".global" | ".const")) => {
                             let (name, bytes, align, unsized_) = parse_var_words(&words[1..], *l)?;
-                            let init = match t.split_once('=') {
+                            let (init, addresses) = match t.split_once('=') {
                                 Some((_, v)) => parse_init(v, &words[1..], *l)?,
-                                None => Vec::new(),
+                                None => (Vec::new(), Vec::new()),
                             };
                             m.vars.push(ModuleVar {
                                 space: sp.trim_start_matches('.').to_string(),
@@ -493,6 +496,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                                 align,
                                 is_extern: is_extern || unsized_,
                                 init,
+                                addresses,
                             });
                         }
                         _ => {
@@ -510,13 +514,17 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
     Ok(m)
 }
 
-/// `= {1, 2, 3}` or `= 5` for a variable of the element type named in `words`.
-fn parse_init(v: &str, words: &[&str], line: u32) -> Result<Vec<u8>, SimError> {
+/// `= {1, 2, 3}` or `= 5` for a variable of the element type named in `words`; a 64-bit
+/// element may be `generic(name)`, the address of variable `name` (placed at load time).
+type Init = (Vec<u8>, Vec<(u64, String)>);
+
+fn parse_init(v: &str, words: &[&str], line: u32) -> Result<Init, SimError> {
     let elem = words
         .iter()
         .find_map(|w| w.strip_prefix('.').and_then(type_size))
         .unwrap_or(1) as usize;
     let mut out = Vec::new();
+    let mut addresses = Vec::new();
     for item in v
         .trim()
         .trim_start_matches('{')
@@ -527,10 +535,20 @@ fn parse_init(v: &str, words: &[&str], line: u32) -> Result<Vec<u8>, SimError> {
         if s.is_empty() {
             continue;
         }
+        let symbol = s
+            .strip_prefix("generic(")
+            .and_then(|r| r.strip_suffix(')'))
+            .map(str::trim)
+            .filter(|n| elem == 8 && !n.is_empty() && !n.contains(['+', '-', ' ']));
+        if let Some(name) = symbol {
+            addresses.push((out.len() as u64, name.to_string()));
+            out.extend_from_slice(&[0u8; 8]);
+            continue;
+        }
         let val = parse_int(s).ok_or_else(|| parse_err(line, format!("initialiser `{s}`")))?;
         out.extend_from_slice(&val.to_le_bytes()[..elem.min(8)]);
     }
-    Ok(out)
+    Ok((out, addresses))
 }
 
 fn function_name(header: &str, line: u32) -> Result<String, SimError> {

@@ -10,6 +10,11 @@ pub struct RunReport {
     pub instructions: u64,
     /// Executed count per opcode with its modifiers, as written in the PTX.
     pub per_opcode: Vec<(String, u64)>,
+    /// Warp-level executed count per opcode: per warp of every CTA, the most times any one of
+    /// its lanes executed the opcode with a true guard, summed. Never more than the warps
+    /// executed; exact for an instruction one elected lane issues, or all lanes together. An
+    /// instruction whose guard is false counts nowhere (it did none of its work).
+    pub per_opcode_warps: Vec<(String, u64)>,
     /// Executed count per (warp index in its CTA, opcode), summed over CTAs.
     pub per_warp: Vec<(u32, String, u64)>,
     /// Each warp index's role, from what it issued: "producer", "mma", "epilogue" (joined by

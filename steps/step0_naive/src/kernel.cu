@@ -46,7 +46,7 @@ struct SharedStorage {
 // ---- the launch the host plans (the step crate's KernelShape), checked at compile time -----
 WB_EXPECT_LAUNCH(THREADS, NUM_THREADS);
 WB_EXPECT_LAUNCH(CLUSTER, 1);
-WB_EXPECT_LAUNCH(PERSISTENT, 0);
+WB_EXPECT_LAUNCH(SCHEDULE, WB_SCHEDULE_ONE_PER_TILE);
 WB_EXPECT_LAUNCH(TILE_M, TILE_M);  // the tile of C one CTA computes
 WB_EXPECT_LAUNCH(TILE_N, TILE_N);
 WB_EXPECT_LAUNCH(A_BOX_ROWS, TILE_M);  // the TMA boxes the expected bytes count

@@ -3,7 +3,7 @@
 //! warpgroup issues both the loads and wgmma; the accumulator lives in its registers.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -34,44 +34,28 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
+        // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 1,
+            threads: 128,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Registers,
+        lookahead: Lookahead::RingLess(2),
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "SYNCS"],
+        // One warpgroup per 128 x 128 tile: its registers hold the accumulator, which caps the tile.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 1,
+            consumers: 1,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Registers,
+        lookahead: Lookahead::RingLess(2),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step0.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step0;
-
-impl Step for Step0 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // One CTA per 128 x 256 tile, 4 warps, C stored from registers.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 1,
-                    threads: 128,
-                    persistent: false,
-                },
-            ),
-            // One warpgroup per 128 x 128 tile: its registers hold the accumulator, which caps the tile.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 1,
-                    consumers: 1,
-                    persistent: false,
-                },
-            ),
-        }
-    }
-}

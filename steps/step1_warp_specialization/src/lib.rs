@@ -4,7 +4,7 @@
 //! the producer's registers to the consumers.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -35,44 +35,28 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS"],
+        // As step 0: only the roles inside the CTA changed.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 1,
+            threads: 128,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Registers,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG"],
+        // A producer warpgroup and two consumer warpgroups of 64 x 256 each.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 1,
+            consumers: 2,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Registers,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step1.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step1;
-
-impl Step for Step1 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // As step 0: only the roles inside the CTA changed.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 1,
-                    threads: 128,
-                    persistent: false,
-                },
-            ),
-            // A producer warpgroup and two consumer warpgroups of 64 x 256 each.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 1,
-                    consumers: 2,
-                    persistent: false,
-                },
-            ),
-        }
-    }
-}

@@ -3,7 +3,7 @@
 //! Hopper twin does the same from the consumers' registers.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -36,44 +36,28 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG", "UTCHMMA", "UTCBAR", "LDTM", "UTCATOMSWS", "UTMASTG"],
+        // C leaves through per-warp staging tiles and TMA stores.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 1,
+            threads: 128,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG"],
+        // C leaves through per-warpgroup staging tiles and TMA stores.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 1,
+            consumers: 2,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step2.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step2;
-
-impl Step for Step2 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // C leaves through per-warp staging tiles and TMA stores.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 1,
-                    threads: 128,
-                    persistent: false,
-                },
-            ),
-            // C leaves through per-warpgroup staging tiles and TMA stores.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 1,
-                    consumers: 2,
-                    persistent: false,
-                },
-            ),
-        }
-    }
-}

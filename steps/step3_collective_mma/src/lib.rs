@@ -3,7 +3,7 @@
 //! Hopper twin: each CTA of the pair loads half of the shared B tile and multicasts it to both.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -36,44 +36,28 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "LDTM", "UTCATOMSWS.2CTA", "UTMASTG"],
+        // Pairs of CTAs share one M = 256 MMA.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 2,
+            threads: 128,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG", "UTMALDG.2D.MULTICAST"],
+        // Pairs of CTAs along M share B through TMA multicast.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 2,
+            consumers: 2,
+            schedule: Schedule::OnePerTile,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step3.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step3;
-
-impl Step for Step3 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // Pairs of CTAs share one M = 256 MMA.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 2,
-                    threads: 128,
-                    persistent: false,
-                },
-            ),
-            // Pairs of CTAs along M share B through TMA multicast.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 2,
-                    consumers: 2,
-                    persistent: false,
-                },
-            ),
-        }
-    }
-}

@@ -4,7 +4,7 @@
 //! store this one.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -37,44 +37,28 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "LDTM", "UTCATOMSWS.2CTA", "UTMASTG"],
+        // One cluster per SM pair, looping over tiles.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 2,
+            threads: 128,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG", "UTMALDG.2D.MULTICAST"],
+        // As many clusters as fit, looping over tiles.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 2,
+            consumers: 2,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::Staged,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step4.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step4;
-
-impl Step for Step4 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // One cluster per SM pair, looping over tiles.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 2,
-                    threads: 128,
-                    persistent: true,
-                },
-            ),
-            // As many clusters as fit, looping over tiles.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 2,
-                    consumers: 2,
-                    persistent: true,
-                },
-            ),
-        }
-    }
-}

@@ -8,7 +8,7 @@
 //! exercise of chapter 5, `exercises/hopper/step5_pingpong_sm90.toml`.)
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -41,45 +41,29 @@ pub static INFO: StepInfo = StepInfo {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
         sass_expect: &["UTMALDG.2D.2CTA", "UTCHMMA.2CTA", "UTCBAR.2CTA.MULTICAST", "LDTM", "UTCATOMSWS.2CTA", "UTMASTG"],
+        // Two warpgroups: producer/MMA and epilogue.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 2,
+            threads: 256,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::Warpgroup,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
         params: HOPPER,
         sass_expect: &["UTMALDG", "HGMMA", "USETMAXREG", "UTMASTG", "UTMALDG.2D.MULTICAST"],
+        // As step 4's twin: the store warp is one of the producer warpgroup's, and `out`
+        // (one consumer's 64 rows) is the size of step 4's staging buffers.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 2,
+            consumers: 2,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::StoreWarp,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step5.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step5;
-
-impl Step for Step5 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // Two warpgroups: producer/MMA and epilogue.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 2,
-                    threads: 256,
-                    persistent: true,
-                },
-            ),
-            // As step 4's twin: the store warp is one of the producer warpgroup's, and `out`
-            // (one consumer's 64 rows) is the size of step 4's staging buffers.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 2,
-                    consumers: 2,
-                    persistent: true,
-                },
-            ),
-        }
-    }
-}

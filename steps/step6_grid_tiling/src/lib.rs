@@ -3,7 +3,7 @@
 //! twin visits its tiles in the same order, from the same function.
 
 use common::step::{
-    Arch, BlackwellLaunch, HopperLaunch, KernelFile, KernelShape, Params, Step, StepInfo,
+    BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
 };
 
 // ANCHOR: config
@@ -48,6 +48,14 @@ pub static INFO: StepInfo = StepInfo {
             "UTCATOMSWS.2CTA",
             "UTMASTG",
         ],
+        // As step 5: only the order of the tiles changed.
+        launch: Launch::Blackwell(BlackwellLaunch {
+            cluster: 2,
+            threads: 256,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::Warpgroup,
+        lookahead: Lookahead::Ring,
     },
     hopper: KernelFile {
         text: include_str!("kernel_sm90.cu"),
@@ -59,39 +67,15 @@ pub static INFO: StepInfo = StepInfo {
             "UTMASTG",
             "UTMALDG.2D.MULTICAST",
         ],
+        // As step 5's twin: only the order of the tiles changed.
+        launch: Launch::Hopper(HopperLaunch {
+            cluster: 2,
+            consumers: 2,
+            schedule: Schedule::Persistent,
+        }),
+        epilogue: Epilogue::StoreWarp,
+        lookahead: Lookahead::RingLess(1),
     },
     host: include_str!("lib.rs"),
     chapter: "book/src/step6.md",
 };
-
-#[derive(Debug, Clone, Copy)]
-pub struct Step6;
-
-impl Step for Step6 {
-    fn info(&self) -> &'static StepInfo {
-        &INFO
-    }
-
-    fn kernel(&self, arch: Arch, p: &Params) -> KernelShape {
-        match arch {
-            // As step 5: only the order of the tiles changed.
-            Arch::Blackwell => KernelShape::blackwell(
-                p,
-                BlackwellLaunch {
-                    cluster: 2,
-                    threads: 256,
-                    persistent: true,
-                },
-            ),
-            // As step 5's twin: only the order of the tiles changed.
-            Arch::Hopper => KernelShape::hopper(
-                p,
-                HopperLaunch {
-                    cluster: 2,
-                    consumers: 2,
-                    persistent: true,
-                },
-            ),
-        }
-    }
-}

@@ -3,11 +3,12 @@
 //! the operand bandwidth it demands, the bytes the ring keeps in flight against latency × demand,
 //! the epilogue against the main loop, and how the tiles fill the GPU. None of it is measured.
 //!
-//! The input is a small struct of its own ([`BudgetInput`]), filled from the [`Step`] trait by one
-//! function ([`BudgetInput::from_step`]), so a change to the trait touches only that function.
+//! The input is a small struct of its own ([`BudgetInput`]), filled from a step's declared data
+//! by one function per kernel ([`BudgetInput::from_step`], [`BudgetInput::from_twin`]), so a
+//! change to that data touches only them.
 
 use crate::problem::Shape;
-use crate::step::{Arch, KernelSpec, Step};
+use crate::step::{Arch, KernelSpec, Schedule, Step};
 
 /// What the arithmetic needs to know about a step's kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub struct BudgetInput {
     /// 0: C stored from registers; else the width of the staged TMA-store sub-tiles.
     pub epilogue_tile_n: u32,
     pub threads: u32,
-    pub persistent: bool,
+    pub schedule: Schedule,
     /// K-blocks the producer may have in flight ahead of the MMAs.
     pub lookahead: u32,
     /// Accumulator slots in tensor memory (2 when a dedicated epilogue drains one while the MMAs
@@ -39,16 +40,12 @@ pub struct BudgetInput {
 }
 
 impl BudgetInput {
-    /// The one place that reads a step: its Blackwell kernel's parameters and `KernelShape`,
-    /// plus two facts the trait does not carry, which follow this ladder's kernels: step 0's
-    /// single warp prefetches `STAGES - 2` k-blocks (every later producer runs up to `STAGES`
-    /// ahead), and a second warpgroup (256 threads) exists only as a dedicated epilogue with a
-    /// double-buffered accumulator (steps 5 and 6).
+    /// The one place that reads a step's Blackwell kernel: its parameters, its `KernelShape` and
+    /// the facts its crate declares (lookahead, epilogue).
     pub fn from_step(step: &'static dyn Step) -> BudgetInput {
         let spec = KernelSpec::new(step, Arch::Blackwell);
-        let (p, k) = (&spec.params, spec.shape());
+        let (p, k, facts) = (&spec.params, spec.shape(), spec.facts());
         let stages = p.get("stages");
-        let dedicated_epilogue = k.threads >= 256;
         BudgetInput {
             tile_m: p.get("tile_m"),
             tile_n: p.get("tile_n"),
@@ -57,14 +54,10 @@ impl BudgetInput {
             cluster: k.cluster,
             epilogue_tile_n: p.get_or("epilogue_tile_n", 0),
             threads: k.threads,
-            persistent: k.persistent,
-            lookahead: if step.info().number == 0 {
-                stages.saturating_sub(2)
-            } else {
-                stages
-            },
-            acc_stages: if dedicated_epilogue { 2 } else { 1 },
-            epilogue_overlaps: dedicated_epilogue,
+            schedule: k.schedule,
+            lookahead: facts.lookahead.k_blocks(stages),
+            acc_stages: facts.epilogue.acc_stages(),
+            epilogue_overlaps: facts.epilogue.overlaps_mainloop(),
             elem_bytes: 2,
             smem_bytes: k.smem_bytes,
         }
@@ -75,15 +68,11 @@ impl BudgetInput {
     /// CTA computes `tile_m` x `tile_n` of C; its cluster lies along M and shares B by
     /// multicast, so each CTA loads `tile_n / cluster` of B's rows per k-block: that share is
     /// this struct's `tile_n`, and `acc_cols()` (cluster x that share) is the twin's `tile_n`.
-    /// Two facts follow the twins' code: step 0's twin prefetches `STAGES - 2` k-blocks; later
-    /// consumers release a slot only after the next k-block's wgmma group was issued
-    /// (`wgmma_wait_group<1>`), so the producer runs `STAGES - 1` ahead. The epilogue overlaps
-    /// the next tile where a store warp takes C through the `out_full` barrier (twins 5 and 6),
-    /// which the kernel's source says.
+    /// The lookahead and whether the epilogue overlaps the next tile (a store warp) are the
+    /// twin's declared facts.
     pub fn from_twin(spec: &KernelSpec) -> BudgetInput {
-        let (p, k) = (&spec.params, spec.shape());
+        let (p, k, facts) = (&spec.params, spec.shape(), spec.facts());
         let stages = p.get("stages");
-        let store_warp = spec.source().text.contains("out_full");
         BudgetInput {
             tile_m: p.get("tile_m"),
             tile_n: k.b_box.0,
@@ -92,14 +81,10 @@ impl BudgetInput {
             cluster: k.cluster,
             epilogue_tile_n: p.get_or("epilogue_tile_n", 0),
             threads: k.threads,
-            persistent: k.persistent,
-            lookahead: if spec.info().number == 0 {
-                stages.saturating_sub(2)
-            } else {
-                stages.saturating_sub(1)
-            },
-            acc_stages: 1,
-            epilogue_overlaps: store_warp,
+            schedule: k.schedule,
+            lookahead: facts.lookahead.k_blocks(stages),
+            acc_stages: facts.epilogue.acc_stages(),
+            epilogue_overlaps: facts.epilogue.overlaps_mainloop(),
             elem_bytes: 2,
             smem_bytes: k.smem_bytes,
         }
@@ -279,7 +264,8 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
         * (shape.n as u32).div_ceil(i.cluster * i.tile_n);
     // One CTA per SM: the ring fills most of shared memory.
     let slots = gpu.sms / i.cluster;
-    let clusters_at_once = if i.persistent {
+    // A looping schedule never has more clusters at once than tiles.
+    let clusters_at_once = if i.schedule.loops() {
         tiles.min(slots).max(1)
     } else {
         slots
@@ -339,7 +325,7 @@ mod tests {
         cluster: 1,
         epilogue_tile_n: 0,
         threads: 128,
-        persistent: false,
+        schedule: Schedule::OnePerTile,
         lookahead: 2,
         acc_stages: 1,
         epilogue_overlaps: false,
@@ -424,7 +410,7 @@ mod tests {
         let launched = budget(pair, &B200, Shape::DEFAULT, Assumptions::DEFAULT);
         let persistent = budget(
             BudgetInput {
-                persistent: true,
+                schedule: Schedule::Persistent,
                 ..pair
             },
             &B200,
@@ -436,7 +422,7 @@ mod tests {
         assert_eq!(launched.problem_ns, persistent.problem_ns);
         let overlapped = budget(
             BudgetInput {
-                persistent: true,
+                schedule: Schedule::Persistent,
                 epilogue_overlaps: true,
                 acc_stages: 2,
                 threads: 256,
@@ -451,7 +437,7 @@ mod tests {
         // A small problem: fewer tiles than clusters, one round.
         let small = budget(
             BudgetInput {
-                persistent: true,
+                schedule: Schedule::Persistent,
                 ..pair
             },
             &B200,

@@ -1,0 +1,340 @@
+//! A Blackwell rubric graded on the PTX simulator: the child side (`grade-worker --phase
+//! simulate`). It runs the sm_100a PTX the compile child made from the submission (the PTX
+//! ptxas turns into a B200's SASS: no emulation header, nothing a kernel can tell apart from a
+//! B200 by its preprocessor) on the CPU, with no GPU, no toolkit and no device file
+//! ([`super::confine::Needs::Cpu`]).
+//!
+//! Each launch gets a fresh simulated device holding A, B and a NaN-poisoned C alone, so no
+//! state survives from one launch to the next (nothing to memoise) and nothing of the grader's
+//! is within reach; a read or write outside them is a simulator fault. After the launch the
+//! inputs must be unchanged and C must match the fp64 reference. A simulator finding (a broken
+//! ordering rule, an explained deadlock, an instruction it does not model, a fault, the
+//! instruction budget spent) is the test's failure, with its message as the detail.
+//!
+//! The schedule (which thread runs when, when each asynchronous operation completes) comes from
+//! the test's schedule seed, derived per student like the input seeds, and recorded in the
+//! instructor's report: `runner step N --sim --kernel FILE --sim-seed S` replays it.
+//!
+//! After its tests, a child given a [`MeasureJob`] makes the measured launch of the executed
+//! requirements (public inputs) for each build, and reports the simulator's warp-level executed
+//! counts per PTX opcode ([`PtxCounts`]).
+
+use super::executed::{BuildMeasured, Counts, MeasureJob, Measured, PtxCounts};
+use super::integrity::{classify, input_flag, Evidence};
+use super::job::{Flag, Job, JobTest, RunLine, Status, TestResult};
+use super::rubric::Kind;
+use super::worker::{exactness_flag, spike, CPU_SAMPLES};
+use anyhow::{anyhow, Context, Result};
+use common::compile::KernelSource;
+use common::simulate::{failure_of, read_u16, sim_launch, Policy};
+use common::step::KernelSpec;
+use common::verify::{cpu_reference, verify};
+use common::{Dist, Dtype, Problem};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Where the compile child leaves a build's PTX for the simulating children.
+pub fn ptx_path(dir: &Path, dtype: Dtype) -> PathBuf {
+    dir.join(format!("ptx-{dtype}.ptx"))
+}
+
+/// The schedule policy of graded runs: random interleavings and completion times, from the seed.
+pub const POLICY: Policy = Policy::Random;
+
+/// Why a performance test of a rubric graded on the simulator counts neither way.
+pub const NO_SPEED: &str = "skipped: needs a B200. The simulator runs the native sm_100a code and proves it correct, but it does not model time; no B200 grades here";
+
+/// The flag of a kernel the simulator cannot run (an instruction or directive it does not
+/// model): the test is the grader's error, for the instructor (`--on-gpu` grades it on a GPU).
+pub const UNSUPPORTED: &str = "simulator-unsupported";
+
+/// What a simulated launch came to.
+enum Launched {
+    /// It finished and was checked: flags (none: right) and the verification's summary.
+    Ran {
+        flags: Vec<Flag>,
+        summary: String,
+        per_opcode_warps: Vec<(String, u64)>,
+    },
+    /// The simulator stopped it: the flag and the simulator's message.
+    Stopped(Flag),
+}
+
+/// The flag a simulator finding is reported as: the names the GPU path uses where the meaning is
+/// the same (a spent budget is a hang, a fault a fault), the rule's own name otherwise.
+fn finding_flag(f: &common::simulate::SimFailure, budget: u64) -> Flag {
+    let detail = format!(
+        "{} (schedule seed {}, policy {})",
+        f.message, f.schedule_seed, f.policy
+    );
+    match f.kind {
+        "rule" => Flag::new(
+            "ordering-rule",
+            format!(
+                "broke the ordering rule {}: {detail}",
+                f.rule.as_deref().unwrap_or("?")
+            ),
+        ),
+        "deadlock" => Flag::new("deadlock", detail),
+        "step-limit" => Flag::new(
+            "timeout",
+            format!(
+                "exceeded its budget of {budget} simulated instructions (a kernel that spins, or far more work than the shape needs): {detail}"
+            ),
+        ),
+        "fault" => Flag::new("kernel-fault", detail),
+        "unsupported" => Flag::new(UNSUPPORTED, detail),
+        _ => Flag::new("kernel-fault", detail),
+    }
+}
+
+/// One launch of `program` on `problem` under schedule `seed`, checked.
+fn launch(
+    program: &sim::Program,
+    source: &KernelSource,
+    spec: &KernelSpec,
+    problem: &Problem,
+    seed: u64,
+    budget: u64,
+) -> Result<Launched> {
+    let shape = problem.shape;
+    let k = spec.shape();
+    let plan = k.plan(shape, common::simulate::DEFAULT_CLUSTERS);
+    let mut l = sim_launch(source, problem, &plan)?;
+    let options = sim::Options {
+        seed,
+        policy: POLICY,
+        max_steps: budget,
+        trace: false,
+    };
+    let report = match sim::run(program, &mut l.device, &l.launch, &options) {
+        Ok(r) => r,
+        Err(e) => {
+            return Ok(Launched::Stopped(finding_flag(
+                &failure_of(&e, seed, POLICY),
+                budget,
+            )))
+        }
+    };
+    let reference = cpu_reference(problem);
+    let mut flags = Vec::new();
+    for (what, addr, pristine, rows) in [
+        ("A", l.a, &problem.a, shape.m),
+        ("B", l.b, &problem.b, shape.n),
+    ] {
+        let now = read_u16(&l.device, addr, rows * shape.k);
+        flags.extend(input_flag(what, shape.k, problem.dtype, &now, pristine));
+    }
+    let out = read_u16(&l.device, l.c, shape.m * shape.n);
+    let v = verify(problem, &out, &reference, CPU_SAMPLES);
+    if problem.dist == Dist::ExactInt {
+        flags.extend(exactness_flag(problem.dtype, shape.n, &out, &reference));
+    }
+    if !v.passed {
+        flags.extend(classify(&Evidence {
+            out: &out,
+            dtype: problem.dtype,
+            cols: shape.n,
+            expected: &reference,
+            // Nothing is planted beside C on the simulator: a read outside the kernel's
+            // buffers is a fault there.
+            decoy: &[],
+            previous: None,
+            same_buffers: None,
+        }));
+    }
+    Ok(Launched::Ran {
+        flags,
+        summary: v.summary(),
+        per_opcode_warps: report.per_opcode_warps,
+    })
+}
+
+/// The inputs of input set `seed` of a test, as the GPU run draws them.
+fn problem(t: &JobTest, seed: u64) -> Result<Problem> {
+    let (shape, dtype, dist) = (t.shape(), t.dtype()?, t.dist()?);
+    let mut p = Problem::generate(shape, dtype, dist, seed);
+    if dist == Dist::AllOnes {
+        spike(&mut p, seed);
+    }
+    Ok(p)
+}
+
+fn correctness(
+    program: &sim::Program,
+    source: &KernelSource,
+    spec: &KernelSpec,
+    t: &JobTest,
+    budget: u64,
+) -> Result<TestResult> {
+    let sets = t.seeds.sets.len();
+    let mut launches = 0;
+    for (si, &seed) in t.seeds.sets.iter().enumerate() {
+        let p = problem(t, seed)?;
+        // One schedule per input set, all from the test's schedule seed.
+        let schedule = t.seeds.schedule.wrapping_add(si as u64);
+        let outcome = launch(program, source, spec, &p, schedule, budget)?;
+        launches += 1;
+        let (flags, detail) = match outcome {
+            Launched::Ran { flags, .. } if flags.is_empty() => continue,
+            Launched::Ran { flags, summary, .. } => (flags, summary),
+            Launched::Stopped(f) => {
+                let d = format!("the simulator stopped the kernel: {}", f.detail);
+                (vec![f], d)
+            }
+        };
+        // An instruction the simulator does not model is its limit, not the kernel's fault.
+        let status = if flags.iter().any(|f| f.name == UNSUPPORTED) {
+            Status::Error
+        } else {
+            Status::Failed
+        };
+        return Ok(TestResult {
+            name: t.name.clone(),
+            status,
+            launches,
+            flags,
+            detail: format!("input set {} of {sets}: {detail}", si + 1),
+            timing: None,
+        });
+    }
+    Ok(TestResult {
+        name: t.name.clone(),
+        status: Status::Passed,
+        launches,
+        flags: Vec::new(),
+        detail: format!(
+            "{sets} input sets, every output verified against the fp64 reference (simulated: the native sm_100a PTX)"
+        ),
+        timing: None,
+    })
+}
+
+/// The measured launch of one build, with the simulator's counts.
+fn measured(
+    program: &sim::Program,
+    source: &KernelSource,
+    spec: &KernelSpec,
+    m: &MeasureJob,
+    dtype: Dtype,
+    budget: u64,
+) -> Result<Measured> {
+    let t = m.as_test(dtype);
+    let p = problem(&t, m.seed)?;
+    Ok(match launch(program, source, spec, &p, t.seeds.schedule, budget)? {
+        Launched::Ran {
+            flags,
+            summary,
+            per_opcode_warps,
+        } => Measured::Ran {
+            flags,
+            summary,
+            counts: Counts::Ptx(PtxCounts {
+                source: format!(
+                    "the PTX simulator's warp-level executed counts (sm_100a PTX, schedule seed {})",
+                    t.seeds.schedule
+                ),
+                per_opcode: per_opcode_warps,
+            }),
+        },
+        Launched::Stopped(f) if f.name == UNSUPPORTED => Measured::Error(f.detail),
+        Launched::Stopped(f) => Measured::Failed {
+            detail: format!("the simulator stopped the kernel: {}", f.detail),
+            flags: vec![f],
+        },
+    })
+}
+
+/// The simulating child: every test of the job, then the measured launches, as lines of
+/// `results.jsonl` (the run child's format).
+pub fn run(job: &Job, dir: &Path) -> Result<()> {
+    let results_path = dir.join("results.jsonl");
+    let mut results = std::fs::File::create(&results_path)
+        .with_context(|| format!("cannot create {}", results_path.display()))?;
+    let mut emit = |line: &RunLine| -> Result<()> {
+        let mut s = serde_json::to_string(line)?;
+        s.push('\n');
+        results.write_all(s.as_bytes())?;
+        results.flush()?;
+        Ok(())
+    };
+    let spec = job.spec()?;
+    let source = KernelSource {
+        path: job.source_name.clone(),
+        text: job.source.clone(),
+    };
+    let budget = job.sim_steps.max(1);
+    // Each build's PTX, decoded; `Err`: what the simulator cannot read (its limit: the tests of
+    // that build are the grader's error).
+    let mut programs: Vec<(Dtype, Result<sim::Program, String>)> = Vec::new();
+    for dtype in job.dtypes()? {
+        let path = ptx_path(dir, dtype);
+        let ptx = std::fs::read_to_string(&path)
+            .with_context(|| format!("no sm_100a PTX for {dtype} from the compile"))?;
+        let program = sim::Program::parse(&ptx).map_err(|e| {
+            format!("the simulator cannot run the {dtype} build's PTX: {e}; grade it on a GPU (--on-gpu)")
+        });
+        programs.push((dtype, program));
+    }
+    let program_for = |d: Dtype| -> Result<&Result<sim::Program, String>> {
+        programs
+            .iter()
+            .find(|(x, _)| *x == d)
+            .map(|(_, p)| p)
+            .ok_or_else(|| anyhow!("internal: no {d} build in the simulating child"))
+    };
+    for t in &job.tests {
+        let result = match (t.kind, program_for(t.dtype()?)?) {
+            (Kind::Correctness, Err(why)) => TestResult {
+                name: t.name.clone(),
+                status: Status::Error,
+                launches: 0,
+                flags: vec![Flag::new(UNSUPPORTED, why.clone())],
+                detail: format!("not run: {why}"),
+                timing: None,
+            },
+            (Kind::Correctness, Ok(program)) => correctness(program, &source, &spec, t, budget)
+                .with_context(|| format!("test {:?}", t.name))?,
+            (Kind::Performance, _) => TestResult {
+                name: t.name.clone(),
+                status: Status::Skipped,
+                launches: 0,
+                flags: Vec::new(),
+                detail: NO_SPEED.into(),
+                timing: None,
+            },
+            (Kind::Technique, _) => {
+                anyhow::bail!("internal: a requirement was sent to the simulator as a test")
+            }
+        };
+        emit(&RunLine::Test(result))?;
+    }
+    if let Some(m) = &job.measure {
+        for (dtype, program) in &programs {
+            let measured = match program {
+                Ok(program) => measured(program, &source, &spec, m, *dtype, budget)
+                    .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
+                Err(why) => Measured::Error(why.clone()),
+            };
+            emit(&RunLine::Measured {
+                build: dtype.to_string(),
+                measured,
+            })?;
+        }
+    }
+    Ok(())
+}
+
+/// The measured builds among a simulating child's lines.
+pub fn measured_builds(lines: &[RunLine]) -> Vec<BuildMeasured> {
+    lines
+        .iter()
+        .filter_map(|l| match l {
+            RunLine::Measured { build, measured } => Some(BuildMeasured {
+                build: build.clone(),
+                measured: measured.clone(),
+            }),
+            _ => None,
+        })
+        .collect()
+}
