@@ -714,6 +714,30 @@ pub struct LeaderboardEntry {
     pub order: String,
 }
 
+/// `scripts/sim-speed.py`'s `sim-speed-DATE.json`: the simulator's speed targets, measured on a
+/// machine without a GPU (the fields the book cites; the rest is the script's own detail).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimSpeed {
+    /// `sim-speed/1`.
+    pub schema: String,
+    pub date: String,
+    pub commit: String,
+    pub machine: SimSpeedMachine,
+    pub runs: u32,
+    pub step0: serde_json::Value,
+    pub step6: serde_json::Value,
+    pub seeded_bugs: serde_json::Value,
+    pub deadlock: serde_json::Value,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SimSpeedMachine {
+    pub cpu: String,
+    pub cores: u32,
+    pub gpu: String,
+    pub note: String,
+}
+
 /// `runner grade selftest`'s `selftest.json`: the grader graded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GradeSelftest {
@@ -980,6 +1004,11 @@ pub mod tests {
                 serde_json::from_str::<GradeSelftest>(&text)
                     .unwrap_or_else(|e| panic!("{}", what(&e)));
                 "grade selftest"
+            } else if name.starts_with("sim-speed-") {
+                let r = serde_json::from_str::<SimSpeed>(&text)
+                    .unwrap_or_else(|e| panic!("{}", what(&e)));
+                assert_eq!(r.schema, "sim-speed/1", "{}", path.display());
+                "sim speed"
             } else {
                 panic!("{}: no results type reads this file", path.display())
             };
