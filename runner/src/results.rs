@@ -714,30 +714,6 @@ pub struct LeaderboardEntry {
     pub order: String,
 }
 
-/// `scripts/sim-speed.py`'s `sim-speed-DATE.json`: the simulator's speed targets, measured on a
-/// machine without a GPU (the fields the book cites; the rest is the script's own detail).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimSpeed {
-    /// `sim-speed/1`.
-    pub schema: String,
-    pub date: String,
-    pub commit: String,
-    pub machine: SimSpeedMachine,
-    pub runs: u32,
-    pub step0: serde_json::Value,
-    pub step6: serde_json::Value,
-    pub seeded_bugs: serde_json::Value,
-    pub deadlock: serde_json::Value,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SimSpeedMachine {
-    pub cpu: String,
-    pub cores: u32,
-    pub gpu: String,
-    pub note: String,
-}
-
 /// `runner grade selftest`'s `selftest.json`: the grader graded.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GradeSelftest {
@@ -971,6 +947,30 @@ pub mod tests {
                 out.push(path);
             }
         }
+    }
+
+    /// (Only this test reads it: nothing in the runner consumes the file.) `scripts/sim-speed.py`'s `sim-speed-DATE.json`: the simulator's speed targets, measured on a
+    /// machine without a GPU (the fields the book cites; the rest is the script's own detail).
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct SimSpeed {
+        /// `sim-speed/1`.
+        pub schema: String,
+        pub date: String,
+        pub commit: String,
+        pub machine: SimSpeedMachine,
+        pub runs: u32,
+        pub step0: serde_json::Value,
+        pub step6: serde_json::Value,
+        pub seeded_bugs: serde_json::Value,
+        pub deadlock: serde_json::Value,
+    }
+
+    #[derive(Debug, Clone, Serialize, Deserialize)]
+    pub struct SimSpeedMachine {
+        pub cpu: String,
+        pub cores: u32,
+        pub gpu: String,
+        pub note: String,
     }
 
     #[test]
