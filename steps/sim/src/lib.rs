@@ -69,13 +69,16 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+mod deadlock;
 pub mod decode;
 pub mod error;
 mod exec;
 mod glue;
+mod machine;
 pub mod mem;
 pub mod parse;
 mod report;
+mod rule_state;
 mod rules;
 pub mod sched;
 pub mod units;
@@ -209,7 +212,7 @@ pub fn run_traced(
     let smem_bytes = dyn_off + l.dynamic_smem;
     let nthreads = l.block.iter().product::<u32>();
     let nwarps = nthreads.div_ceil(32);
-    let mut m = exec::Machine {
+    let mut m = machine::Machine {
         k,
         prog: p,
         dev,
@@ -245,7 +248,7 @@ pub fn run_traced(
         pct_changes: Vec::new(),
         trace: Vec::new(),
         trace_dropped: 0,
-        rg: rules::Global::default(),
+        rg: rule_state::Global::default(),
     };
     let ncl = [
         l.grid[0] / l.cluster[0],
@@ -296,13 +299,13 @@ pub fn run_traced(
         .map(|(op, &c)| (op.clone(), c))
         .collect();
     r.per_opcode_warps.sort();
-    r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
+    r.roles = (0..nwarps).map(|w| (w, m.role(w))).collect();
     r.trace = take_trace(&mut m);
     Ok(r)
 }
 
 /// The recorded events, led by a line saying how many earlier ones were dropped, if any.
-fn take_trace(m: &mut exec::Machine<'_>) -> Vec<String> {
+fn take_trace(m: &mut machine::Machine<'_>) -> Vec<String> {
     let mut t = std::mem::take(&mut m.trace);
     if m.trace_dropped > 0 {
         t.insert(
