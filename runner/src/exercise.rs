@@ -902,13 +902,13 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
 /// if every exercise passed and was timed.
 pub fn timings(out: &Path) -> Result<Verdict> {
     use crate::bench::measure::MEASURES;
-    use crate::check::pool::{self, Child};
+    use crate::pool::{self, Child};
     use crate::results::{ExerciseRun, ExerciseTimings, Results};
-    crate::check::require_hopper("runner exercise --timings")?;
+    pool::require_hopper("runner exercise --timings")?;
     if out != common::toolkit::project_root().join("assets/results") {
         crate::outdir::OutDir::make_own(out, "--out", "the timings write their results there")?;
     }
-    let head = crate::check::provenance();
+    let head = crate::provenance::current();
     let children = MEASURES
         .iter()
         .map(|m| Child {
@@ -918,10 +918,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
         })
         .collect();
     // One GPU, one at a time: a timing shares the GPU with nothing else.
-    let gpu = crate::grade::batch::default_gpus(&[])
-        .first()
-        .copied()
-        .unwrap_or(0);
+    let gpu = pool::default_gpus(&[]).first().copied().unwrap_or(0);
     let ran = pool::run_all(children, &[gpu], 1, &|i, r| {
         println!(
             "exercise {}: {} ({:.0} s)",
@@ -932,7 +929,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
         .iter()
         .map(|m| format!("exercise {}", m.id))
         .collect();
-    crate::check::write_log(&out.join("exercises-log.txt"), &names, &ran)?;
+    pool::write_log(&out.join("exercises-log.txt"), &names, &ran)?;
     let mut runs = Vec::new();
     let mut ok = true;
     for (m, r) in MEASURES.iter().zip(&ran) {
@@ -956,7 +953,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
     }
     let file = out.join(format!(
         "exercises-{}-{}.json",
-        crate::bench::gpu_slug(&head.gpu),
+        crate::provenance::gpu_slug(&head.gpu),
         head.date
     ));
     Results::ExerciseTimings(ExerciseTimings {

@@ -9,6 +9,8 @@ mod diff;
 mod exercise;
 mod grade;
 mod outdir;
+mod pool;
+mod provenance;
 mod report;
 mod results;
 mod sandbox;

@@ -303,8 +303,8 @@ fn run_on_gpu(
         let mut v = serde_json::to_value(&r)?;
         if let serde_json::Value::Object(o) = &mut v {
             // What a results file needs beside the run: when, and of which commit.
-            o.insert("date".into(), crate::bench::today().into());
-            o.insert("commit".into(), crate::bench::commit().into());
+            o.insert("date".into(), crate::provenance::today().into());
+            o.insert("commit".into(), crate::provenance::commit().into());
         }
         if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
             o.insert(
@@ -433,8 +433,8 @@ fn time_emulation(
         let v = crate::report::envelope(
             "emulation-cost",
             serde_json::json!({
-                "date": crate::bench::today(),
-                "commit": crate::bench::commit(),
+                "date": crate::provenance::today(),
+                "commit": crate::provenance::commit(),
                 "emulation_cost": c,
             }),
         );
@@ -471,8 +471,8 @@ fn write_trace(
         kernel: r.kernel_path.clone(),
         gpu: r.gpu.name.clone(),
         driver: r.gpu.driver_version.clone(),
-        date: crate::bench::today(),
-        commit: crate::bench::commit(),
+        date: crate::provenance::today(),
+        commit: crate::provenance::commit(),
         shape: r.shape,
         dtype: r.dtype,
         params: r.params.to_string(),
