@@ -222,10 +222,10 @@ pub const EXERCISES: &[Exercise] = &[
 /// slow MMAs, dropping the first-round guard changes nothing and the wrong parity never
 /// completes cleanly (a race or a hang).
 fn parity_predictions() -> Result<Vec<String>> {
-    use common::model::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
+    use common::model::phases::{model, simulate, Counter, EmptyWait, FullWait, Ring, Timing};
     let mut lines = Vec::new();
     for step in [0, 1] {
-        let m = crate::book::phase_tables::model(step)?;
+        let m = model(runner::steps::get(step)?);
         for (timing_name, timing) in [
             ("slow loads", Timing::LOAD_BOUND),
             ("slow MMAs", Timing::MMA_BOUND),
@@ -648,13 +648,13 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => {
-            let text = crate::step_cmd::read_kernel(k)?;
+            let text = common::compile::read_kernel(k)?;
             let src = common::compile::KernelSource {
                 path: k.display().to_string(),
                 text,
             };
             // The exercises edit the Blackwell kernel; a twin fails on unrelated asserts.
-            if crate::step_cmd::implied_arch(&src) == Arch::Hopper {
+            if src.implied_arch() == Arch::Hopper {
                 bail!(
                     "{} is a Hopper twin (it includes hopper.cuh): exercise {id} checks step {}'s Blackwell kernel (kernel.cu){}",
                     k.display(),
@@ -826,7 +826,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         let twin = match o.twin {
             Some(p) => Some(common::compile::KernelSource {
                 path: p.display().to_string(),
-                text: crate::step_cmd::read_kernel(p)?,
+                text: common::compile::read_kernel(p)?,
             }),
             None => None,
         };

@@ -5,6 +5,7 @@ mod bench;
 mod book;
 mod check;
 mod cli;
+mod contenders;
 mod diff;
 mod exercise;
 mod grade;
@@ -16,7 +17,6 @@ mod results;
 mod sandbox;
 #[cfg(test)]
 mod scaffold;
-mod sim_cmd;
 mod step_cmd;
 mod step_request;
 mod trace;

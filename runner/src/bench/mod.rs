@@ -7,14 +7,14 @@
 //! NVML clocks read during each); each kernel writes its own C, and the last timed output of
 //! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
 //! (`--heatmap`: over a grid of shapes, [`heatmap`]); `--diagnose` times cuBLAS under the
-//! protocols the workbook used before ([`diagnose`]). [`contenders`] names the variants that are
-//! timed beside the steps.
+//! protocols the workbook used before ([`diagnose`]). [`crate::contenders`] names the variants
+//! that are timed beside the steps.
 
-pub mod contenders;
 pub mod diagnose;
 pub mod heatmap;
 pub mod measure;
 
+use crate::contenders::Contender;
 use crate::provenance;
 use crate::results::{AdaptiveRounds, BenchCase, BenchReport, CaseConfidence, Results, VsPrevious};
 use anyhow::{anyhow, bail, Context, Result};
@@ -34,7 +34,6 @@ use common::step::{Arch, KernelSpec};
 use common::timing::{time_rounds, Launch, Protocol, Timed};
 use common::verify::verify;
 use common::Step;
-use contenders::Contender;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
