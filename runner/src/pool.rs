@@ -108,44 +108,6 @@ fn run_one(program: &Path, cwd: &Path, device: usize, child: &Child) -> Result<R
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::sandbox::Exit;
-
-    #[test]
-    fn a_childs_verdict_is_its_exit_status() {
-        assert_eq!(Exit::Code(0).verdict(), (Verdict::Verified, 0));
-        assert_eq!(Exit::Code(1).verdict(), (Verdict::Failed, 1));
-        assert_eq!(Exit::Code(2).verdict(), (Verdict::Error, 2));
-        assert_eq!(Exit::Code(124).verdict(), (Verdict::Hang, 124));
-        assert_eq!(Exit::TimedOut.verdict(), (Verdict::Hang, 124));
-        assert_eq!(Exit::Signal(11).verdict(), (Verdict::Error, 139));
-    }
-
-    #[test]
-    fn children_run_in_order_of_the_list_whatever_order_they_end_in() {
-        // The runner's own `--version` and a bad subcommand: no GPU needed. Under `cargo test`
-        // the current executable is the test binary, which takes other arguments: a filter
-        // that matches no test exits 0, an unknown flag exits non-zero.
-        let kids = vec![
-            Child {
-                args: vec!["--exact".into(), "no-such-test".into()],
-                limit: Duration::from_secs(60),
-            },
-            Child {
-                args: vec!["--no-such-flag".into()],
-                limit: Duration::from_secs(60),
-            },
-        ];
-        let seen = Mutex::new(0);
-        let ran = run_all(kids, &[0], 2, &|_, _| *seen.lock().unwrap() += 1).unwrap();
-        assert_eq!(*seen.lock().unwrap(), 2);
-        assert_eq!(ran[0].verdict, Verdict::Verified, "{}", ran[0].stderr);
-        assert_ne!(ran[1].verdict, Verdict::Verified);
-    }
-}
-
 /// The GPUs of a pool: those given (`--gpus`), else `WORKBOOK_DEVICE`, else GPU 0. The grader,
 /// `runner check` and the exercises' timings share it.
 pub fn default_gpus(gpus: &[usize]) -> Vec<usize> {
@@ -192,4 +154,42 @@ pub fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     }
     std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sandbox::Exit;
+
+    #[test]
+    fn a_childs_verdict_is_its_exit_status() {
+        assert_eq!(Exit::Code(0).verdict(), (Verdict::Verified, 0));
+        assert_eq!(Exit::Code(1).verdict(), (Verdict::Failed, 1));
+        assert_eq!(Exit::Code(2).verdict(), (Verdict::Error, 2));
+        assert_eq!(Exit::Code(124).verdict(), (Verdict::Hang, 124));
+        assert_eq!(Exit::TimedOut.verdict(), (Verdict::Hang, 124));
+        assert_eq!(Exit::Signal(11).verdict(), (Verdict::Error, 139));
+    }
+
+    #[test]
+    fn children_run_in_order_of_the_list_whatever_order_they_end_in() {
+        // The runner's own `--version` and a bad subcommand: no GPU needed. Under `cargo test`
+        // the current executable is the test binary, which takes other arguments: a filter
+        // that matches no test exits 0, an unknown flag exits non-zero.
+        let kids = vec![
+            Child {
+                args: vec!["--exact".into(), "no-such-test".into()],
+                limit: Duration::from_secs(60),
+            },
+            Child {
+                args: vec!["--no-such-flag".into()],
+                limit: Duration::from_secs(60),
+            },
+        ];
+        let seen = Mutex::new(0);
+        let ran = run_all(kids, &[0], 2, &|_, _| *seen.lock().unwrap() += 1).unwrap();
+        assert_eq!(*seen.lock().unwrap(), 2);
+        assert_eq!(ran[0].verdict, Verdict::Verified, "{}", ran[0].stderr);
+        assert_ne!(ran[1].verdict, Verdict::Verified);
+    }
 }
