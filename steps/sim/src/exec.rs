@@ -11,6 +11,7 @@ use crate::decode::{
 };
 use crate::error::SimError;
 use crate::glue::{self, MapId, Tmem};
+use crate::launch::{Launch, Param};
 use crate::machine::{
     BarState, Cta, Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why,
 };
@@ -20,7 +21,6 @@ use crate::mem::{
 use crate::rule_state::{CtaRules, Global, ThreadRules};
 use crate::rules;
 use crate::sched::Policy;
-use crate::{Launch, Param};
 use std::collections::{HashMap, VecDeque};
 
 /// Shared memory the hardware reserves below the kernel's own (1 KiB on sm_90/sm_100): the

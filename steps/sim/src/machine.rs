@@ -7,10 +7,11 @@
 use crate::decode::{Instr, Kernel, Program};
 use crate::error::SimError;
 use crate::glue::{self, MapId, Tmem};
+use crate::launch::{Launch, Options};
 use crate::mem::Device;
+use crate::report::RunReport;
 use crate::rule_state::{CtaRules, Global, ThreadRules};
 use crate::sched::Rng;
-use crate::{Launch, Options, RunReport};
 use std::collections::{HashMap, VecDeque};
 
 /// Why a thread does not run.
