@@ -49,7 +49,7 @@ t0=$SECONDS  # 0: the budget counts from the script's start
 } >"$OUT/env.txt" 2>&1
 cat "$OUT/env.txt"
 
-# Every contender of runner/src/bench/contenders.rs.
+# Every contender of runner/src/contenders.rs.
 CONTENDERS=${CONTENDERS:-4-snake,5-pingpong,6-hilbert,6-l2hints,6-streamk,6-waves,6-wait2,6-workspace}
 echo "contenders: $CONTENDERS"
 

@@ -7,7 +7,7 @@
 #
 #   R=target/release/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/ladder6.sh
 #
-# The candidates (runner/src/bench/contenders.rs, assets/results/ladder-candidates-2026-11-26.md):
+# The candidates (runner/src/contenders.rs, assets/results/ladder-candidates-2026-11-26.md):
 # 3-wgrelease and 6-wgrelease (one ring-slot release per consumer warpgroup instead of per warp:
 # 4 cluster arrivals per slot instead of 16), 4-dynamic and 6-dynamic (tiles drawn from a global
 # counter instead of a fixed share per cluster), 6-stmatrix (step 6's staging tile written with

@@ -222,10 +222,10 @@ pub const EXERCISES: &[Exercise] = &[
 /// slow MMAs, dropping the first-round guard changes nothing and the wrong parity never
 /// completes cleanly (a race or a hang).
 fn parity_predictions() -> Result<Vec<String>> {
-    use common::model::phases::{simulate, Counter, EmptyWait, FullWait, Ring, Timing};
+    use common::model::phases::{model, simulate, Counter, EmptyWait, FullWait, Ring, Timing};
     let mut lines = Vec::new();
     for step in [0, 1] {
-        let m = crate::book::phase_tables::model(step)?;
+        let m = model(runner::steps::get(step)?);
         for (timing_name, timing) in [
             ("slow loads", Timing::LOAD_BOUND),
             ("slow MMAs", Timing::MMA_BOUND),
@@ -648,13 +648,13 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => {
-            let text = crate::step_cmd::read_kernel(k)?;
+            let text = common::compile::read_kernel(k)?;
             let src = common::compile::KernelSource {
                 path: k.display().to_string(),
                 text,
             };
             // The exercises edit the Blackwell kernel; a twin fails on unrelated asserts.
-            if crate::step_cmd::implied_arch(&src) == Arch::Hopper {
+            if src.implied_arch() == Arch::Hopper {
                 bail!(
                     "{} is a Hopper twin (it includes hopper.cuh): exercise {id} checks step {}'s Blackwell kernel (kernel.cu){}",
                     k.display(),
@@ -826,7 +826,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         let twin = match o.twin {
             Some(p) => Some(common::compile::KernelSource {
                 path: p.display().to_string(),
-                text: crate::step_cmd::read_kernel(p)?,
+                text: common::compile::read_kernel(p)?,
             }),
             None => None,
         };
@@ -902,13 +902,13 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
 /// if every exercise passed and was timed.
 pub fn timings(out: &Path) -> Result<Verdict> {
     use crate::bench::measure::MEASURES;
-    use crate::check::pool::{self, Child};
+    use crate::pool::{self, Child};
     use crate::results::{ExerciseRun, ExerciseTimings, Results};
-    crate::check::require_hopper("runner exercise --timings")?;
+    pool::require_hopper("runner exercise --timings")?;
     if out != common::toolkit::project_root().join("assets/results") {
         crate::outdir::OutDir::make_own(out, "--out", "the timings write their results there")?;
     }
-    let head = crate::check::provenance();
+    let head = crate::provenance::current();
     let children = MEASURES
         .iter()
         .map(|m| Child {
@@ -918,10 +918,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
         })
         .collect();
     // One GPU, one at a time: a timing shares the GPU with nothing else.
-    let gpu = crate::grade::batch::default_gpus(&[])
-        .first()
-        .copied()
-        .unwrap_or(0);
+    let gpu = pool::default_gpus(&[]).first().copied().unwrap_or(0);
     let ran = pool::run_all(children, &[gpu], 1, &|i, r| {
         println!(
             "exercise {}: {} ({:.0} s)",
@@ -932,7 +929,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
         .iter()
         .map(|m| format!("exercise {}", m.id))
         .collect();
-    crate::check::write_log(&out.join("exercises-log.txt"), &names, &ran)?;
+    pool::write_log(&out.join("exercises-log.txt"), &names, &ran)?;
     let mut runs = Vec::new();
     let mut ok = true;
     for (m, r) in MEASURES.iter().zip(&ran) {
@@ -956,7 +953,7 @@ pub fn timings(out: &Path) -> Result<Verdict> {
     }
     let file = out.join(format!(
         "exercises-{}-{}.json",
-        crate::bench::gpu_slug(&head.gpu),
+        crate::provenance::gpu_slug(&head.gpu),
         head.date
     ));
     Results::ExerciseTimings(ExerciseTimings {

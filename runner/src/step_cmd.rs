@@ -5,32 +5,21 @@
 //! the Blackwell kernel under the tcgen05 emulation (verified). On a B200 the Blackwell kernel
 //! runs natively. Without a GPU both compilations are reported. `--arch` picks one.
 
+mod sim;
+
 use crate::{report, trace};
-use anyhow::{anyhow, bail, Context, Result};
-use common::compile::{compile, KernelSource, Target};
+use anyhow::{anyhow, bail, Result};
+use common::compile::{compile, read_kernel, KernelSource, Target};
 use common::gpu::{self, GpuStatus};
 use common::run::{self, choose_target, EmulateMode, RunOptions};
 use common::step::{Arch, KernelSpec, MAX_SMEM_PER_CTA};
 use common::trace::{timeline, Recording};
 use common::verdict::Verdict;
-use common::{mutation, sass, Shape};
+use common::{edits, mutation, sass, Shape};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::step_request::Request;
-
-/// A user's kernel file is a Hopper twin if it includes hopper.cuh.
-pub fn implied_arch(source: &KernelSource) -> Arch {
-    let includes_hopper = source
-        .text
-        .lines()
-        .any(|l| l.trim_start().starts_with("#include") && l.contains("hopper.cuh"));
-    if includes_hopper {
-        Arch::Hopper
-    } else {
-        Arch::Blackwell
-    }
-}
 
 /// The kernels to consider, and whether the user chose them (then each must run).
 /// `mutation_arch`: the kernel `--mutate` edits.
@@ -79,7 +68,7 @@ fn kernels(
         return Ok((vec![Arch::Hopper], true));
     }
     if let Some(f) = file {
-        return Ok((vec![implied_arch(f)], true));
+        return Ok((vec![f.implied_arch()], true));
     }
     Ok((vec![Arch::Hopper, Arch::Blackwell], false))
 }
@@ -95,48 +84,16 @@ fn blackwell_on_hopper_hint(e: anyhow::Error, target: Target) -> anyhow::Error {
     }
 }
 
-/// The most a kernel file may hold (the grader allows 256 KiB): `--kernel /dev/zero` is refused
-/// rather than read until memory runs out.
-pub const MAX_KERNEL_BYTES: u64 = 1 << 20;
-
-/// A user's kernel file, at most [`MAX_KERNEL_BYTES`], as UTF-8 text.
-pub fn read_kernel(path: &Path) -> Result<String> {
-    use std::io::Read;
-    let file =
-        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_KERNEL_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .with_context(|| format!("cannot read {}", path.display()))?;
-    if bytes.len() as u64 > MAX_KERNEL_BYTES {
-        bail!(
-            "{} is larger than {} KiB: not a kernel source",
-            path.display(),
-            MAX_KERNEL_BYTES >> 10
-        );
-    }
-    // A byte-order mark (Windows editors save one) is invisible and not C++: NVRTC would
-    // answer with a hundred "unrecognized token" errors.
-    if bytes.starts_with(b"\xEF\xBB\xBF") {
-        bytes.drain(..3);
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        // Where the first bad byte is, so an editor can find it.
-        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
-        anyhow!(
-            "{} is not UTF-8 text (line {line}, byte {} of the file)",
-            path.display(),
-            good.len() + 1
-        )
-    })
-}
-
 /// The kernel a `--kernel FILE` names: the file itself, or, for a `.toml` file, the edits it
 /// holds applied to the stock kernel they name, as it is now.
 pub fn kernel_file(path: &Path) -> Result<KernelSource> {
     if path.extension().is_some_and(|e| e == "toml") {
-        crate::bench::contenders::edited_kernel(&path.display().to_string(), &read_kernel(path)?)
+        let text = read_kernel(path)?;
+        edits::edited_kernel(
+            &path.display().to_string(),
+            &text,
+            runner::steps::stock_kernel,
+        )
     } else {
         Ok(KernelSource {
             path: path.display().to_string(),
@@ -174,7 +131,7 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             if !req.json && !first {
                 println!();
             }
-            let (v, passed, wrote_trace) = crate::sim_cmd::run(req, spec, &opts, &status)?;
+            let (v, passed, wrote_trace) = sim::run(req, spec, &opts, &status)?;
             tally.failed |= !passed;
             tally.traced += usize::from(wrote_trace);
             outputs.push(v);
@@ -303,8 +260,8 @@ fn run_on_gpu(
         let mut v = serde_json::to_value(&r)?;
         if let serde_json::Value::Object(o) = &mut v {
             // What a results file needs beside the run: when, and of which commit.
-            o.insert("date".into(), crate::bench::today().into());
-            o.insert("commit".into(), crate::bench::commit().into());
+            o.insert("date".into(), crate::provenance::today().into());
+            o.insert("commit".into(), crate::provenance::commit().into());
         }
         if let (Some((json, svg)), serde_json::Value::Object(o)) = (&files, &mut v) {
             o.insert(
@@ -433,8 +390,8 @@ fn time_emulation(
         let v = crate::report::envelope(
             "emulation-cost",
             serde_json::json!({
-                "date": crate::bench::today(),
-                "commit": crate::bench::commit(),
+                "date": crate::provenance::today(),
+                "commit": crate::provenance::commit(),
                 "emulation_cost": c,
             }),
         );
@@ -471,8 +428,8 @@ fn write_trace(
         kernel: r.kernel_path.clone(),
         gpu: r.gpu.name.clone(),
         driver: r.gpu.driver_version.clone(),
-        date: crate::bench::today(),
-        commit: crate::bench::commit(),
+        date: crate::provenance::today(),
+        commit: crate::provenance::commit(),
         shape: r.shape,
         dtype: r.dtype,
         params: r.params.to_string(),

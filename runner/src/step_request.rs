@@ -1,5 +1,6 @@
-//! What `runner step N` was asked, parsed: the request that its GPU run (`step_cmd`) and its
-//! simulator run (`sim_cmd`) both read, in a module of its own so neither imports the other's.
+//! What `runner step N` was asked, parsed: the request that the command line (`cli::step`)
+//! builds and that the step's runs read, on a GPU (`step_cmd`) or on the simulator
+//! (`step_cmd::sim`).
 
 use common::step::{Arch, Step};
 use std::path::PathBuf;

@@ -226,19 +226,10 @@ fn gpu_checks(items: &mut Vec<Item>) {
             detail: format!("{e:#}"),
         }),
     }
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            "--query-gpu=clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,persistence_mode",
-            "--format=csv,noheader",
-        ])
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {
-            let line = String::from_utf8_lossy(&o.stdout)
-                .lines()
-                .next()
-                .unwrap_or("")
-                .to_string();
+    match crate::provenance::smi(
+        "clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,persistence_mode",
+    ) {
+        Some(line) => {
             let persistence_on = line.to_ascii_lowercase().contains("enabled");
             items.push(Item {
                 mark: if persistence_on { Mark::Ok } else { Mark::Warn },
@@ -246,7 +237,7 @@ fn gpu_checks(items: &mut Vec<Item>) {
                 detail: format!("SM, max SM, memory, temperature, persistence: {line}{}", if persistence_on { "" } else { " (persistence mode off: the first run of each process pays for initialisation)" }),
             });
         }
-        _ => items.push(Item {
+        None => items.push(Item {
             mark: Mark::Warn,
             what: "clocks",
             detail: "nvidia-smi is not available: clocks unchecked".into(),

@@ -26,7 +26,8 @@
 //!   their cuBLAS figures, and step N's ratio, should agree within the interquartile ranges.
 //!   `old-step-again` repeats the first pair variant last, to show the drift over the run.
 
-use crate::bench::{gpu_slug, ready_kernels, today, Ctx, Entry, Ready};
+use crate::bench::{ready_kernels, Ctx, Entry, Ready};
+use crate::provenance::{gpu_slug, today};
 use crate::results::{DiagnoseReport, Results, Side, VariantResult};
 use anyhow::{anyhow, Context, Result};
 use common::problem::{Dist, Dtype, Problem, Shape};
@@ -314,7 +315,7 @@ pub fn run(
         gpu: gpu.info.clone(),
         device,
         date: today(),
-        commit: crate::bench::commit(),
+        commit: crate::provenance::commit(),
         shape,
         dtype,
         step,

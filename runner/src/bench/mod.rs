@@ -7,14 +7,15 @@
 //! NVML clocks read during each); each kernel writes its own C, and the last timed output of
 //! each is verified again. Medians, quartiles and clocks go to a results JSON and an SVG plot
 //! (`--heatmap`: over a grid of shapes, [`heatmap`]); `--diagnose` times cuBLAS under the
-//! protocols the workbook used before ([`diagnose`]). [`contenders`] names the variants that are
-//! timed beside the steps.
+//! protocols the workbook used before ([`diagnose`]). [`crate::contenders`] names the variants
+//! that are timed beside the steps.
 
-pub mod contenders;
 pub mod diagnose;
 pub mod heatmap;
 pub mod measure;
 
+use crate::contenders::Contender;
+use crate::provenance;
 use crate::results::{AdaptiveRounds, BenchCase, BenchReport, CaseConfidence, Results, VsPrevious};
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::Target;
@@ -33,7 +34,6 @@ use common::step::{Arch, KernelSpec};
 use common::timing::{time_rounds, Launch, Protocol, Timed};
 use common::verify::verify;
 use common::Step;
-use contenders::Contender;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -81,64 +81,6 @@ impl BenchOptions {
 
 /// The default shapes, and the square sizes `--sweep` adds.
 pub const SWEEP_SIZES: [usize; 6] = [1024, 2048, 3072, 4096, 6144, 8192];
-
-/// One nvidia-smi query of the first GPU, if nvidia-smi is there.
-pub fn smi(fields: &str) -> Option<String> {
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            &format!("--query-gpu={fields}"),
-            "--format=csv,noheader",
-            "--id=0",
-        ])
-        .output()
-        .ok()?;
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-/// nvidia-smi's view of the clocks.
-fn clocks() -> Option<String> {
-    smi("clocks.sm,clocks.max.sm,clocks.mem,clocks.max.mem,temperature.gpu,power.draw")
-}
-
-/// The commit being measured: `WB_COMMIT` if set, else the commit this runner was built from
-/// (recorded by build.rs; the GPU machine's copy of the repository may have a stale `.git`).
-pub fn commit() -> String {
-    std::env::var("WB_COMMIT").unwrap_or_else(|_| env!("WB_BUILD_COMMIT").to_string())
-}
-
-pub fn today() -> String {
-    // Days since the epoch to a civil date (Howard Hinnant's algorithm), to avoid a dependency.
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let z = secs.div_euclid(86400) + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
-/// A file-name form of the GPU's name: "NVIDIA H200" -> "h200".
-pub fn gpu_slug(name: &str) -> String {
-    let s: String = name
-        .to_ascii_lowercase()
-        .replace("nvidia", "")
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    s.split('-')
-        .filter(|p| !p.is_empty())
-        .collect::<Vec<_>>()
-        .join("-")
-}
 
 /// Which kernels this GPU runs natively; emulated times mean nothing, so nothing else is timed.
 pub fn native_arch(info: &gpu::GpuInfo) -> Result<Arch> {
@@ -210,7 +152,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let flush = L2Flush::new(&gpu)?;
     let warm = Warmup::new(&gpu)?;
     let (nvml, device) = open_nvml(&gpu);
-    let clocks_before = clocks();
+    let clocks_before = provenance::clocks();
     let mut cases = Vec::new();
     let kernels = opts.steps.len() + opts.contenders.len();
     let total = (opts.dtypes.len() * opts.shapes.len() * (kernels + 1)) as u64;
@@ -257,12 +199,12 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let report = BenchReport {
         peak_tflops: gpu.info.peak_tflops(),
         gpu: gpu.info.clone(),
-        driver: smi("driver_version"),
+        driver: provenance::smi("driver_version"),
         arch,
         clocks_before,
-        clocks_after: clocks(),
-        date: today(),
-        commit: commit(),
+        clocks_after: provenance::clocks(),
+        date: provenance::today(),
+        commit: provenance::commit(),
         iters: opts.iters,
         warmup: opts.warmup,
         l2_flushed: true,
@@ -291,7 +233,7 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
     let base = format!(
         "{}-{}-{}",
         file.kind(),
-        gpu_slug(&report.gpu.name),
+        provenance::gpu_slug(&report.gpu.name),
         report.date
     );
     let json = opts.out.join(format!("{base}.json"));
@@ -726,15 +668,6 @@ pub fn print_table(r: &BenchReport, json: &Path, svg: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn slugs_and_dates() {
-        assert_eq!(gpu_slug("NVIDIA H200"), "h200");
-        assert_eq!(gpu_slug("NVIDIA H100 80GB HBM3"), "h100-80gb-hbm3");
-        let d = today();
-        assert_eq!(d.len(), 10);
-        assert!(d.starts_with("20"), "{d}");
-    }
 
     #[test]
     fn each_kernel_is_paired_with_the_one_before_it() {

@@ -118,7 +118,7 @@ fn slot_color(slot: u32) -> &'static str {
 
 /// A step's ring as the simulator runs it for the figure: eight k-blocks, one tile.
 fn timeline_ring(step: u32, empty_wait: EmptyWait, timing: Timing) -> Result<Ring> {
-    let m = crate::book::phase_tables::model(step)?;
+    let m = common::model::phases::model(runner::steps::get(step)?);
     Ok(Ring {
         stages: m.stages,
         k_blocks: 8,

@@ -4,52 +4,19 @@
 //! configuration.
 
 use anyhow::{bail, Result};
-use common::model::budget::BudgetInput;
 use common::model::phases::{
-    simulate, Counter, EmptyWait, Epilogue, FullWait, Outcome, Ring, Roles, Timing,
+    model, simulate, Counter, EmptyWait, FullWait, Model, Outcome, Ring, Timing,
 };
 
 /// K-blocks per tile in the ring table: four rounds of four stages.
 const K_BLOCKS: u32 = 16;
-
-/// How the model runs one step's ring: its roles, stages and how many tiles follow each other.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Model {
-    pub roles: Roles,
-    pub stages: u32,
-    pub tiles: u32,
-}
-
-/// The phase simulator's model of a step's ring, from the step's own configuration.
-pub fn model(step: u32) -> Result<Model> {
-    let i = BudgetInput::from_step(runner::steps::get(step)?);
-    let roles = if i.lookahead < i.stages {
-        Roles::OneWarp {
-            prefetch: i.lookahead,
-        }
-    } else {
-        Roles::Specialized {
-            epilogue: if i.epilogue_overlaps {
-                Epilogue::Dedicated
-            } else {
-                Epilogue::SameWarps
-            },
-        }
-    };
-    Ok(Model {
-        roles,
-        stages: i.stages,
-        // Two tiles show what the persistent loop carries from one tile to the next.
-        tiles: if i.schedule.loops() { 2 } else { 1 },
-    })
-}
 
 /// The steps grouped by identical model, in ladder order: `("steps 1–3", model)`.
 fn groups(persistent_only: bool) -> Result<Vec<(String, Model)>> {
     let mut out: Vec<(Vec<u32>, Model)> = Vec::new();
     for s in runner::steps::all() {
         let n = s.info().number;
-        let m = model(n)?;
+        let m = model(s);
         if persistent_only && m.tiles == 1 {
             continue;
         }
@@ -267,7 +234,7 @@ pub fn timeline(spec: &str) -> Result<String> {
         "slow-mmas" => Timing::MMA_BOUND,
         other => bail!("phase-timeline: unknown timing {other:?} (slow-loads, slow-mmas)"),
     };
-    let m = model(step)?;
+    let m = model(runner::steps::get(step)?);
     let sim = simulate(&Ring {
         stages: m.stages,
         k_blocks,

@@ -2,8 +2,8 @@
 //! what each must come to. Pure functions of the ladder, the seeded bugs and an [`EmulationSet`],
 //! [`TwinSet`] or [`StressSet`], so the lists are tested here without a GPU.
 
-use super::pool::Child;
-use crate::bench::contenders::{Contender, CONTENDERS};
+use crate::contenders::{Contender, CONTENDERS};
+use crate::pool::Child;
 use crate::results::{Expected, StressExpected};
 use anyhow::Result;
 use common::mutation::{self, Expect, Mutation, TwinCatch, TwinMutation, MUTATIONS};

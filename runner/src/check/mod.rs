@@ -2,8 +2,8 @@
 //! project's GPU evidence, as runner subcommands (they were bash and Python scripts).
 //!
 //! - [`cases`]: which runs of `runner step` each check makes and what each must come to;
-//! - [`pool`]: those runs as children in the grader's sandbox, over the `--gpus` pool, each
-//!   classified by its exit status alone ([`Verdict`]);
+//! - [`crate::pool`]: those runs as children in the grader's sandbox, over the `--gpus` pool,
+//!   each classified by its exit status alone ([`Verdict`]);
 //! - here: the checks themselves, which write their typed results files
 //!   ([`crate::results::EmulationCheck`], [`crate::results::TwinCheck`],
 //!   [`crate::results::TwinStress`], [`crate::results::SelftestSummary`]) and print a summary
@@ -12,23 +12,23 @@
 pub mod agree;
 pub mod cases;
 pub mod cupti;
-pub mod pool;
 pub mod sim;
 
 use crate::outdir::OutDir;
+use crate::pool::{self, Child, Ran};
+use crate::provenance;
 use crate::results::{
     EmulationCase as EmulationRow, EmulationCheck, Expected, Provenance, Results, SelftestCase,
     SelftestSummary, StressExpected, StressOutcome, TwinCase as TwinRow, TwinCheck, TwinStress,
     TwinStressCase, TwinStressVerdict,
 };
-use anyhow::{Context, Result};
+use anyhow::Result;
 use cases::{EmulationCase, EmulationSet, StressCaseRun, StressRun, StressSet, TwinCase, TwinSet};
 use common::mutation::TwinCatch;
 use common::verdict::Verdict;
 use common::{Dtype, Shape};
-use pool::{Child, Ran};
 use serde::Deserialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Where and how the children run.
 pub struct Pool {
@@ -42,7 +42,7 @@ pub struct Pool {
 
 impl Pool {
     fn gpus(&self) -> Vec<usize> {
-        crate::grade::batch::default_gpus(&self.gpus)
+        pool::default_gpus(&self.gpus)
     }
 
     fn run(&self, children: Vec<Child>, what: &str) -> Result<Vec<Ran>> {
@@ -95,36 +95,8 @@ pub fn print_cases(names: &[String], rows: &[EmulationRow]) -> usize {
     rows.iter().filter(|c| c.met_expectation).count()
 }
 
-/// The checks run sm_90a code on the GPU itself (the twins natively, the Blackwell kernels
-/// under the emulation): without such a GPU a `runner step` child only reports its builds and
-/// exits 0, which must not pass for a verified case (nor a partial exercise for a timed one).
-/// `what` is the command, for the error.
 /// What a check does with its `--out` folder, for the refusal of a folder of the user's.
 pub const WRITES_RESULTS: &str = "the check writes its results there";
-
-pub fn require_hopper(what: &str) -> Result<()> {
-    match common::gpu::open() {
-        common::gpu::GpuStatus::Present(g) if g.info.compute_capability == (9, 0) => Ok(()),
-        common::gpu::GpuStatus::Present(g) => anyhow::bail!(
-            "{what} runs sm_90a kernels on an H100 or H200; this GPU is a {} ({})",
-            g.info.name,
-            g.info.sm()
-        ),
-        common::gpu::GpuStatus::Absent(why) => anyhow::bail!("{what} needs a GPU: {why}"),
-    }
-}
-
-/// The GPU, driver, date and commit a check file records.
-pub fn provenance() -> Provenance {
-    let smi = crate::bench::smi("name,driver_version").unwrap_or_default();
-    let mut parts = smi.splitn(2, ", ");
-    Provenance {
-        gpu: parts.next().filter(|s| !s.is_empty()).unwrap_or("?").into(),
-        driver: parts.next().unwrap_or("?").into(),
-        date: crate::bench::today(),
-        commit: crate::bench::commit(),
-    }
-}
 
 /// What a `runner step --json` run reports that a check keeps beside the verdict.
 #[derive(Deserialize, Default)]
@@ -235,25 +207,6 @@ fn twin_row(case: &TwinCase, ran: &Ran) -> TwinRow {
     }
 }
 
-/// Each case's name, verdict and errors, for the log beside the results file.
-pub fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
-    let mut log = String::new();
-    for (name, r) in names.iter().zip(ran) {
-        log.push_str(&format!(
-            "== {name}: {} (exit {}, {:.1} s)\n{}\n",
-            r.verdict,
-            r.exit_code,
-            r.seconds,
-            crate::sandbox::truncate_log(r.stderr.trim_end(), 4096)
-        ));
-    }
-    // The log is written first: its folder (`--out`) may not exist yet.
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))
-}
-
 /// `runner selftest` per dtype, in the pool: cuBLAS against the CPU reference.
 fn selftest(pool: &Pool, head: &Provenance) -> Result<(SelftestSummary, bool)> {
     #[derive(Deserialize)]
@@ -321,9 +274,9 @@ fn selftest(pool: &Pool, head: &Provenance) -> Result<(SelftestSummary, bool)> {
 /// `emulation.json`, `selftest.json` and `emulation-log.txt` in `pool.out`.
 pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result<Verdict> {
     let cases = cases::emulation_cases(set)?;
-    require_hopper("runner check")?;
+    pool::require_hopper("runner check")?;
     OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
-    let head = provenance();
+    let head = provenance::current();
     let mut ok = true;
     if with_selftest {
         let (summary, passed) = selftest(pool, &head)?;
@@ -352,7 +305,7 @@ pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result
         .map(|(c, r)| emulation_row(c, r))
         .collect();
     let names: Vec<String> = cases.iter().map(EmulationCase::name).collect();
-    write_log(&pool.out.join("emulation-log.txt"), &names, &ran)?;
+    pool::write_log(&pool.out.join("emulation-log.txt"), &names, &ran)?;
     let check = EmulationCheck {
         head,
         mode: "tcgen05 emulated on sm_90a".into(),
@@ -386,9 +339,9 @@ pub fn emulation(set: &EmulationSet, pool: &Pool, with_selftest: bool) -> Result
 /// each must verify. Writes `twins.json` and `twins-log.txt` in `pool.out`.
 pub fn twins(set: &TwinSet, pool: &Pool) -> Result<Verdict> {
     let cases = cases::twin_cases(set);
-    require_hopper("runner check")?;
+    pool::require_hopper("runner check")?;
     OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
-    let head = provenance();
+    let head = provenance::current();
     println!(
         "{} twin cases, {} at a time on each of GPUs {:?}",
         cases.len(),
@@ -397,7 +350,7 @@ pub fn twins(set: &TwinSet, pool: &Pool) -> Result<Verdict> {
     );
     let ran = pool.run(cases.iter().map(TwinCase::child).collect(), "twin runs")?;
     let names: Vec<String> = cases.iter().map(TwinCase::name).collect();
-    write_log(&pool.out.join("twins-log.txt"), &names, &ran)?;
+    pool::write_log(&pool.out.join("twins-log.txt"), &names, &ran)?;
     let check = TwinCheck {
         head,
         mode: "Hopper twins, native sm_90a, verified against cuBLAS and fp64 samples".into(),
@@ -609,9 +562,9 @@ pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
         .iter()
         .map(StressCaseRun::child)
         .collect::<Result<Vec<_>>>()?;
-    require_hopper("runner check")?;
+    pool::require_hopper("runner check")?;
     OutDir::make_own(&pool.out, "--out", WRITES_RESULTS)?;
-    let head = provenance();
+    let head = provenance::current();
     println!(
         "{} stress cases (seeds {:?}), {} at a time on each of GPUs {:?}",
         cases.len(),
@@ -621,7 +574,7 @@ pub fn stress(set: &StressSet, pool: &Pool) -> Result<Verdict> {
     );
     let ran = pool.run(children, "stress runs")?;
     let names: Vec<String> = cases.iter().map(StressCaseRun::name).collect();
-    write_log(&pool.out.join("stress-log.txt"), &names, &ran)?;
+    pool::write_log(&pool.out.join("stress-log.txt"), &names, &ran)?;
     let rows: Vec<TwinStressCase> = cases
         .iter()
         .zip(&ran)

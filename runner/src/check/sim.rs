@@ -4,7 +4,8 @@
 //! two results files compare case by case (`runner check agree`).
 
 use super::cases::{EmulationCase, EmulationSet};
-use super::pool::Ran;
+use crate::pool::{self, Ran};
+use crate::provenance;
 use crate::results::{EmulationCheck, Provenance, Results};
 use anyhow::{anyhow, Result};
 use common::compile::KernelSource;
@@ -122,11 +123,11 @@ fn ran_of(r: &SimReport, seconds: f64) -> Result<Ran> {
 }
 
 /// Where a simulator check ran: this machine's CPU, with the date and commit.
-fn provenance() -> Provenance {
+fn simulator_provenance() -> Provenance {
     Provenance {
         gpu: "none: CPU simulator".into(),
         driver: "-".into(),
-        ..super::provenance()
+        ..provenance::current()
     }
 }
 
@@ -180,9 +181,9 @@ pub fn check(set: &EmulationSet, out: &Path, jobs: usize) -> Result<Verdict> {
         ran.push(r);
     }
     let names: Vec<String> = cases.iter().map(EmulationCase::name).collect();
-    super::write_log(&out.join("sim-log.txt"), &names, &ran)?;
+    pool::write_log(&out.join("sim-log.txt"), &names, &ran)?;
     let check = EmulationCheck {
-        head: provenance(),
+        head: simulator_provenance(),
         mode: BACKEND.into(),
         emu_seeds: set.emu_seeds.clone(),
         cases: cases

@@ -138,7 +138,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     let contenders = a
         .contenders
         .iter()
-        .map(|name| crate::bench::contenders::find(name))
+        .map(|name| crate::contenders::find(name))
         .collect::<Result<Vec<_>>>()?;
     let opts = crate::bench::BenchOptions {
         steps,

@@ -206,19 +206,6 @@ pub fn class(dir: &Path, shard: Option<(usize, usize)>) -> Result<Vec<Submission
     })
 }
 
-/// The GPUs of a pool: those given (`--gpus`), else `WORKBOOK_DEVICE`, else GPU 0. The grader
-/// and `runner check` share it.
-pub fn default_gpus(gpus: &[usize]) -> Vec<usize> {
-    if gpus.is_empty() {
-        vec![std::env::var("WORKBOOK_DEVICE")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)]
-    } else {
-        gpus.to_vec()
-    }
-}
-
 /// What a report records as the machine of a simulated grading: no GPU.
 pub fn simulator_env() -> EnvInfo {
     EnvInfo {
@@ -267,7 +254,7 @@ pub fn grade_all(
     gradescope: bool,
     write: bool,
 ) -> Result<Vec<GradeReport>> {
-    let gpus = default_gpus(gpus);
+    let gpus = crate::pool::default_gpus(gpus);
     let mut envs = Vec::new();
     if grader.compile_only {
         // A pre-screen: no GPU is opened; one worker compiles the submissions in turn.

@@ -490,7 +490,7 @@ fn probe_gpus(gpus: &[usize]) -> Result<()> {
             ..Default::default()
         },
     )?;
-    for d in super::batch::default_gpus(gpus) {
+    for d in crate::pool::default_gpus(gpus) {
         let env = prober.probe(d)?;
         if !env.healthy {
             bail!(
@@ -852,8 +852,8 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     let passed = rows.iter().filter(|r| r.ok).count();
     let file = GradeSelftest {
         gpu,
-        date: Some(crate::bench::today()),
-        commit: Some(crate::bench::commit()),
+        date: Some(crate::provenance::today()),
+        commit: Some(crate::provenance::commit()),
         passed,
         total: rows.len(),
         rows,

@@ -125,41 +125,6 @@ fn device_ordinal() -> usize {
         .unwrap_or(0)
 }
 
-/// Clocks and temperature from nvidia-smi, for the GPU with this PCI address.
-fn nvidia_smi_clocks(pci: &str) -> Option<std::collections::BTreeMap<String, String>> {
-    let fields = [
-        "clocks.sm",
-        "clocks.mem",
-        "clocks.max.sm",
-        "clocks.max.mem",
-        "temperature.gpu",
-        "pstate",
-        "power.draw",
-    ];
-    let out = std::process::Command::new("nvidia-smi")
-        .args([
-            "-i",
-            pci,
-            &format!("--query-gpu={}", fields.join(",")),
-            "--format=csv,noheader",
-        ])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let line = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .next()?
-        .to_string();
-    let values: Vec<&str> = line.split(',').map(str::trim).collect();
-    (values.len() == fields.len()).then(|| {
-        fields
-            .iter()
-            .zip(values)
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    })
-}
-
 pub fn env_info(gpu: &Gpu) -> EnvInfo {
     use sys::CUdevice_attribute::*;
     let attr = |a| gpu.ctx.attribute(a).unwrap_or(0);
@@ -181,7 +146,7 @@ pub fn env_info(gpu: &Gpu) -> EnvInfo {
         max_smem_per_block: i.max_smem_per_block,
         driver_version: i.driver_version.clone(),
         peak_tflops: i.peak_tflops(),
-        clocks: nvidia_smi_clocks(&pci),
+        clocks: crate::provenance::nvidia_smi_clocks(&pci),
         pci_bus_id: pci,
         pageable_memory_access: attr(CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS) != 0,
         nvrtc_version: common::compile::nvrtc_version()

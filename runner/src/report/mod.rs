@@ -18,7 +18,7 @@ const W: usize = 10;
 pub fn envelope(command: &str, body: serde_json::Value) -> serde_json::Value {
     let mut o = serde_json::Map::new();
     o.insert("schema".into(), format!("workbook-{command}/1").into());
-    o.insert("runner".into(), version_info());
+    o.insert("runner".into(), crate::provenance::version_info());
     match body {
         serde_json::Value::Object(b) => {
             for (k, v) in b {
@@ -32,14 +32,6 @@ pub fn envelope(command: &str, body: serde_json::Value) -> serde_json::Value {
         }
     }
     serde_json::Value::Object(o)
-}
-
-/// The version and build commit, for the JSON reports (`step`, `exercise`, `workshop`).
-pub fn version_info() -> serde_json::Value {
-    serde_json::json!({
-        "version": env!("CARGO_PKG_VERSION"),
-        "commit": env!("WB_BUILD_COMMIT"),
-    })
 }
 
 pub fn print_list(steps: &[&'static dyn Step]) {

@@ -2,10 +2,11 @@
 
 use crate::arch::Arch;
 use crate::toolkit;
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use cudarc::nvrtc::sys as nvrtc;
 use serde::Serialize;
 use std::ffi::{CStr, CString};
+use std::path::Path;
 use std::time::Instant;
 
 /// The shared device headers, embedded so the binary compiles kernels from anywhere; inside a
@@ -83,6 +84,59 @@ pub struct KernelSource {
     /// Path shown in compiler messages, e.g. `steps/step0_naive/src/kernel.cu`.
     pub path: String,
     pub text: String,
+}
+
+impl KernelSource {
+    /// A user's kernel file is a Hopper twin if it includes hopper.cuh.
+    pub fn implied_arch(&self) -> Arch {
+        let includes_hopper = self
+            .text
+            .lines()
+            .any(|l| l.trim_start().starts_with("#include") && l.contains("hopper.cuh"));
+        if includes_hopper {
+            Arch::Hopper
+        } else {
+            Arch::Blackwell
+        }
+    }
+}
+
+/// The most a kernel file may hold (the grader allows 256 KiB): `--kernel /dev/zero` is refused
+/// rather than read until memory runs out.
+pub const MAX_KERNEL_BYTES: u64 = 1 << 20;
+
+/// A user's kernel file, at most [`MAX_KERNEL_BYTES`], as UTF-8 text: what `runner step
+/// --kernel`, `runner inspect --kernel` and the exercises read.
+pub fn read_kernel(path: &Path) -> Result<String> {
+    use std::io::Read;
+    let file =
+        std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_KERNEL_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {}", path.display()))?;
+    if bytes.len() as u64 > MAX_KERNEL_BYTES {
+        bail!(
+            "{} is larger than {} KiB: not a kernel source",
+            path.display(),
+            MAX_KERNEL_BYTES >> 10
+        );
+    }
+    // A byte-order mark (Windows editors save one) is invisible and not C++: NVRTC would
+    // answer with a hundred "unrecognized token" errors.
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        bytes.drain(..3);
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        // Where the first bad byte is, so an editor can find it.
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+        anyhow!(
+            "{} is not UTF-8 text (line {line}, byte {} of the file)",
+            path.display(),
+            good.len() + 1
+        )
+    })
 }
 
 /// Where a kernel's [`Resources`] were read.

@@ -5,7 +5,9 @@
 //! [`Edit`]s applied by [`apply`], so each stays a few lines against the kernel it changes and
 //! follows that kernel's fixes.
 
-use anyhow::{anyhow, bail, Result};
+use crate::arch::Arch;
+use crate::compile::KernelSource;
+use anyhow::{anyhow, bail, Context, Result};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -53,11 +55,30 @@ pub struct EditFile {
     pub edit: Vec<Edit>,
 }
 
+/// A kernel written as edits of a stock one (`path`, a `.toml` [`EditFile`] with text
+/// `toml_text`): the stock kernel as it is now, which `stock(step, arch)` gives (the ladder's:
+/// the checkout's file, so a fix to it counts without a rebuild), with the edits applied.
+/// Compiler messages name both files.
+pub fn edited_kernel(
+    path: &str,
+    toml_text: &str,
+    stock: impl FnOnce(u32, Arch) -> Result<KernelSource>,
+) -> Result<KernelSource> {
+    let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
+    let arch = file.arch().with_context(|| path.to_string())?;
+    let base = stock(file.step, arch)?;
+    let text = apply(path, &base.text, &file.edit, &file.snippets)?;
+    Ok(KernelSource {
+        path: format!("{}+{path}", base.path),
+        text,
+    })
+}
+
 impl EditFile {
-    pub fn arch(&self) -> Result<crate::arch::Arch> {
+    pub fn arch(&self) -> Result<Arch> {
         match self.arch.as_str() {
-            "blackwell" => Ok(crate::arch::Arch::Blackwell),
-            "hopper" => Ok(crate::arch::Arch::Hopper),
+            "blackwell" => Ok(Arch::Blackwell),
+            "hopper" => Ok(Arch::Hopper),
             other => bail!("arch must be \"blackwell\" or \"hopper\" (got {other:?})"),
         }
     }

@@ -6,6 +6,7 @@
 //! its chapter.
 
 use anyhow::{bail, Context, Result};
+use common::compile::KernelSource;
 use common::step::Arch;
 use common::{Step, StepInfo};
 use std::cell::RefCell;
@@ -54,6 +55,12 @@ pub fn get(n: u32) -> Result<&'static dyn Step> {
                 .join(", ")
         ),
     }
+}
+
+/// Step `n`'s `arch` kernel as it is now (the checkout's file, so an edit counts without a
+/// rebuild): what a `.toml` edit file's edits apply to ([`common::edits::edited_kernel`]).
+pub fn stock_kernel(n: u32, arch: Arch) -> Result<KernelSource> {
+    Ok(get(n)?.info().kernel_source(arch))
 }
 
 /// A step added to the ladder for the current thread only, until the guard drops: how a test
@@ -105,4 +112,35 @@ pub fn scaffold_copy(of: u32, number: u32, dir: &Path) -> Result<&'static StepIn
         hopper,
         ..*base
     })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use common::edits;
+
+    #[test]
+    fn edit_files_name_their_stock_kernel() {
+        let e = edits::edited_kernel(
+            "x.toml",
+            "step = 4\narch = \"sm_90a\"\n[[edit]]\nbefore = \"a\"\ntext = \"b\"\n",
+            stock_kernel,
+        )
+        .unwrap_err();
+        assert!(format!("{e:#}").contains("arch must be"), "{e:#}");
+        let e = edits::edited_kernel(
+            "x.toml",
+            "step = 4\narch = \"hopper\"\n[[edit]]\nreplace = \"no such line\"\ntext = \"b\"\n",
+            stock_kernel,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("matches 0 lines"), "{e:#}");
+        let k = edits::edited_kernel(
+            "x.toml",
+            "step = 6\narch = \"blackwell\"\nedit = []\n",
+            stock_kernel,
+        )
+        .expect("no edits");
+        assert_eq!(k.path, "steps/step6_grid_tiling/src/kernel.cu+x.toml");
+    }
 }

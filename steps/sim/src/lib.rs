@@ -69,77 +69,27 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+mod deadlock;
 pub mod decode;
 pub mod error;
 mod exec;
 mod glue;
+mod launch;
+mod machine;
 pub mod mem;
 pub mod parse;
 mod report;
+mod rule_state;
 mod rules;
 pub mod sched;
 pub mod units;
 
 pub use decode::Program;
 pub use error::SimError;
+pub use launch::{Launch, Options, Param};
 pub use mem::Device;
 pub use report::RunReport;
 pub use sched::Policy;
-
-/// A kernel argument, in the order of the kernel's parameters.
-#[derive(Debug, Clone)]
-pub enum Param {
-    U32(u32),
-    U64(u64),
-    /// A `CUtensorMap` passed by value (`__grid_constant__`): the simulator gives it a 128-byte
-    /// parameter slot and resolves `cp.async.bulk.tensor` operands that point there to this
-    /// description.
-    TensorMap(units::tensormap::TensorMapDesc),
-    Bytes(Vec<u8>),
-}
-
-/// One kernel launch.
-#[derive(Debug, Clone, Default)]
-pub struct Launch {
-    pub kernel: String,
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
-    /// [1, 1, 1] without clusters.
-    pub cluster: [u32; 3],
-    pub dynamic_smem: u32,
-    pub params: Vec<Param>,
-    /// Names of mbarriers for hang reports: (offset from the start of dynamic shared memory,
-    /// name).
-    pub barrier_names: Vec<(u32, String)>,
-    /// Source files of the kernel, (path suffix, text): a hang report names a barrier after the
-    /// expression its `mbarrier.init` was given in the source (`smem.load_full[2]`), as the GPU
-    /// emulation does, when no `barrier_names` entry names it.
-    pub sources: Vec<(String, String)>,
-}
-
-/// How to schedule one run.
-#[derive(Debug, Clone)]
-pub struct Options {
-    pub seed: u64,
-    pub policy: Policy,
-    /// Executed instructions (all threads) before the run stops with `SimError::StepLimit`. The
-    /// default, 400 million, is about a minute on one core: a hundred times what the stock
-    /// kernels execute at 512 x 512 x 256 (waits block rather than spin, so only a kernel's
-    /// own loops count).
-    pub max_steps: u64,
-    pub trace: bool,
-}
-
-impl Default for Options {
-    fn default() -> Self {
-        Options {
-            seed: 1,
-            policy: Policy::Random,
-            max_steps: 400_000_000,
-            trace: false,
-        }
-    }
-}
 
 fn check_launch(p: &Program, l: &Launch) -> Result<(), SimError> {
     let bad = |s: String| Err(SimError::Launch(s));
@@ -209,7 +159,7 @@ pub fn run_traced(
     let smem_bytes = dyn_off + l.dynamic_smem;
     let nthreads = l.block.iter().product::<u32>();
     let nwarps = nthreads.div_ceil(32);
-    let mut m = exec::Machine {
+    let mut m = machine::Machine {
         k,
         prog: p,
         dev,
@@ -245,7 +195,7 @@ pub fn run_traced(
         pct_changes: Vec::new(),
         trace: Vec::new(),
         trace_dropped: 0,
-        rg: rules::Global::default(),
+        rg: rule_state::Global::default(),
     };
     let ncl = [
         l.grid[0] / l.cluster[0],
@@ -296,13 +246,13 @@ pub fn run_traced(
         .map(|(op, &c)| (op.clone(), c))
         .collect();
     r.per_opcode_warps.sort();
-    r.roles = (0..nwarps).map(|w| (w, report::role(&m, w))).collect();
+    r.roles = (0..nwarps).map(|w| (w, m.role(w))).collect();
     r.trace = take_trace(&mut m);
     Ok(r)
 }
 
 /// The recorded events, led by a line saying how many earlier ones were dropped, if any.
-fn take_trace(m: &mut exec::Machine<'_>) -> Vec<String> {
+fn take_trace(m: &mut machine::Machine<'_>) -> Vec<String> {
     let mut t = std::mem::take(&mut m.trace);
     if m.trace_dropped > 0 {
         t.insert(

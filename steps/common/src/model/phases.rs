@@ -24,6 +24,8 @@
 //! is still needed, an MMA reading a slot that does not hold its k-block); every wait that can never
 //! return is reported as a hang once nothing else can happen.
 
+use super::budget::BudgetInput;
+use crate::Step;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -234,6 +236,38 @@ pub struct Ring {
     pub full_wait: FullWait,
     pub counter: Counter,
     pub timing: Timing,
+}
+
+/// How the model runs one step's ring: its roles, stages and how many tiles follow each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Model {
+    pub roles: Roles,
+    pub stages: u32,
+    pub tiles: u32,
+}
+
+/// The phase simulator's model of a step's ring, from the step's own configuration.
+pub fn model(step: &'static dyn Step) -> Model {
+    let i = BudgetInput::from_step(step);
+    let roles = if i.lookahead < i.stages {
+        Roles::OneWarp {
+            prefetch: i.lookahead,
+        }
+    } else {
+        Roles::Specialized {
+            epilogue: if i.epilogue_overlaps {
+                Epilogue::Dedicated
+            } else {
+                Epilogue::SameWarps
+            },
+        }
+    };
+    Model {
+        roles,
+        stages: i.stages,
+        // Two tiles show what the persistent loop carries from one tile to the next.
+        tiles: if i.schedule.loops() { 2 } else { 1 },
+    }
 }
 
 /// The two barriers of a ring slot.

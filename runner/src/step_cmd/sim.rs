@@ -67,8 +67,8 @@ pub fn run(
     let v = if req.json {
         let mut v = serde_json::to_value(&r)?;
         if let serde_json::Value::Object(o) = &mut v {
-            o.insert("date".into(), crate::bench::today().into());
-            o.insert("commit".into(), crate::bench::commit().into());
+            o.insert("date".into(), crate::provenance::today().into());
+            o.insert("commit".into(), crate::provenance::commit().into());
             if let Some(f) = &trace_file {
                 o.insert(
                     "trace_files".into(),

@@ -1,10 +1,11 @@
-//! Running the checks' children: `runner` itself, once per case, in the grader's sandbox (own
-//! process group, cleared environment, wall-clock kill), `jobs` at a time on each GPU of the
-//! pool. A child's verdict is its exit status, by the one contract ([`Verdict`]); what it
-//! printed is kept for the report, never parsed for the verdict.
-
+//! The pool of children that `runner check` and `runner exercise --timings` run: `runner`
+//! itself, once per case, in the grader's sandbox (own process group, cleared environment,
+//! wall-clock kill), `jobs` at a time on each GPU of the pool ([`default_gpus`], which the grader
+//! shares). A child's verdict is its exit status, by the one contract ([`Verdict`]); what it
+//! printed is kept for the log ([`write_log`]), never parsed for the verdict.
 use crate::sandbox::{self, ChildSpec};
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Context, Result};
+use common::gpu::{self, GpuStatus};
 use common::verdict::Verdict;
 use std::collections::VecDeque;
 use std::path::Path;
@@ -105,6 +106,54 @@ fn run_one(program: &Path, cwd: &Path, device: usize, child: &Child) -> Result<R
         stdout: o.stdout,
         stderr: o.stderr,
     })
+}
+
+/// The GPUs of a pool: those given (`--gpus`), else `WORKBOOK_DEVICE`, else GPU 0. The grader,
+/// `runner check` and the exercises' timings share it.
+pub fn default_gpus(gpus: &[usize]) -> Vec<usize> {
+    if gpus.is_empty() {
+        vec![std::env::var("WORKBOOK_DEVICE")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)]
+    } else {
+        gpus.to_vec()
+    }
+}
+
+/// The checks run sm_90a code on the GPU itself (the twins natively, the Blackwell kernels
+/// under the emulation): without such a GPU a `runner step` child only reports its builds and
+/// exits 0, which must not pass for a verified case (nor a partial exercise for a timed one).
+/// `what` is the command, for the error.
+pub fn require_hopper(what: &str) -> Result<()> {
+    match gpu::open() {
+        GpuStatus::Present(g) if g.info.compute_capability == (9, 0) => Ok(()),
+        GpuStatus::Present(g) => bail!(
+            "{what} runs sm_90a kernels on an H100 or H200; this GPU is a {} ({})",
+            g.info.name,
+            g.info.sm()
+        ),
+        GpuStatus::Absent(why) => bail!("{what} needs a GPU: {why}"),
+    }
+}
+
+/// Each case's name, verdict and errors, for the log beside the results file.
+pub fn write_log(path: &Path, names: &[String], ran: &[Ran]) -> Result<()> {
+    let mut log = String::new();
+    for (name, r) in names.iter().zip(ran) {
+        log.push_str(&format!(
+            "== {name}: {} (exit {}, {:.1} s)\n{}\n",
+            r.verdict,
+            r.exit_code,
+            r.seconds,
+            sandbox::truncate_log(r.stderr.trim_end(), 4096)
+        ));
+    }
+    // The log is written first: its folder (`--out`) may not exist yet.
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(path, log).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

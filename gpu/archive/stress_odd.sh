@@ -4,7 +4,7 @@
 # seed 7, under the stress seeds 3, 6 and 11 (the persistent twins 4-6 on 3 clusters, so each
 # cluster runs several tiles), 6 runs at a time. On an H100/H200, from the repository root:
 #
-#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/stress_odd.sh
+#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/archive/stress_odd.sh
 #
 # Writes $OUT/stress-odd/summary.tsv (twin, stress seed, exit code, seconds, the verify line) and
 # the logs; the last line "ODD-SHAPE STRESS: N of 21 verified". Exit 0 when all 21 verify.

@@ -3,11 +3,12 @@
 //! under that step's host plan with some parameters overridden. A contender is either a whole
 //! kernel (`.cu`) or, better, edits of the stock kernel it varies (`.toml`, a
 //! [`common::edits::EditFile`]), so that it follows that kernel's fixes. Their sources are
-//! embedded, so the runner binary times them without the repository at hand.
+//! embedded, so the runner binary times them without the repository at hand. The bench times
+//! them; `runner check twins` verifies them beside the stock twins.
 
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::KernelSource;
-use common::edits::{self, EditFile};
+use common::edits;
 use common::step::{Arch, KernelSpec};
 use std::path::{Path, PathBuf};
 
@@ -33,7 +34,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 4,
         arch: Arch::Hopper,
         path: "exercises/hopper/step4_snake_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step4_snake_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step4_snake_sm90.toml"),
         params: &[],
         description:
             "step 4's twin visiting its tiles in step 6's snake order (bands 8 tiles wide across M)",
@@ -43,7 +44,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 5,
         arch: Arch::Hopper,
         path: "exercises/hopper/step5_pingpong_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step5_pingpong_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step5_pingpong_sm90.toml"),
         params: &["tile_m=64"],
         description: "step 5's twin as ping-pong: the consumers take turns on whole 64 x 256 tiles",
     },
@@ -52,7 +53,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_l2hints_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_l2hints_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step6_l2hints_sm90.toml"),
         params: &[],
         description:
             "step 6's twin with L2 eviction hints: the band's operand evict_last, C evict_first",
@@ -69,7 +70,7 @@ pub const CONTENDERS: &[Contender] = &[
         // whose meaning shows only against the stock kernel beside them; the copy reads as one
         // kernel. It uses the stock swizzle helper (wb::sw128_chunk), so it restates no formula.
         path: "exercises/hopper/step6_streamk_sm90.cu",
-        text: include_str!("../../../exercises/hopper/step6_streamk_sm90.cu"),
+        text: include_str!("../../exercises/hopper/step6_streamk_sm90.cu"),
         params: &[],
         description: "step 6's twin with a stream-K tail: the last, partial wave's k-blocks split evenly over every cluster where that saves more than the fix-up costs (8192^3, not 4096x8192x4096)",
     },
@@ -78,7 +79,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_hilbert_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_hilbert_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step6_hilbert_sm90.toml"),
         params: &[],
         description: "step 6's twin visiting its tiles along a Hilbert curve (power-of-two squares) instead of the snake of bands",
     },
@@ -87,7 +88,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_waves_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_waves_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step6_waves_sm90.toml"),
         params: &[],
         description: "step 6's twin on a grid of whole waves: as few clusters as take the same number of waves",
     },
@@ -96,7 +97,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_wait2_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_wait2_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step6_wait2_sm90.toml"),
         params: &[],
         description: "step 6's twin with two wgmma groups in flight (wait_group 2), one ring slot less for the producer",
     },
@@ -105,7 +106,7 @@ pub const CONTENDERS: &[Contender] = &[
         step: 6,
         arch: Arch::Hopper,
         path: "exercises/hopper/step6_workspace_sm90.toml",
-        text: include_str!("../../../exercises/hopper/step6_workspace_sm90.toml"),
+        text: include_str!("../../exercises/hopper/step6_workspace_sm90.toml"),
         params: &[],
         description: "a control for 6-streamk: step 6's twin plus 6-streamk's 17 MB workspace, unused",
     },
@@ -158,7 +159,7 @@ impl Contender {
     /// The kernel: the file itself, or its edits applied to the stock kernel they name.
     pub fn source(&self) -> Result<KernelSource> {
         if self.path.ends_with(".toml") {
-            edited_kernel(self.path, self.text)
+            edits::edited_kernel(self.path, self.text, runner::steps::stock_kernel)
         } else {
             Ok(KernelSource {
                 path: self.path.to_string(),
@@ -166,20 +167,6 @@ impl Contender {
             })
         }
     }
-}
-
-/// A kernel written as edits of a stock one (`path`, a `.toml` [`EditFile`] with text
-/// `toml_text`): the stock kernel as it is now (the checkout's file, so a fix to it counts
-/// without a rebuild) with the edits applied. Compiler messages name both files.
-pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
-    let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
-    let arch = file.arch().with_context(|| path.to_string())?;
-    let base = runner::steps::get(file.step)?.info().kernel_source(arch);
-    let text = edits::apply(path, &base.text, &file.edit, &file.snippets)?;
-    Ok(KernelSource {
-        path: format!("{}+{path}", base.path),
-        text,
-    })
 }
 
 #[cfg(test)]
@@ -216,25 +203,6 @@ mod tests {
             let src = c.source().unwrap_or_else(|e| panic!("{}: {e:#}", c.name));
             assert!(src.text.contains("#include \"hopper.cuh\""), "{}", c.name);
         }
-    }
-
-    #[test]
-    fn edit_files_name_their_stock_kernel() {
-        let e = edited_kernel(
-            "x.toml",
-            "step = 4\narch = \"sm_90a\"\n[[edit]]\nbefore = \"a\"\ntext = \"b\"\n",
-        )
-        .unwrap_err();
-        assert!(format!("{e:#}").contains("arch must be"), "{e:#}");
-        let e = edited_kernel(
-            "x.toml",
-            "step = 4\narch = \"hopper\"\n[[edit]]\nreplace = \"no such line\"\ntext = \"b\"\n",
-        )
-        .unwrap_err();
-        assert!(e.to_string().contains("matches 0 lines"), "{e:#}");
-        let k = edited_kernel("x.toml", "step = 6\narch = \"blackwell\"\nedit = []\n")
-            .expect("no edits");
-        assert_eq!(k.path, "steps/step6_grid_tiling/src/kernel.cu+x.toml");
     }
 
     /// Each contender compiles for its GPU under its step's plan, with both element types, without

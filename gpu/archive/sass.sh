@@ -2,7 +2,7 @@
 # GPU check of issue 22 item 6 (proof the technique is in the kernel), for an H100/H200, from the
 # repository root:
 #
-#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/sass.sh
+#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/archive/sass.sh
 #
 # 1. Step 3's stock Hopper twin graded with rubrics/step3-hopper.toml, visible tests only (no
 #    secret): every test passes natively, and both SASS requirements (UTMALDG.MULTICAST,

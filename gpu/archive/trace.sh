@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU check of issue 22 item 6 (trace facts), for an H100/H200, from the repository root:
 #
-#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/trace.sh
+#   R=path/to/runner WORKBOOK_CUDA=/usr/local/cuda OUT=folder gpu/archive/trace.sh
 #
 # What a rubric's `trace = "..."` requirements rely on: that the stock Hopper twins meet the
 # facts (gpu/gtrace.sh checks the grader's own traced launch). `runner step N --arch sm_90a --trace` prints one "fact" line per
