@@ -101,7 +101,7 @@ pub fn grader_for(
             .nvdisasm()
             .context("the rubric's requirements check SASS, which needs nvdisasm")?;
         child_env.push((
-            super::technique::NVDISASM_ENV.to_string(),
+            super::protocol::NVDISASM_ENV.to_string(),
             nvdisasm.display().to_string(),
         ));
     }
@@ -110,11 +110,11 @@ pub fn grader_for(
         // installed) here, as nvdisasm is. None found: every executed row says why.
         match common::cupti::find_or_install() {
             Ok(p) => child_env.push((
-                super::executed::CUPTI_ENV.to_string(),
+                super::protocol::CUPTI_ENV.to_string(),
                 p.display().to_string(),
             )),
             Err(e) => child_env.push((
-                super::executed::CUPTI_MISSING_ENV.to_string(),
+                super::protocol::CUPTI_MISSING_ENV.to_string(),
                 format!("{e:#}").lines().next().unwrap_or("").to_string(),
             )),
         }

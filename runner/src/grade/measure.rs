@@ -7,12 +7,10 @@
 //! It writes `measure.json` (the [`Measured`] the grader reads) and `measure-debug.txt` (every
 //! count, raw and mapped, for the instructor: `runner grade --keep-scratch`).
 
-use super::executed::{
-    CountSource, Measured, PcCount, SassCounts, CUPTI_ENV, DEBUG_FILE, LAUNCHING_FILE,
-    MEASURED_FILE,
-};
-use super::job::{EnvInfo, Flag, Job};
-use super::technique::{ENTRY, NVDISASM_ENV};
+use super::counts::{CountSource, Counts, Measured, PcCount, SassCounts};
+use super::job::{EnvInfo, Job};
+use super::protocol::{CUPTI_ENV, DEBUG_FILE, ENTRY, LAUNCHING_FILE, MEASURED_FILE, NVDISASM_ENV};
+use super::vocab::Flag;
 use super::worker::{check_launch, cubin_path, one_line, prepare, seal_all, Run};
 use crate::sandbox::truncate_log;
 use anyhow::{anyhow, Context, Result};
@@ -39,17 +37,6 @@ pub fn open_cupti(gpu: &Gpu) -> Result<Cupti, String> {
     c.initialize(gpu.ctx.ordinal() as u32)
         .map_err(|e| one_line(&format!("{e:#}")))?;
     Ok(c)
-}
-
-/// The folders a measuring child may read besides the GPU's: the CUPTI library's (CUPTI opens
-/// its `libnvperf_*` neighbours itself).
-pub fn cupti_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(std::env::var_os(CUPTI_ENV)?);
-    if !p.is_absolute() {
-        return None;
-    }
-    let p = p.canonicalize().ok()?;
-    p.parent().map(Path::to_path_buf)
 }
 
 /// The child's work: measure, write the report (an error of the grader's own is a report too).
@@ -228,7 +215,7 @@ fn measure(
     Ok(Measured::Ran {
         flags: checked.flags,
         summary: checked.summary,
-        counts: super::executed::Counts::Sass(counts),
+        counts: Counts::Sass(counts),
     })
 }
 

@@ -20,15 +20,19 @@
 //!   tcgen05 emulation instead.
 
 pub mod batch;
+pub mod child;
 pub mod confine;
+pub mod counts;
 pub mod diagnostics;
 pub mod executed;
 pub mod integrity;
 pub mod job;
 pub mod measure;
 pub mod policy;
+pub mod protocol;
 pub mod report;
 pub mod rubric;
+pub mod scoring;
 pub mod seeds;
 pub mod selftest;
 pub mod simulated;
@@ -155,9 +159,6 @@ pub const GRADESCOPE_METADATA: &str = "/autograder/submission_metadata.json";
 
 /// The variable that names another trusted place for the metadata (as `--metadata` does).
 pub const METADATA_ENV: &str = "WORKBOOK_GRADESCOPE_METADATA";
-
-/// The file name Gradescope gives its metadata.
-pub const METADATA_NAME: &str = "submission_metadata.json";
 
 /// The student's identity from Gradescope's metadata, read only from a trusted place: `given`
 /// (the instructor's `--metadata` or [`METADATA_ENV`]), else, under `--gradescope`,

@@ -64,28 +64,21 @@
 //! ```
 //!
 //! An executed requirement is measured by the grader: one launch per dtype build at
-//! [`super::executed::measure_shape`], in a child of its own after the tests, never timed, its
+//! [`super::job::measure_shape`], in a child of its own after the tests, never timed, its
 //! output verified; `--compile-only` reports it skipped. A `trace` requirement is checked on a
 //! Hopper GPU by one traced launch of the f16 build with `-DWB_TRACE=1`, at [`trace_shape`];
 //! the records are the submission's own writing, which a hostile kernel can forge, so a trace
 //! fact earns no points: it tells an honest student what their warps did.
 
+use super::job::{measure_shape, trace_shape, Job, JobTest, Phase, TraceJob};
+use super::protocol::SOURCE_NAME;
 use super::technique::{Requirement, RequirementSpec, TraceRequirement};
-pub use super::vocab::check_name;
+use super::vocab::{check_name, Kind};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Correctness,
-    Performance,
-    /// A `[[requirements]]` entry (see [`super::technique`]): reported like a test, never run.
-    Technique,
-}
 
 /// Gradescope's visibility values: the type lives with the results files it is written to.
 pub use crate::results::Visibility;
@@ -384,7 +377,7 @@ impl Rubric {
             if let Some(e) = &req.executed {
                 // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
                 // mistake, said now.
-                let s = super::executed::measure_shape(&spec)
+                let s = measure_shape(&spec)
                     .context("the measured launch of the executed requirements")?;
                 e.bounds(&spec.shape(), s).with_context(context)?;
             }
@@ -399,7 +392,7 @@ impl Rubric {
             Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
         };
         let measure_shape = if requirements.iter().any(|q| q.executed.is_some()) {
-            Some(super::executed::measure_shape(&spec)?)
+            Some(measure_shape(&spec)?)
         } else {
             None
         };
@@ -421,20 +414,63 @@ impl Rubric {
     pub fn has_hidden_tests(&self) -> bool {
         self.tests.iter().any(Test::hidden)
     }
-}
 
-/// The shape of the traced launch: two cluster tiles by two (several clusters, so the first two
-/// that record are ordinary ones) and eight k-blocks (more than any step's stages, so every
-/// pipeline slot is reused). Small and public: it is not one of the rubric's tests.
-pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
-    let k = spec.shape();
-    let s = Shape {
-        m: 2 * k.cluster_tile.0 as usize,
-        n: 2 * k.cluster_tile.1 as usize,
-        k: 8 * k.tile_k as usize,
-    };
-    spec.check_shape(s).map_err(|e| anyhow!(e))?;
-    Ok(s)
+    /// A job of `phase` for `tests`; the dtypes are those of `tests`, or, for a compile job
+    /// (which is given no test), of `dtypes_of`.
+    pub fn job(
+        &self,
+        phase: Phase,
+        source: &str,
+        tests: Vec<JobTest>,
+        dtypes_of: &[JobTest],
+    ) -> Job {
+        let mut dtypes: Vec<String> = Vec::new();
+        for t in tests.iter().chain(dtypes_of) {
+            if !dtypes.contains(&t.dtype) {
+                dtypes.push(t.dtype.clone());
+            }
+        }
+        Job {
+            dtypes,
+            phase,
+            step: self.step,
+            arch: self.arch.sm().to_string(),
+            params: self.params.clone(),
+            target: None,
+            source_name: SOURCE_NAME.into(),
+            source: source.to_string(),
+            tests,
+            launch_seconds: self.limits.launch_seconds,
+            log_bytes: self.limits.log_bytes,
+            disassemble: phase == Phase::Compile
+                && self.requirements.iter().any(|q| q.ptx.is_none()),
+            trace: self
+                .trace_job()
+                .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
+            measure: None,
+            ptx: false,
+            sim_steps: self.limits.sim_steps,
+        }
+    }
+
+    /// The one traced launch of the trace requirements, if the rubric has any: each fact once,
+    /// in the rubric's order.
+    pub fn trace_job(&self) -> Option<TraceJob> {
+        let shape = self.trace_shape?;
+        let mut facts: Vec<String> = Vec::new();
+        for q in &self.trace_requirements {
+            let f = q.fact.name().to_string();
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+        Some(TraceJob {
+            facts,
+            shape: [shape.m, shape.n, shape.k],
+            seed: TraceJob::SEED,
+            clusters: TraceJob::CLUSTERS,
+        })
+    }
 }
 
 fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {
@@ -840,5 +876,68 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         let e = err(&with("UTMALDG.MULTICAST", "cp..async"));
         assert!(e.contains("write a PTX instruction"), "{e}");
+    }
+
+    const TRACED: &str = r#"
+name = "t"
+step = 3
+arch = "sm_90a"
+[[tests]]
+name = "public"
+kind = "correctness"
+shape = [512, 512, 256]
+points = 10
+seed = 1
+[[requirements]]
+name = "producer"
+points = 0
+trace = "loads-by-producer-only"
+[[requirements]]
+name = "store"
+points = 0
+trace = "dedicated-store-warp"
+[[requirements]]
+name = "producer-again"
+points = 0
+trace = "loads-by-producer-only"
+"#;
+
+    #[test]
+    fn jobs_carry_the_rubrics_trace_facts_over_the_pipe() {
+        let rubric = Rubric::parse(TRACED).unwrap();
+        for phase in [Phase::Compile, Phase::Run] {
+            let job = rubric.job(phase, "src", Vec::new(), &[]);
+            let back = Job::read_from(job.to_bytes().unwrap().as_slice()).unwrap();
+            let t = back.trace.expect("the trace job");
+            // Each fact once, in the rubric's order; the launch is the rubric's trace shape.
+            assert_eq!(t.facts, ["loads-by-producer-only", "dedicated-store-warp"]);
+            let s = rubric.trace_shape.unwrap();
+            assert_eq!(t.shape, [s.m, s.n, s.k]);
+            assert_eq!((t.seed, t.clusters), (TraceJob::SEED, 2));
+            assert_eq!(Some(t), job.trace);
+        }
+        // Its inputs are a public test's: one set, from the fixed seed.
+        let test = rubric.trace_job().unwrap().as_test();
+        assert_eq!(test.seeds.sets, [TraceJob::SEED]);
+        assert_eq!(
+            (test.dtype.as_str(), test.dist.as_str()),
+            ("f16", "gaussian")
+        );
+        // No trace facts: no trace job; an older job without the key reads as none.
+        let plain = Rubric::parse(&TRACED[..TRACED.find("[[requirements]]").unwrap()]).unwrap();
+        assert!(plain
+            .job(Phase::Compile, "src", Vec::new(), &[])
+            .trace
+            .is_none());
+        let mut v: serde_json::Value = serde_json::from_slice(
+            &plain
+                .job(Phase::Run, "src", Vec::new(), &[])
+                .to_bytes()
+                .unwrap(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("trace");
+        let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
+        assert!(old.trace.is_none());
     }
 }

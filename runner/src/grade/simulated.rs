@@ -19,10 +19,11 @@
 //! requirements (public inputs) for each build, and reports the simulator's warp-level executed
 //! counts per PTX opcode ([`PtxCounts`]).
 
-use super::executed::{BuildMeasured, Counts, MeasureJob, Measured, PtxCounts};
+use super::counts::{BuildMeasured, Counts, Measured, PtxCounts};
 use super::integrity::{classify, input_flag, Evidence};
-use super::job::{Flag, Job, JobTest, RunLine, Status, TestResult};
-use super::rubric::Kind;
+use super::job::{Job, JobTest, MeasureJob, RunLine, TestResult};
+use super::protocol::ptx_path;
+use super::vocab::{Flag, Kind, Status};
 use super::worker::{exactness_flag, spike, CPU_SAMPLES};
 use anyhow::{anyhow, Context, Result};
 use common::compile::KernelSource;
@@ -31,12 +32,7 @@ use common::step::KernelSpec;
 use common::verify::{cpu_reference, verify};
 use common::{Dist, Dtype, Problem};
 use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// Where the compile child leaves a build's PTX for the simulating children.
-pub fn ptx_path(dir: &Path, dtype: Dtype) -> PathBuf {
-    dir.join(format!("ptx-{dtype}.ptx"))
-}
+use std::path::Path;
 
 /// The schedule policy of graded runs: random interleavings and completion times, from the seed.
 pub const POLICY: Policy = Policy::Random;

@@ -1,16 +1,19 @@
 //! Grading one submission: read and police its text, derive its seeds, compile it in one child
 //! process and run its tests in another, each under its limit, then score what came back.
 
-use super::job::SOURCE_NAME;
+use super::counts::{BuildMeasured, Measured};
 use super::job::{
-    target_name, CompiledDtype, EnvInfo, FactResult, Flag, Job, JobTest, Phase, RunLine, Status,
-    TestResult, TestSeeds,
+    target_name, CompiledDtype, EnvInfo, Job, JobTest, MeasureJob, Phase, RunLine, TestResult,
+    TestSeeds,
 };
 use super::policy;
+use super::protocol::{CUPTI_MISSING_ENV, LAUNCHING_FILE, MEASURED_FILE, SOURCE_NAME};
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
-use super::rubric::{Kind, Rubric};
+use super::rubric::Rubric;
+use super::scoring;
 use super::seeds::{public_seed, sha256_hex, Secret};
 use super::technique::BuildSass;
+use super::vocab::{FactResult, Flag, Kind, Status};
 use crate::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use anyhow::{anyhow, bail, Context, Result};
 use common::run::{choose_target, EmulateMode};
@@ -115,10 +118,13 @@ pub fn submission_folder(path: &Path) -> Option<PathBuf> {
     }
 }
 
+/// The file name Gradescope gives its metadata.
+pub const METADATA_NAME: &str = "submission_metadata.json";
+
 /// A Gradescope metadata file inside the submission folder, if the student shipped one: never
 /// read (the identity comes only from a trusted place), and named in the instructor's report.
 pub fn untrusted_metadata(path: &Path) -> Option<PathBuf> {
-    let p = submission_folder(path)?.join(super::METADATA_NAME);
+    let p = submission_folder(path)?.join(METADATA_NAME);
     std::fs::symlink_metadata(&p).is_ok().then_some(p)
 }
 
@@ -511,7 +517,7 @@ impl Grader {
         let tests = self.job_tests(&seeds);
 
         // Compile, in a child of its own: it learns the dtypes, not the tests.
-        let mut job = Job::for_rubric(&self.rubric, Phase::Compile, &source, Vec::new(), &tests);
+        let mut job = self.rubric.job(Phase::Compile, &source, Vec::new(), &tests);
         job.target = Some(target_name(target).into());
         job.ptx = self.simulate && !self.compile_only;
         if self.compile_only {
@@ -530,16 +536,16 @@ impl Grader {
         let mut pending: Vec<String>;
         match compiled.map(|o| (o.report, o.sass, o.traced)) {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
-                pending = super::executed::apply_static(&mut r, &self.rubric, &sass);
+                pending = scoring::apply_static(&mut r, &self.rubric, &sass);
                 if target == common::Target::Sm90aEmulated || self.compile_only {
                     let why = if self.compile_only && self.simulate {
-                        super::executed::COMPILED_ONLY_SIM
+                        scoring::COMPILED_ONLY_SIM
                     } else if self.compile_only {
-                        super::executed::COMPILED_ONLY
+                        scoring::COMPILED_ONLY
                     } else {
-                        super::executed::EMULATED
+                        scoring::EMULATED
                     };
-                    super::executed::skip(&mut r, &pending, why);
+                    scoring::skip(&mut r, &pending, why);
                     pending.clear();
                 }
                 if !self.rubric.trace_requirements.is_empty() {
@@ -598,7 +604,7 @@ impl Grader {
                     flags: Vec::new(),
                 })
                 .collect();
-            apply_facts(&mut r, &self.rubric, &skipped, None);
+            scoring::apply_facts(&mut r, &self.rubric, &skipped, None);
             return r;
         }
         // A traced build that did not compile shows no fact; the tests run as they would.
@@ -614,7 +620,7 @@ impl Grader {
                         "the traced build did not compile",
                     )],
                 };
-                apply_facts(&mut r, &self.rubric, &[], Some(&failed));
+                scoring::apply_facts(&mut r, &self.rubric, &[], Some(&failed));
                 None
             }
         };
@@ -635,9 +641,9 @@ impl Grader {
         let sim_measure = (self.simulate && !pending.is_empty())
             .then_some(self.rubric.measure_shape)
             .flatten()
-            .map(|s| super::executed::MeasureJob {
+            .map(|s| MeasureJob {
                 shape: [s.m, s.n, s.k],
-                seed: super::executed::MeasureJob::SEED,
+                seed: MeasureJob::SEED,
             });
         let mut sim_measured = false;
         for (class, hidden) in [("visible", false), ("hidden", true)] {
@@ -670,7 +676,7 @@ impl Grader {
             } else {
                 Phase::Run
             };
-            let mut run_job = Job::for_rubric(&self.rubric, phase, &source, class_tests, &[]);
+            let mut run_job = self.rubric.job(phase, &source, class_tests, &[]);
             run_job.target = job.target.clone();
             run_job.trace = trace;
             if let Some(m) = measure {
@@ -771,7 +777,7 @@ impl Grader {
                         _ => None,
                     })
                     .collect();
-                apply_facts(&mut r, &self.rubric, &facts, Some(&missing));
+                scoring::apply_facts(&mut r, &self.rubric, &facts, Some(&missing));
             }
             results.extend(lines);
             if unfinished || last_outcome.is_none() {
@@ -786,7 +792,7 @@ impl Grader {
             self.measure(&mut r, dir, device, &job, &pending);
         }
         if sim_measure.is_some() && !sim_measured {
-            super::executed::skip(
+            scoring::skip(
                 &mut r,
                 &pending,
                 "the grading stopped before the measured launch",
@@ -834,44 +840,155 @@ impl Grader {
     }
 }
 
-/// The report's row of the requirement named `name` (SASS or trace), if the report has one.
-fn technique_row<'a>(r: &'a mut GradeReport, name: &str) -> Option<&'a mut TestReport> {
-    r.tests
-        .iter_mut()
-        .find(|t| t.kind == Kind::Technique && t.name == name)
+impl Grader {
+    /// Measure the `pending` requirements (present in the binary, executions still to count)
+    /// and score them into `r`: the measured launches of [`Self::measure_builds`].
+    pub(super) fn measure(
+        &self,
+        r: &mut GradeReport,
+        dir: &Path,
+        device: usize,
+        job: &Job,
+        pending: &[String],
+    ) {
+        let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
+        match job.spec() {
+            Ok(spec) => scoring::apply_measured(r, &self.rubric, &spec, pending, &builds),
+            Err(e) => r.compile.message = format!("{e:#}"),
+        }
+    }
+
+    /// Score the `pending` requirements on the measured launches a simulating child reported
+    /// (`builds`); a build of the compile that has none (the child stopped before it) failed to
+    /// show anything, and fails.
+    pub(super) fn apply_sim_measured(
+        &self,
+        r: &mut GradeReport,
+        job: &Job,
+        pending: &[String],
+        mut builds: Vec<BuildMeasured>,
+        outcome: &Outcome,
+    ) {
+        for d in &job.dtypes {
+            if !builds.iter().any(|b| &b.build == d) {
+                builds.push(BuildMeasured {
+                    build: d.clone(),
+                    measured: Measured::Failed {
+                        detail: format!(
+                            "the simulating child {} before its measured launch reported",
+                            outcome.describe()
+                        ),
+                        flags: Vec::new(),
+                    },
+                });
+            }
+        }
+        match job.spec() {
+            Ok(spec) => scoring::apply_measured(r, &self.rubric, &spec, pending, &builds),
+            Err(e) => r.compile.message = format!("{e:#}"),
+        }
+    }
+
+    /// One measured launch per dtype build in `dtypes` (the builds the compile child left in
+    /// `dir/compile`), each in a confined measuring child of its own, after the tests: a fresh
+    /// process, so the counting never touches a timed launch.
+    pub(super) fn measure_builds(
+        &self,
+        dir: &Path,
+        device: usize,
+        target: Option<String>,
+        dtypes: &[String],
+    ) -> Vec<BuildMeasured> {
+        let Some(shape) = self.rubric.measure_shape else {
+            return Vec::new();
+        };
+        let missing = self
+            .child_env
+            .iter()
+            .find(|(k, _)| k == CUPTI_MISSING_ENV)
+            .map(|(_, why)| why.clone());
+        dtypes
+            .iter()
+            .map(|d| {
+                let measured = match &missing {
+                    Some(why) => Measured::Error(why.clone()),
+                    None => self
+                        .measure_one(dir, device, target.clone(), d, shape)
+                        .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
+                };
+                BuildMeasured {
+                    build: d.clone(),
+                    measured,
+                }
+            })
+            .collect()
+    }
+
+    fn measure_one(
+        &self,
+        dir: &Path,
+        device: usize,
+        target: Option<String>,
+        dtype: &str,
+        shape: common::Shape,
+    ) -> Result<Measured> {
+        use anyhow::Context;
+        let mdir = dir.join(format!("measure-{dtype}"));
+        std::fs::create_dir_all(&mdir)
+            .with_context(|| format!("cannot create {}", mdir.display()))?;
+        let name = format!("cubin-{dtype}.bin");
+        std::fs::copy(dir.join("compile").join(&name), mdir.join(&name))
+            .with_context(|| format!("no {name} from the compile"))?;
+        let mut job = self.rubric.job(Phase::Measure, "", Vec::new(), &[]);
+        job.dtypes = vec![dtype.to_string()];
+        job.target = target;
+        job.measure = Some(MeasureJob {
+            shape: [shape.m, shape.n, shape.k],
+            seed: MeasureJob::SEED,
+        });
+        // The launch's own limit, and room for the GPU's start, the reference and CUPTI.
+        let limit = Duration::from_secs(self.rubric.limits.launch_seconds + 120);
+        let o = self.child(&mdir, &job, device, limit)?;
+        Ok(read_measured(&mdir, &o))
+    }
 }
 
-/// Merge the trace facts a run child found (or the grader's account of why none came back:
-/// `missing`, for every requirement whose fact is not in `facts`) into the report's trace
-/// requirements, scored like SASS requirements: all the points or none.
-pub fn apply_facts(
-    r: &mut GradeReport,
-    rubric: &Rubric,
-    facts: &[FactResult],
-    missing: Option<&FactResult>,
-) {
-    for q in &rubric.trace_requirements {
-        let Some(t) = technique_row(r, &q.name) else {
-            continue;
-        };
-        let Some(res) = facts.iter().find(|f| f.fact == q.fact.name()).or(missing) else {
-            continue;
-        };
-        let v = q.check(res);
-        t.score = if v.status == Status::Passed {
-            q.points
-        } else {
-            0.0
-        };
-        // Skipped (compiled only) counts neither way, as a skipped test.
-        t.max_score = if v.status == Status::Skipped {
-            0.0
-        } else {
-            q.points
-        };
-        t.status = v.status;
-        t.detail = v.detail;
-        t.flags = v.flags;
+/// What a measuring child's folder holds when it is done, or the grader's account of why not:
+/// a hang or a crash during the launch is the kernel's failure, a missing report before it the
+/// grader's.
+pub fn read_measured(dir: &Path, outcome: &Outcome) -> Measured {
+    match std::fs::read(dir.join(MEASURED_FILE)) {
+        Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            Measured::Error(format!("the measuring child's report is malformed: {e}"))
+        }),
+        Err(_) => {
+            let launched = dir.join(LAUNCHING_FILE).exists();
+            let why = format!(
+                "the measuring child {}: {}",
+                outcome.describe(),
+                outcome
+                    .stderr
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("")
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            );
+            if launched {
+                let flag = match outcome.exit.verdict().0 {
+                    Verdict::Hang => "timeout",
+                    _ => "worker-crash",
+                };
+                Measured::Failed {
+                    detail: why.clone(),
+                    flags: vec![Flag::new(flag, why)],
+                }
+            } else {
+                Measured::Error(why)
+            }
+        }
     }
 }
 

@@ -13,97 +13,14 @@
 //! one traced launch ([`super::trace_facts::evaluate`]) and scored here the same way; compiled
 //! only, it is skipped.
 
+use super::counts::{InstructionClass, Pattern, PtxClass};
 use super::executed::{Executed, Unit};
+use super::protocol::{ENTRY, NVDISASM_ENV};
 use super::trace_facts::Fact;
 use super::vocab::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// The variable that tells a compile child where nvdisasm is (the grader resolves, or installs,
-/// it before any child starts: a confined child can neither search nor install).
-pub const NVDISASM_ENV: &str = "WORKBOOK_GRADE_NVDISASM";
-
-/// The kernel the grader launches, whose instructions count.
-pub const ENTRY: &str = "gemm_kernel";
-
-/// `OPCODE.MOD.MOD`: an opcode and modifiers an instruction must carry, in any order, among
-/// others (`UTMALDG.MULTICAST` matches `UTMALDG.2D.MULTICAST`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pattern {
-    pub opcode: String,
-    pub modifiers: Vec<String>,
-}
-
-impl Pattern {
-    pub fn parse(s: &str) -> Result<Pattern> {
-        let bad = || {
-            anyhow::anyhow!(
-                "{s:?}: write an upper-case SASS opcode and, if needed, modifiers it must carry, joined by dots, e.g. \"UTCHMMA.2CTA\" or \"UTMALDG.MULTICAST\""
-            )
-        };
-        let mut parts = s.trim().split('.');
-        let opcode = parts.next().unwrap_or("");
-        let opcode_ok = opcode.starts_with(|c: char| c.is_ascii_uppercase())
-            && opcode
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-        if !opcode_ok {
-            return Err(bad());
-        }
-        let modifiers: Vec<String> = parts.map(str::to_string).collect();
-        if modifiers
-            .iter()
-            .any(|m| m.is_empty() || !m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
-        {
-            return Err(bad());
-        }
-        Ok(Pattern {
-            opcode: opcode.to_string(),
-            modifiers,
-        })
-    }
-
-    /// Whether the histogram key `op` (`UTMALDG.2D.MULTICAST`) is an instance of this pattern.
-    pub fn matches(&self, op: &str) -> bool {
-        let mut parts = op.split('.');
-        if parts.next() != Some(self.opcode.as_str()) {
-            return false;
-        }
-        let mods: Vec<&str> = parts.collect();
-        self.modifiers.iter().all(|m| mods.contains(&m.as_str()))
-    }
-
-    pub fn count(&self, histogram: &BTreeMap<String, usize>) -> usize {
-        histogram
-            .iter()
-            .filter(|(op, _)| self.matches(op))
-            .map(|(_, n)| n)
-            .sum()
-    }
-
-    /// The forms of the same opcode the kernel does have (`UTCHMMA x4` where `UTCHMMA.2CTA` is
-    /// required): what a student needs to see to know what to change.
-    pub fn near_misses(&self, histogram: &BTreeMap<String, usize>) -> Vec<String> {
-        histogram
-            .iter()
-            .filter(|(op, _)| {
-                !self.matches(op) && op.split('.').next() == Some(self.opcode.as_str())
-            })
-            .map(|(op, n)| format!("{op} x{n}"))
-            .collect()
-    }
-}
-
-impl std::fmt::Display for Pattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.opcode)?;
-        for m in &self.modifiers {
-            write!(f, ".{m}")?;
-        }
-        Ok(())
-    }
-}
 
 /// A requirement as written in the rubric.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -155,15 +72,15 @@ pub struct Requirement {
     /// A PTX instruction class (`executed = "tcgen05.mma.cta_group::2"`), counted by the
     /// simulator on a Blackwell kernel's sm_100a PTX; `pattern` then only names it.
     #[serde(skip)]
-    pub ptx: Option<super::executed::PtxClass>,
+    pub ptx: Option<PtxClass>,
 }
 
 impl Requirement {
     /// What the requirement counts.
-    pub fn class(&self) -> super::executed::InstructionClass {
+    pub fn class(&self) -> InstructionClass {
         match &self.ptx {
-            Some(p) => super::executed::InstructionClass::Ptx(p.clone()),
-            None => super::executed::InstructionClass::Sass(self.pattern.clone()),
+            Some(p) => InstructionClass::Ptx(p.clone()),
+            None => InstructionClass::Sass(self.pattern.clone()),
         }
     }
 }
@@ -194,8 +111,8 @@ impl RequirementSpec {
             } else if at_least == 0 {
                 bail!("at_least = 0 without at_most requires nothing");
             }
-            let ptx = super::executed::PtxClass::looks_like(class)
-                .then(|| super::executed::PtxClass::parse(class))
+            let ptx = PtxClass::looks_like(class)
+                .then(|| PtxClass::parse(class))
                 .transpose()?;
             return Ok(Requirement {
                 name: self.name.clone(),

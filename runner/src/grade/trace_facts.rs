@@ -427,7 +427,8 @@ trace = "dedicated-store-warp"
     /// A report (public passed 10/10, hidden failed 0/10, speed skipped) with the rubric's
     /// trace requirements merged from `traced`, as the grader does with the run child's lines.
     fn graded(traced: Traced) -> crate::grade::report::GradeReport {
-        use crate::grade::rubric::{Kind, Rubric};
+        use crate::grade::rubric::Rubric;
+        use crate::grade::vocab::Kind;
         let rubric = Rubric::parse(RUBRIC).unwrap();
         let mut r = crate::grade::report::tests::sample("alice", None);
         for q in &rubric.trace_requirements {
@@ -454,7 +455,7 @@ trace = "dedicated-store-warp"
                 _ => panic!("not a fact line"),
             })
             .collect();
-        crate::grade::submission::apply_facts(&mut r, &rubric, &back, None);
+        crate::grade::scoring::apply_facts(&mut r, &rubric, &back, None);
         r.tally();
         r
     }

@@ -7,14 +7,12 @@
 //! module loaded. From then on every launch is preceded by NaN-poisoning C and followed by the
 //! guard, input and output checks of [`super::integrity`].
 
-use super::confine::Needs;
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
-    CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
-    TraceJob,
+    CompiledDtype, EnvInfo, Job, JobTest, RunLine, TestResult, TimingResult, TraceJob,
 };
-use super::rubric::Kind;
 use super::trace_facts::{evaluate, Fact, Traced};
+use super::vocab::{Flag, Kind, Status};
 use crate::sandbox::truncate_log;
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, Compiled, KernelSource, Resources};
@@ -38,80 +36,7 @@ use std::time::Duration;
 /// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
 pub(super) const CPU_SAMPLES: usize = 64;
 
-/// The worker: `phase` in the current folder (its scratch folder), confined unless `confined`
-/// is false (the instructor's `--allow-unconfined` on a kernel without Landlock).
-///
-/// Order matters: first what the grader's own code needs from outside (NVRTC loaded; the GPU
-/// opened, described and cuBLAS started), then the confinement, and only then the job, with the
-/// submission's text, read from stdin.
-pub fn main(phase: Phase, confined: bool) -> Result<()> {
-    // The workbook headers built into this runner, never files on disk (which the confined
-    // child may not read, and which are not what the instructor's grader was built with).
-    if !common::project::use_built_in() {
-        anyhow::bail!(
-            "internal: the grading child looked up a checkout before choosing its headers"
-        );
-    }
-    let dir = std::env::current_dir().context("the grading child has no working folder")?;
-    let confine = |needs| -> Result<()> {
-        if confined {
-            super::confine::confine(&dir, needs).context("cannot confine the grading child")?;
-        }
-        Ok(())
-    };
-    match phase {
-        Phase::Compile => {
-            common::compile::nvrtc_version()?;
-            confine(Needs::Compiler)?;
-            let job = read_job(phase)?;
-            compile_phase(&job, &dir)
-        }
-        Phase::Simulate => {
-            // No GPU, no toolkit: the PTX the compile child left here, and the simulator.
-            confine(Needs::Cpu)?;
-            let job = read_job(phase)?;
-            super::simulated::run(&job, &dir)
-        }
-        Phase::Measure => {
-            let gpu = open_gpu()?;
-            // CUPTI is loaded by the grader's code, before the confinement (which then allows
-            // its folder, for the libraries CUPTI opens itself), and before any kernel runs.
-            let cupti = super::measure::open_cupti(&gpu);
-            let env = env_info(&gpu);
-            let blas = Blas::new(&gpu)?;
-            common::compile::nvrtc_version()?;
-            confine(Needs::Measure)?;
-            let job = read_job(phase)?;
-            super::measure::run(&job, &dir, &gpu, &blas, env, cupti)
-        }
-        Phase::Probe | Phase::Run => {
-            let gpu = open_gpu()?;
-            let env = env_info(&gpu);
-            let blas = Blas::new(&gpu)?;
-            common::compile::nvrtc_version()?;
-            confine(Needs::Gpu)?;
-            let job = read_job(phase)?;
-            if phase == Phase::Probe {
-                probe(&dir, &gpu, &blas, env)
-            } else {
-                run_phase(&job, &dir, &gpu, &blas, env)
-            }
-        }
-    }
-}
-
-fn read_job(phase: Phase) -> Result<Job> {
-    let job = Job::read_from(std::io::stdin().lock())?;
-    if job.phase != phase {
-        bail!(
-            "the job is for the {:?} phase, the worker was started for {phase:?}",
-            job.phase
-        );
-    }
-    Ok(job)
-}
-
-fn open_gpu() -> Result<Box<Gpu>> {
+pub(super) fn open_gpu() -> Result<Box<Gpu>> {
     match gpu::open() {
         GpuStatus::Present(g) => Ok(g),
         GpuStatus::Absent(why) => bail!("no GPU to grade on: {why}"),
@@ -225,7 +150,7 @@ fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
     }
 }
 
-fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
+pub(super) fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
     match health(gpu, blas) {
         Ok(d) => {
             env.healthy = true;
@@ -246,7 +171,7 @@ fn traced_cubin_path(dir: &Path) -> std::path::PathBuf {
     dir.join(format!("cubin-{}-traced.bin", TraceJob::DTYPE))
 }
 
-fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
+pub(super) fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     let spec = job.spec()?;
     let target = job.target()?;
     let source = KernelSource {
@@ -307,7 +232,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             Ok(c) if job.ptx => {
                 match common::compile::compile_ptx(&source, common::Target::Sm100a, &defines) {
                     Ok(ptx) => {
-                        std::fs::write(super::simulated::ptx_path(dir, dtype), ptx)?;
+                        std::fs::write(super::protocol::ptx_path(dir, dtype), ptx)?;
                         Ok(c)
                     }
                     Err(e) => Err(e),
@@ -1185,7 +1110,7 @@ fn performance(
     })
 }
 
-fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
+pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
     let results_path = dir.join("results.jsonl");
     let mut results = std::fs::File::create(&results_path)
         .with_context(|| format!("cannot create {}", results_path.display()))?;
@@ -1410,7 +1335,7 @@ mod tests {
         let step = runner::steps::get(4).unwrap();
         let text = step.info().blackwell.text;
         let source = KernelSource {
-            path: super::super::job::SOURCE_NAME.into(),
+            path: super::super::protocol::SOURCE_NAME.into(),
             text: common::mutation::find("alloc-cta-group-1")
                 .unwrap()
                 .apply(text)
