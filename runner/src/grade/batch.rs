@@ -95,7 +95,7 @@ pub fn grader_for(
         ("WORKBOOK_CUDA".to_string(), root.display().to_string()),
         ("WORKBOOK_NO_INSTALL".to_string(), "1".to_string()),
     ];
-    if rubric.requirements.iter().any(|q| q.ptx.is_none()) {
+    if rubric.reads_sass() {
         // Found (or installed) here: a confined compile child can do neither.
         let nvdisasm = tk
             .nvdisasm()

@@ -72,7 +72,7 @@
 
 use super::job::{measure_shape, trace_shape, Job, JobTest, Phase, TraceJob};
 use super::protocol::SOURCE_NAME;
-use super::technique::{Requirement, RequirementSpec, TraceRequirement};
+use super::technique::{Requirement, RequirementSpec};
 use super::vocab::{check_name, Kind};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
@@ -240,12 +240,11 @@ pub struct Rubric {
     /// Parameter overrides as `NAME=VALUE`.
     pub params: Vec<String>,
     pub tests: Vec<Test>,
-    /// What the launched kernel's SASS must hold and execute (reported after the tests).
+    /// What the kernel must show beyond its answers, in the rubric's order (reported after the
+    /// tests): instructions its SASS holds and executes, facts of its trace records.
     pub requirements: Vec<Requirement>,
     /// The shape of the measured launches of the executed requirements, if any.
     pub measure_shape: Option<Shape>,
-    /// What the warps' trace records must show (Hopper; reported after the SASS ones).
-    pub trace_requirements: Vec<TraceRequirement>,
     /// The shape of the one traced launch that checks them ([`trace_shape`]).
     pub trace_shape: Option<Shape>,
     /// SHA-256 of the rubric's text, recorded in every report.
@@ -348,50 +347,41 @@ impl Rubric {
             tests.push(test);
         }
         let mut requirements: Vec<Requirement> = Vec::new();
-        let mut trace_requirements: Vec<TraceRequirement> = Vec::new();
         for (i, q) in file.requirements.iter().enumerate() {
             let context = || format!("requirements[{i}] ({:?})", q.name);
-            let used = |name: &str| {
-                tests.iter().any(|t| t.name == name)
-                    || requirements.iter().any(|o| o.name == name)
-                    || trace_requirements.iter().any(|o| o.name == name)
-            };
-            if q.trace.is_some() {
-                let req = q
-                    .resolve_trace(arch == Arch::Hopper)
-                    .with_context(context)?;
-                if used(&req.name) {
-                    bail!("requirements[{i}]: the name {:?} is used twice", req.name);
+            let req = q.resolve(arch == Arch::Hopper).with_context(context)?;
+            if let Some(ins) = req.instructions() {
+                if ins.ptx.is_some() && arch == Arch::Hopper {
+                    bail!(
+                        "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
+                        q.name,
+                        ins.pattern
+                    );
                 }
-                trace_requirements.push(req);
-                continue;
+                if let Some(e) = &ins.executed {
+                    // Counted from the step's tile facts: a unit this kernel lacks is the
+                    // rubric's mistake, said now.
+                    let s = measure_shape(&spec)
+                        .context("the measured launch of the executed requirements")?;
+                    e.bounds(&spec.shape(), s).with_context(context)?;
+                }
             }
-            let req = q.resolve().with_context(context)?;
-            if req.ptx.is_some() && arch == Arch::Hopper {
-                bail!(
-                    "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
-                    q.name,
-                    req.pattern
-                );
-            }
-            if let Some(e) = &req.executed {
-                // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
-                // mistake, said now.
-                let s = measure_shape(&spec)
-                    .context("the measured launch of the executed requirements")?;
-                e.bounds(&spec.shape(), s).with_context(context)?;
-            }
-            if used(&req.name) {
+            if tests.iter().any(|t| t.name == req.name)
+                || requirements.iter().any(|o| o.name == req.name)
+            {
                 bail!("requirements[{i}]: the name {:?} is used twice", req.name);
             }
             requirements.push(req);
         }
-        let trace_shape = if trace_requirements.is_empty() {
-            None
-        } else {
+        let trace_shape = if requirements.iter().any(|q| q.fact().is_some()) {
             Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
+        } else {
+            None
         };
-        let measure_shape = if requirements.iter().any(|q| q.executed.is_some()) {
+        let measure_shape = if requirements
+            .iter()
+            .any(|q| q.instructions().is_some_and(|i| i.executed.is_some()))
+        {
             Some(measure_shape(&spec)?)
         } else {
             None
@@ -405,7 +395,6 @@ impl Rubric {
             tests,
             requirements,
             measure_shape,
-            trace_requirements,
             trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
@@ -413,6 +402,14 @@ impl Rubric {
 
     pub fn has_hidden_tests(&self) -> bool {
         self.tests.iter().any(Test::hidden)
+    }
+
+    /// Whether a requirement names a SASS class, which the compile child's disassembly of the
+    /// binary decides (nvdisasm needed).
+    pub fn reads_sass(&self) -> bool {
+        self.requirements
+            .iter()
+            .any(|q| q.instructions().is_some_and(|i| i.ptx.is_none()))
     }
 
     /// A job of `phase` for `tests`; the dtypes are those of `tests`, or, for a compile job
@@ -442,8 +439,7 @@ impl Rubric {
             tests,
             launch_seconds: self.limits.launch_seconds,
             log_bytes: self.limits.log_bytes,
-            disassemble: phase == Phase::Compile
-                && self.requirements.iter().any(|q| q.ptx.is_none()),
+            disassemble: phase == Phase::Compile && self.reads_sass(),
             trace: self
                 .trace_job()
                 .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
@@ -458,8 +454,8 @@ impl Rubric {
     pub fn trace_job(&self) -> Option<TraceJob> {
         let shape = self.trace_shape?;
         let mut facts: Vec<String> = Vec::new();
-        for q in &self.trace_requirements {
-            let f = q.fact.name().to_string();
+        for fact in self.requirements.iter().filter_map(Requirement::fact) {
+            let f = fact.name().to_string();
             if !facts.contains(&f) {
                 facts.push(f);
             }
@@ -717,8 +713,9 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
         assert_eq!(r.requirements.len(), 1);
         let q = &r.requirements[0];
+        let i = q.instructions().unwrap();
         assert_eq!(
-            (q.pattern.to_string().as_str(), q.min, q.max),
+            (i.pattern.to_string().as_str(), i.min, i.max),
             ("UTMALDG.MULTICAST", 1, None)
         );
         assert_eq!(q.points, 15.0);
@@ -771,11 +768,13 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         // Well formed on a Hopper rubric: accepted, with the shape of its one traced launch
         // (step 0's twin: 128 x 128 tiles, 64-wide k-blocks).
         let r = Rubric::parse(&with(fact)).unwrap();
-        assert!(r.requirements.is_empty());
-        assert_eq!(r.trace_requirements.len(), 1);
-        let q = &r.trace_requirements[0];
+        assert_eq!(r.requirements.len(), 1);
+        let q = &r.requirements[0];
         assert_eq!((q.name.as_str(), q.points), ("multicast", 0.0));
-        assert_eq!(q.fact, super::super::trace_facts::Fact::DedicatedStoreWarp);
+        assert_eq!(
+            q.fact(),
+            Some(super::super::trace_facts::Fact::DedicatedStoreWarp)
+        );
         assert_eq!(
             r.trace_shape,
             Some(Shape {
@@ -792,7 +791,9 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
                 .replacen("\"multicast\"", "\"store-warp\"", 1)
         );
         let r = Rubric::parse(&both).unwrap();
-        assert_eq!((r.requirements.len(), r.trace_requirements.len()), (1, 1));
+        // One list, in the rubric's order: the SASS requirement, then the fact.
+        assert_eq!(r.requirements.len(), 2);
+        assert!(r.requirements[0].instructions().is_some() && r.requirements[1].fact().is_some());
         assert!(err(&format!("{GOOD}{REQ}{}", zero.replacen(sass, fact, 1))).contains("used twice"));
         assert!(
             err(&with("trace = \"loads-by-producer-only\"\nname2 = 1")).contains("unknown field")
@@ -817,7 +818,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
     fn executed_requirements_parse_and_old_sass_ones_need_executions_too() {
         let exec = "\n[[requirements]]\nname = \"multicast\"\npoints = 20\nexecuted = \"UTMALDG.MULTICAST\"\nper = \"cta-k-block\"\n";
         let r = Rubric::parse(&format!("{GOOD}{exec}")).unwrap();
-        let q = &r.requirements[0];
+        let q = r.requirements[0].instructions().unwrap();
         let e = q.executed.as_ref().unwrap();
         assert_eq!(
             (e.per, e.at_least, e.at_most),
@@ -836,7 +837,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         // The old form: present, and executed `min` times in the launch.
         let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
-        let e = r.requirements[0].executed.as_ref().unwrap();
+        let e = r.requirements[0]
+            .instructions()
+            .unwrap()
+            .executed
+            .as_ref()
+            .unwrap();
         assert_eq!(
             (e.per, e.at_least),
             (super::super::executed::Unit::Launch, 1)
@@ -845,7 +851,8 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         // A ban stays a static check: absent from the binary, never executed.
         let ban = REQ.replacen("points = 15", "points = 15\nmax = 0", 1);
         let r = Rubric::parse(&format!("{GOOD}{ban}")).unwrap();
-        assert!(r.requirements[0].executed.is_none() && r.measure_shape.is_none());
+        assert!(r.requirements[0].instructions().unwrap().executed.is_none());
+        assert!(r.measure_shape.is_none());
         // Mistakes, each named.
         let with = |from: &str, to: &str| format!("{GOOD}{}", exec.replacen(from, to, 1));
         assert!(err(&with("cta-k-block", "per-tile")).contains("one of launch, cta-k-block"));

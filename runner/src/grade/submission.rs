@@ -12,7 +12,7 @@ use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestRe
 use super::rubric::Rubric;
 use super::scoring;
 use super::seeds::{public_seed, sha256_hex, Secret};
-use super::technique::BuildSass;
+use super::technique::{BuildSass, Evidence, Executions, Facts, Requirement};
 use super::vocab::{FactResult, Flag, Kind, Status};
 use crate::sandbox::{self, truncate_log, ChildSpec, Exit, Outcome};
 use anyhow::{anyhow, bail, Context, Result};
@@ -338,18 +338,8 @@ impl Grader {
     }
 
     fn empty_report(&self, sub: &Submission, env: &EnvInfo, seeds: &[TestSeeds]) -> GradeReport {
-        // SASS requirements, then trace requirements: reported after the tests.
-        let requirements = self
-            .rubric
-            .requirements
-            .iter()
-            .map(|q| (&q.name, q.points))
-            .chain(
-                self.rubric
-                    .trace_requirements
-                    .iter()
-                    .map(|q| (&q.name, q.points)),
-            );
+        // The requirements, in the rubric's order: reported after the tests.
+        let requirements = self.rubric.requirements.iter().map(|q| (&q.name, q.points));
         GradeReport {
             schema: SCHEMA.into(),
             student: sub.student.clone(),
@@ -532,11 +522,18 @@ impl Grader {
         }
         // Whether the traced build compiled (rubrics with trace facts): `Err` is what failed.
         let mut traced_build: Result<(), String> = Ok(());
+        // What the requirements are decided on, gathered as the children report it.
+        let mut evidence = Evidence::default();
         // Requirements present in the binary whose executions are still to be counted.
-        let mut pending: Vec<String>;
+        let mut pending: bool;
         match compiled.map(|o| (o.report, o.sass, o.traced)) {
             Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
-                pending = scoring::apply_static(&mut r, &self.rubric, &sass);
+                pending = self
+                    .rubric
+                    .requirements
+                    .iter()
+                    .any(|q| q.awaits_execution(&sass));
+                evidence.sass = Some(sass);
                 if target == common::Target::Sm90aEmulated || self.compile_only {
                     let why = if self.compile_only && self.simulate {
                         scoring::COMPILED_ONLY_SIM
@@ -545,10 +542,11 @@ impl Grader {
                     } else {
                         scoring::EMULATED
                     };
-                    scoring::skip(&mut r, &pending, why);
-                    pending.clear();
+                    evidence.executions = Executions::Skipped(why.to_string());
+                    pending = false;
                 }
-                if !self.rubric.trace_requirements.is_empty() {
+                scoring::score(&mut r, &self.rubric, &evidence);
+                if self.rubric.requirements.iter().any(|q| q.fact().is_some()) {
                     traced_build = traced.unwrap_or_else(|| {
                         Err("the compile child reported no traced build".into())
                     });
@@ -595,16 +593,21 @@ impl Grader {
             // A trace fact needs the traced launch: skipped like the tests.
             let skipped: Vec<FactResult> = self
                 .rubric
-                .trace_requirements
+                .requirements
                 .iter()
-                .map(|q| FactResult {
-                    fact: q.fact.name().to_string(),
+                .filter_map(Requirement::fact)
+                .map(|fact| FactResult {
+                    fact: fact.name().to_string(),
                     status: Status::Skipped,
                     detail: "compiled only (a pre-screen: no GPU was used), and a trace fact needs one traced launch on a Hopper GPU".into(),
                     flags: Vec::new(),
                 })
                 .collect();
-            scoring::apply_facts(&mut r, &self.rubric, &skipped, None);
+            evidence.facts = Some(Facts {
+                found: skipped,
+                missing: None,
+            });
+            scoring::score(&mut r, &self.rubric, &evidence);
             return r;
         }
         // A traced build that did not compile shows no fact; the tests run as they would.
@@ -620,7 +623,11 @@ impl Grader {
                         "the traced build did not compile",
                     )],
                 };
-                scoring::apply_facts(&mut r, &self.rubric, &[], Some(&failed));
+                evidence.facts = Some(Facts {
+                    found: Vec::new(),
+                    missing: Some(failed),
+                });
+                scoring::score(&mut r, &self.rubric, &evidence);
                 None
             }
         };
@@ -637,8 +644,8 @@ impl Grader {
         // in a process the submission runs in, like everything whose result a student sees.
         // On the simulator, the visible tests' child makes the measured launches itself, after
         // its tests.
-        let mut measured = pending.is_empty() || self.simulate;
-        let sim_measure = (self.simulate && !pending.is_empty())
+        let mut measured = !pending || self.simulate;
+        let sim_measure = (self.simulate && pending)
             .then_some(self.rubric.measure_shape)
             .flatten()
             .map(|s| MeasureJob {
@@ -648,7 +655,7 @@ impl Grader {
         let mut sim_measured = false;
         for (class, hidden) in [("visible", false), ("hidden", true)] {
             if hidden && !measured {
-                self.measure(&mut r, dir, device, &job, &pending);
+                self.measure(&mut r, &mut evidence, dir, device, &job);
                 measured = true;
             }
             let class_tests: Vec<JobTest> = self
@@ -728,7 +735,7 @@ impl Grader {
             if run_job.measure.is_some() {
                 sim_measured = true;
                 let builds = super::simulated::measured_builds(&lines);
-                self.apply_sim_measured(&mut r, &job, &pending, builds, &outcome);
+                self.apply_sim_measured(&mut r, &mut evidence, &job, builds, &outcome);
             }
             // Tests a run never finished are named by its outcome.
             let done: Vec<&str> = lines
@@ -777,7 +784,11 @@ impl Grader {
                         _ => None,
                     })
                     .collect();
-                scoring::apply_facts(&mut r, &self.rubric, &facts, Some(&missing));
+                evidence.facts = Some(Facts {
+                    found: facts,
+                    missing: Some(missing),
+                });
+                scoring::score(&mut r, &self.rubric, &evidence);
             }
             results.extend(lines);
             if unfinished || last_outcome.is_none() {
@@ -789,14 +800,12 @@ impl Grader {
             }
         }
         if !measured {
-            self.measure(&mut r, dir, device, &job, &pending);
+            self.measure(&mut r, &mut evidence, dir, device, &job);
         }
         if sim_measure.is_some() && !sim_measured {
-            scoring::skip(
-                &mut r,
-                &pending,
-                "the grading stopped before the measured launch",
-            );
+            evidence.executions =
+                Executions::Skipped("the grading stopped before the measured launch".into());
+            scoring::score(&mut r, &self.rubric, &evidence);
         }
         let log = logs.join("\n");
         r.grading_flags
@@ -841,31 +850,28 @@ impl Grader {
 }
 
 impl Grader {
-    /// Measure the `pending` requirements (present in the binary, executions still to count)
+    /// Measure the requirements present in the binary whose executions are still to count,
     /// and score them into `r`: the measured launches of [`Self::measure_builds`].
     pub(super) fn measure(
         &self,
         r: &mut GradeReport,
+        evidence: &mut Evidence,
         dir: &Path,
         device: usize,
         job: &Job,
-        pending: &[String],
     ) {
         let builds = self.measure_builds(dir, device, job.target.clone(), &job.dtypes);
-        match job.spec() {
-            Ok(spec) => scoring::apply_measured(r, &self.rubric, &spec, pending, &builds),
-            Err(e) => r.compile.message = format!("{e:#}"),
-        }
+        self.score_measured(r, evidence, job, builds);
     }
 
-    /// Score the `pending` requirements on the measured launches a simulating child reported
-    /// (`builds`); a build of the compile that has none (the child stopped before it) failed to
-    /// show anything, and fails.
+    /// Score the requirements waiting for their executions on the measured launches a
+    /// simulating child reported (`builds`); a build of the compile that has none (the child
+    /// stopped before it) failed to show anything, and fails.
     pub(super) fn apply_sim_measured(
         &self,
         r: &mut GradeReport,
+        evidence: &mut Evidence,
         job: &Job,
-        pending: &[String],
         mut builds: Vec<BuildMeasured>,
         outcome: &Outcome,
     ) {
@@ -883,10 +889,34 @@ impl Grader {
                 });
             }
         }
-        match job.spec() {
-            Ok(spec) => scoring::apply_measured(r, &self.rubric, &spec, pending, &builds),
-            Err(e) => r.compile.message = format!("{e:#}"),
-        }
+        self.score_measured(r, evidence, job, builds);
+    }
+
+    /// The measured `builds` as evidence, at the rubric's measured shape, and the requirements
+    /// scored on them.
+    fn score_measured(
+        &self,
+        r: &mut GradeReport,
+        evidence: &mut Evidence,
+        job: &Job,
+        builds: Vec<BuildMeasured>,
+    ) {
+        let spec = match job.spec() {
+            Ok(spec) => spec,
+            Err(e) => {
+                r.compile.message = format!("{e:#}");
+                return;
+            }
+        };
+        let Some(shape) = self.rubric.measure_shape else {
+            return;
+        };
+        evidence.executions = Executions::Measured {
+            builds,
+            kernel: spec.shape(),
+            shape,
+        };
+        scoring::score(r, &self.rubric, evidence);
     }
 
     /// One measured launch per dtype build in `dtypes` (the builds the compile child left in

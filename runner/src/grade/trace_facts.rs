@@ -431,7 +431,7 @@ trace = "dedicated-store-warp"
         use crate::grade::vocab::Kind;
         let rubric = Rubric::parse(RUBRIC).unwrap();
         let mut r = crate::grade::report::tests::sample("alice", None);
-        for q in &rubric.trace_requirements {
+        for q in rubric.requirements.iter().filter(|q| q.fact().is_some()) {
             let mut t = r.tests[0].clone();
             t.name = q.name.clone();
             t.kind = Kind::Technique;
@@ -441,7 +441,11 @@ trace = "dedicated-store-warp"
             t.detail = "not checked".into();
             r.tests.push(t);
         }
-        let facts: Vec<Fact> = rubric.trace_requirements.iter().map(|q| q.fact).collect();
+        let facts: Vec<Fact> = rubric
+            .requirements
+            .iter()
+            .filter_map(|q| q.fact())
+            .collect();
         let results = evaluate(&facts, &traced);
         // Over the pipe and back, as the run child's results.jsonl lines.
         let lines: Vec<String> = results
@@ -455,7 +459,14 @@ trace = "dedicated-store-warp"
                 _ => panic!("not a fact line"),
             })
             .collect();
-        crate::grade::scoring::apply_facts(&mut r, &rubric, &back, None);
+        let evidence = crate::grade::technique::Evidence {
+            facts: Some(crate::grade::technique::Facts {
+                found: back,
+                missing: None,
+            }),
+            ..Default::default()
+        };
+        crate::grade::scoring::score(&mut r, &rubric, &evidence);
         r.tally();
         r
     }
