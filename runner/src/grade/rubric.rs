@@ -59,7 +59,7 @@
 //! [[requirements]]             # Hopper (sm_90a) only: a fact of the warps' trace records
 //! name = "store-warp"
 //! points = 0                   # always 0: feedback (the kernel writes the records itself)
-//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `trace_facts`)
+//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `common::trace_facts`)
 //! why = "a warp that never multiplies ships every tile"
 //! ```
 //!
@@ -773,7 +773,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         assert_eq!((q.name.as_str(), q.points), ("multicast", 0.0));
         assert_eq!(
             q.fact(),
-            Some(super::super::trace_facts::Fact::DedicatedStoreWarp)
+            Some(common::trace_facts::Fact::DedicatedStoreWarp)
         );
         assert_eq!(
             r.trace_shape,

@@ -17,10 +17,10 @@
 use super::counts::{BuildMeasured, InstructionClass, Pattern, PtxClass};
 use super::executed::{Executed, Unit};
 use super::protocol::{ENTRY, NVDISASM_ENV};
-use super::trace_facts::Fact;
 use super::vocab::{FactResult, Flag, Status};
 use anyhow::{bail, Result};
 use common::step::KernelShape;
+use common::trace_facts::Fact;
 use common::Shape;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -47,7 +47,7 @@ pub struct RequirementSpec {
     /// Most executions per `per`.
     #[serde(default)]
     pub at_most: Option<u64>,
-    /// A fact of the warps' trace records, on Hopper ([`super::trace_facts::Fact`]).
+    /// A fact of the warps' trace records, on Hopper ([`common::trace_facts::Fact`]).
     #[serde(default)]
     pub trace: Option<String>,
     /// At least this many in the kernel (default 1; 0 when only `max` is given).

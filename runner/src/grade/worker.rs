@@ -11,7 +11,7 @@ use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guar
 use super::job::{
     CompiledDtype, EnvInfo, Job, JobTest, RunLine, TestResult, TimingResult, TraceJob,
 };
-use super::trace_facts::{evaluate, Fact, Traced};
+use super::trace_facts::{evaluate, Traced};
 use super::vocab::{Flag, Kind, Status};
 use crate::sandbox::truncate_log;
 use anyhow::{anyhow, bail, Context, Result};
@@ -25,6 +25,7 @@ use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
 use common::step::Plan;
 use common::timing::{time_rounds, Protocol, Timed};
 use common::trace::TraceBuffer;
+use common::trace_facts::Fact;
 use common::verify::verify;
 use common::{Dist, Dtype, Problem, Shape};
 use cudarc::driver::sys;
