@@ -1,11 +1,12 @@
 //! A class: one subfolder per student, graded on one or several GPUs (one submission per GPU at
 //! a time), optionally only one shard of it, with a progress bar and a summary.
 
+use super::grader::{Confinement, Grader, OwnedScratch};
 use super::job::EnvInfo;
 use super::report::{self, GradeReport};
 use super::rubric::Rubric;
 use super::seeds::Secret;
-use super::submission::{Confinement, Grader, OwnedScratch, Submission};
+use super::submission::Submission;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ pub fn grader_for(
     rubric: Rubric,
     rubric_path: &Path,
     secret_file: Option<&Path>,
-    replay: Option<super::submission::Replay>,
+    replay: Option<super::grader::Replay>,
     submissions: &[PathBuf],
     opts: Options,
 ) -> Result<Grader> {

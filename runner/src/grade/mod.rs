@@ -10,7 +10,8 @@
 //!   [`diagnostics`]: what of a compiler log a student may see;
 //!   [`protocol`] and [`job`]: what passes between grader and child (names; the job and what
 //!   comes back); [`child`]: the child (`grade-worker`), which runs [`worker`]'s phases.
-//! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
+//! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission; [`grader`]: grading it, stage by stage; [`child_results`]: what its children
+//!   left, read back and scored;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
 //! - [`technique`]: a rubric's `[[requirements]]`, each decided on the evidence the children
@@ -25,10 +26,12 @@
 
 pub mod batch;
 pub mod child;
+pub mod child_results;
 pub mod confine;
 pub mod counts;
 pub mod diagnostics;
 pub mod executed;
+pub mod grader;
 pub mod integrity;
 pub mod job;
 pub mod measure;
@@ -355,7 +358,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     }
     let (replay_student, replay) = match &args.replay {
         Some(p) => {
-            let (s, r) = submission::load_replay(p)?;
+            let (s, r) = grader::load_replay(p)?;
             (Some(s), Some(r))
         }
         None => (None, None),
