@@ -340,15 +340,19 @@ impl Grader {
         dir: &Path,
         start: Instant,
     ) -> GradeReport {
-        let (r, seeds) = match self.seeded_report(sub, env) {
-            Ok(v) => v,
-            Err(r) => return r,
+        let seeds = match self.seeds_to_run(sub) {
+            Ok(s) => s,
+            Err(e) => {
+                let mut r = self.empty_report(sub, env, &[]);
+                r.compile.message = format!("{e:#}");
+                return r;
+            }
         };
         let mut g = Grading {
             dir,
             device,
             start,
-            r,
+            r: self.empty_report(sub, env, &seeds),
             evidence: Evidence::default(),
         };
         // A stage that ends the grading leaves the report as it stands.
@@ -392,16 +396,11 @@ impl Grader {
         Some(())
     }
 
-    /// The report, with every test's seeds; or, where they cannot be derived, the report that
-    /// says why.
-    fn seeded_report(
-        &self,
-        sub: &Submission,
-        env: &EnvInfo,
-    ) -> Result<(GradeReport, Vec<TestSeeds>), GradeReport> {
-        // A compile needs no seed: a pre-screen derives none (and needs no secret).
-        let seeds = if self.compile_only {
-            Ok(self
+    /// Every test's seeds for this student; a compile needs none: a pre-screen derives none
+    /// (and needs no secret).
+    fn seeds_to_run(&self, sub: &Submission) -> Result<Vec<TestSeeds>> {
+        if self.compile_only {
+            return Ok(self
                 .rubric
                 .tests
                 .iter()
@@ -411,18 +410,9 @@ impl Grader {
                     decoy: 0,
                     schedule: 0,
                 })
-                .collect())
-        } else {
-            self.seeds(&sub.student)
-        };
-        match seeds {
-            Ok(s) => Ok((self.empty_report(sub, env, &s), s)),
-            Err(e) => {
-                let mut r = self.empty_report(sub, env, &[]);
-                r.compile.message = format!("{e:#}");
-                Err(r)
-            }
+                .collect());
         }
+        self.seeds(&sub.student)
     }
 
     /// The submission's text, refused before anything compiles it, and the target it is
