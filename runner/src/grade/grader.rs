@@ -12,7 +12,7 @@ use super::counts::{BuildMeasured, Measured};
 use super::job::{
     target_name, EnvInfo, Job, JobTest, MeasureJob, Phase, RunLine, TestResult, TestSeeds, TraceJob,
 };
-use super::protocol::CUPTI_MISSING_ENV;
+use super::protocol::{CUPTI_MISSING_ENV, RESULTS_FILE};
 use super::report::{CompileReport, CompileStatus, GradeReport, RubricRef, TestReport, SCHEMA};
 use super::rubric::Rubric;
 use super::scoring;
@@ -711,7 +711,7 @@ impl Grader {
             Vec::new()
         };
         let (lines, foreign) = own_lines(
-            read_results(&run_dir.join("results.jsonl")),
+            read_results(&run_dir.join(RESULTS_FILE)),
             &run_job.tests,
             |t| t.kind == Kind::Performance && untimed,
             run_job.trace.is_some(),

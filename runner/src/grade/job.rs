@@ -5,6 +5,7 @@
 //! test at all, only the dtypes to compile for).
 
 use super::counts::Measured;
+use super::protocol::RESULTS_FILE;
 use super::vocab::{FactResult, Flag, Kind, Status};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::KernelSpec;
@@ -78,6 +79,28 @@ pub struct JobTest {
 }
 
 impl JobTest {
+    /// A launch the grader makes on public inputs (the traced and the measured launches): one
+    /// gaussian input set from the fixed `seed`, its reference and checks a correctness test's,
+    /// never timed.
+    fn public(name: &str, shape: [usize; 3], dtype: Dtype, seed: u64) -> JobTest {
+        JobTest {
+            name: name.into(),
+            kind: Kind::Correctness,
+            shape,
+            dtype: dtype.to_string(),
+            dist: Dist::Gaussian.to_string(),
+            seeds: TestSeeds {
+                sets: vec![seed],
+                refresh: seed ^ 1,
+                decoy: seed ^ 2,
+                schedule: seed ^ 3,
+            },
+            warmup: 0,
+            iters: 0,
+            fresh_rows: 0,
+        }
+    }
+
     pub fn shape(&self) -> Shape {
         Shape {
             m: self.shape[0],
@@ -152,22 +175,7 @@ impl TraceJob {
 
     /// The traced launch as a test of the run (its inputs, reference and checks are a test's).
     pub fn as_test(&self) -> JobTest {
-        JobTest {
-            name: "traced launch".into(),
-            kind: Kind::Correctness,
-            shape: self.shape,
-            dtype: TraceJob::DTYPE.to_string(),
-            dist: Dist::Gaussian.to_string(),
-            seeds: TestSeeds {
-                sets: vec![self.seed],
-                refresh: self.seed ^ 1,
-                decoy: self.seed ^ 2,
-                schedule: self.seed ^ 3,
-            },
-            warmup: 0,
-            iters: 0,
-            fresh_rows: 0,
-        }
+        JobTest::public("traced launch", self.shape, TraceJob::DTYPE, self.seed)
     }
 }
 
@@ -199,22 +207,7 @@ impl MeasureJob {
     /// The measured launch as a test of the child (its inputs, reference and checks are a
     /// test's), in `dtype`.
     pub fn as_test(&self, dtype: Dtype) -> JobTest {
-        JobTest {
-            name: "measured launch".into(),
-            kind: Kind::Correctness,
-            shape: self.shape,
-            dtype: dtype.to_string(),
-            dist: Dist::Gaussian.to_string(),
-            seeds: TestSeeds {
-                sets: vec![self.seed],
-                refresh: self.seed ^ 1,
-                decoy: self.seed ^ 2,
-                schedule: self.seed ^ 3,
-            },
-            warmup: 0,
-            iters: 0,
-            fresh_rows: 0,
-        }
+        JobTest::public("measured launch", self.shape, dtype, self.seed)
     }
 }
 
@@ -419,6 +412,29 @@ pub struct TestResult {
     pub flags: Vec<Flag>,
     pub detail: String,
     pub timing: Option<TimingResult>,
+}
+
+/// A run child's `results.jsonl` ([`RESULTS_FILE`]) as it writes it: a line at a time, each
+/// flushed at once, so a child that dies mid-run leaves every line before.
+pub struct ResultsWriter(std::fs::File);
+
+impl ResultsWriter {
+    /// The file, new, in the child's folder `dir`.
+    pub fn create(dir: &std::path::Path) -> Result<ResultsWriter> {
+        let path = dir.join(RESULTS_FILE);
+        let file = std::fs::File::create(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(ResultsWriter(file))
+    }
+
+    pub fn emit(&mut self, line: &RunLine) -> Result<()> {
+        use std::io::Write;
+        let mut s = serde_json::to_string(line)?;
+        s.push('\n');
+        self.0.write_all(s.as_bytes())?;
+        self.0.flush()?;
+        Ok(())
+    }
 }
 
 /// One line of the run phase's `results.jsonl`.

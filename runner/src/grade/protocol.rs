@@ -33,6 +33,9 @@ pub fn cupti_dir() -> Option<PathBuf> {
     p.parent().map(Path::to_path_buf)
 }
 
+/// A run (or simulating) child's results, one JSON line each, in its folder.
+pub const RESULTS_FILE: &str = "results.jsonl";
+
 /// The measuring child's report, in its folder.
 pub const MEASURED_FILE: &str = "measure.json";
 /// Written by the measuring child just before the launch: a missing report after it is the

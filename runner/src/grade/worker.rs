@@ -9,7 +9,8 @@
 
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
-    CompiledDtype, EnvInfo, Job, JobTest, RunLine, TestResult, TimingResult, TraceJob,
+    CompiledDtype, EnvInfo, Job, JobTest, ResultsWriter, RunLine, TestResult, TimingResult,
+    TraceJob,
 };
 use super::trace_facts::{evaluate, Traced};
 use super::vocab::{Flag, Kind, Status};
@@ -30,7 +31,6 @@ use common::verify::verify;
 use common::{Dist, Dtype, Problem, Shape};
 use cudarc::driver::sys;
 use rand::{Rng, SeedableRng};
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
@@ -363,6 +363,40 @@ pub(super) struct Prepared {
     /// C between guards, the decoy reference after the upper guard.
     pub(super) c: Guarded,
     decoy: Vec<f32>,
+}
+
+impl Prepared {
+    /// The launch arguments of input set `set`, into this test's C.
+    pub(super) fn args(&self, plan: &Plan, set: &InputSet) -> Result<LaunchArgs> {
+        LaunchArgs::new(
+            plan,
+            self.dtype,
+            self.shape,
+            set.a.data(),
+            set.b.data(),
+            self.c.data(),
+        )
+    }
+
+    /// C poisoned before a launch (every byte 0xFF: a NaN in f16 and bf16), so an output the
+    /// kernel does not write reads as wrong.
+    pub(super) fn poison_c(&self, gpu: &Gpu) -> Result<()> {
+        memset8(gpu, self.c.data(), 0xFF, self.shape.m * self.shape.n * 2)
+    }
+}
+
+/// A build the compile child left (`cubin`), loaded for the job's kernel and target: the
+/// submission's own module, never compiled again here.
+pub(super) fn load_build(gpu: &Gpu, job: &Job, cubin: Vec<u8>) -> Result<LoadedKernel> {
+    let compiled = Compiled {
+        cubin,
+        target: job.target()?,
+        compile_ms: 0.0,
+        resources: Resources::default(),
+        nvrtc_version: String::new(),
+        log: String::new(),
+    };
+    LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name)
 }
 
 /// Elements of A and of B set to [`SPIKE`] in an all-ones input set.
@@ -770,16 +804,8 @@ fn correctness(run: &mut Run, kernel: &LoadedKernel, p: &Prepared) -> Result<Tes
     };
     let mut launches = 0;
     for (si, set) in p.sets.iter().enumerate() {
-        let args = LaunchArgs::new(
-            &plan,
-            p.dtype,
-            p.shape,
-            set.a.data(),
-            set.b.data(),
-            p.c.data(),
-        )
-        .map_err(fault)?;
-        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2).map_err(fault)?;
+        let args = p.args(&plan, set).map_err(fault)?;
+        p.poison_c(gpu).map_err(fault)?;
         launch_and_wait(
             gpu,
             kernel,
@@ -992,17 +1018,7 @@ fn performance(
     let mut args = Vec::new();
     let mut ptrs = Vec::new();
     for set in &p.sets {
-        args.push(
-            LaunchArgs::new(
-                &plan,
-                p.dtype,
-                p.shape,
-                set.a.data(),
-                set.b.data(),
-                p.c.data(),
-            )
-            .map_err(fault)?,
-        );
+        args.push(p.args(&plan, set).map_err(fault)?);
         ptrs.push((set.a.data(), set.b.data()));
     }
     let flush = L2Flush::new(gpu).map_err(fault)?;
@@ -1112,19 +1128,12 @@ fn performance(
 }
 
 pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
-    let results_path = dir.join("results.jsonl");
-    let mut results = std::fs::File::create(&results_path)
-        .with_context(|| format!("cannot create {}", results_path.display()))?;
-    let mut emit = |line: &RunLine| -> Result<()> {
-        let mut s = serde_json::to_string(line)?;
-        s.push('\n');
-        results.write_all(s.as_bytes())?;
-        results.flush()?;
-        Ok(())
-    };
-    emit(&RunLine::Env(Box::new(env)))?;
-    let spec = job.spec()?;
-    let target = job.target()?;
+    let mut results = ResultsWriter::create(dir)?;
+    results.emit(&RunLine::Env(Box::new(env)))?;
+    // The kernel and target the builds load for ([`load_build`]): a job naming neither is
+    // refused before any input is drawn.
+    job.spec()?;
+    job.target()?;
 
     // Inputs and references first: no code of the submission is loaded yet.
     let mut prepared = Vec::new();
@@ -1150,16 +1159,7 @@ pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvI
     for dtype in job.dtypes()? {
         let cubin = std::fs::read(cubin_path(dir, dtype))
             .with_context(|| format!("no compiled kernel for {dtype}"))?;
-        let compiled = Compiled {
-            cubin,
-            target,
-            compile_ms: 0.0,
-            resources: Resources::default(),
-            nvrtc_version: String::new(),
-            log: String::new(),
-        };
-        let loaded = LoadedKernel::from_compiled(gpu, &spec, compiled, &job.source_name)?;
-        kernels.push((dtype, loaded));
+        kernels.push((dtype, load_build(gpu, job, cubin)?));
     }
 
     let mut run = Run {
@@ -1216,7 +1216,7 @@ pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvI
                 }
             })
         };
-        emit(&RunLine::Test(result))?;
+        results.emit(&RunLine::Test(result))?;
     }
     // After every test, never among the timed launches: the one traced launch.
     if let (Some(tj), Some(p)) = (&job.trace, traced.as_mut()) {
@@ -1230,7 +1230,7 @@ pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvI
             None => traced_launch(&mut run, job, tj, dir, p),
         };
         for r in evaluate(&facts, &outcome) {
-            emit(&RunLine::Fact(r))?;
+            results.emit(&RunLine::Fact(r))?;
         }
     }
     Ok(())
@@ -1247,15 +1247,7 @@ fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepar
     let loaded = (|| -> Result<LoadedKernel> {
         let cubin = std::fs::read(traced_cubin_path(dir))
             .context("internal: no traced build in the run's folder")?;
-        let compiled = Compiled {
-            cubin,
-            target: job.target()?,
-            compile_ms: 0.0,
-            resources: Resources::default(),
-            nvrtc_version: String::new(),
-            log: String::new(),
-        };
-        LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name)
+        load_build(gpu, job, cubin)
     })();
     let kernel = match loaded {
         Ok(k) if k.emulated() => {
@@ -1270,18 +1262,11 @@ fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepar
     let set = &p.sets[0];
     let prepared = (|| -> Result<(common::step::Plan, LaunchArgs, TraceBuffer)> {
         let plan = kernel.plan(gpu, p.shape, None)?;
-        let args = LaunchArgs::new(
-            &plan,
-            p.dtype,
-            p.shape,
-            set.a.data(),
-            set.b.data(),
-            p.c.data(),
-        )?;
+        let args = p.args(&plan, set)?;
         let layout = common::run::trace_layout(&kernel.spec, &plan, p.shape, tj.clusters);
         let mut buffer = TraceBuffer::new(gpu, layout)?;
         buffer.install(gpu, kernel.module())?;
-        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
+        p.poison_c(gpu)?;
         Ok((plan, args, buffer))
     })();
     let (plan, args, buffer) = match prepared {
