@@ -805,6 +805,11 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         assert!(err(&with(&format!("{sass}\n{fact}"))).contains("one of executed, sass or trace"));
         assert!(err(&with(&format!("{fact}\nmin = 2"))).contains("a trace fact holds or not"));
+        // Every count is refused, not ignored.
+        for count in ["per = \"launch\"", "at_least = 1", "at_most = 3"] {
+            let e = err(&with(&format!("{fact}\n{count}")));
+            assert!(e.contains("a trace fact holds or not"), "{count}: {e}");
+        }
         // Blackwell: one clear error (the rubric, the requirement, why).
         let blackwell = with(fact).replacen("arch = \"sm_90a\"", "arch = \"sm_100a\"", 1);
         let e = err(&blackwell);

@@ -229,8 +229,15 @@ impl RequirementSpec {
         if self.sass.is_some() || self.executed.is_some() {
             bail!("give one of executed, sass or trace, not several: write two requirements");
         }
-        if self.min.is_some() || self.max.is_some() || self.at_least.is_some() {
-            bail!("min and max count instructions: a trace fact holds or not");
+        if self.min.is_some()
+            || self.max.is_some()
+            || self.per.is_some()
+            || self.at_least.is_some()
+            || self.at_most.is_some()
+        {
+            bail!(
+                "min, max, per, at_least and at_most count instructions: a trace fact holds or not"
+            );
         }
         if !hopper {
             bail!("trace facts are checked on Hopper (sm_90a) rubrics only");
