@@ -5,7 +5,7 @@
 #
 # What a rubric's `trace = "..."` requirements rely on: that the stock Hopper twins meet the
 # facts (gpu/gtrace.sh checks the grader's own traced launch). `runner step N --arch sm_90a --trace` prints one "fact" line per
-# fact on the launch's records (runner/src/grade/trace_facts.rs). Expected:
+# fact on the launch's records (steps/common/src/trace_facts.rs). Expected:
 #   step 5 twin: loads-by-producer-only met, dedicated-store-warp met;
 #   step 3 twin: loads-by-producer-only met, dedicated-store-warp not met (its consumers store).
 # Writes $OUT/trace/facts.txt (both runs' output). Takes well under a minute.

@@ -478,7 +478,7 @@ fn print_trace_summary(r: &run::RunReport, rec: &Recording, json: &Path, svg: &P
     // an instructor checks before requiring one (Hopper only: the emulation's order of events
     // is not the native kernel's).
     if r.arch == Arch::Hopper && !r.emulated {
-        for f in crate::grade::trace_facts::Fact::ALL {
+        for f in common::trace_facts::Fact::ALL {
             match f.check(rec) {
                 Ok(how) => println!("{:<10}{} met: {how}", "fact", f.name()),
                 Err(why) => println!("{:<10}{} not met: {why}", "fact", f.name()),

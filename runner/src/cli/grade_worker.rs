@@ -15,6 +15,6 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
-    crate::grade::worker::main(crate::grade::job::Phase::parse(&a.phase)?, !a.unconfined)?;
+    crate::grade::child::main(crate::grade::job::Phase::parse(&a.phase)?, !a.unconfined)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,11 +1,12 @@
 //! A class: one subfolder per student, graded on one or several GPUs (one submission per GPU at
 //! a time), optionally only one shard of it, with a progress bar and a summary.
 
+use super::grader::{Confinement, Grader, OwnedScratch};
 use super::job::EnvInfo;
 use super::report::{self, GradeReport};
 use super::rubric::Rubric;
 use super::seeds::Secret;
-use super::submission::{Confinement, Grader, OwnedScratch, Submission};
+use super::submission::Submission;
 use anyhow::{anyhow, bail, Context, Result};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -55,7 +56,7 @@ pub fn grader_for(
     rubric: Rubric,
     rubric_path: &Path,
     secret_file: Option<&Path>,
-    replay: Option<super::submission::Replay>,
+    replay: Option<super::grader::Replay>,
     submissions: &[PathBuf],
     opts: Options,
 ) -> Result<Grader> {
@@ -95,13 +96,13 @@ pub fn grader_for(
         ("WORKBOOK_CUDA".to_string(), root.display().to_string()),
         ("WORKBOOK_NO_INSTALL".to_string(), "1".to_string()),
     ];
-    if rubric.requirements.iter().any(|q| q.ptx.is_none()) {
+    if rubric.reads_sass() {
         // Found (or installed) here: a confined compile child can do neither.
         let nvdisasm = tk
             .nvdisasm()
             .context("the rubric's requirements check SASS, which needs nvdisasm")?;
         child_env.push((
-            super::technique::NVDISASM_ENV.to_string(),
+            super::protocol::NVDISASM_ENV.to_string(),
             nvdisasm.display().to_string(),
         ));
     }
@@ -110,11 +111,11 @@ pub fn grader_for(
         // installed) here, as nvdisasm is. None found: every executed row says why.
         match common::cupti::find_or_install() {
             Ok(p) => child_env.push((
-                super::executed::CUPTI_ENV.to_string(),
+                super::protocol::CUPTI_ENV.to_string(),
                 p.display().to_string(),
             )),
             Err(e) => child_env.push((
-                super::executed::CUPTI_MISSING_ENV.to_string(),
+                super::protocol::CUPTI_MISSING_ENV.to_string(),
                 format!("{e:#}").lines().next().unwrap_or("").to_string(),
             )),
         }

@@ -145,16 +145,16 @@ pub fn toolkit_dirs() -> Result<Vec<PathBuf>> {
 }
 
 /// The nvdisasm the grader named for a compile child that checks SASS
-/// ([`super::technique::NVDISASM_ENV`]): the one program it may run besides its own, allowed as
+/// ([`super::protocol::NVDISASM_ENV`]): the one program it may run besides its own, allowed as
 /// a single file (read and execute), never its folder.
 fn nvdisasm() -> Result<Option<PathBuf>> {
-    let Some(p) = std::env::var_os(super::technique::NVDISASM_ENV).map(PathBuf::from) else {
+    let Some(p) = std::env::var_os(super::protocol::NVDISASM_ENV).map(PathBuf::from) else {
         return Ok(None);
     };
     if !p.is_absolute() || !p.is_file() || p.file_name().is_none_or(|n| n != "nvdisasm") {
         bail!(
             "{} names {}, which is not an nvdisasm file",
-            super::technique::NVDISASM_ENV,
+            super::protocol::NVDISASM_ENV,
             p.display()
         );
     }
@@ -189,7 +189,7 @@ pub fn confine(scratch: &Path, needs: Needs) -> Result<()> {
         toolkit.extend(nvdisasm()?);
     }
     if needs == Needs::Measure {
-        toolkit.extend(super::measure::cupti_dir());
+        toolkit.extend(super::protocol::cupti_dir());
     }
     for p in read_only(needs, &toolkit) {
         // A file rule may carry only the rights that apply to files.

@@ -3,7 +3,7 @@
 //! guards, compares A and B with its own copies, and, when the output is wrong, says how: never
 //! written, copied from the decoy, left over from an earlier launch, or just wrong.
 
-use super::job::Flag;
+use super::vocab::Flag;
 use anyhow::Result;
 use common::gpu::CudaResultExt;
 use common::gpu::{check, Gpu};

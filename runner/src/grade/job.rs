@@ -4,15 +4,13 @@
 //! never the instructor's secret, never a test another child runs (the compile child gets no
 //! test at all, only the dtypes to compile for).
 
-use super::rubric::{Kind, Rubric};
-pub use super::vocab::{FactResult, Flag, Status};
+use super::counts::Measured;
+use super::protocol::RESULTS_FILE;
+use super::vocab::{FactResult, Flag, Kind, Status};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::KernelSpec;
 use common::{Dist, Dtype, Shape, Target};
 use serde::{Deserialize, Serialize};
-
-/// The name the compiler gives the submission's file in its messages (a job's `source_name`).
-pub const SOURCE_NAME: &str = "kernel.cu";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -81,6 +79,28 @@ pub struct JobTest {
 }
 
 impl JobTest {
+    /// A launch the grader makes on public inputs (the traced and the measured launches): one
+    /// gaussian input set from the fixed `seed`, its reference and checks a correctness test's,
+    /// never timed.
+    fn public(name: &str, shape: [usize; 3], dtype: Dtype, seed: u64) -> JobTest {
+        JobTest {
+            name: name.into(),
+            kind: Kind::Correctness,
+            shape,
+            dtype: dtype.to_string(),
+            dist: Dist::Gaussian.to_string(),
+            seeds: TestSeeds {
+                sets: vec![seed],
+                refresh: seed ^ 1,
+                decoy: seed ^ 2,
+                schedule: seed ^ 3,
+            },
+            warmup: 0,
+            iters: 0,
+            fresh_rows: 0,
+        }
+    }
+
     pub fn shape(&self) -> Shape {
         Shape {
             m: self.shape[0],
@@ -124,7 +144,7 @@ pub struct Job {
     /// The measured launch of a measuring child (its one dtype is `dtypes`), or of a
     /// simulating child (one per dtype of `dtypes`, after its tests).
     #[serde(default)]
-    pub measure: Option<super::executed::MeasureJob>,
+    pub measure: Option<MeasureJob>,
     /// The compile child also writes each build's sm_100a PTX, for the simulator.
     #[serde(default)]
     pub ptx: bool,
@@ -153,42 +173,48 @@ impl TraceJob {
     /// Clusters that record: two, as `runner step --trace` records by default.
     pub const CLUSTERS: u32 = 2;
 
-    pub fn for_rubric(rubric: &Rubric) -> Option<TraceJob> {
-        let shape = rubric.trace_shape?;
-        let mut facts: Vec<String> = Vec::new();
-        for q in &rubric.trace_requirements {
-            let f = q.fact.name().to_string();
-            if !facts.contains(&f) {
-                facts.push(f);
-            }
-        }
-        Some(TraceJob {
-            facts,
-            shape: [shape.m, shape.n, shape.k],
-            seed: TraceJob::SEED,
-            clusters: TraceJob::CLUSTERS,
-        })
-    }
-
     /// The traced launch as a test of the run (its inputs, reference and checks are a test's).
     pub fn as_test(&self) -> JobTest {
-        JobTest {
-            name: "traced launch".into(),
-            kind: Kind::Correctness,
-            shape: self.shape,
-            dtype: TraceJob::DTYPE.to_string(),
-            dist: Dist::Gaussian.to_string(),
-            seeds: TestSeeds {
-                sets: vec![self.seed],
-                refresh: self.seed ^ 1,
-                decoy: self.seed ^ 2,
-                schedule: self.seed ^ 3,
-            },
-            warmup: 0,
-            iters: 0,
-            fresh_rows: 0,
-        }
+        JobTest::public("traced launch", self.shape, TraceJob::DTYPE, self.seed)
     }
+}
+
+/// The shape of the traced launch: two cluster tiles by two (several clusters, so the first two
+/// that record are ordinary ones) and eight k-blocks (more than any step's stages, so every
+/// pipeline slot is reused). Small and public: it is not one of the rubric's tests.
+pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
+    let k = spec.shape();
+    let s = Shape {
+        m: 2 * k.cluster_tile.0 as usize,
+        n: 2 * k.cluster_tile.1 as usize,
+        k: 8 * k.tile_k as usize,
+    };
+    spec.check_shape(s).map_err(|e| anyhow!(e))?;
+    Ok(s)
+}
+
+/// The measured launch a measuring child makes: public inputs at [`measure_shape`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeasureJob {
+    pub shape: [usize; 3],
+    pub seed: u64,
+}
+
+impl MeasureJob {
+    /// The seed of the measured launch's inputs: fixed and public (nothing of a hidden test).
+    pub const SEED: u64 = 0x6d65_6173_7572_6564; // "measured"
+
+    /// The measured launch as a test of the child (its inputs, reference and checks are a
+    /// test's), in `dtype`.
+    pub fn as_test(&self, dtype: Dtype) -> JobTest {
+        JobTest::public("measured launch", self.shape, dtype, self.seed)
+    }
+}
+
+/// The shape of the measured launch: two cluster tiles by two and eight k-blocks (more than
+/// any step's stages, so every pipeline slot is reused). Small and public.
+pub fn measure_shape(spec: &KernelSpec) -> Result<Shape> {
+    trace_shape(spec)
 }
 
 impl Job {
@@ -210,43 +236,6 @@ impl Job {
             measure: None,
             ptx: false,
             sim_steps: 0,
-        }
-    }
-
-    /// A job of `phase` for `tests`; the dtypes are those of `tests`, or, for a compile job
-    /// (which is given no test), of `dtypes_of`.
-    pub fn for_rubric(
-        rubric: &Rubric,
-        phase: Phase,
-        source: &str,
-        tests: Vec<JobTest>,
-        dtypes_of: &[JobTest],
-    ) -> Job {
-        let mut dtypes: Vec<String> = Vec::new();
-        for t in tests.iter().chain(dtypes_of) {
-            if !dtypes.contains(&t.dtype) {
-                dtypes.push(t.dtype.clone());
-            }
-        }
-        Job {
-            dtypes,
-            phase,
-            step: rubric.step,
-            arch: rubric.arch.sm().to_string(),
-            params: rubric.params.clone(),
-            target: None,
-            source_name: SOURCE_NAME.into(),
-            source: source.to_string(),
-            tests,
-            launch_seconds: rubric.limits.launch_seconds,
-            log_bytes: rubric.limits.log_bytes,
-            disassemble: phase == Phase::Compile
-                && rubric.requirements.iter().any(|q| q.ptx.is_none()),
-            trace: TraceJob::for_rubric(rubric)
-                .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
-            measure: None,
-            ptx: false,
-            sim_steps: rubric.limits.sim_steps,
         }
     }
 
@@ -425,6 +414,29 @@ pub struct TestResult {
     pub timing: Option<TimingResult>,
 }
 
+/// A run child's `results.jsonl` ([`RESULTS_FILE`]) as it writes it: a line at a time, each
+/// flushed at once, so a child that dies mid-run leaves every line before.
+pub struct ResultsWriter(std::fs::File);
+
+impl ResultsWriter {
+    /// The file, new, in the child's folder `dir`.
+    pub fn create(dir: &std::path::Path) -> Result<ResultsWriter> {
+        let path = dir.join(RESULTS_FILE);
+        let file = std::fs::File::create(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(ResultsWriter(file))
+    }
+
+    pub fn emit(&mut self, line: &RunLine) -> Result<()> {
+        use std::io::Write;
+        let mut s = serde_json::to_string(line)?;
+        s.push('\n');
+        self.0.write_all(s.as_bytes())?;
+        self.0.flush()?;
+        Ok(())
+    }
+}
+
 /// One line of the run phase's `results.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -436,74 +448,6 @@ pub enum RunLine {
     /// A simulating child's measured launch of one build (after its tests; public inputs).
     Measured {
         build: String,
-        measured: super::executed::Measured,
+        measured: Measured,
     },
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const RUBRIC: &str = r#"
-name = "t"
-step = 3
-arch = "sm_90a"
-[[tests]]
-name = "public"
-kind = "correctness"
-shape = [512, 512, 256]
-points = 10
-seed = 1
-[[requirements]]
-name = "producer"
-points = 0
-trace = "loads-by-producer-only"
-[[requirements]]
-name = "store"
-points = 0
-trace = "dedicated-store-warp"
-[[requirements]]
-name = "producer-again"
-points = 0
-trace = "loads-by-producer-only"
-"#;
-
-    #[test]
-    fn jobs_carry_the_rubrics_trace_facts_over_the_pipe() {
-        let rubric = Rubric::parse(RUBRIC).unwrap();
-        for phase in [Phase::Compile, Phase::Run] {
-            let job = Job::for_rubric(&rubric, phase, "src", Vec::new(), &[]);
-            let back = Job::read_from(job.to_bytes().unwrap().as_slice()).unwrap();
-            let t = back.trace.expect("the trace job");
-            // Each fact once, in the rubric's order; the launch is the rubric's trace shape.
-            assert_eq!(t.facts, ["loads-by-producer-only", "dedicated-store-warp"]);
-            let s = rubric.trace_shape.unwrap();
-            assert_eq!(t.shape, [s.m, s.n, s.k]);
-            assert_eq!((t.seed, t.clusters), (TraceJob::SEED, 2));
-            assert_eq!(Some(t), job.trace);
-        }
-        // Its inputs are a public test's: one set, from the fixed seed.
-        let test = TraceJob::for_rubric(&rubric).unwrap().as_test();
-        assert_eq!(test.seeds.sets, [TraceJob::SEED]);
-        assert_eq!(
-            (test.dtype.as_str(), test.dist.as_str()),
-            ("f16", "gaussian")
-        );
-        // No trace facts: no trace job; an older job without the key reads as none.
-        let plain = Rubric::parse(&RUBRIC[..RUBRIC.find("[[requirements]]").unwrap()]).unwrap();
-        assert!(
-            Job::for_rubric(&plain, Phase::Compile, "src", Vec::new(), &[])
-                .trace
-                .is_none()
-        );
-        let mut v: serde_json::Value = serde_json::from_slice(
-            &Job::for_rubric(&plain, Phase::Run, "src", Vec::new(), &[])
-                .to_bytes()
-                .unwrap(),
-        )
-        .unwrap();
-        v.as_object_mut().unwrap().remove("trace");
-        let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
-        assert!(old.trace.is_none());
-    }
 }

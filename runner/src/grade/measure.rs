@@ -7,20 +7,17 @@
 //! It writes `measure.json` (the [`Measured`] the grader reads) and `measure-debug.txt` (every
 //! count, raw and mapped, for the instructor: `runner grade --keep-scratch`).
 
-use super::executed::{
-    CountSource, Measured, PcCount, SassCounts, CUPTI_ENV, DEBUG_FILE, LAUNCHING_FILE,
-    MEASURED_FILE,
-};
-use super::job::{EnvInfo, Flag, Job};
-use super::technique::{ENTRY, NVDISASM_ENV};
-use super::worker::{check_launch, cubin_path, one_line, prepare, seal_all, Run};
+use super::counts::{CountSource, Counts, Measured, PcCount, SassCounts};
+use super::job::{EnvInfo, Job};
+use super::protocol::{CUPTI_ENV, DEBUG_FILE, ENTRY, LAUNCHING_FILE, MEASURED_FILE, NVDISASM_ENV};
+use super::vocab::Flag;
+use super::worker::{check_launch, cubin_path, load_build, one_line, prepare, seal_all, Run};
 use crate::sandbox::truncate_log;
 use anyhow::{anyhow, Context, Result};
-use common::compile::{Compiled, Resources};
 use common::cublas::Blas;
 use common::cupti::{self, Cupti, Measurement};
 use common::gpu::Gpu;
-use common::run::{launch_and_wait, LaunchArgs, LoadedKernel};
+use common::run::launch_and_wait;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -39,17 +36,6 @@ pub fn open_cupti(gpu: &Gpu) -> Result<Cupti, String> {
     c.initialize(gpu.ctx.ordinal() as u32)
         .map_err(|e| one_line(&format!("{e:#}")))?;
     Ok(c)
-}
-
-/// The folders a measuring child may read besides the GPU's: the CUPTI library's (CUPTI opens
-/// its `libnvperf_*` neighbours itself).
-pub fn cupti_dir() -> Option<PathBuf> {
-    let p = PathBuf::from(std::env::var_os(CUPTI_ENV)?);
-    if !p.is_absolute() {
-        return None;
-    }
-    let p = p.canonicalize().ok()?;
-    p.parent().map(Path::to_path_buf)
 }
 
 /// The child's work: measure, write the report (an error of the grader's own is a report too).
@@ -162,7 +148,7 @@ fn measure(
 
     // C poisoned before counting starts: a memset inside CUPTI's range (cuMemsetD8Async) leaves
     // the range with no record at all (measured on an H100, CUDA 13.0: `runner check cupti`).
-    super::integrity::memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
+    p.poison_c(gpu)?;
     gpu.stream
         .synchronize()
         .map_err(|e| anyhow!("cannot wait for the GPU: {e:?}"))?;
@@ -174,15 +160,7 @@ fn measure(
         gpu.ctx.cu_ctx() as *mut std::ffi::c_void,
         gpu.ctx.ordinal() as u32,
     )?;
-    let compiled = Compiled {
-        cubin,
-        target: job.target()?,
-        compile_ms: 0.0,
-        resources: Resources::default(),
-        nvrtc_version: String::new(),
-        log: String::new(),
-    };
-    let kernel = match LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name) {
+    let kernel = match load_build(gpu, job, cubin) {
         Ok(k) => k,
         Err(e) => {
             return Ok(Measured::Failed {
@@ -196,14 +174,7 @@ fn measure(
     };
     let set = &p.sets[0];
     let plan = kernel.plan(gpu, p.shape, None)?;
-    let args = LaunchArgs::new(
-        &plan,
-        p.dtype,
-        p.shape,
-        set.a.data(),
-        set.b.data(),
-        p.c.data(),
-    )?;
+    let args = p.args(&plan, set)?;
     std::fs::write(dir.join(LAUNCHING_FILE), b"")?;
     if let Err(e) = launch_and_wait(gpu, &kernel, &plan, &args, None, mj.seed, run_limit(job)) {
         let why = format!("{e:#}");
@@ -228,7 +199,7 @@ fn measure(
     Ok(Measured::Ran {
         flags: checked.flags,
         summary: checked.summary,
-        counts: super::executed::Counts::Sass(counts),
+        counts: Counts::Sass(counts),
     })
 }
 

@@ -2,33 +2,44 @@
 //! hidden tests, integrity checks on every launch and timing that cannot be gamed.
 //!
 //! - [`rubric`]: the rubric file; [`policy`]: what a submission's text may contain;
-//!   [`seeds`]: hidden seeds from the instructor's secret.
+//!   [`seeds`]: hidden seeds from the instructor's secret; [`vocab`]: the words every part
+//!   shares (a row's kind, a status, a flag).
 //! - [`crate::sandbox`] (shared with `runner check`): child processes (own process group,
 //!   cleared environment, job over stdin,
 //!   rlimits, wall-clock kill); [`confine`]: the children's Landlock confinement;
 //!   [`diagnostics`]: what of a compiler log a student may see;
-//!   [`job`]: what passes between grader and child; [`worker`]: the child (`grade-worker`).
-//! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission;
+//!   [`protocol`] and [`job`]: what passes between grader and child (names; the job and what
+//!   comes back); [`child`]: the child (`grade-worker`), which runs [`worker`]'s phases.
+//! - [`integrity`]: guards, input checks, what a wrong output is; [`submission`]: one submission; [`grader`]: grading it, stage by stage; [`child_results`]: what its children
+//!   left, read back and scored;
 //!   [`batch`]: a class, over several GPUs or shards; [`report`]: grade.json, Gradescope,
 //!   summaries; [`selftest`]: the grader graded.
-//! - [`technique`]: a rubric's `[[requirements]]` on the SASS of the launched kernel, checked
-//!   from the compile child's disassembly; [`executed`]: how often it executed them (proof the
-//!   technique ran), counted by [`measure`]'s child with CUPTI; [`trace_facts`]: facts of the
-//!   warps' own trace records (Hopper, feedback worth no points), from the traced launch.
+//! - [`technique`]: a rubric's `[[requirements]]`, each decided on the evidence the children
+//!   produced and scored by [`scoring`]: the SASS of the launched kernel, from the compile
+//!   child's disassembly; [`executed`]: how often it executed them (proof the technique ran),
+//!   counted by [`measure`]'s child with CUPTI ([`counts`]); [`trace_facts`]: facts of the
+//!   warps' own trace records ([`common::trace_facts`]; Hopper, feedback worth no points), from
+//!   the traced launch.
 //! - [`simulated`]: a Blackwell rubric's tests and measured launch on the PTX simulator, the
 //!   default for `sm_100a` rubrics (the native build, no GPU); `--on-gpu` grades them under the
 //!   tcgen05 emulation instead.
 
 pub mod batch;
+pub mod child;
+pub mod child_results;
 pub mod confine;
+pub mod counts;
 pub mod diagnostics;
 pub mod executed;
+pub mod grader;
 pub mod integrity;
 pub mod job;
 pub mod measure;
 pub mod policy;
+pub mod protocol;
 pub mod report;
 pub mod rubric;
+pub mod scoring;
 pub mod seeds;
 pub mod selftest;
 pub mod simulated;
@@ -155,9 +166,6 @@ pub const GRADESCOPE_METADATA: &str = "/autograder/submission_metadata.json";
 
 /// The variable that names another trusted place for the metadata (as `--metadata` does).
 pub const METADATA_ENV: &str = "WORKBOOK_GRADESCOPE_METADATA";
-
-/// The file name Gradescope gives its metadata.
-pub const METADATA_NAME: &str = "submission_metadata.json";
 
 /// The student's identity from Gradescope's metadata, read only from a trusted place: `given`
 /// (the instructor's `--metadata` or [`METADATA_ENV`]), else, under `--gradescope`,
@@ -350,7 +358,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     }
     let (replay_student, replay) = match &args.replay {
         Some(p) => {
-            let (s, r) = submission::load_replay(p)?;
+            let (s, r) = grader::load_replay(p)?;
             (Some(s), Some(r))
         }
         None => (None, None),

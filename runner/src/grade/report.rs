@@ -1,8 +1,9 @@
 //! Reports: `grade.json` per submission (everything: tests, flags, seeds, GPU, clocks), the
 //! Gradescope `results.json`, and a class's `summary.csv` and `summary.md`.
 
-use super::job::{EnvInfo, Flag, Status, TestSeeds, TimingResult};
-use super::rubric::{Kind, Visibility};
+use super::job::{EnvInfo, TestSeeds, TimingResult};
+use super::rubric::Visibility;
+use super::vocab::{Flag, Kind, Status};
 use crate::results::{GradescopeResults, GradescopeTest, LeaderboardEntry};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};

@@ -59,33 +59,26 @@
 //! [[requirements]]             # Hopper (sm_90a) only: a fact of the warps' trace records
 //! name = "store-warp"
 //! points = 0                   # always 0: feedback (the kernel writes the records itself)
-//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `trace_facts`)
+//! trace = "dedicated-store-warp"  # or "loads-by-producer-only" (see `common::trace_facts`)
 //! why = "a warp that never multiplies ships every tile"
 //! ```
 //!
 //! An executed requirement is measured by the grader: one launch per dtype build at
-//! [`super::executed::measure_shape`], in a child of its own after the tests, never timed, its
+//! [`super::job::measure_shape`], in a child of its own after the tests, never timed, its
 //! output verified; `--compile-only` reports it skipped. A `trace` requirement is checked on a
 //! Hopper GPU by one traced launch of the f16 build with `-DWB_TRACE=1`, at [`trace_shape`];
 //! the records are the submission's own writing, which a hostile kernel can forge, so a trace
 //! fact earns no points: it tells an honest student what their warps did.
 
-use super::technique::{Requirement, RequirementSpec, TraceRequirement};
-pub use super::vocab::check_name;
+use super::job::{measure_shape, trace_shape, Job, JobTest, Phase, TraceJob};
+use super::protocol::SOURCE_NAME;
+use super::technique::{Requirement, RequirementSpec};
+use super::vocab::{check_name, Kind};
 use anyhow::{anyhow, bail, Context, Result};
 use common::step::{Arch, KernelSpec};
 use common::{Dist, Dtype, Shape};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Correctness,
-    Performance,
-    /// A `[[requirements]]` entry (see [`super::technique`]): reported like a test, never run.
-    Technique,
-}
 
 /// Gradescope's visibility values: the type lives with the results files it is written to.
 pub use crate::results::Visibility;
@@ -247,12 +240,11 @@ pub struct Rubric {
     /// Parameter overrides as `NAME=VALUE`.
     pub params: Vec<String>,
     pub tests: Vec<Test>,
-    /// What the launched kernel's SASS must hold and execute (reported after the tests).
+    /// What the kernel must show beyond its answers, in the rubric's order (reported after the
+    /// tests): instructions its SASS holds and executes, facts of its trace records.
     pub requirements: Vec<Requirement>,
     /// The shape of the measured launches of the executed requirements, if any.
     pub measure_shape: Option<Shape>,
-    /// What the warps' trace records must show (Hopper; reported after the SASS ones).
-    pub trace_requirements: Vec<TraceRequirement>,
     /// The shape of the one traced launch that checks them ([`trace_shape`]).
     pub trace_shape: Option<Shape>,
     /// SHA-256 of the rubric's text, recorded in every report.
@@ -355,51 +347,42 @@ impl Rubric {
             tests.push(test);
         }
         let mut requirements: Vec<Requirement> = Vec::new();
-        let mut trace_requirements: Vec<TraceRequirement> = Vec::new();
         for (i, q) in file.requirements.iter().enumerate() {
             let context = || format!("requirements[{i}] ({:?})", q.name);
-            let used = |name: &str| {
-                tests.iter().any(|t| t.name == name)
-                    || requirements.iter().any(|o| o.name == name)
-                    || trace_requirements.iter().any(|o| o.name == name)
-            };
-            if q.trace.is_some() {
-                let req = q
-                    .resolve_trace(arch == Arch::Hopper)
-                    .with_context(context)?;
-                if used(&req.name) {
-                    bail!("requirements[{i}]: the name {:?} is used twice", req.name);
+            let req = q.resolve(arch == Arch::Hopper).with_context(context)?;
+            if let Some(ins) = req.instructions() {
+                if ins.ptx.is_some() && arch == Arch::Hopper {
+                    bail!(
+                        "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
+                        q.name,
+                        ins.pattern
+                    );
                 }
-                trace_requirements.push(req);
-                continue;
+                if let Some(e) = &ins.executed {
+                    // Counted from the step's tile facts: a unit this kernel lacks is the
+                    // rubric's mistake, said now.
+                    let s = measure_shape(&spec)
+                        .context("the measured launch of the executed requirements")?;
+                    e.bounds(&spec.shape(), s).with_context(context)?;
+                }
             }
-            let req = q.resolve().with_context(context)?;
-            if req.ptx.is_some() && arch == Arch::Hopper {
-                bail!(
-                    "requirements[{i}] ({:?}): {} is a PTX instruction class, which the simulator counts on a Blackwell (sm_100a) kernel; a Hopper rubric names a SASS class (executed = \"UTMALDG.MULTICAST\"), counted on the GPU",
-                    q.name,
-                    req.pattern
-                );
-            }
-            if let Some(e) = &req.executed {
-                // Counted from the step's tile facts: a unit this kernel lacks is the rubric's
-                // mistake, said now.
-                let s = super::executed::measure_shape(&spec)
-                    .context("the measured launch of the executed requirements")?;
-                e.bounds(&spec.shape(), s).with_context(context)?;
-            }
-            if used(&req.name) {
+            if tests.iter().any(|t| t.name == req.name)
+                || requirements.iter().any(|o| o.name == req.name)
+            {
                 bail!("requirements[{i}]: the name {:?} is used twice", req.name);
             }
             requirements.push(req);
         }
-        let trace_shape = if trace_requirements.is_empty() {
-            None
-        } else {
+        let trace_shape = if requirements.iter().any(|q| q.fact().is_some()) {
             Some(trace_shape(&spec).context("the traced launch of the trace requirements")?)
+        } else {
+            None
         };
-        let measure_shape = if requirements.iter().any(|q| q.executed.is_some()) {
-            Some(super::executed::measure_shape(&spec)?)
+        let measure_shape = if requirements
+            .iter()
+            .any(|q| q.instructions().is_some_and(|i| i.executed.is_some()))
+        {
+            Some(measure_shape(&spec)?)
         } else {
             None
         };
@@ -412,7 +395,6 @@ impl Rubric {
             tests,
             requirements,
             measure_shape,
-            trace_requirements,
             trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
@@ -421,20 +403,70 @@ impl Rubric {
     pub fn has_hidden_tests(&self) -> bool {
         self.tests.iter().any(Test::hidden)
     }
-}
 
-/// The shape of the traced launch: two cluster tiles by two (several clusters, so the first two
-/// that record are ordinary ones) and eight k-blocks (more than any step's stages, so every
-/// pipeline slot is reused). Small and public: it is not one of the rubric's tests.
-pub fn trace_shape(spec: &KernelSpec) -> Result<Shape> {
-    let k = spec.shape();
-    let s = Shape {
-        m: 2 * k.cluster_tile.0 as usize,
-        n: 2 * k.cluster_tile.1 as usize,
-        k: 8 * k.tile_k as usize,
-    };
-    spec.check_shape(s).map_err(|e| anyhow!(e))?;
-    Ok(s)
+    /// Whether a requirement names a SASS class, which the compile child's disassembly of the
+    /// binary decides (nvdisasm needed).
+    pub fn reads_sass(&self) -> bool {
+        self.requirements
+            .iter()
+            .any(|q| q.instructions().is_some_and(|i| i.ptx.is_none()))
+    }
+
+    /// A job of `phase` for `tests`; the dtypes are those of `tests`, or, for a compile job
+    /// (which is given no test), of `dtypes_of`.
+    pub fn job(
+        &self,
+        phase: Phase,
+        source: &str,
+        tests: Vec<JobTest>,
+        dtypes_of: &[JobTest],
+    ) -> Job {
+        let mut dtypes: Vec<String> = Vec::new();
+        for t in tests.iter().chain(dtypes_of) {
+            if !dtypes.contains(&t.dtype) {
+                dtypes.push(t.dtype.clone());
+            }
+        }
+        Job {
+            dtypes,
+            phase,
+            step: self.step,
+            arch: self.arch.sm().to_string(),
+            params: self.params.clone(),
+            target: None,
+            source_name: SOURCE_NAME.into(),
+            source: source.to_string(),
+            tests,
+            launch_seconds: self.limits.launch_seconds,
+            log_bytes: self.limits.log_bytes,
+            disassemble: phase == Phase::Compile && self.reads_sass(),
+            trace: self
+                .trace_job()
+                .filter(|_| matches!(phase, Phase::Compile | Phase::Run)),
+            measure: None,
+            ptx: false,
+            sim_steps: self.limits.sim_steps,
+        }
+    }
+
+    /// The one traced launch of the trace requirements, if the rubric has any: each fact once,
+    /// in the rubric's order.
+    pub fn trace_job(&self) -> Option<TraceJob> {
+        let shape = self.trace_shape?;
+        let mut facts: Vec<String> = Vec::new();
+        for fact in self.requirements.iter().filter_map(Requirement::fact) {
+            let f = fact.name().to_string();
+            if !facts.contains(&f) {
+                facts.push(f);
+            }
+        }
+        Some(TraceJob {
+            facts,
+            shape: [shape.m, shape.n, shape.k],
+            seed: TraceJob::SEED,
+            clusters: TraceJob::CLUSTERS,
+        })
+    }
 }
 
 fn resolve(t: &TestSpec, spec: &KernelSpec) -> Result<Test> {
@@ -681,8 +713,9 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
         assert_eq!(r.requirements.len(), 1);
         let q = &r.requirements[0];
+        let i = q.instructions().unwrap();
         assert_eq!(
-            (q.pattern.to_string().as_str(), q.min, q.max),
+            (i.pattern.to_string().as_str(), i.min, i.max),
             ("UTMALDG.MULTICAST", 1, None)
         );
         assert_eq!(q.points, 15.0);
@@ -735,11 +768,13 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         // Well formed on a Hopper rubric: accepted, with the shape of its one traced launch
         // (step 0's twin: 128 x 128 tiles, 64-wide k-blocks).
         let r = Rubric::parse(&with(fact)).unwrap();
-        assert!(r.requirements.is_empty());
-        assert_eq!(r.trace_requirements.len(), 1);
-        let q = &r.trace_requirements[0];
+        assert_eq!(r.requirements.len(), 1);
+        let q = &r.requirements[0];
         assert_eq!((q.name.as_str(), q.points), ("multicast", 0.0));
-        assert_eq!(q.fact, super::super::trace_facts::Fact::DedicatedStoreWarp);
+        assert_eq!(
+            q.fact(),
+            Some(common::trace_facts::Fact::DedicatedStoreWarp)
+        );
         assert_eq!(
             r.trace_shape,
             Some(Shape {
@@ -756,7 +791,9 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
                 .replacen("\"multicast\"", "\"store-warp\"", 1)
         );
         let r = Rubric::parse(&both).unwrap();
-        assert_eq!((r.requirements.len(), r.trace_requirements.len()), (1, 1));
+        // One list, in the rubric's order: the SASS requirement, then the fact.
+        assert_eq!(r.requirements.len(), 2);
+        assert!(r.requirements[0].instructions().is_some() && r.requirements[1].fact().is_some());
         assert!(err(&format!("{GOOD}{REQ}{}", zero.replacen(sass, fact, 1))).contains("used twice"));
         assert!(
             err(&with("trace = \"loads-by-producer-only\"\nname2 = 1")).contains("unknown field")
@@ -768,6 +805,11 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         assert!(err(&with(&format!("{sass}\n{fact}"))).contains("one of executed, sass or trace"));
         assert!(err(&with(&format!("{fact}\nmin = 2"))).contains("a trace fact holds or not"));
+        // Every count is refused, not ignored.
+        for count in ["per = \"launch\"", "at_least = 1", "at_most = 3"] {
+            let e = err(&with(&format!("{fact}\n{count}")));
+            assert!(e.contains("a trace fact holds or not"), "{count}: {e}");
+        }
         // Blackwell: one clear error (the rubric, the requirement, why).
         let blackwell = with(fact).replacen("arch = \"sm_90a\"", "arch = \"sm_100a\"", 1);
         let e = err(&blackwell);
@@ -781,7 +823,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
     fn executed_requirements_parse_and_old_sass_ones_need_executions_too() {
         let exec = "\n[[requirements]]\nname = \"multicast\"\npoints = 20\nexecuted = \"UTMALDG.MULTICAST\"\nper = \"cta-k-block\"\n";
         let r = Rubric::parse(&format!("{GOOD}{exec}")).unwrap();
-        let q = &r.requirements[0];
+        let q = r.requirements[0].instructions().unwrap();
         let e = q.executed.as_ref().unwrap();
         assert_eq!(
             (e.per, e.at_least, e.at_most),
@@ -800,7 +842,12 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         // The old form: present, and executed `min` times in the launch.
         let r = Rubric::parse(&format!("{GOOD}{REQ}")).unwrap();
-        let e = r.requirements[0].executed.as_ref().unwrap();
+        let e = r.requirements[0]
+            .instructions()
+            .unwrap()
+            .executed
+            .as_ref()
+            .unwrap();
         assert_eq!(
             (e.per, e.at_least),
             (super::super::executed::Unit::Launch, 1)
@@ -809,7 +856,8 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         // A ban stays a static check: absent from the binary, never executed.
         let ban = REQ.replacen("points = 15", "points = 15\nmax = 0", 1);
         let r = Rubric::parse(&format!("{GOOD}{ban}")).unwrap();
-        assert!(r.requirements[0].executed.is_none() && r.measure_shape.is_none());
+        assert!(r.requirements[0].instructions().unwrap().executed.is_none());
+        assert!(r.measure_shape.is_none());
         // Mistakes, each named.
         let with = |from: &str, to: &str| format!("{GOOD}{}", exec.replacen(from, to, 1));
         assert!(err(&with("cta-k-block", "per-tile")).contains("one of launch, cta-k-block"));
@@ -840,5 +888,68 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.25 }]
         );
         let e = err(&with("UTMALDG.MULTICAST", "cp..async"));
         assert!(e.contains("write a PTX instruction"), "{e}");
+    }
+
+    const TRACED: &str = r#"
+name = "t"
+step = 3
+arch = "sm_90a"
+[[tests]]
+name = "public"
+kind = "correctness"
+shape = [512, 512, 256]
+points = 10
+seed = 1
+[[requirements]]
+name = "producer"
+points = 0
+trace = "loads-by-producer-only"
+[[requirements]]
+name = "store"
+points = 0
+trace = "dedicated-store-warp"
+[[requirements]]
+name = "producer-again"
+points = 0
+trace = "loads-by-producer-only"
+"#;
+
+    #[test]
+    fn jobs_carry_the_rubrics_trace_facts_over_the_pipe() {
+        let rubric = Rubric::parse(TRACED).unwrap();
+        for phase in [Phase::Compile, Phase::Run] {
+            let job = rubric.job(phase, "src", Vec::new(), &[]);
+            let back = Job::read_from(job.to_bytes().unwrap().as_slice()).unwrap();
+            let t = back.trace.expect("the trace job");
+            // Each fact once, in the rubric's order; the launch is the rubric's trace shape.
+            assert_eq!(t.facts, ["loads-by-producer-only", "dedicated-store-warp"]);
+            let s = rubric.trace_shape.unwrap();
+            assert_eq!(t.shape, [s.m, s.n, s.k]);
+            assert_eq!((t.seed, t.clusters), (TraceJob::SEED, 2));
+            assert_eq!(Some(t), job.trace);
+        }
+        // Its inputs are a public test's: one set, from the fixed seed.
+        let test = rubric.trace_job().unwrap().as_test();
+        assert_eq!(test.seeds.sets, [TraceJob::SEED]);
+        assert_eq!(
+            (test.dtype.as_str(), test.dist.as_str()),
+            ("f16", "gaussian")
+        );
+        // No trace facts: no trace job; an older job without the key reads as none.
+        let plain = Rubric::parse(&TRACED[..TRACED.find("[[requirements]]").unwrap()]).unwrap();
+        assert!(plain
+            .job(Phase::Compile, "src", Vec::new(), &[])
+            .trace
+            .is_none());
+        let mut v: serde_json::Value = serde_json::from_slice(
+            &plain
+                .job(Phase::Run, "src", Vec::new(), &[])
+                .to_bytes()
+                .unwrap(),
+        )
+        .unwrap();
+        v.as_object_mut().unwrap().remove("trace");
+        let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
+        assert!(old.trace.is_none());
     }
 }

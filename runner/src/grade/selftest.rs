@@ -4,10 +4,10 @@
 //! secret), a table printed last and JSON written to the output folder.
 
 use super::batch::{grade_all, grader_for};
-use super::job::Status;
 use super::report::{CompileStatus, GradeReport};
 use super::rubric::Rubric;
 use super::submission::Submission;
+use super::vocab::Status;
 use crate::outdir::OutDir;
 use crate::results::{GradeSelftest, GradeSelftestRow};
 use anyhow::{anyhow, bail, Context, Result};
@@ -400,10 +400,10 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
         Expect::Unrewarded(name) => {
             let tests_pass = ran
                 .iter()
-                .filter(|t| t.kind != super::rubric::Kind::Technique)
+                .filter(|t| t.kind != super::vocab::Kind::Technique)
                 .all(|t| t.status == Status::Passed);
             let worthless = r.tests.iter().any(|t| {
-                t.kind == super::rubric::Kind::Technique
+                t.kind == super::vocab::Kind::Technique
                     && t.name == *name
                     && t.points == 0.0
                     && t.score == 0.0
@@ -418,7 +418,7 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
                     .iter()
                     .filter(|t| {
                         t.visibility == super::rubric::Visibility::Visible
-                            && t.kind != super::rubric::Kind::Technique
+                            && t.kind != super::vocab::Kind::Technique
                             && t.status != Status::Skipped
                     })
                     .all(|t| t.status == Status::Passed);
@@ -725,7 +725,7 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         let mut rubric = Rubric::parse(rubric_text(rubric_name)?)?;
         rubric
             .tests
-            .retain(|t| t.kind != super::rubric::Kind::Performance);
+            .retain(|t| t.kind != super::vocab::Kind::Performance);
         groups.push((label, rubric, subs));
     }
     let bw = rubric_text("step3-blackwell.toml")?;

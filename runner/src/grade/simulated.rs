@@ -19,10 +19,11 @@
 //! requirements (public inputs) for each build, and reports the simulator's warp-level executed
 //! counts per PTX opcode ([`PtxCounts`]).
 
-use super::executed::{BuildMeasured, Counts, MeasureJob, Measured, PtxCounts};
+use super::counts::{BuildMeasured, Counts, Measured, PtxCounts};
 use super::integrity::{classify, input_flag, Evidence};
-use super::job::{Flag, Job, JobTest, RunLine, Status, TestResult};
-use super::rubric::Kind;
+use super::job::{Job, JobTest, MeasureJob, ResultsWriter, RunLine, TestResult};
+use super::protocol::ptx_path;
+use super::vocab::{Flag, Kind, Status};
 use super::worker::{exactness_flag, spike, CPU_SAMPLES};
 use anyhow::{anyhow, Context, Result};
 use common::compile::KernelSource;
@@ -30,13 +31,7 @@ use common::simulate::{failure_of, read_u16, sim_launch, Policy};
 use common::step::KernelSpec;
 use common::verify::{cpu_reference, verify};
 use common::{Dist, Dtype, Problem};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-
-/// Where the compile child leaves a build's PTX for the simulating children.
-pub fn ptx_path(dir: &Path, dtype: Dtype) -> PathBuf {
-    dir.join(format!("ptx-{dtype}.ptx"))
-}
+use std::path::Path;
 
 /// The schedule policy of graded runs: random interleavings and completion times, from the seed.
 pub const POLICY: Policy = Policy::Random;
@@ -248,16 +243,7 @@ fn measured(
 /// The simulating child: every test of the job, then the measured launches, as lines of
 /// `results.jsonl` (the run child's format).
 pub fn run(job: &Job, dir: &Path) -> Result<()> {
-    let results_path = dir.join("results.jsonl");
-    let mut results = std::fs::File::create(&results_path)
-        .with_context(|| format!("cannot create {}", results_path.display()))?;
-    let mut emit = |line: &RunLine| -> Result<()> {
-        let mut s = serde_json::to_string(line)?;
-        s.push('\n');
-        results.write_all(s.as_bytes())?;
-        results.flush()?;
-        Ok(())
-    };
+    let mut results = ResultsWriter::create(dir)?;
     let spec = job.spec()?;
     let source = KernelSource {
         path: job.source_name.clone(),
@@ -307,7 +293,7 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
                 anyhow::bail!("internal: a requirement was sent to the simulator as a test")
             }
         };
-        emit(&RunLine::Test(result))?;
+        results.emit(&RunLine::Test(result))?;
     }
     if let Some(m) = &job.measure {
         for (dtype, program) in &programs {
@@ -316,7 +302,7 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
                     .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
                 Err(why) => Measured::Error(why.clone()),
             };
-            emit(&RunLine::Measured {
+            results.emit(&RunLine::Measured {
                 build: dtype.to_string(),
                 measured,
             })?;

@@ -1,7 +1,8 @@
-//! The grader's shared words, below every other module of it: a check's [`Status`], its
-//! [`Flag`]s, a trace fact's [`FactResult`], and what a test or requirement may be named. The
-//! rubric, the job, the technique checks and the trace facts all use them; keeping them here
-//! keeps those modules from importing each other in a circle.
+//! The grader's shared words, below every other module of it: a report row's [`Kind`], a
+//! check's [`Status`], its [`Flag`]s, a trace fact's [`FactResult`], and what a test or
+//! requirement may be named. The rubric, the job, the report, the technique checks and the
+//! trace facts all use them; keeping them here keeps those modules from importing each other in
+//! a circle.
 
 use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
@@ -20,6 +21,16 @@ impl Flag {
             detail: detail.into(),
         }
     }
+}
+
+/// What a report's row is: a test, or a requirement.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Correctness,
+    Performance,
+    /// A `[[requirements]]` entry (see [`super::technique`]): reported like a test, never run.
+    Technique,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

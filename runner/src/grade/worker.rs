@@ -7,14 +7,13 @@
 //! module loaded. From then on every launch is preceded by NaN-poisoning C and followed by the
 //! guard, input and output checks of [`super::integrity`].
 
-use super::confine::Needs;
 use super::integrity::{classify, dtoh, htod, input_flag, memset8, Evidence, Guarded};
 use super::job::{
-    CompiledDtype, EnvInfo, Flag, Job, JobTest, Phase, RunLine, Status, TestResult, TimingResult,
+    CompiledDtype, EnvInfo, Job, JobTest, ResultsWriter, RunLine, TestResult, TimingResult,
     TraceJob,
 };
-use super::rubric::Kind;
-use super::trace_facts::{evaluate, Fact, Traced};
+use super::trace_facts::{evaluate, Traced};
+use super::vocab::{Flag, Kind, Status};
 use crate::sandbox::truncate_log;
 use anyhow::{anyhow, bail, Context, Result};
 use common::compile::{compile, Compiled, KernelSource, Resources};
@@ -27,91 +26,18 @@ use common::run::{launch_and_wait, L2Flush, LaunchArgs, LoadedKernel};
 use common::step::Plan;
 use common::timing::{time_rounds, Protocol, Timed};
 use common::trace::TraceBuffer;
+use common::trace_facts::Fact;
 use common::verify::verify;
 use common::{Dist, Dtype, Problem, Shape};
 use cudarc::driver::sys;
 use rand::{Rng, SeedableRng};
-use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
 /// fp64 CPU samples checked per launch, besides the full comparison with cuBLAS.
 pub(super) const CPU_SAMPLES: usize = 64;
 
-/// The worker: `phase` in the current folder (its scratch folder), confined unless `confined`
-/// is false (the instructor's `--allow-unconfined` on a kernel without Landlock).
-///
-/// Order matters: first what the grader's own code needs from outside (NVRTC loaded; the GPU
-/// opened, described and cuBLAS started), then the confinement, and only then the job, with the
-/// submission's text, read from stdin.
-pub fn main(phase: Phase, confined: bool) -> Result<()> {
-    // The workbook headers built into this runner, never files on disk (which the confined
-    // child may not read, and which are not what the instructor's grader was built with).
-    if !common::project::use_built_in() {
-        anyhow::bail!(
-            "internal: the grading child looked up a checkout before choosing its headers"
-        );
-    }
-    let dir = std::env::current_dir().context("the grading child has no working folder")?;
-    let confine = |needs| -> Result<()> {
-        if confined {
-            super::confine::confine(&dir, needs).context("cannot confine the grading child")?;
-        }
-        Ok(())
-    };
-    match phase {
-        Phase::Compile => {
-            common::compile::nvrtc_version()?;
-            confine(Needs::Compiler)?;
-            let job = read_job(phase)?;
-            compile_phase(&job, &dir)
-        }
-        Phase::Simulate => {
-            // No GPU, no toolkit: the PTX the compile child left here, and the simulator.
-            confine(Needs::Cpu)?;
-            let job = read_job(phase)?;
-            super::simulated::run(&job, &dir)
-        }
-        Phase::Measure => {
-            let gpu = open_gpu()?;
-            // CUPTI is loaded by the grader's code, before the confinement (which then allows
-            // its folder, for the libraries CUPTI opens itself), and before any kernel runs.
-            let cupti = super::measure::open_cupti(&gpu);
-            let env = env_info(&gpu);
-            let blas = Blas::new(&gpu)?;
-            common::compile::nvrtc_version()?;
-            confine(Needs::Measure)?;
-            let job = read_job(phase)?;
-            super::measure::run(&job, &dir, &gpu, &blas, env, cupti)
-        }
-        Phase::Probe | Phase::Run => {
-            let gpu = open_gpu()?;
-            let env = env_info(&gpu);
-            let blas = Blas::new(&gpu)?;
-            common::compile::nvrtc_version()?;
-            confine(Needs::Gpu)?;
-            let job = read_job(phase)?;
-            if phase == Phase::Probe {
-                probe(&dir, &gpu, &blas, env)
-            } else {
-                run_phase(&job, &dir, &gpu, &blas, env)
-            }
-        }
-    }
-}
-
-fn read_job(phase: Phase) -> Result<Job> {
-    let job = Job::read_from(std::io::stdin().lock())?;
-    if job.phase != phase {
-        bail!(
-            "the job is for the {:?} phase, the worker was started for {phase:?}",
-            job.phase
-        );
-    }
-    Ok(job)
-}
-
-fn open_gpu() -> Result<Box<Gpu>> {
+pub(super) fn open_gpu() -> Result<Box<Gpu>> {
     match gpu::open() {
         GpuStatus::Present(g) => Ok(g),
         GpuStatus::Absent(why) => bail!("no GPU to grade on: {why}"),
@@ -190,7 +116,7 @@ fn health(gpu: &Gpu, blas: &Blas) -> Result<String> {
     }
 }
 
-fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
+pub(super) fn probe(dir: &Path, gpu: &Gpu, blas: &Blas, mut env: EnvInfo) -> Result<()> {
     match health(gpu, blas) {
         Ok(d) => {
             env.healthy = true;
@@ -211,7 +137,7 @@ fn traced_cubin_path(dir: &Path) -> std::path::PathBuf {
     dir.join(format!("cubin-{}-traced.bin", TraceJob::DTYPE))
 }
 
-fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
+pub(super) fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
     let spec = job.spec()?;
     let target = job.target()?;
     let source = KernelSource {
@@ -272,7 +198,7 @@ fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             Ok(c) if job.ptx => {
                 match common::compile::compile_ptx(&source, common::Target::Sm100a, &defines) {
                     Ok(ptx) => {
-                        std::fs::write(super::simulated::ptx_path(dir, dtype), ptx)?;
+                        std::fs::write(super::protocol::ptx_path(dir, dtype), ptx)?;
                         Ok(c)
                     }
                     Err(e) => Err(e),
@@ -402,6 +328,40 @@ pub(super) struct Prepared {
     /// C between guards, the decoy reference after the upper guard.
     pub(super) c: Guarded,
     decoy: Vec<f32>,
+}
+
+impl Prepared {
+    /// The launch arguments of input set `set`, into this test's C.
+    pub(super) fn args(&self, plan: &Plan, set: &InputSet) -> Result<LaunchArgs> {
+        LaunchArgs::new(
+            plan,
+            self.dtype,
+            self.shape,
+            set.a.data(),
+            set.b.data(),
+            self.c.data(),
+        )
+    }
+
+    /// C poisoned before a launch (every byte 0xFF: a NaN in f16 and bf16), so an output the
+    /// kernel does not write reads as wrong.
+    pub(super) fn poison_c(&self, gpu: &Gpu) -> Result<()> {
+        memset8(gpu, self.c.data(), 0xFF, self.shape.m * self.shape.n * 2)
+    }
+}
+
+/// A build the compile child left (`cubin`), loaded for the job's kernel and target: the
+/// submission's own module, never compiled again here.
+pub(super) fn load_build(gpu: &Gpu, job: &Job, cubin: Vec<u8>) -> Result<LoadedKernel> {
+    let compiled = Compiled {
+        cubin,
+        target: job.target()?,
+        compile_ms: 0.0,
+        resources: Resources::default(),
+        nvrtc_version: String::new(),
+        log: String::new(),
+    };
+    LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name)
 }
 
 /// Elements of A and of B set to [`SPIKE`] in an all-ones input set.
@@ -809,16 +769,8 @@ fn correctness(run: &mut Run, kernel: &LoadedKernel, p: &Prepared) -> Result<Tes
     };
     let mut launches = 0;
     for (si, set) in p.sets.iter().enumerate() {
-        let args = LaunchArgs::new(
-            &plan,
-            p.dtype,
-            p.shape,
-            set.a.data(),
-            set.b.data(),
-            p.c.data(),
-        )
-        .map_err(fault)?;
-        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2).map_err(fault)?;
+        let args = p.args(&plan, set).map_err(fault)?;
+        p.poison_c(gpu).map_err(fault)?;
         launch_and_wait(
             gpu,
             kernel,
@@ -1031,17 +983,7 @@ fn performance(
     let mut args = Vec::new();
     let mut ptrs = Vec::new();
     for set in &p.sets {
-        args.push(
-            LaunchArgs::new(
-                &plan,
-                p.dtype,
-                p.shape,
-                set.a.data(),
-                set.b.data(),
-                p.c.data(),
-            )
-            .map_err(fault)?,
-        );
+        args.push(p.args(&plan, set).map_err(fault)?);
         ptrs.push((set.a.data(), set.b.data()));
     }
     let flush = L2Flush::new(gpu).map_err(fault)?;
@@ -1150,20 +1092,13 @@ fn performance(
     })
 }
 
-fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
-    let results_path = dir.join("results.jsonl");
-    let mut results = std::fs::File::create(&results_path)
-        .with_context(|| format!("cannot create {}", results_path.display()))?;
-    let mut emit = |line: &RunLine| -> Result<()> {
-        let mut s = serde_json::to_string(line)?;
-        s.push('\n');
-        results.write_all(s.as_bytes())?;
-        results.flush()?;
-        Ok(())
-    };
-    emit(&RunLine::Env(Box::new(env)))?;
-    let spec = job.spec()?;
-    let target = job.target()?;
+pub(super) fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Result<()> {
+    let mut results = ResultsWriter::create(dir)?;
+    results.emit(&RunLine::Env(Box::new(env)))?;
+    // The kernel and target the builds load for ([`load_build`]): a job naming neither is
+    // refused before any input is drawn.
+    job.spec()?;
+    job.target()?;
 
     // Inputs and references first: no code of the submission is loaded yet.
     let mut prepared = Vec::new();
@@ -1189,16 +1124,7 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
     for dtype in job.dtypes()? {
         let cubin = std::fs::read(cubin_path(dir, dtype))
             .with_context(|| format!("no compiled kernel for {dtype}"))?;
-        let compiled = Compiled {
-            cubin,
-            target,
-            compile_ms: 0.0,
-            resources: Resources::default(),
-            nvrtc_version: String::new(),
-            log: String::new(),
-        };
-        let loaded = LoadedKernel::from_compiled(gpu, &spec, compiled, &job.source_name)?;
-        kernels.push((dtype, loaded));
+        kernels.push((dtype, load_build(gpu, job, cubin)?));
     }
 
     let mut run = Run {
@@ -1255,7 +1181,7 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
                 }
             })
         };
-        emit(&RunLine::Test(result))?;
+        results.emit(&RunLine::Test(result))?;
     }
     // After every test, never among the timed launches: the one traced launch.
     if let (Some(tj), Some(p)) = (&job.trace, traced.as_mut()) {
@@ -1269,7 +1195,7 @@ fn run_phase(job: &Job, dir: &Path, gpu: &Gpu, blas: &Blas, env: EnvInfo) -> Res
             None => traced_launch(&mut run, job, tj, dir, p),
         };
         for r in evaluate(&facts, &outcome) {
-            emit(&RunLine::Fact(r))?;
+            results.emit(&RunLine::Fact(r))?;
         }
     }
     Ok(())
@@ -1286,15 +1212,7 @@ fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepar
     let loaded = (|| -> Result<LoadedKernel> {
         let cubin = std::fs::read(traced_cubin_path(dir))
             .context("internal: no traced build in the run's folder")?;
-        let compiled = Compiled {
-            cubin,
-            target: job.target()?,
-            compile_ms: 0.0,
-            resources: Resources::default(),
-            nvrtc_version: String::new(),
-            log: String::new(),
-        };
-        LoadedKernel::from_compiled(gpu, &job.spec()?, compiled, &job.source_name)
+        load_build(gpu, job, cubin)
     })();
     let kernel = match loaded {
         Ok(k) if k.emulated() => {
@@ -1309,18 +1227,11 @@ fn traced_launch(run: &mut Run, job: &Job, tj: &TraceJob, dir: &Path, p: &Prepar
     let set = &p.sets[0];
     let prepared = (|| -> Result<(common::step::Plan, LaunchArgs, TraceBuffer)> {
         let plan = kernel.plan(gpu, p.shape, None)?;
-        let args = LaunchArgs::new(
-            &plan,
-            p.dtype,
-            p.shape,
-            set.a.data(),
-            set.b.data(),
-            p.c.data(),
-        )?;
+        let args = p.args(&plan, set)?;
         let layout = common::run::trace_layout(&kernel.spec, &plan, p.shape, tj.clusters);
         let mut buffer = TraceBuffer::new(gpu, layout)?;
         buffer.install(gpu, kernel.module())?;
-        memset8(gpu, p.c.data(), 0xFF, p.shape.m * p.shape.n * 2)?;
+        p.poison_c(gpu)?;
         Ok((plan, args, buffer))
     })();
     let (plan, args, buffer) = match prepared {
@@ -1375,7 +1286,7 @@ mod tests {
         let step = runner::steps::get(4).unwrap();
         let text = step.info().blackwell.text;
         let source = KernelSource {
-            path: super::super::job::SOURCE_NAME.into(),
+            path: super::super::protocol::SOURCE_NAME.into(),
             text: common::mutation::find("alloc-cta-group-1")
                 .unwrap()
                 .apply(text)

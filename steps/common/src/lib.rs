@@ -30,6 +30,7 @@ pub mod stress;
 pub mod timing;
 pub mod toolkit;
 pub mod trace;
+pub mod trace_facts;
 pub mod verdict;
 pub mod verify;
 
