@@ -192,6 +192,22 @@ fn prepare(req: &Request, opts: &mut RunOptions) -> Result<(Vec<KernelSpec>, boo
         if !req.json {
             eprintln!("note: seeded bug {:?}: {}", m.name, m.description);
         }
+        // A persistent grid as wide as the GPU gives each cluster one tile of the default
+        // shape, and a bug of the second tile's handover (a parity, an extra arrival) would
+        // pass: the seeded run launches the few clusters the simulator launches, so each
+        // cluster loops over several tiles, as the seeded-bug checks do.
+        let persistent = specs
+            .iter()
+            .any(|s| s.arch == arch && s.shape().schedule.fills_the_gpu());
+        if persistent && opts.clusters.is_none() {
+            opts.clusters = Some(common::simulate::DEFAULT_CLUSTERS);
+            if !req.json {
+                eprintln!(
+                    "note: {} clusters launched (--clusters {0}), so each loops over several tiles and the bug's later tiles run; --clusters N overrides",
+                    common::simulate::DEFAULT_CLUSTERS
+                );
+            }
+        }
     }
     Ok((specs, chosen))
 }
@@ -580,4 +596,47 @@ fn compile_report(
     report::print_sass(&listing, expect, false);
     println!();
     Ok((serde_json::Value::Null, missing))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::step_request::SimRequest;
+
+    fn request(step: u32, mutate: &str) -> Request {
+        Request {
+            step: runner::steps::get(step).expect("a ladder step"),
+            arch: None,
+            params: Vec::new(),
+            kernel_file: None,
+            mutate: Some(mutate.to_string()),
+            json: true,
+            trace: None,
+            time_emulation: None,
+            dims: (None, None, None),
+            sim: SimRequest::default(),
+        }
+    }
+
+    /// A seeded bug of the second tile's handover must meet a second tile: on a GPU as wide as
+    /// the grid, the default launch gives each cluster one, so the seeded run caps the clusters
+    /// (the bug passed on an H200 at 512x1024x512 before); `--clusters` still wins, and a step
+    /// that launches one cluster per tile keeps its grid.
+    #[test]
+    fn a_seeded_bug_runs_several_tiles_per_cluster() {
+        let mut opts = RunOptions::default();
+        prepare(&request(6, "acc-empty-extra-arrival"), &mut opts).expect("step 6 seeds it");
+        assert_eq!(opts.clusters, Some(common::simulate::DEFAULT_CLUSTERS));
+
+        let mut opts = RunOptions {
+            clusters: Some(5),
+            ..RunOptions::default()
+        };
+        prepare(&request(6, "wrong-acc-parity"), &mut opts).expect("step 6 seeds it");
+        assert_eq!(opts.clusters, Some(5));
+
+        let mut opts = RunOptions::default();
+        prepare(&request(2, "skip-acc-wait"), &mut opts).expect("step 2 seeds it");
+        assert_eq!(opts.clusters, None);
+    }
 }
