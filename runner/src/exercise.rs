@@ -648,6 +648,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => {
+            crate::bench::contenders::check_edit_target(k, ex.step, Some(Arch::Blackwell))?;
             let text = crate::step_cmd::read_kernel(k)?;
             let src = common::compile::KernelSource {
                 path: k.display().to_string(),
@@ -681,6 +682,35 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         println!("wrote the solution of exercise {id} to {}", w.display());
         return Ok(ExitCode::SUCCESS);
     }
+    // Your twin for the timed counterpart, checked before anything runs.
+    let twin = match (o.twin, crate::bench::measure::find(id)) {
+        // Parameter changes only (0.1, 1.2): the twin's source is the stock one.
+        (Some(p), Some(m)) if !m.variants.iter().any(|v| v.edited) => {
+            eprintln!(
+                "warning: exercise {id} times the stock twin with other parameters ({}): --twin {} is not used",
+                m.variants.iter().map(|v| v.label).collect::<Vec<_>>().join(", "),
+                p.display()
+            );
+            None
+        }
+        (Some(p), Some(m)) => {
+            let src = common::compile::KernelSource {
+                path: p.display().to_string(),
+                text: crate::step_cmd::read_kernel(p)?,
+            };
+            // A Blackwell kernel would fail on the twin's sm_90a compile, far from the cause.
+            if crate::step_cmd::implied_arch(&src) != Arch::Hopper {
+                bail!(
+                    "{} is not a Hopper twin (it does not include hopper.cuh): --twin takes your edited copy of step {}'s twin (kernel_sm90.cu)",
+                    p.display(),
+                    m.step
+                );
+            }
+            Some(src)
+        }
+        // No timed counterpart: the warning below says --twin is not used.
+        _ => None,
+    };
     let mut out = Lines {
         json,
         items: Vec::new(),
@@ -823,13 +853,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                     .then(|| crate::bench::measure::prompt(m))
                     .flatten()
             });
-        let twin = match o.twin {
-            Some(p) => Some(common::compile::KernelSource {
-                path: p.display().to_string(),
-                text: crate::step_cmd::read_kernel(p)?,
-            }),
-            None => None,
-        };
+
         let r = crate::bench::measure::run(m, twin.as_ref(), predicted)?;
         for (mark, text) in r.lines {
             out.emit(mark, text);
@@ -983,7 +1007,21 @@ pub fn timings(out: &Path) -> Result<Verdict> {
 }
 
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
-pub fn list() {
+pub fn list(json: bool) -> Result<()> {
+    if json {
+        let items: Vec<_> = EXERCISES
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id, "step": e.step, "title": e.title,
+                    "timed_on_twin": crate::bench::measure::find(e.id).is_some(),
+                })
+            })
+            .collect();
+        let v = crate::report::envelope("exercises", serde_json::json!({ "exercises": items }));
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
     for e in EXERCISES {
         let timed = if crate::bench::measure::find(e.id).is_some() {
             "  (also timed on the Hopper twin: --predict)"
@@ -992,6 +1030,7 @@ pub fn list() {
         };
         println!("{:<5} step {}  {}{timed}", e.id, e.step, e.title);
     }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -20,7 +20,6 @@ mod step_request;
 mod trace;
 mod workshop;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -28,7 +27,7 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error: {info}");
     }));
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match cli::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {

@@ -206,6 +206,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         check_bounds(step, shape)?;
     }
     check_clusters(&a, step)?;
+    if let Some(k) = &a.kernel {
+        crate::bench::contenders::check_edit_target(k, a.step, None)?;
+    }
     if !a.json {
         warn_ignored(&a);
     }
