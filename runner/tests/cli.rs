@@ -2297,3 +2297,16 @@ fn an_edit_file_of_another_step_is_refused_naming_both() {
         "edits step 4's Hopper twin; this checks its Blackwell kernel",
     );
 }
+
+#[test]
+fn a_gpu_sized_problem_is_refused_by_the_simulator_up_front() {
+    // 65536³ held A, B and C in memory three times over until the kernel killed the runner.
+    for dims in [["65536", "65536", "65536"], ["8192", "8192", "8192"]] {
+        let t = std::time::Instant::now();
+        let o = runner(&[
+            "step", "0", "--sim", "--m", dims[0], "--n", dims[1], "--k", dims[2],
+        ]);
+        assert_one_line_error(&o, "is too large for the CPU simulator");
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    }
+}
