@@ -2310,3 +2310,27 @@ fn a_gpu_sized_problem_is_refused_by_the_simulator_up_front() {
         assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
     }
 }
+
+#[test]
+fn two_books_built_at_once_both_succeed() {
+    // mdbook empties its folder first: a second build at once deleted files under the first
+    // ("Unable to remove stale HTML output"), one try in three or so. Three pairs here.
+    let d = tmp("twobooks");
+    let out = d.join("book");
+    for _ in 0..3 {
+        let spawn = || {
+            Command::new(env!("CARGO_BIN_EXE_runner"))
+                .args(["book", "--out", out.to_str().unwrap()])
+                .output()
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(spawn);
+            let b = s.spawn(spawn);
+            (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+        });
+        for o in [a, b] {
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        assert!(out.join("index.html").is_file());
+    }
+}
