@@ -2334,3 +2334,12 @@ fn two_books_built_at_once_both_succeed() {
         assert!(out.join("index.html").is_file());
     }
 }
+
+#[test]
+fn budget_holds_a_shape_to_the_bounds_step_does() {
+    assert_one_line_error(
+        &runner(&["budget", "0", "--m", "2147483648"]),
+        "must be below 2^31",
+    );
+    assert!(runner(&["budget", "0", "--m", "8192"]).status.success());
+}

@@ -42,6 +42,17 @@ fn latency(s: &str) -> Result<f64, String> {
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
+    // The bounds `runner step` holds a shape to (32-bit indices, a GPU's memory): a budget of a
+    // problem no kernel launch can run would be arithmetic about nothing.
+    if a.m.is_some() || a.n.is_some() || a.k.is_some() {
+        let d = common::Shape::DEFAULT;
+        let shape = common::Shape {
+            m: a.m.unwrap_or(d.m),
+            n: a.n.unwrap_or(d.n),
+            k: a.k.unwrap_or(d.k),
+        };
+        super::step::check_bounds(runner::steps::get(a.step)?, shape)?;
+    }
     if a.json {
         let v = crate::report::envelope(
             "budget",
