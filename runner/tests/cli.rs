@@ -2343,3 +2343,21 @@ fn budget_holds_a_shape_to_the_bounds_step_does() {
     );
     assert!(runner(&["budget", "0", "--m", "8192"]).status.success());
 }
+
+#[test]
+fn an_edit_file_without_edits_is_refused() {
+    let d = tmp("noedit");
+    let f = d.join("noedit.toml");
+    std::fs::write(&f, "step = 0\narch = \"blackwell\"\nedit = []\n").unwrap();
+    assert_one_line_error(
+        &runner(&[
+            "step",
+            "0",
+            "--arch",
+            "sm_100a",
+            "--kernel",
+            f.to_str().unwrap(),
+        ]),
+        "holds no [[edit]]",
+    );
+}

@@ -173,6 +173,13 @@ impl Contender {
 /// without a rebuild) with the edits applied. Compiler messages name both files.
 pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
     let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
+    if file.edit.is_empty() {
+        // It would run the stock kernel under the file's name.
+        bail!(
+            "{path} holds no [[edit]]: it does not change step {}'s kernel",
+            file.step
+        );
+    }
     let arch = file.arch().with_context(|| path.to_string())?;
     let base = runner::steps::get(file.step)?.info().kernel_source(arch);
     let text = edits::apply(path, &base.text, &file.edit, &file.snippets)?;
