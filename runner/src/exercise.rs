@@ -498,7 +498,7 @@ fn run_kernel(
     args: &[&str],
     seed: u64,
 ) -> Result<Outcome> {
-    let dir = std::env::temp_dir().join(format!("workbook-exercise-{}-{seed}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{seed}", std::process::id()));
     let mut a: Vec<std::ffi::OsString> = vec![
         "step".into(),
         step.to_string().into(),
@@ -638,8 +638,41 @@ pub struct Options<'a> {
     pub json: bool,
 }
 
+/// The prefix of this module's scratch files and folders in the temp folder.
+const SCRATCH_PREFIX: &str = "workbook-exercise-";
+
+/// Remove the scratch files of earlier exercise runs that ended without cleaning up (Ctrl-C):
+/// `workbook-exercise-<pid>-...` whose process no longer exists. Linux only (`/proc`); a live
+/// process's files, and files this user may not remove, are left alone.
+fn sweep_stale_scratch() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+            continue;
+        };
+        let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if pid.is_empty() || Path::new("/proc").join(&pid).exists() {
+            continue;
+        }
+        let p = e.path();
+        let _ = if p.is_dir() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+    }
+}
+
 /// Run the exercise's checks; `kernel` replaces the committed solution.
 pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
+    sweep_stale_scratch();
     let (kernel, write, json) = (o.kernel, o.write, o.json);
     if let Some(w) = write {
         crate::outdir::check_new_file(w, o.force)?;
@@ -730,8 +763,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let stock = info.kernel(Arch::Blackwell).text;
     // A participant's file is run where it is (so compiler messages name it); the committed
     // solution goes through a temporary copy.
-    let temp =
-        std::env::temp_dir().join(format!("workbook-exercise-{}-{id}.cu", std::process::id()));
+    let temp = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{id}.cu", std::process::id()));
     let kernel_path = match kernel {
         Some(k) => {
             std::path::absolute(k).with_context(|| format!("cannot read {}", k.display()))?

@@ -2361,3 +2361,28 @@ fn an_edit_file_without_edits_is_refused() {
         "holds no [[edit]]",
     );
 }
+
+#[test]
+fn an_interrupted_exercise_s_scratch_is_swept_by_the_next() {
+    // What a Ctrl-C leaves: the scratch of a process that no longer exists.
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let file = tmp.join(format!("workbook-exercise-{dead}-0.3.cu"));
+    let dir = tmp.join(format!("workbook-exercise-{dead}-7"));
+    std::fs::write(&file, "left behind").unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    // A live process's scratch stays (this test's own pid).
+    let live = tmp.join(format!("workbook-exercise-{}-0.3.cu", std::process::id()));
+    std::fs::write(&live, "in use").unwrap();
+    let o = runner(&["exercise", "3.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let swept = !file.exists() && !dir.exists();
+    let kept = live.exists();
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&live);
+    assert!(swept, "the dead run's scratch was removed");
+    assert!(kept, "a live run's scratch was kept");
+}
