@@ -693,7 +693,9 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                     "{} is a Hopper twin (it includes hopper.cuh): exercise {id} checks step {}'s Blackwell kernel (kernel.cu){}",
                     k.display(),
                     ex.step,
-                    if crate::bench::measure::find(id).is_some() {
+                    if crate::bench::measure::find(id)
+                        .is_some_and(|m| m.variants.iter().any(|v| v.edited))
+                    {
                         "; give an edited twin with --twin FILE"
                     } else {
                         ""

@@ -2386,3 +2386,23 @@ fn an_interrupted_exercise_s_scratch_is_swept_by_the_next() {
     assert!(swept, "the dead run's scratch was removed");
     assert!(kept, "a live run's scratch was kept");
 }
+
+#[test]
+fn a_twin_given_as_kernel_is_pointed_at_twin_only_where_twin_is_used() {
+    let twin = |step: &str| {
+        format!(
+            "{}/../steps/{step}/src/kernel_sm90.cu",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let o = runner(&["exercise", "2.1", "--kernel", &twin("step2_tiled_epilogue")]);
+    assert_one_line_error(&o, "give an edited twin with --twin FILE");
+    let o = runner(&[
+        "exercise",
+        "1.2",
+        "--kernel",
+        &twin("step1_warp_specialization"),
+    ]);
+    assert_one_line_error(&o, "is a Hopper twin (it includes hopper.cuh)");
+    assert!(!stderr(&o).contains("--twin"), "{}", stderr(&o));
+}

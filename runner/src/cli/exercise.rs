@@ -17,8 +17,9 @@ pub struct Args {
     /// exercises/solutions.toml.
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
-    /// In an exercise timed on the Hopper twin (0.1, 1.2, 2.1, 6.2): your edited copy of the
-    /// twin (kernel_sm90.cu), timed against the stock twin instead of the committed edit.
+    /// In exercise 2.1, whose timed variant edits the Hopper twin: your edited copy of the twin
+    /// (kernel_sm90.cu), timed against the stock twin instead of the committed edit (0.1, 1.2
+    /// and 6.2 time parameter changes of the stock twin: there it is not used).
     #[arg(long, value_name = "FILE")]
     twin: Option<PathBuf>,
     /// Your prediction for a timed exercise, recorded before the GPU answers: the variant
