@@ -681,7 +681,12 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => {
-            crate::bench::contenders::check_edit_target(k, ex.step, Some(Arch::Blackwell))?;
+            crate::bench::contenders::check_edit_target(
+                k,
+                crate::step_cmd::read_kernel,
+                ex.step,
+                Some(Arch::Blackwell),
+            )?;
             let text = crate::step_cmd::read_kernel(k)?;
             let src = common::compile::KernelSource {
                 path: k.display().to_string(),

@@ -192,12 +192,18 @@ pub fn edited_kernel(path: &str, toml_text: &str) -> Result<KernelSource> {
 /// A `--kernel FILE.toml` given for step `step` (and, where the command checks one kernel only,
 /// `arch`): refused up front, naming both, when its edits are of another kernel; they would be
 /// compiled under this step's plan and fail far from the cause. Any other file passes.
-pub fn check_edit_target(path: &Path, step: u32, arch: Option<Arch>) -> Result<()> {
+/// `read` reads the user's file (the caller's bounded reader, `step_cmd::read_kernel`).
+pub fn check_edit_target(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<String>,
+    step: u32,
+    arch: Option<Arch>,
+) -> Result<()> {
     if path.extension().is_none_or(|e| e != "toml") {
         return Ok(());
     }
     let shown = path.display();
-    let text = crate::step_cmd::read_kernel(path)?;
+    let text = read(path)?;
     let file: EditFile = toml::from_str(&text).with_context(|| shown.to_string())?;
     let edits = file.arch().with_context(|| shown.to_string())?;
     if file.step != step {

@@ -60,7 +60,12 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let mut source = match &a.kernel {
         Some(path) => {
-            crate::bench::contenders::check_edit_target(path, a.step, None)?;
+            crate::bench::contenders::check_edit_target(
+                path,
+                crate::step_cmd::read_kernel,
+                a.step,
+                None,
+            )?;
             crate::step_cmd::kernel_file(path)?
         }
         None => spec.source(),

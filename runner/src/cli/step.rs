@@ -207,7 +207,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     }
     check_clusters(&a, step)?;
     if let Some(k) = &a.kernel {
-        crate::bench::contenders::check_edit_target(k, a.step, None)?;
+        crate::bench::contenders::check_edit_target(k, step_cmd::read_kernel, a.step, None)?;
     }
     if !a.json {
         warn_ignored(&a);
