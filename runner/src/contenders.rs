@@ -169,6 +169,42 @@ impl Contender {
     }
 }
 
+/// A `--kernel FILE.toml` given for step `step` (and, where the command checks one kernel only,
+/// `arch`): refused up front, naming both, when its edits are of another kernel; they would be
+/// compiled under this step's plan and fail far from the cause. Any other file passes.
+/// `read` reads the user's file (the caller's bounded reader, `common::compile::read_kernel`).
+pub fn check_edit_target(
+    path: &Path,
+    read: impl FnOnce(&Path) -> Result<String>,
+    step: u32,
+    arch: Option<Arch>,
+) -> Result<()> {
+    if path.extension().is_none_or(|e| e != "toml") {
+        return Ok(());
+    }
+    let shown = path.display();
+    let text = read(path)?;
+    let file: edits::EditFile = toml::from_str(&text).with_context(|| shown.to_string())?;
+    let edits = file.arch().with_context(|| shown.to_string())?;
+    if file.step != step {
+        bail!(
+            "{shown} edits step {}'s {}, not step {step}'s: give it to step {} (runner step {} --kernel {shown})",
+            file.step,
+            edits.name(),
+            file.step,
+            file.step
+        );
+    }
+    if let Some(arch) = arch.filter(|&a| a != edits) {
+        bail!(
+            "{shown} edits step {step}'s {}; this checks its {}",
+            edits.name(),
+            arch.name()
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

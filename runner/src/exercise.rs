@@ -498,7 +498,7 @@ fn run_kernel(
     args: &[&str],
     seed: u64,
 ) -> Result<Outcome> {
-    let dir = std::env::temp_dir().join(format!("workbook-exercise-{}-{seed}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{seed}", std::process::id()));
     let mut a: Vec<std::ffi::OsString> = vec![
         "step".into(),
         step.to_string().into(),
@@ -638,8 +638,41 @@ pub struct Options<'a> {
     pub json: bool,
 }
 
+/// The prefix of this module's scratch files and folders in the temp folder.
+const SCRATCH_PREFIX: &str = "workbook-exercise-";
+
+/// Remove the scratch files of earlier exercise runs that ended without cleaning up (Ctrl-C):
+/// `workbook-exercise-<pid>-...` whose process no longer exists. Linux only (`/proc`); a live
+/// process's files, and files this user may not remove, are left alone.
+fn sweep_stale_scratch() {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let tmp = std::env::temp_dir();
+    let Ok(entries) = std::fs::read_dir(&tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(SCRATCH_PREFIX)) else {
+            continue;
+        };
+        let pid: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        if pid.is_empty() || Path::new("/proc").join(&pid).exists() {
+            continue;
+        }
+        let p = e.path();
+        let _ = if p.is_dir() {
+            std::fs::remove_dir_all(&p)
+        } else {
+            std::fs::remove_file(&p)
+        };
+    }
+}
+
 /// Run the exercise's checks; `kernel` replaces the committed solution.
 pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
+    sweep_stale_scratch();
     let (kernel, write, json) = (o.kernel, o.write, o.json);
     if let Some(w) = write {
         crate::outdir::check_new_file(w, o.force)?;
@@ -648,6 +681,12 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let info = runner::steps::get(ex.step)?.info();
     let (text, from) = match kernel {
         Some(k) => {
+            crate::contenders::check_edit_target(
+                k,
+                common::compile::read_kernel,
+                ex.step,
+                Some(Arch::Blackwell),
+            )?;
             let text = common::compile::read_kernel(k)?;
             let src = common::compile::KernelSource {
                 path: k.display().to_string(),
@@ -659,7 +698,9 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                     "{} is a Hopper twin (it includes hopper.cuh): exercise {id} checks step {}'s Blackwell kernel (kernel.cu){}",
                     k.display(),
                     ex.step,
-                    if crate::bench::measure::find(id).is_some() {
+                    if crate::bench::measure::find(id)
+                        .is_some_and(|m| m.variants.iter().any(|v| v.edited))
+                    {
                         "; give an edited twin with --twin FILE"
                     } else {
                         ""
@@ -681,6 +722,35 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
         println!("wrote the solution of exercise {id} to {}", w.display());
         return Ok(ExitCode::SUCCESS);
     }
+    // Your twin for the timed counterpart, checked before anything runs.
+    let twin = match (o.twin, crate::bench::measure::find(id)) {
+        // Parameter changes only (0.1, 1.2): the twin's source is the stock one.
+        (Some(p), Some(m)) if !m.variants.iter().any(|v| v.edited) => {
+            eprintln!(
+                "warning: exercise {id} times the stock twin with other parameters ({}): --twin {} is not used",
+                m.variants.iter().map(|v| v.label).collect::<Vec<_>>().join(", "),
+                p.display()
+            );
+            None
+        }
+        (Some(p), Some(m)) => {
+            let src = common::compile::KernelSource {
+                path: p.display().to_string(),
+                text: common::compile::read_kernel(p)?,
+            };
+            // A Blackwell kernel would fail on the twin's sm_90a compile, far from the cause.
+            if src.implied_arch() != Arch::Hopper {
+                bail!(
+                    "{} is not a Hopper twin (it does not include hopper.cuh): --twin takes your edited copy of step {}'s twin (kernel_sm90.cu)",
+                    p.display(),
+                    m.step
+                );
+            }
+            Some(src)
+        }
+        // No timed counterpart: the warning below says --twin is not used.
+        _ => None,
+    };
     let mut out = Lines {
         json,
         items: Vec::new(),
@@ -700,8 +770,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     let stock = info.kernel(Arch::Blackwell).text;
     // A participant's file is run where it is (so compiler messages name it); the committed
     // solution goes through a temporary copy.
-    let temp =
-        std::env::temp_dir().join(format!("workbook-exercise-{}-{id}.cu", std::process::id()));
+    let temp = std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{id}.cu", std::process::id()));
     let kernel_path = match kernel {
         Some(k) => {
             std::path::absolute(k).with_context(|| format!("cannot read {}", k.display()))?
@@ -823,13 +892,7 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
                     .then(|| crate::bench::measure::prompt(m))
                     .flatten()
             });
-        let twin = match o.twin {
-            Some(p) => Some(common::compile::KernelSource {
-                path: p.display().to_string(),
-                text: common::compile::read_kernel(p)?,
-            }),
-            None => None,
-        };
+
         let r = crate::bench::measure::run(m, twin.as_ref(), predicted)?;
         for (mark, text) in r.lines {
             out.emit(mark, text);
@@ -980,7 +1043,21 @@ pub fn timings(out: &Path) -> Result<Verdict> {
 }
 
 /// The exercises as the book lists them, with their checks (`runner exercise --list`).
-pub fn list() {
+pub fn list(json: bool) -> Result<()> {
+    if json {
+        let items: Vec<_> = EXERCISES
+            .iter()
+            .map(|e| {
+                serde_json::json!({
+                    "id": e.id, "step": e.step, "title": e.title,
+                    "timed_on_twin": crate::bench::measure::find(e.id).is_some(),
+                })
+            })
+            .collect();
+        let v = crate::report::envelope("exercises", serde_json::json!({ "exercises": items }));
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
     for e in EXERCISES {
         let timed = if crate::bench::measure::find(e.id).is_some() {
             "  (also timed on the Hopper twin: --predict)"
@@ -989,6 +1066,7 @@ pub fn list() {
         };
         println!("{:<5} step {}  {}{timed}", e.id, e.step, e.title);
     }
+    Ok(())
 }
 
 #[cfg(test)]

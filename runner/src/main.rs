@@ -22,7 +22,6 @@ mod step_request;
 mod trace;
 mod workshop;
 
-use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -30,7 +29,7 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|info| {
         eprintln!("error: internal error: {info}");
     }));
-    let cli = cli::Cli::parse();
+    let cli = cli::parse();
     match cli::dispatch(cli.command) {
         Ok(code) => code,
         Err(e) => {

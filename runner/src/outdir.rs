@@ -39,11 +39,19 @@ impl OutDir {
                 "{flag} {shown} is the workbook checkout: give a folder of its own (e.g. {flag} grades), so that its files stay apart from the repository's"
             ),
             Ok(_) => {
-                dir.join(MARKER).is_file()
+                let own = dir.join(MARKER).is_file()
                     || std::fs::read_dir(dir)
                         .with_context(|| format!("cannot read {flag} {shown}"))?
                         .next()
-                        .is_none()
+                        .is_none();
+                // A folder of the checkout's own (steps/, rubrics/, book/src): new names there
+                // would sit among the sources, and show in `git status`.
+                if !own && inside_checkout(dir) {
+                    bail!(
+                        "{flag} {shown} is a folder of the workbook checkout holding its files: give a folder of its own (e.g. {flag} grades), so that its files stay apart from the repository's"
+                    );
+                }
+                own
             }
         };
         Ok(OutDir {
@@ -124,6 +132,14 @@ fn is_checkout(dir: &Path) -> bool {
         return false;
     };
     root.canonicalize().is_ok_and(|r| r == dir)
+}
+
+/// Whether `dir` lies inside the workbook checkout the runner uses (its root included).
+fn inside_checkout(dir: &Path) -> bool {
+    let (Some(root), Ok(dir)) = (common::project::root(), dir.canonicalize()) else {
+        return false;
+    };
+    root.canonicalize().is_ok_and(|r| dir.starts_with(r))
 }
 
 /// Check that `--write FILE` may write `file`: a new file always; an existing one only with

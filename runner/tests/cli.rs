@@ -50,6 +50,28 @@ fn assert_one_line_error(o: &Output, needle: &str) {
     );
 }
 
+/// A usage error clap reports (a value its parser refused): exit 2, one `error:` line naming the
+/// value, then only clap's pointer to `--help` (never its tip to write `-- -1`), no panic.
+fn assert_usage_error(o: &Output, needle: &str) {
+    let err = stderr_without_notes(o);
+    assert_eq!(o.status.code(), Some(2), "stderr: {err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "one error line: {err}"
+    );
+    assert!(err.contains(needle), "expected {needle:?} in {err}");
+    assert!(
+        !err.contains("tip:") && !err.contains("unexpected argument"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("panicked") && !err.contains("RUST_BACKTRACE"),
+        "{err}"
+    );
+}
+
 /// A `step` that went well: exit 0 where every kernel ran and verified; exit 3 where a kernel
 /// was only built (no GPU that runs it: "compiled for ... only", `"ran": false`), never 0 then.
 fn assert_step_ok(o: &Output) {
@@ -682,11 +704,11 @@ fn budget_prints_the_box_and_checks_its_input() {
         &runner(&["budget", "0", "--gpu", "mi300"]),
         "unknown GPU \"mi300\"",
     );
-    for bad in ["0", "-1", "1e300"] {
-        assert_one_line_error(
-            &runner(&["budget", "0", "--latency-ns", bad]),
-            "--latency-ns must be a positive number",
-        );
+    for bad in ["0", "-1", "1e300", "1e-300", "nan", "0x10"] {
+        let o = runner(&["budget", "0", "--latency-ns", bad]);
+        assert_usage_error(&o, "is not a latency: give a number of nanoseconds from 1");
+        // The value as typed, never a 300-digit expansion of it.
+        assert!(stderr(&o).len() < 300, "{}", stderr(&o));
     }
     assert_one_line_error(
         &runner(&["budget", "3", "--m", "128"]),
@@ -2004,4 +2026,383 @@ fn exercise_predict_is_a_choice_of_three() {
     let o = runner(&["exercise", "1.2", "--predict", "quicker"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("faster"), "{}", stderr(&o));
+}
+
+// ---- A second newcomer walkthrough: inputs the first one did not try ----
+
+#[test]
+fn negative_values_meet_the_values_own_check_not_clap_s_tip() {
+    for args in [
+        &["step", "0", "--seed", "-1"][..],
+        &["step", "-1"],
+        &["step", "0", "--iters", "-1"],
+        &["step", "0", "--sim-seed", "-5"],
+        &["step", "0", "--explore", "-1"],
+        &["step", "4", "--clusters", "-3"],
+        &["step", "0", "--time-emulation", "-1"],
+        &["step", "0", "--emu-seed", "-1"],
+        &["budget", "-1"],
+        &["phases", "--step", "-1"],
+        &["phases", "--step", "0", "--k-blocks", "-1"],
+        &["diff", "0", "-1"],
+        &["book", "--serve", "--port", "-1"],
+        &["selftest", "--iters", "-1"],
+    ] {
+        let o = runner(args);
+        assert_usage_error(&o, "-");
+        assert!(stderr(&o).contains("'-"), "{args:?}: {}", stderr(&o));
+    }
+    assert_one_line_error(&runner(&["exercise", "-1.1"]), "there is no exercise -1.1");
+}
+
+#[test]
+fn a_nul_byte_in_a_kernel_is_placed_not_echoed() {
+    let d = tmp("nul");
+    let f = d.join("nul.cu");
+    std::fs::write(
+        &f,
+        "extern \"C\" __global__ void gemm_kernel() {}\n\0 SECRET-TOKEN=hunter2\n",
+    )
+    .unwrap();
+    let o = runner(&[
+        "step",
+        "0",
+        "--arch",
+        "sm_100a",
+        "--kernel",
+        f.to_str().unwrap(),
+    ]);
+    assert_one_line_error(&o, "holds a NUL byte (line 2, byte 45 of the file)");
+    assert!(!stderr(&o).contains("SECRET-TOKEN"), "{}", stderr(&o));
+}
+
+#[test]
+fn check_sim_checks_its_out_before_running_a_case() {
+    let d = tmp("checksim");
+    let file = d.join("afile");
+    std::fs::write(&file, "mine").unwrap();
+    let t = std::time::Instant::now();
+    let o = runner(&["check", "sim", "--quick", "--out", file.to_str().unwrap()]);
+    assert_one_line_error(&o, "is not a folder");
+    let users = d.join("users");
+    std::fs::create_dir(&users).unwrap();
+    std::fs::write(users.join("notes.txt"), "mine").unwrap();
+    let o = runner(&["check", "sim", "--quick", "--out", users.to_str().unwrap()]);
+    assert_one_line_error(&o, "holds files that no runner command wrote there");
+    assert!(
+        t.elapsed().as_secs() < 30,
+        "refused before the cases ran ({:?})",
+        t.elapsed()
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+    assert_eq!(std::fs::read_dir(&users).unwrap().count(), 1);
+}
+
+#[test]
+fn out_in_a_folder_of_the_checkout_is_refused() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let d = tmp("incheckout");
+    let k = d.join("k.cu");
+    std::fs::write(&k, "extern \"C\" __global__ void gemm_kernel() {}\n").unwrap();
+    for sub in ["steps", "rubrics", "steps/step0_naive/src"] {
+        let out = root.join(sub);
+        let o = runner(&[
+            "grade",
+            k.to_str().unwrap(),
+            "--rubric",
+            &rubric_path("step3-hopper.toml"),
+            "--compile-only",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        let leaked = out.join("grade.json");
+        if leaked.exists() {
+            let _ = std::fs::remove_file(&leaked);
+            panic!("grade wrote {} among the sources", leaked.display());
+        }
+        assert_one_line_error(&o, "is a folder of the workbook checkout");
+    }
+}
+
+#[test]
+fn outside_a_checkout_without_home_the_toolkit_goes_nowhere_unasked() {
+    // A runner copied out of its checkout, started with no HOME: the toolkit's default folder
+    // would be a `.cache` in the current folder. It says so instead.
+    let d = tmp("nohome");
+    let exe = d.join("runner");
+    std::fs::copy(env!("CARGO_BIN_EXE_runner"), &exe).unwrap();
+    let cwd = d.join("work");
+    std::fs::create_dir(&cwd).unwrap();
+    let o = Command::new(&exe)
+        .args(["step", "0", "--arch", "sm_100a"])
+        .current_dir(&cwd)
+        .env_remove("HOME")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("WORKBOOK_CUDA_CACHE")
+        .env_remove("WORKBOOK_ROOT")
+        .env_remove("WORKBOOK_CUDA")
+        .env("WORKBOOK_NO_SITE_PYTHON", "1")
+        .env("WORKBOOK_NO_INSTALL", "1")
+        .output()
+        .unwrap();
+    assert!(
+        std::fs::read_dir(&cwd).unwrap().next().is_none(),
+        "nothing written in the current folder: {}",
+        stderr(&o)
+    );
+    // A machine with a system toolkit runs; one without says where the toolkit cannot go.
+    if o.status.code() == Some(2) {
+        assert_one_line_error(&o, "neither HOME nor XDG_CACHE_HOME is an absolute path");
+    }
+}
+
+#[test]
+fn an_empty_or_file_workbook_cuda_cache_is_named() {
+    let d = tmp("cudacache");
+    let file = d.join("afile");
+    std::fs::write(&file, "mine").unwrap();
+    for (value, says) in [
+        ("", "WORKBOOK_CUDA_CACHE is set but empty"),
+        (file.to_str().unwrap(), "is not a folder"),
+    ] {
+        let o = runner_env(
+            &["step", "0", "--arch", "sm_100a"],
+            &[
+                ("WORKBOOK_CUDA_CACHE", value),
+                ("WORKBOOK_NO_SITE_PYTHON", "1"),
+                ("WORKBOOK_NO_INSTALL", "1"),
+            ],
+        );
+        // A machine with a toolkit elsewhere (WORKBOOK_CUDA, /usr/local/cuda) needs no install.
+        if o.status.code() == Some(2) {
+            assert_one_line_error(&o, says);
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "mine");
+}
+
+#[test]
+fn exercise_twin_is_used_or_said_unused_and_must_be_a_twin() {
+    let d = tmp("twin");
+    let blackwell = d.join("mine.cu");
+    std::fs::write(
+        &blackwell,
+        std::fs::read_to_string(format!(
+            "{}/../steps/step2_tiled_epilogue/src/kernel.cu",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    // 2.1 times an edited twin: a Blackwell kernel is refused before anything runs.
+    assert_one_line_error(
+        &runner(&["exercise", "2.1", "--twin", blackwell.to_str().unwrap()]),
+        "is not a Hopper twin (it does not include hopper.cuh)",
+    );
+    // 1.2 times parameter changes only: the file is not used, and a warning says so.
+    let o = runner(&[
+        "exercise",
+        "1.2",
+        "--json",
+        "--twin",
+        blackwell.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr(&o).contains("--twin") && stderr(&o).contains("is not used"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn exercise_list_json_is_one_envelope_and_list_takes_no_kernel() {
+    let o = runner(&["exercise", "--list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("JSON");
+    assert_eq!(v["schema"], "workbook-exercises/1");
+    assert!(v["runner"]["version"].is_string());
+    let items = v["exercises"].as_array().unwrap();
+    assert!(items
+        .iter()
+        .any(|e| e["id"] == "0.1" && e["timed_on_twin"] == true));
+    assert!(items
+        .iter()
+        .any(|e| e["id"] == "3.1" && e["timed_on_twin"] == false));
+    let d = tmp("listjson");
+    let k = d.join("k.cu");
+    std::fs::write(&k, "x").unwrap();
+    assert_usage_error(
+        &runner(&["exercise", "--list", "--kernel", k.to_str().unwrap()]),
+        "cannot be used with",
+    );
+    let w = d.join("w.cu");
+    assert_usage_error(
+        &runner(&["exercise", "0.1", "--write", w.to_str().unwrap(), "--json"]),
+        "cannot be used with",
+    );
+    assert!(!w.exists());
+}
+
+#[test]
+fn check_cupti_without_a_gpu_is_one_line() {
+    let o = runner(&["check", "cupti"]);
+    let all = format!("{}{}", stdout(&o), stderr(&o));
+    if all.contains("no CUDA driver") {
+        assert_one_line_error(
+            &o,
+            "runner check cupti counts executed instructions on a GPU",
+        );
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+    }
+}
+
+#[test]
+fn inspect_refuses_an_empty_kernel_and_lists_steps_plainly() {
+    let d = tmp("inspectempty");
+    let k = d.join("empty.cu");
+    std::fs::write(&k, "").unwrap();
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--kernel", k.to_str().unwrap()]),
+        "defines no kernel",
+    );
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--mutate", "alloc-cta-group-1"]),
+        "(it applies to steps 3, 4, 5, 6)",
+    );
+}
+
+#[test]
+fn a_param_of_zero_is_named_not_a_multiple_of_zero() {
+    let o = runner(&["step", "0", "--arch", "sm_90a", "--param", "tile_n=0"]);
+    assert_one_line_error(&o, "has a tile of 0 along N");
+    assert!(!stderr(&o).contains("multiple of 0"), "{}", stderr(&o));
+}
+
+#[test]
+fn an_edit_file_of_another_step_is_refused_naming_both() {
+    let toml = format!(
+        "{}/../exercises/hopper/step4_snake_sm90.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert_one_line_error(
+        &runner(&["step", "0", "--kernel", &toml]),
+        "edits step 4's Hopper twin, not step 0's: give it to step 4",
+    );
+    assert_one_line_error(
+        &runner(&["inspect", "0", "--kernel", &toml]),
+        "edits step 4's Hopper twin, not step 0's",
+    );
+    assert_one_line_error(
+        &runner(&["exercise", "4.1", "--kernel", &toml]),
+        "edits step 4's Hopper twin; this checks its Blackwell kernel",
+    );
+}
+
+#[test]
+fn a_gpu_sized_problem_is_refused_by_the_simulator_up_front() {
+    // 65536³ held A, B and C in memory three times over until the kernel killed the runner.
+    for dims in [["65536", "65536", "65536"], ["8192", "8192", "8192"]] {
+        let t = std::time::Instant::now();
+        let o = runner(&[
+            "step", "0", "--sim", "--m", dims[0], "--n", dims[1], "--k", dims[2],
+        ]);
+        assert_one_line_error(&o, "is too large for the CPU simulator");
+        assert!(t.elapsed().as_secs() < 20, "{:?}", t.elapsed());
+    }
+}
+
+#[test]
+fn two_books_built_at_once_both_succeed() {
+    // mdbook empties its folder first: a second build at once deleted files under the first
+    // ("Unable to remove stale HTML output"), one try in three or so. Three pairs here.
+    let d = tmp("twobooks");
+    let out = d.join("book");
+    for _ in 0..3 {
+        let spawn = || {
+            Command::new(env!("CARGO_BIN_EXE_runner"))
+                .args(["book", "--out", out.to_str().unwrap()])
+                .output()
+        };
+        let (a, b) = std::thread::scope(|s| {
+            let a = s.spawn(spawn);
+            let b = s.spawn(spawn);
+            (a.join().unwrap().unwrap(), b.join().unwrap().unwrap())
+        });
+        for o in [a, b] {
+            assert!(o.status.success(), "{}", stderr(&o));
+        }
+        assert!(out.join("index.html").is_file());
+    }
+}
+
+#[test]
+fn budget_holds_a_shape_to_the_bounds_step_does() {
+    assert_one_line_error(
+        &runner(&["budget", "0", "--m", "2147483648"]),
+        "must be below 2^31",
+    );
+    assert!(runner(&["budget", "0", "--m", "8192"]).status.success());
+}
+
+#[test]
+fn an_edit_file_without_edits_is_refused() {
+    let d = tmp("noedit");
+    let f = d.join("noedit.toml");
+    std::fs::write(&f, "step = 0\narch = \"blackwell\"\nedit = []\n").unwrap();
+    assert_one_line_error(
+        &runner(&[
+            "step",
+            "0",
+            "--arch",
+            "sm_100a",
+            "--kernel",
+            f.to_str().unwrap(),
+        ]),
+        "holds no [[edit]]",
+    );
+}
+
+#[test]
+fn an_interrupted_exercise_s_scratch_is_swept_by_the_next() {
+    // What a Ctrl-C leaves: the scratch of a process that no longer exists.
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let file = tmp.join(format!("workbook-exercise-{dead}-0.3.cu"));
+    let dir = tmp.join(format!("workbook-exercise-{dead}-7"));
+    std::fs::write(&file, "left behind").unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    // A live process's scratch stays (this test's own pid).
+    let live = tmp.join(format!("workbook-exercise-{}-0.3.cu", std::process::id()));
+    std::fs::write(&live, "in use").unwrap();
+    let o = runner(&["exercise", "3.1"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let swept = !file.exists() && !dir.exists();
+    let kept = live.exists();
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&live);
+    assert!(swept, "the dead run's scratch was removed");
+    assert!(kept, "a live run's scratch was kept");
+}
+
+#[test]
+fn a_twin_given_as_kernel_is_pointed_at_twin_only_where_twin_is_used() {
+    let twin = |step: &str| {
+        format!(
+            "{}/../steps/{step}/src/kernel_sm90.cu",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let o = runner(&["exercise", "2.1", "--kernel", &twin("step2_tiled_epilogue")]);
+    assert_one_line_error(&o, "give an edited twin with --twin FILE");
+    let o = runner(&[
+        "exercise",
+        "1.2",
+        "--kernel",
+        &twin("step1_warp_specialization"),
+    ]);
+    assert_one_line_error(&o, "is a Hopper twin (it includes hopper.cuh)");
+    assert!(!stderr(&o).contains("--twin"), "{}", stderr(&o));
 }

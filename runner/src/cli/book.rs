@@ -43,17 +43,38 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(out) = &a.out {
         check_out_dir(out, &project_root())?;
     }
+    let lock = build_lock()?;
     let dir = crate::book::build(a.out)?;
     std::fs::write(
         dir.join(MARKER),
         "Built by `runner book`: a later `runner book --out` may empty this folder.\n",
     )
     .with_context(|| format!("cannot write {}", dir.join(MARKER).display()))?;
+    drop(lock);
     println!("book built: {}", dir.join("index.html").display());
     if a.serve {
         crate::book::serve(&dir, a.bind, a.port)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// One `runner book` builds at a time in a checkout: mdbook empties its output folder first, so
+/// a second build at once deleted the first one's files under it ("Unable to remove stale HTML
+/// output"). The lock is `target/runner-book.lock` (ignored by git); without a checkout's book
+/// there is nothing to lock (the build then says so).
+fn build_lock() -> Result<Option<std::fs::File>> {
+    let root = project_root();
+    if !root.join("book/book.toml").is_file() {
+        return Ok(None);
+    }
+    let dir = root.join("target");
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join("runner-book.lock");
+    let f = std::fs::File::create(&path)
+        .with_context(|| format!("cannot create {}", path.display()))?;
+    f.lock()
+        .with_context(|| format!("cannot lock {}", path.display()))?;
+    Ok(Some(f))
 }
 
 /// Refuse an output folder the build would wrongly empty: the project, its `book/`, any folder

@@ -21,8 +21,8 @@ pub struct Args {
     /// The reduction dimension (default: 4096).
     #[arg(long, allow_negative_numbers = true, value_parser = super::size)]
     k: Option<usize>,
-    /// Assumed load latency under load, in ns (not a published figure; up to 100000).
-    #[arg(long, value_name = "NS", allow_negative_numbers = true)]
+    /// Assumed load latency under load, in ns (not a published figure; 1 to 100000).
+    #[arg(long, value_name = "NS", allow_negative_numbers = true, value_parser = latency)]
     latency_ns: Option<f64>,
     /// Print one JSON object {"schema", "runner", "step", "shape", "tiles", "gpus": [...]}: the same
     /// arithmetic as numbers (ns, bytes, FLOP).
@@ -30,13 +30,28 @@ pub struct Args {
     json: bool,
 }
 
+/// A latency a GPU could have (DRAM under load is hundreds of ns): 1e300 would print a
+/// 300-digit byte count, 1e-300 a budget of nothing. The message quotes what was typed.
+fn latency(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(l) if (1.0..=100_000.0).contains(&l) => Ok(l),
+        _ => Err(format!(
+            "{s:?} is not a latency: give a number of nanoseconds from 1 to 100000"
+        )),
+    }
+}
+
 pub fn run(a: Args) -> Result<ExitCode> {
-    // A latency a GPU could have (DRAM under load is hundreds of ns): 1e300 would print a
-    // 300-digit byte count.
-    if let Some(l) = a.latency_ns.filter(|l| !(*l > 0.0 && *l <= 100_000.0)) {
-        anyhow::bail!(
-            "--latency-ns must be a positive number of nanoseconds, at most 100000 (got {l})"
-        );
+    // The bounds `runner step` holds a shape to (32-bit indices, a GPU's memory): a budget of a
+    // problem no kernel launch can run would be arithmetic about nothing.
+    if a.m.is_some() || a.n.is_some() || a.k.is_some() {
+        let d = common::Shape::DEFAULT;
+        let shape = common::Shape {
+            m: a.m.unwrap_or(d.m),
+            n: a.n.unwrap_or(d.n),
+            k: a.k.unwrap_or(d.k),
+        };
+        super::step::check_bounds(runner::steps::get(a.step)?, shape)?;
     }
     if a.json {
         let v = crate::report::envelope(

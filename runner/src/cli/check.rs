@@ -221,7 +221,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Which::Sim(a) => sim(a)?,
         Which::Cupti { gpu_first, case } => match case {
             Some(c) => check::cupti::run_case(c, gpu_first)?,
-            None => check::cupti::check(gpu_first)?,
+            None => {
+                // Without a GPU every case would fail alike: one line says why instead.
+                if let common::gpu::GpuStatus::Absent(why) = common::gpu::open() {
+                    bail!("runner check cupti counts executed instructions on a GPU: {why}");
+                }
+                check::cupti::check(gpu_first)?
+            }
         },
         Which::Agree { a, b } => check::agree::agree(&a, &b)?,
         Which::Twins(t) => {
@@ -243,6 +249,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
 }
 
 fn sim(a: SimCheckArgs) -> Result<common::verdict::Verdict> {
+    // Checked before the cases run (minutes), as every other check's --out: a file, or a folder
+    // of the user's holding other files, is refused up front.
+    OutDir::make_own(&a.out, "--out", check::WRITES_RESULTS)?;
     let base = if a.quick {
         EmulationSet::simulator_quick()
     } else {

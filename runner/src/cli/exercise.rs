@@ -17,8 +17,9 @@ pub struct Args {
     /// exercises/solutions.toml.
     #[arg(long, value_name = "FILE")]
     kernel: Option<PathBuf>,
-    /// In an exercise timed on the Hopper twin (0.1, 1.2, 2.1, 6.2): your edited copy of the
-    /// twin (kernel_sm90.cu), timed against the stock twin instead of the committed edit.
+    /// In exercise 2.1, whose timed variant edits the Hopper twin: your edited copy of the twin
+    /// (kernel_sm90.cu), timed against the stock twin instead of the committed edit (0.1, 1.2
+    /// and 6.2 time parameter changes of the stock twin: there it is not used).
     #[arg(long, value_name = "FILE")]
     twin: Option<PathBuf>,
     /// Your prediction for a timed exercise, recorded before the GPU answers: the variant
@@ -27,13 +28,13 @@ pub struct Args {
     predict: Option<crate::bench::measure::Verdict>,
     /// Write the solution's kernel to FILE instead of checking. FILE must be new (or give
     /// --force); a file git tracks (a kernel of the workbook) is always refused.
-    #[arg(long, value_name = "FILE", conflicts_with = "kernel")]
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["kernel", "json"])]
     write: Option<PathBuf>,
     /// With --write: overwrite FILE if it exists (never a file git tracks).
     #[arg(long, requires = "write")]
     force: bool,
-    /// List the exercises.
-    #[arg(long)]
+    /// List the exercises (with --json: one object {"schema", "runner", "exercises": [...]}).
+    #[arg(long, conflicts_with_all = ["kernel", "twin", "predict", "write"])]
     list: bool,
     /// On an H100/H200: run every exercise timed on the Hopper twin (0.1, 1.2, 2.1, 6.2), each
     /// as `runner exercise N.M --json`, and write them as one results file,
@@ -57,7 +58,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
         eprintln!("warning: --list lists every exercise: the exercise given is ignored");
     }
     if a.list {
-        crate::exercise::list();
+        crate::exercise::list(a.json)?;
         return Ok(ExitCode::SUCCESS);
     }
     if a.timings {

@@ -59,7 +59,15 @@ pub fn run(a: Args) -> Result<ExitCode> {
         Target::native(arch)
     };
     let mut source = match &a.kernel {
-        Some(path) => crate::step_cmd::kernel_file(path)?,
+        Some(path) => {
+            crate::contenders::check_edit_target(
+                path,
+                common::compile::read_kernel,
+                a.step,
+                None,
+            )?;
+            crate::step_cmd::kernel_file(path)?
+        }
         None => spec.source(),
     };
     if a.kernel.is_some()
@@ -82,9 +90,13 @@ pub fn run(a: Args) -> Result<ExitCode> {
         }
         if !m.applies_to(spec.info(), m_arch) {
             bail!(
-                "the seeded bug {name:?} does not apply to step {} (it applies to steps {:?})",
+                "the seeded bug {name:?} does not apply to step {} (it applies to steps {})",
                 a.step,
                 m.steps(&steps::infos(), m_arch)
+                    .iter()
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             );
         }
         source = KernelSource {
@@ -97,6 +109,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let compiled = compile(&source, target, &spec.defines(a.dtype))?;
+    // As `runner step`: ptxas names each entry it compiles; a file without `gemm_kernel` (an
+    // empty one) has nothing to inspect.
+    if !compiled.log.contains("entry function 'gemm_kernel'") {
+        bail!(
+            "{} defines no kernel `extern \"C\" __global__ void gemm_kernel(...)`: there is nothing to inspect",
+            source.path
+        );
+    }
     let listing = sass::disassemble(&compiled.cubin)?;
     let smem = spec.shape().smem_bytes;
     // The emulation build replaces tcgen05 by design: none of the native key instructions.

@@ -127,6 +127,23 @@ pub enum Command {
     Check(check::Args),
 }
 
+/// Parse the command line. Every option and argument that takes a value also takes one that
+/// looks like a negative number, so that `--seed -1` or `runner step -1` meets the value's own
+/// check (an `error:` line naming the value) rather than clap's "unexpected argument" and its tip
+/// to write `-- -1`.
+pub fn parse() -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = negative_numbers(Cli::command()).get_matches();
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+fn negative_numbers(cmd: clap::Command) -> clap::Command {
+    // The command-wide form of `Arg::allow_negative_numbers`, applied to every subcommand.
+    #[allow(deprecated)]
+    cmd.allow_negative_numbers(true)
+        .mut_subcommands(negative_numbers)
+}
+
 /// Run one parsed command.
 pub fn dispatch(cmd: Command) -> Result<ExitCode> {
     if !matches!(cmd, Command::GradeWorker(_)) {

@@ -206,6 +206,9 @@ pub fn run(a: Args) -> Result<ExitCode> {
         check_bounds(step, shape)?;
     }
     check_clusters(&a, step)?;
+    if let Some(k) = &a.kernel {
+        crate::contenders::check_edit_target(k, common::compile::read_kernel, a.step, None)?;
+    }
     if !a.json {
         warn_ignored(&a);
     }

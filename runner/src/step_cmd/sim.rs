@@ -3,7 +3,7 @@
 
 use crate::report;
 use crate::step_request::Request;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use common::gpu::GpuStatus;
 use common::run::RunOptions;
 use common::simulate::{self, SimProblem, SimReport};
@@ -23,6 +23,26 @@ pub fn shape(req: &Request, spec: &KernelSpec) -> Option<Shape> {
             k: k.unwrap_or(d.k),
         }),
     }
+}
+
+/// The largest M×N×K the simulator takes: 4096³. It runs every thread's instructions on one
+/// core, and its time grows with M×N×K (1024³ took 8 s on a loaded 2-core machine, so 4096³
+/// takes minutes); a GPU-sized problem (65536³) would run for days and hold A, B and C, three
+/// times over, in this machine's memory (the kernel OOM-kills it first).
+const SIM_MAX_WORK: u128 = 1 << 36;
+
+/// Refuse a problem too large to simulate, up front and in one line.
+fn check_size(s: Shape) -> Result<()> {
+    let work = s.m as u128 * s.n as u128 * s.k as u128;
+    if work > SIM_MAX_WORK {
+        bail!(
+            "{}x{}x{} is too large for the CPU simulator (it runs every thread's instructions, and its time grows with M×N×K: 1024x1024x1024 takes seconds, 4096x4096x4096 minutes, the most it takes): give a smaller shape, or run the kernel on a GPU",
+            s.m,
+            s.n,
+            s.k
+        );
+    }
+    Ok(())
 }
 
 /// Simulate `spec`'s kernel (the step's own, a user's or a seeded bug's, as `opts.source`
@@ -47,6 +67,7 @@ pub fn run(
     let shown = problem
         .shape
         .unwrap_or_else(|| simulate::default_shape(&spec.shape()));
+    check_size(shown)?;
     if !req.json {
         let why = match status {
             GpuStatus::Absent(_) if !req.sim.forced => "no GPU here: simulating",

@@ -357,9 +357,20 @@ fn with_nvrtc<R>(
     take: impl FnOnce(nvrtc::nvrtcProgram, &str) -> Result<R>,
 ) -> Result<R> {
     let tk = toolkit::get()?;
-    let to_c = |s: &str| CString::new(s).map_err(|_| anyhow!("NUL byte in {s:?}"));
-    let src = to_c(&source.text)?;
-    let name = to_c(&source.path)?;
+    // A NUL byte cannot reach NVRTC; the message says where it is, never what the text holds
+    // (a `--kernel /proc/self/environ` would otherwise print the environment).
+    let to_c = |what: &str, s: &str| {
+        CString::new(s).map_err(|e| {
+            let at = e.nul_position();
+            let line = 1 + s.as_bytes()[..at].iter().filter(|&&b| b == b'\n').count();
+            anyhow!(
+                "{what} holds a NUL byte (line {line}, byte {} of the file): not a kernel source",
+                at + 1
+            )
+        })
+    };
+    let src = to_c(&source.path, &source.text)?;
+    let name = to_c("the kernel's path", &source.path)?;
     let headers: Vec<(CString, CString)> = HEADERS
         .iter()
         .map(|(n, embedded)| {
@@ -367,7 +378,7 @@ fn with_nvrtc<R>(
             let rel = format!("steps/include/{n}");
             let text = crate::project::read(&rel, embedded)
                 .map_err(|e| anyhow!("cannot read {rel} in the workbook checkout: {e}"))?;
-            Ok((to_c(n)?, to_c(&text)?))
+            Ok((to_c(n, n)?, to_c(&rel, &text)?))
         })
         .collect::<Result<_>>()?;
     let header_names: Vec<*const std::ffi::c_char> = headers.iter().map(|h| h.0.as_ptr()).collect();
@@ -380,7 +391,10 @@ fn with_nvrtc<R>(
     opts.extend(extra.iter().map(|o| o.to_string()));
     opts.extend(target.macros().iter().map(|m| format!("-D{m}")));
     opts.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
-    let opts_c: Vec<CString> = opts.iter().map(|o| to_c(o)).collect::<Result<_>>()?;
+    let opts_c: Vec<CString> = opts
+        .iter()
+        .map(|o| to_c("a compiler option", o))
+        .collect::<Result<_>>()?;
     let opt_ptrs: Vec<*const std::ffi::c_char> = opts_c.iter().map(|c| c.as_ptr()).collect();
     let mut prog: nvrtc::nvrtcProgram = std::ptr::null_mut();
     // SAFETY: every pointer comes from a CString that outlives the calls; counts match.

@@ -65,6 +65,13 @@ pub fn edited_kernel(
     stock: impl FnOnce(u32, Arch) -> Result<KernelSource>,
 ) -> Result<KernelSource> {
     let file: EditFile = toml::from_str(toml_text).with_context(|| path.to_string())?;
+    if file.edit.is_empty() {
+        // It would run the stock kernel under the file's name.
+        bail!(
+            "{path} holds no [[edit]]: it does not change step {}'s kernel",
+            file.step
+        );
+    }
     let arch = file.arch().with_context(|| path.to_string())?;
     let base = stock(file.step, arch)?;
     let text = apply(path, &base.text, &file.edit, &file.snippets)?;

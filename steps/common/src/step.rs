@@ -605,6 +605,12 @@ pub fn require_multiple(
     multiple: usize,
     what: &str,
 ) -> Result<(), String> {
+    if multiple == 0 {
+        // Only a `--param` of 0 gets here: "a multiple of 0" would read as a bug of the runner.
+        return Err(format!(
+            "{what} has a tile of 0 along {dim} (a --param set to 0?): its tile sizes must be at least 1"
+        ));
+    }
     if value == 0 || !value.is_multiple_of(multiple) {
         Err(format!(
             "{dim} must be a positive multiple of {multiple} for {what} (got {value})"

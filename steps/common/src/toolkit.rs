@@ -53,22 +53,49 @@ pub fn project_root() -> PathBuf {
 
 /// Where the toolkit goes with no `WORKBOOK_CUDA_CACHE`: the checkout's `.cuda/pypi`, or, for a
 /// runner outside any checkout, `$XDG_CACHE_HOME` (or `~/.cache`) `/blackwell-workbook/pypi`.
-fn default_pypi_dir() -> PathBuf {
+/// Only absolute `XDG_CACHE_HOME` and `HOME` count (as the XDG rules say): with neither, there is
+/// no default (never a `.cache` in whatever folder the runner was started in).
+fn default_pypi_dir() -> Option<PathBuf> {
     if let Some(root) = crate::project::root() {
-        return root.join(".cuda").join("pypi");
+        return Some(root.join(".cuda").join("pypi"));
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    cache.join("blackwell-workbook").join("pypi")
+    let absolute = |v: &str| {
+        std::env::var_os(v)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+    };
+    let cache =
+        absolute("XDG_CACHE_HOME").or_else(|| absolute("HOME").map(|h| h.join(".cache")))?;
+    Some(cache.join("blackwell-workbook").join("pypi"))
 }
 
 /// Folder the PyPI packages are installed into: `WORKBOOK_CUDA_CACHE` or `<root>/.cuda/pypi`.
+/// Empty where there is none ([`install_dir_error`] says why).
 pub fn pypi_dir() -> PathBuf {
     std::env::var_os("WORKBOOK_CUDA_CACHE")
         .map(PathBuf::from)
-        .unwrap_or_else(default_pypi_dir)
+        .or_else(default_pypi_dir)
+        .unwrap_or_default()
+}
+
+/// Why the toolkit cannot be installed into `dir` (the [`pypi_dir`]), if it cannot.
+fn install_dir_error(dir: &Path) -> Option<String> {
+    let named = std::env::var_os("WORKBOOK_CUDA_CACHE").is_some();
+    if dir.as_os_str().is_empty() {
+        return Some(if named {
+            "WORKBOOK_CUDA_CACHE is set but empty: give it a folder, or unset it".to_string()
+        } else {
+            "no folder to install the CUDA toolkit into: the runner is outside any checkout and neither HOME nor XDG_CACHE_HOME is an absolute path; set WORKBOOK_CUDA_CACHE to a folder".to_string()
+        });
+    }
+    if dir.exists() && !dir.is_dir() {
+        return Some(format!(
+            "{}{} is not a folder: the toolkit is installed into a folder (a new one is created)",
+            if named { "WORKBOOK_CUDA_CACHE=" } else { "" },
+            dir.display()
+        ));
+    }
+    None
 }
 
 /// `<pypi_dir>-<what>`: a folder of its own for a package installed later, so that its install
@@ -232,9 +259,13 @@ pub fn find() -> Result<Option<Toolkit>> {
             return Ok(Some(tk));
         }
     }
-    for root in pypi_roots(&pypi_dir()) {
-        if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi_dir().display())) {
-            return Ok(Some(tk));
+    // No folder, no probe: an empty path would look in the current folder.
+    let pypi = pypi_dir();
+    if !pypi.as_os_str().is_empty() {
+        for root in pypi_roots(&pypi) {
+            if let Some(tk) = probe(&root, format!("PyPI packages in {}", pypi.display())) {
+                return Ok(Some(tk));
+            }
         }
     }
     if std::env::var_os("WORKBOOK_NO_SITE_PYTHON").is_none() {
@@ -253,6 +284,9 @@ pub fn find() -> Result<Option<Toolkit>> {
 /// two terminals) may find the toolkit missing at once, and only one may install it.
 fn with_install_lock<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     let dir = pypi_dir();
+    if let Some(why) = install_dir_error(&dir) {
+        bail!("{why}");
+    }
     let parent = dir.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .with_context(|| format!("cannot create {}", parent.display()))?;
