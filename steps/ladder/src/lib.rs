@@ -135,12 +135,21 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().contains("matches 0 lines"), "{e:#}");
-        let k = edits::edited_kernel(
+        // No edit at all would run the stock kernel under the file's name.
+        let e = edits::edited_kernel(
             "x.toml",
             "step = 6\narch = \"blackwell\"\nedit = []\n",
             stock_kernel,
         )
-        .expect("no edits");
+        .unwrap_err();
+        assert!(e.to_string().contains("holds no [[edit]]"), "{e:#}");
+        let k = edits::edited_kernel(
+            "x.toml",
+            "step = 6\narch = \"blackwell\"\n[[edit]]\nbefore = \"gemm_kernel(\"\ntext = \"// edited\"\n",
+            stock_kernel,
+        )
+        .expect("one edit before the kernel's signature");
         assert_eq!(k.path, "steps/step6_grid_tiling/src/kernel.cu+x.toml");
+        assert!(k.text.contains("// edited"));
     }
 }
