@@ -1003,6 +1003,78 @@ fn grade_out_writes_only_new_names_in_a_users_folder() {
 }
 
 #[test]
+fn grade_out_never_replaces_another_students_grade() {
+    let d = tmp("grade-out-student");
+    let rubric = rubric_path("step3-hopper.toml");
+    // No .cu file: each is rejected at once, on any machine, with its own report.
+    for s in ["a", "b"] {
+        std::fs::create_dir_all(d.join(s)).unwrap();
+    }
+    let out = d.join("out");
+    let grade = |sub: &str, student: Option<&str>| {
+        let mut a = vec![
+            "grade".to_string(),
+            d.join(sub).to_str().unwrap().to_string(),
+            "--rubric".into(),
+            rubric.clone(),
+            "--compile-only".into(),
+            "--out".into(),
+            out.to_str().unwrap().to_string(),
+        ];
+        if let Some(s) = student {
+            a.extend(["--student".to_string(), s.to_string()]);
+        }
+        runner(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let held = || -> String {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("grade.json")).unwrap()).unwrap();
+        v["student"].as_str().unwrap().to_string()
+    };
+    let o = grade("a", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(held(), "a");
+    let before = std::fs::read(out.join("grade.json")).unwrap();
+    // Another student into the same folder: refused, and a's report is intact.
+    assert_one_line_error(
+        &grade("b", Some("bob")),
+        "holds \"a\"'s grade, not \"bob\"'s",
+    );
+    assert_eq!(std::fs::read(out.join("grade.json")).unwrap(), before);
+    // The same student again: a regrade replaces its own report.
+    let o = grade("b", Some("a"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(held(), "a");
+    // Two students into one new folder at once: one is graded, the other refused.
+    std::fs::remove_dir_all(&out).unwrap();
+    let exe = env!("CARGO_BIN_EXE_runner");
+    let spawn = |sub: &str| {
+        Command::new(exe)
+            .args([
+                "grade",
+                d.join(sub).to_str().unwrap(),
+                "--rubric",
+                &rubric,
+                "--compile-only",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+    };
+    let (oa, ob) = std::thread::scope(|s| {
+        let a = s.spawn(|| spawn("a").unwrap());
+        let b = s.spawn(|| spawn("b").unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let ok = [&oa, &ob].iter().filter(|o| o.status.success()).count();
+    assert_eq!(ok, 1, "{}{}", stderr(&oa), stderr(&ob));
+    let refused = if oa.status.success() { &ob } else { &oa };
+    assert_one_line_error(refused, "'s grade, not ");
+    let winner = if oa.status.success() { "a" } else { "b" };
+    assert_eq!(held(), winner);
+}
+
+#[test]
 fn a_batch_keeps_every_student_whose_names_look_alike() {
     let d = tmp("grade-names");
     let class = d.join("class");

@@ -60,12 +60,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     };
     let mut source = match &a.kernel {
         Some(path) => {
-            crate::contenders::check_edit_target(
-                path,
-                common::compile::read_kernel,
-                a.step,
-                None,
-            )?;
+            crate::contenders::check_edit_target(path, common::compile::read_kernel, a.step, None)?;
             crate::step_cmd::kernel_file(path)?
         }
         None => spec.source(),

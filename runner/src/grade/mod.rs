@@ -401,6 +401,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             if args.gradescope {
                 d.fresh(report::GRADESCOPE_FILE)?;
             }
+            // The runner's own folder holds one student's report: another's is never replaced.
+            report::check_one_student(d.path(), &student)?;
             Some(d)
         }
         None => None,
@@ -436,7 +438,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     let r = &reports[0];
     if let Some(out) = &out_dir {
         out.create()?;
-        r.write(out.path(), args.gradescope)?;
+        r.write_one(out.path(), args.gradescope)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(r)?);

@@ -214,10 +214,52 @@ impl GradeReport {
         Ok(())
     }
 
+    /// Write grade.json (and results.json) into the `--out` folder of one submission, which
+    /// holds one student's report: another student's is refused, never replaced (a regrade of
+    /// the same student replaces its own). The check and the write hold a lock on grade.json,
+    /// so two gradings into one folder at once cannot both pass the check.
+    pub fn write_one(&self, dir: &Path, gradescope: bool) -> Result<()> {
+        use std::io::{Read, Seek, Write};
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let p = dir.join(GRADE_FILE);
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        f.lock()
+            .with_context(|| format!("cannot lock {}", p.display()))?;
+        let mut held = Vec::new();
+        (&mut f)
+            .take(MAX_REPORT_BYTES + 1)
+            .read_to_end(&mut held)
+            .with_context(|| format!("cannot read {}", p.display()))?;
+        if !held.is_empty() {
+            refuse_another_student(&p, &held, &self.student)?;
+        }
+        f.set_len(0)
+            .and_then(|()| f.rewind())
+            .and_then(|()| f.write_all(&serde_json::to_vec_pretty(self)?))
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        if gradescope {
+            let p = dir.join(GRADESCOPE_FILE);
+            std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        Ok(())
+    }
+
     pub fn read(path: &Path) -> Result<GradeReport> {
         let bytes =
             std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let r: GradeReport = serde_json::from_slice(&bytes)
+        Self::parse(path, &bytes)
+    }
+
+    /// A grade.json's bytes, read from `path` (named in errors).
+    fn parse(path: &Path, bytes: &[u8]) -> Result<GradeReport> {
+        let r: GradeReport = serde_json::from_slice(bytes)
             .with_context(|| format!("{} is not a grade.json", path.display()))?;
         if r.schema != SCHEMA {
             bail!(
@@ -292,6 +334,45 @@ impl GradeReport {
         }
         s
     }
+}
+
+/// The most a grade.json may hold: a report carries logs cut to the rubric's limit, far below.
+pub const MAX_REPORT_BYTES: u64 = 64 << 20;
+
+/// Refuse to write `student`'s grade over `held`, the grade.json at `path`, unless it is the
+/// same student's (a regrade). A file that is no grade report is refused too: nothing the
+/// runner cannot read back is replaced.
+fn refuse_another_student(path: &Path, held: &[u8], student: &str) -> Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let other = match GradeReport::parse(path, held) {
+        Ok(r) => r.student,
+        Err(e) => bail!(
+            "{} is not a grade report this runner wrote ({e:#}): give another --out, or move it aside",
+            path.display()
+        ),
+    };
+    if other != student {
+        bail!(
+            "{} holds {other:?}'s grade, not {student:?}'s: give each student an --out of their own (a regrade of {other:?} into {} replaces that report)",
+            path.display(),
+            folder.display()
+        );
+    }
+    Ok(())
+}
+
+/// Checked before grading: `dir` (an `--out` folder) takes `student`'s grade.json, being new,
+/// empty, or holding the same student's. [`GradeReport::write_one`] checks again as it writes.
+pub fn check_one_student(dir: &Path, student: &str) -> Result<()> {
+    let p = dir.join(GRADE_FILE);
+    if std::fs::symlink_metadata(&p).is_err() {
+        return Ok(());
+    }
+    let held = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    if held.is_empty() {
+        return Ok(());
+    }
+    refuse_another_student(&p, &held, student)
 }
 
 // ---- Gradescope -------------------------------------------------------------------------
