@@ -817,6 +817,67 @@ fn grade_user_errors_are_one_line() {
 }
 
 #[test]
+fn grade_refuses_an_endless_file_by_name_and_limit() {
+    let d = tmp("grade-endless");
+    let k = d.join("k.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    let k = k.to_str().unwrap();
+    let rubric = rubric_path("step0-hopper.toml");
+    let zero = "/dev/zero";
+    let started = std::time::Instant::now();
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", zero, "--compile-only"]),
+        "the rubric /dev/zero is larger than 1 MiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--metadata", zero]),
+        "Gradescope's metadata /dev/zero is larger than 1 MiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--secret-file", zero]),
+        "the secret file /dev/zero is larger than 64 KiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--replay", zero]),
+        "the grade report /dev/zero is larger than 64 MiB",
+    );
+    // A 2 GB rubric (sparse: no disk) and a shard whose grade.json is 2 GB: refused, not read.
+    let big = |p: &std::path::Path| {
+        std::fs::File::create(p).unwrap().set_len(2 << 30).unwrap();
+    };
+    let big_rubric = d.join("big.toml");
+    big(&big_rubric);
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            k,
+            "--rubric",
+            big_rubric.to_str().unwrap(),
+            "--compile-only",
+        ]),
+        "big.toml is larger than 1 MiB",
+    );
+    let shard = d.join("shard");
+    std::fs::create_dir_all(&shard).unwrap();
+    big(&shard.join("grade.json"));
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "merge",
+            shard.to_str().unwrap(),
+            "--out",
+            d.join("m").to_str().unwrap(),
+        ]),
+        "grade.json is larger than 64 MiB",
+    );
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "refused up front, not read: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn exercises_have_runnable_checks() {
     let o = runner(&["exercise", "--list"]);
     assert!(o.status.success());

@@ -46,6 +46,7 @@ pub mod simulated;
 pub mod submission;
 pub mod technique;
 pub mod trace_facts;
+pub mod userfile;
 pub mod vocab;
 pub mod worker;
 
@@ -130,8 +131,11 @@ pub struct GradeArgs {
 /// The student of a Gradescope submission: the ids of its submitters (a group has several),
 /// from `submission_metadata.json`. Two students never share a name, so never hidden seeds.
 pub fn gradescope_student(metadata: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(metadata)
-        .with_context(|| format!("cannot read {}", metadata.display()))?;
+    let text = userfile::read_text(
+        metadata,
+        userfile::MAX_RUBRIC_BYTES,
+        "Gradescope's metadata",
+    )?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON", metadata.display()))?;
     let mut ids: Vec<String> = v["users"]

@@ -3,6 +3,7 @@
 
 use super::job::{EnvInfo, TestSeeds, TimingResult};
 use super::rubric::Visibility;
+use super::userfile;
 use super::vocab::{Flag, Kind, Status};
 use crate::results::{GradescopeResults, GradescopeTest, LeaderboardEntry};
 use anyhow::{bail, Context, Result};
@@ -233,7 +234,7 @@ impl GradeReport {
             .with_context(|| format!("cannot lock {}", p.display()))?;
         let mut held = Vec::new();
         (&mut f)
-            .take(MAX_REPORT_BYTES + 1)
+            .take(userfile::MAX_REPORT_BYTES + 1)
             .read_to_end(&mut held)
             .with_context(|| format!("cannot read {}", p.display()))?;
         if !held.is_empty() {
@@ -252,8 +253,7 @@ impl GradeReport {
     }
 
     pub fn read(path: &Path) -> Result<GradeReport> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let bytes = userfile::read(path, userfile::MAX_REPORT_BYTES, "the grade report")?;
         Self::parse(path, &bytes)
     }
 
@@ -336,9 +336,6 @@ impl GradeReport {
     }
 }
 
-/// The most a grade.json may hold: a report carries logs cut to the rubric's limit, far below.
-pub const MAX_REPORT_BYTES: u64 = 64 << 20;
-
 /// Refuse to write `student`'s grade over `held`, the grade.json at `path`, unless it is the
 /// same student's (a regrade). A file that is no grade report is refused too: nothing the
 /// runner cannot read back is replaced.
@@ -368,7 +365,7 @@ pub fn check_one_student(dir: &Path, student: &str) -> Result<()> {
     if std::fs::symlink_metadata(&p).is_err() {
         return Ok(());
     }
-    let held = std::fs::read(&p).with_context(|| format!("cannot read {}", p.display()))?;
+    let held = userfile::read(&p, userfile::MAX_REPORT_BYTES, "the grade report")?;
     if held.is_empty() {
         return Ok(());
     }
@@ -556,8 +553,8 @@ fn summary_students(dir: &Path) -> Result<Option<Vec<String>>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let mut rd =
-        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = userfile::read(&path, userfile::MAX_REPORT_BYTES, "the summary")?;
+    let mut rd = csv::Reader::from_reader(bytes.as_slice());
     let mut students = Vec::new();
     for row in rd.records() {
         let row = row.with_context(|| format!("{} is not a summary", path.display()))?;
