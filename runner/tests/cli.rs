@@ -878,6 +878,36 @@ fn grade_refuses_an_endless_file_by_name_and_limit() {
 }
 
 #[test]
+fn a_grade_that_does_not_compile_shows_the_compilers_errors() {
+    let d = tmp("grade-broken");
+    let k = d.join("broken.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n__global__ void f() {\n").unwrap();
+    let o = runner(&[
+        "grade",
+        k.to_str().unwrap(),
+        "--rubric",
+        &rubric_path("step3-hopper.toml"),
+        "--compile-only",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let compile = out
+        .lines()
+        .position(|l| l.trim_start().starts_with("compile   failed"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // NVRTC's own words, indented under the compile line, before the tests' rows.
+    let next = out.lines().nth(compile + 1).unwrap_or_default();
+    assert!(
+        next.starts_with("            ") && next.contains("failed to compile"),
+        "{out}"
+    );
+    assert!(
+        out.contains("At end of source: error: expected a \"}\""),
+        "{out}"
+    );
+}
+
+#[test]
 fn exercises_have_runnable_checks() {
     let o = runner(&["exercise", "--list"]);
     assert!(o.status.success());

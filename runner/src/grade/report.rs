@@ -316,6 +316,9 @@ impl GradeReport {
             lower(&self.compile.status),
             self.compile.message
         ));
+        if self.compile.status != CompileStatus::Ok {
+            s.push_str(&compile_log_excerpt(&self.compile.log));
+        }
         for t in &self.tests {
             s.push_str(&format!(
                 "  {:<24} {:<8} {:>5.1}/{:<5.1} {}\n",
@@ -370,6 +373,38 @@ pub fn check_one_student(dir: &Path, student: &str) -> Result<()> {
         return Ok(());
     }
     refuse_another_student(&p, &held, student)
+}
+
+/// Lines of a failed compile's log the terminal report shows (the whole log is in grade.json).
+const LOG_LINES: usize = 40;
+/// Characters of one log line the terminal report shows (NVRTC echoes the source line).
+const LOG_LINE_CHARS: usize = 200;
+
+/// The first [`LOG_LINES`] lines of a compiler log (the submission's own visible build, as
+/// [`super::diagnostics`] filtered it for the student), indented under the compile line; a
+/// control character (an escape sequence a kernel's source could carry into the log) is shown
+/// as `?`, never sent to the terminal.
+fn compile_log_excerpt(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut s = String::new();
+    for l in lines.iter().take(LOG_LINES) {
+        let mut shown: String = l
+            .chars()
+            .take(LOG_LINE_CHARS)
+            .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+            .collect();
+        if l.chars().count() > LOG_LINE_CHARS {
+            shown.push('…');
+        }
+        s.push_str(&format!("            {shown}\n"));
+    }
+    if lines.len() > LOG_LINES {
+        s.push_str(&format!(
+            "            … {} more lines in grade.json (or --json)\n",
+            lines.len() - LOG_LINES
+        ));
+    }
+    s
 }
 
 // ---- Gradescope -------------------------------------------------------------------------
@@ -776,6 +811,30 @@ pub mod tests {
         };
         r.tally();
         r
+    }
+
+    #[test]
+    fn a_failed_compile_shows_its_first_log_lines_bounded_and_without_escapes() {
+        let mut r = sample("alice", None);
+        r.compile.status = CompileStatus::Failed;
+        r.compile.message = "the kernel does not compile for f16".into();
+        let mut log = String::from("kernel.cu(3): error: expected a \"}\"\n\x1b]0;owned\x07\n");
+        for i in 0..50 {
+            log.push_str(&format!("kernel.cu({i}): error: line {i}\n"));
+        }
+        r.compile.log = log;
+        let text = r.text();
+        assert!(
+            text.contains("\n            kernel.cu(3): error: expected a \"}\"\n"),
+            "{text}"
+        );
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        assert!(text.contains("            ?]0;owned?\n"), "{text}");
+        assert!(text.contains("… 12 more lines in grade.json"), "{text}");
+        assert!(!text.contains("line 38\n"), "{text}");
+        // A compile that went well shows no log (ptxas' resource lines stay in grade.json).
+        r.compile.status = CompileStatus::Ok;
+        assert!(!r.text().contains("expected a"), "{}", r.text());
     }
 
     #[test]
