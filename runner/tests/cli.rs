@@ -908,6 +908,79 @@ fn a_grade_that_does_not_compile_shows_the_compilers_errors() {
 }
 
 #[test]
+fn grade_names_what_it_does_not_grade_and_refuses_what_cannot_be() {
+    let d = tmp("grade-names-what");
+    let rubric = rubric_path("step3-hopper.toml");
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap(); // no .cu file: rejected at once, on any machine
+    let sub = sub.to_str().unwrap();
+    for empty in ["", "  "] {
+        assert_one_line_error(
+            &runner(&[
+                "grade",
+                sub,
+                "--rubric",
+                &rubric,
+                "--compile-only",
+                "--student",
+                empty,
+            ]),
+            "--student is empty",
+        );
+    }
+    assert_usage_error(
+        &runner(&[
+            "grade",
+            sub,
+            "--rubric",
+            &rubric,
+            "--public-only",
+            "--compile-only",
+        ]),
+        "--compile-only",
+    );
+    // --json carries the runner's object, as every --json does, beside the grader's fields.
+    let o = runner(&[
+        "grade",
+        sub,
+        "--rubric",
+        &rubric,
+        "--compile-only",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "workbook-grade/1");
+    assert_eq!(v["runner"]["version"], v["grader_version"], "{v}");
+    assert_eq!(v["runner"]["commit"], v["grader_commit"], "{v}");
+    assert!(v["runner"]["version"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    // A hidden folder of a class is named, not dropped silently.
+    let class = d.join("class");
+    for s in ["alice", ".hidden"] {
+        std::fs::create_dir_all(class.join(s)).unwrap();
+    }
+    let o = runner(&[
+        "grade",
+        "--batch",
+        class.to_str().unwrap(),
+        "--rubric",
+        &rubric,
+        "--compile-only",
+        "--out",
+        d.join("out").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: skipped hidden folder")
+            && stderr(&o).contains(".hidden (not a student)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn exercises_have_runnable_checks() {
     let o = runner(&["exercise", "--list"]);
     assert!(o.status.success());

@@ -111,7 +111,7 @@ pub struct GradeArgs {
     pub compile_only: bool,
     /// Grade the rubric's visible tests alone: no secret needed (a student grading their own
     /// kernel, the workshop's "grade your twin").
-    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
+    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file", "compile_only"])]
     pub public_only: bool,
     /// Gradescope's submission_metadata.json, for the student's identity (default, with
     /// --gradescope: /autograder/submission_metadata.json, where Gradescope puts it, outside the
@@ -283,6 +283,9 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             }
         };
         return selftest::run(&out, &args.gpus, args.keep_scratch);
+    }
+    if args.student.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        bail!("--student is empty: give the student's name");
     }
     let rubric_path = args
         .rubric

@@ -68,6 +68,23 @@ pub struct TestReport {
     pub timing: Option<TimingResult>,
 }
 
+/// `"runner": {"version", "commit"}`, the object of every `--json` output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerInfo {
+    pub version: String,
+    pub commit: String,
+}
+
+impl RunnerInfo {
+    /// This runner's.
+    pub fn this() -> RunnerInfo {
+        RunnerInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("WB_BUILD_COMMIT").into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GradeReport {
     pub schema: String,
@@ -79,6 +96,10 @@ pub struct GradeReport {
     /// The commit the runner was built from (absent in reports of older runners).
     #[serde(default)]
     pub grader_commit: String,
+    /// The runner's version and commit, as every `--json` output carries them (the same as
+    /// `grader_version` and `grader_commit`; absent in reports of older runners).
+    #[serde(default)]
+    pub runner: RunnerInfo,
     pub gpu: Option<EnvInfo>,
     pub target: Option<String>,
     /// How the grading children were confined (every report says so, and so does Gradescope's
@@ -509,10 +530,20 @@ pub const SUMMARY_COLUMNS: [&str; 8] = [
 
 fn summary_row(r: &GradeReport) -> [String; 8] {
     let (ok, n) = r.correctness();
+    let correctness = r
+        .tests
+        .iter()
+        .filter(|t| t.kind == Kind::Correctness)
+        .all(|t| t.status == Status::Skipped);
     [
         r.student.clone(),
         lower(&r.compile.status),
-        format!("{ok}/{n}"),
+        // Tests that did not run (compiled only) are neither passed nor failed.
+        if n > 0 && correctness {
+            "skipped".into()
+        } else {
+            format!("{ok}/{n}")
+        },
         r.performance(),
         r.flags.join(";"),
         format!("{:.1}/{:.1}", r.score, r.max_score),
@@ -748,6 +779,7 @@ pub mod tests {
                 arch: "sm_90a".into(),
             },
             grader_version: "0.1.0".into(),
+            runner: RunnerInfo::this(),
             grader_commit: "abc1234".into(),
             confinement: String::new(),
             gpu: Some(EnvInfo {
@@ -835,6 +867,23 @@ pub mod tests {
         // A compile that went well shows no log (ptxas' resource lines stay in grade.json).
         r.compile.status = CompileStatus::Ok;
         assert!(!r.text().contains("expected a"), "{}", r.text());
+    }
+
+    #[test]
+    fn a_compiled_only_grade_has_its_correctness_skipped_not_zero() {
+        let mut r = sample("alice", None);
+        for t in r.tests.iter_mut().filter(|t| t.kind == Kind::Correctness) {
+            t.status = Status::Skipped;
+        }
+        let (_, n) = r.correctness();
+        assert!(n > 0);
+        assert_eq!(summary_row(&r)[2], "skipped");
+        r.tests
+            .iter_mut()
+            .find(|t| t.kind == Kind::Correctness)
+            .unwrap()
+            .status = Status::Passed;
+        assert_eq!(summary_row(&r)[2], format!("1/{n}"));
     }
 
     #[test]
