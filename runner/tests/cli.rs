@@ -817,6 +817,170 @@ fn grade_user_errors_are_one_line() {
 }
 
 #[test]
+fn grade_refuses_an_endless_file_by_name_and_limit() {
+    let d = tmp("grade-endless");
+    let k = d.join("k.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    let k = k.to_str().unwrap();
+    let rubric = rubric_path("step0-hopper.toml");
+    let zero = "/dev/zero";
+    let started = std::time::Instant::now();
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", zero, "--compile-only"]),
+        "the rubric /dev/zero is larger than 1 MiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--metadata", zero]),
+        "Gradescope's metadata /dev/zero is larger than 1 MiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--secret-file", zero]),
+        "the secret file /dev/zero is larger than 64 KiB",
+    );
+    assert_one_line_error(
+        &runner(&["grade", k, "--rubric", &rubric, "--replay", zero]),
+        "the grade report /dev/zero is larger than 64 MiB",
+    );
+    // A 2 GB rubric (sparse: no disk) and a shard whose grade.json is 2 GB: refused, not read.
+    let big = |p: &std::path::Path| {
+        std::fs::File::create(p).unwrap().set_len(2 << 30).unwrap();
+    };
+    let big_rubric = d.join("big.toml");
+    big(&big_rubric);
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            k,
+            "--rubric",
+            big_rubric.to_str().unwrap(),
+            "--compile-only",
+        ]),
+        "big.toml is larger than 1 MiB",
+    );
+    let shard = d.join("shard");
+    std::fs::create_dir_all(&shard).unwrap();
+    big(&shard.join("grade.json"));
+    assert_one_line_error(
+        &runner(&[
+            "grade",
+            "merge",
+            shard.to_str().unwrap(),
+            "--out",
+            d.join("m").to_str().unwrap(),
+        ]),
+        "grade.json is larger than 64 MiB",
+    );
+    assert!(
+        started.elapsed().as_secs() < 60,
+        "refused up front, not read: {:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn a_grade_that_does_not_compile_shows_the_compilers_errors() {
+    let d = tmp("grade-broken");
+    let k = d.join("broken.cu");
+    std::fs::write(&k, "#include \"hopper.cuh\"\n__global__ void f() {\n").unwrap();
+    let o = runner(&[
+        "grade",
+        k.to_str().unwrap(),
+        "--rubric",
+        &rubric_path("step3-hopper.toml"),
+        "--compile-only",
+    ]);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let compile = out
+        .lines()
+        .position(|l| l.trim_start().starts_with("compile   failed"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // NVRTC's own words, indented under the compile line, before the tests' rows.
+    let next = out.lines().nth(compile + 1).unwrap_or_default();
+    assert!(
+        next.starts_with("            ") && next.contains("failed to compile"),
+        "{out}"
+    );
+    assert!(
+        out.contains("At end of source: error: expected a \"}\""),
+        "{out}"
+    );
+}
+
+#[test]
+fn grade_names_what_it_does_not_grade_and_refuses_what_cannot_be() {
+    let d = tmp("grade-names-what");
+    let rubric = rubric_path("step3-hopper.toml");
+    let sub = d.join("sub");
+    std::fs::create_dir_all(&sub).unwrap(); // no .cu file: rejected at once, on any machine
+    let sub = sub.to_str().unwrap();
+    for empty in ["", "  "] {
+        assert_one_line_error(
+            &runner(&[
+                "grade",
+                sub,
+                "--rubric",
+                &rubric,
+                "--compile-only",
+                "--student",
+                empty,
+            ]),
+            "--student is empty",
+        );
+    }
+    assert_usage_error(
+        &runner(&[
+            "grade",
+            sub,
+            "--rubric",
+            &rubric,
+            "--public-only",
+            "--compile-only",
+        ]),
+        "--compile-only",
+    );
+    // --json carries the runner's object, as every --json does, beside the grader's fields.
+    let o = runner(&[
+        "grade",
+        sub,
+        "--rubric",
+        &rubric,
+        "--compile-only",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["schema"], "workbook-grade/1");
+    assert_eq!(v["runner"]["version"], v["grader_version"], "{v}");
+    assert_eq!(v["runner"]["commit"], v["grader_commit"], "{v}");
+    assert!(v["runner"]["version"]
+        .as_str()
+        .is_some_and(|s| !s.is_empty()));
+    // A hidden folder of a class is named, not dropped silently.
+    let class = d.join("class");
+    for s in ["alice", ".hidden"] {
+        std::fs::create_dir_all(class.join(s)).unwrap();
+    }
+    let o = runner(&[
+        "grade",
+        "--batch",
+        class.to_str().unwrap(),
+        "--rubric",
+        &rubric,
+        "--compile-only",
+        "--out",
+        d.join("out").to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: skipped hidden folder")
+            && stderr(&o).contains(".hidden (not a student)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
 fn exercises_have_runnable_checks() {
     let o = runner(&["exercise", "--list"]);
     assert!(o.status.success());
@@ -1000,6 +1164,78 @@ fn grade_out_writes_only_new_names_in_a_users_folder() {
         assert!(o.status.success(), "{}", stderr(&o));
     }
     assert!(own.join(".runner-output").is_file());
+}
+
+#[test]
+fn grade_out_never_replaces_another_students_grade() {
+    let d = tmp("grade-out-student");
+    let rubric = rubric_path("step3-hopper.toml");
+    // No .cu file: each is rejected at once, on any machine, with its own report.
+    for s in ["a", "b"] {
+        std::fs::create_dir_all(d.join(s)).unwrap();
+    }
+    let out = d.join("out");
+    let grade = |sub: &str, student: Option<&str>| {
+        let mut a = vec![
+            "grade".to_string(),
+            d.join(sub).to_str().unwrap().to_string(),
+            "--rubric".into(),
+            rubric.clone(),
+            "--compile-only".into(),
+            "--out".into(),
+            out.to_str().unwrap().to_string(),
+        ];
+        if let Some(s) = student {
+            a.extend(["--student".to_string(), s.to_string()]);
+        }
+        runner(&a.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let held = || -> String {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("grade.json")).unwrap()).unwrap();
+        v["student"].as_str().unwrap().to_string()
+    };
+    let o = grade("a", None);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(held(), "a");
+    let before = std::fs::read(out.join("grade.json")).unwrap();
+    // Another student into the same folder: refused, and a's report is intact.
+    assert_one_line_error(
+        &grade("b", Some("bob")),
+        "holds \"a\"'s grade, not \"bob\"'s",
+    );
+    assert_eq!(std::fs::read(out.join("grade.json")).unwrap(), before);
+    // The same student again: a regrade replaces its own report.
+    let o = grade("b", Some("a"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(held(), "a");
+    // Two students into one new folder at once: one is graded, the other refused.
+    std::fs::remove_dir_all(&out).unwrap();
+    let exe = env!("CARGO_BIN_EXE_runner");
+    let spawn = |sub: &str| {
+        Command::new(exe)
+            .args([
+                "grade",
+                d.join(sub).to_str().unwrap(),
+                "--rubric",
+                &rubric,
+                "--compile-only",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .output()
+    };
+    let (oa, ob) = std::thread::scope(|s| {
+        let a = s.spawn(|| spawn("a").unwrap());
+        let b = s.spawn(|| spawn("b").unwrap());
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let ok = [&oa, &ob].iter().filter(|o| o.status.success()).count();
+    assert_eq!(ok, 1, "{}{}", stderr(&oa), stderr(&ob));
+    let refused = if oa.status.success() { &ob } else { &oa };
+    assert_one_line_error(refused, "'s grade, not ");
+    let winner = if oa.status.success() { "a" } else { "b" };
+    assert_eq!(held(), winner);
 }
 
 #[test]

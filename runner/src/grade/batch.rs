@@ -183,7 +183,16 @@ pub fn class(dir: &Path, shard: Option<(usize, usize)>) -> Result<Vec<Submission
         .filter(|p| p.is_dir())
         .filter_map(|p| {
             let name = p.file_name()?.to_string_lossy().into_owned();
-            (!name.starts_with('.')).then_some(Submission {
+            if name.starts_with('.') {
+                // A folder the class's tools keep (.git, .cache) is no student; said, not dropped
+                // silently, in case it is one.
+                eprintln!(
+                    "warning: skipped hidden folder {} (not a student)",
+                    p.display()
+                );
+                return None;
+            }
+            Some(Submission {
                 student: name,
                 path: p,
             })

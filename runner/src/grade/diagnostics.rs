@@ -31,6 +31,17 @@ fn header_file(line: &str) -> Option<&str> {
     .then_some(file)
 }
 
+/// A message at the end of the translation unit, which NVRTC writes without a file
+/// (`At end of source: error: expected a "}"`: a brace left open). Every header is included
+/// before the unit ends, so its end is the end of the submission's own file.
+fn end_of_source(line: &str) -> bool {
+    line.strip_prefix("At end of source: ").is_some_and(|k| {
+        ["error", "warning", "catastrophic error"]
+            .iter()
+            .any(|w| k.starts_with(w))
+    })
+}
+
 /// ptxas's resource report: `ptxas info    : ...`, `ptxas warning : ...`, and the continuation
 /// line of a function's properties, `ptxas         .     0 bytes stack frame, 0 bytes spill
 /// stores, 0 bytes spill loads` (every clean compile with `-v` has one; it was withheld as a line
@@ -80,7 +91,9 @@ pub fn student_log(log: &str, own: &[&str]) -> String {
     // Whether the lines now being read belong to a message about an own file.
     let mut keeping = false;
     for line in log.lines() {
-        if let Some(file) = header_file(line) {
+        if end_of_source(line) {
+            keeping = true;
+        } else if let Some(file) = header_file(line) {
             keeping = own.contains(&file);
         } else if !line.starts_with([' ', '\t']) && !line.trim().is_empty() {
             // Any unindented line that is not a header ends the message before it.
@@ -135,6 +148,14 @@ mod tests {
     fn own_messages_and_headers_pass_unchanged() {
         let log = "kernel.cu(12): error: identifier \"x\" is undefined\n      x = 1;\n      ^\n    12 | x = 1;\n\nhopper.cuh(40): warning: something\n          detected during instantiation of \"f<T>\" at line 12 of kernel.cu\n";
         assert_eq!(student_log(log, OWN), log);
+    }
+
+    #[test]
+    fn an_error_at_the_end_of_the_source_is_the_submissions() {
+        // NVRTC's log of a kernel whose last brace is missing.
+        let log = "kernel.cu failed to compile for sm_90a:\nAt end of source: error: expected a \"}\"\nkernel.cu(2): note #3196-D: to match this \"{\"\n  __global__ void f() {\n                      ^\n\n1 error detected in the compilation of \"kernel.cu\".\n";
+        assert_eq!(student_log(log, OWN), log);
+        assert!(!end_of_source("At end of source: root:x:0:0"));
     }
 
     #[test]

@@ -257,6 +257,7 @@ impl Grader {
             },
             grader_version: env!("CARGO_PKG_VERSION").to_string(),
             grader_commit: env!("WB_BUILD_COMMIT").to_string(),
+            runner: super::report::RunnerInfo::this(),
             gpu: (!self.compile_only).then(|| env.clone()),
             target: None,
             confinement: self.confinement.describe(),

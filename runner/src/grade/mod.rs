@@ -46,6 +46,7 @@ pub mod simulated;
 pub mod submission;
 pub mod technique;
 pub mod trace_facts;
+pub mod userfile;
 pub mod vocab;
 pub mod worker;
 
@@ -110,7 +111,7 @@ pub struct GradeArgs {
     pub compile_only: bool,
     /// Grade the rubric's visible tests alone: no secret needed (a student grading their own
     /// kernel, the workshop's "grade your twin").
-    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
+    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file", "compile_only"])]
     pub public_only: bool,
     /// Gradescope's submission_metadata.json, for the student's identity (default, with
     /// --gradescope: /autograder/submission_metadata.json, where Gradescope puts it, outside the
@@ -130,8 +131,11 @@ pub struct GradeArgs {
 /// The student of a Gradescope submission: the ids of its submitters (a group has several),
 /// from `submission_metadata.json`. Two students never share a name, so never hidden seeds.
 pub fn gradescope_student(metadata: &std::path::Path) -> Result<String> {
-    let text = std::fs::read_to_string(metadata)
-        .with_context(|| format!("cannot read {}", metadata.display()))?;
+    let text = userfile::read_text(
+        metadata,
+        userfile::MAX_RUBRIC_BYTES,
+        "Gradescope's metadata",
+    )?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .with_context(|| format!("{} is not JSON", metadata.display()))?;
     let mut ids: Vec<String> = v["users"]
@@ -280,6 +284,9 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         };
         return selftest::run(&out, &args.gpus, args.keep_scratch);
     }
+    if args.student.as_deref().is_some_and(|s| s.trim().is_empty()) {
+        bail!("--student is empty: give the student's name");
+    }
     let rubric_path = args
         .rubric
         .clone()
@@ -401,6 +408,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             if args.gradescope {
                 d.fresh(report::GRADESCOPE_FILE)?;
             }
+            // The runner's own folder holds one student's report: another's is never replaced.
+            report::check_one_student(d.path(), &student)?;
             Some(d)
         }
         None => None,
@@ -436,7 +445,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     let r = &reports[0];
     if let Some(out) = &out_dir {
         out.create()?;
-        r.write(out.path(), args.gradescope)?;
+        r.write_one(out.path(), args.gradescope)?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(r)?);

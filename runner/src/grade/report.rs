@@ -3,6 +3,7 @@
 
 use super::job::{EnvInfo, TestSeeds, TimingResult};
 use super::rubric::Visibility;
+use super::userfile;
 use super::vocab::{Flag, Kind, Status};
 use crate::results::{GradescopeResults, GradescopeTest, LeaderboardEntry};
 use anyhow::{bail, Context, Result};
@@ -67,6 +68,23 @@ pub struct TestReport {
     pub timing: Option<TimingResult>,
 }
 
+/// `"runner": {"version", "commit"}`, the object of every `--json` output.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunnerInfo {
+    pub version: String,
+    pub commit: String,
+}
+
+impl RunnerInfo {
+    /// This runner's.
+    pub fn this() -> RunnerInfo {
+        RunnerInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            commit: env!("WB_BUILD_COMMIT").into(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct GradeReport {
     pub schema: String,
@@ -78,6 +96,10 @@ pub struct GradeReport {
     /// The commit the runner was built from (absent in reports of older runners).
     #[serde(default)]
     pub grader_commit: String,
+    /// The runner's version and commit, as every `--json` output carries them (the same as
+    /// `grader_version` and `grader_commit`; absent in reports of older runners).
+    #[serde(default)]
+    pub runner: RunnerInfo,
     pub gpu: Option<EnvInfo>,
     pub target: Option<String>,
     /// How the grading children were confined (every report says so, and so does Gradescope's
@@ -214,10 +236,51 @@ impl GradeReport {
         Ok(())
     }
 
+    /// Write grade.json (and results.json) into the `--out` folder of one submission, which
+    /// holds one student's report: another student's is refused, never replaced (a regrade of
+    /// the same student replaces its own). The check and the write hold a lock on grade.json,
+    /// so two gradings into one folder at once cannot both pass the check.
+    pub fn write_one(&self, dir: &Path, gradescope: bool) -> Result<()> {
+        use std::io::{Read, Seek, Write};
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let p = dir.join(GRADE_FILE);
+        let mut f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&p)
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        f.lock()
+            .with_context(|| format!("cannot lock {}", p.display()))?;
+        let mut held = Vec::new();
+        (&mut f)
+            .take(userfile::MAX_REPORT_BYTES + 1)
+            .read_to_end(&mut held)
+            .with_context(|| format!("cannot read {}", p.display()))?;
+        if !held.is_empty() {
+            refuse_another_student(&p, &held, &self.student)?;
+        }
+        f.set_len(0)
+            .and_then(|()| f.rewind())
+            .and_then(|()| f.write_all(&serde_json::to_vec_pretty(self)?))
+            .with_context(|| format!("cannot write {}", p.display()))?;
+        if gradescope {
+            let p = dir.join(GRADESCOPE_FILE);
+            std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
+                .with_context(|| format!("cannot write {}", p.display()))?;
+        }
+        Ok(())
+    }
+
     pub fn read(path: &Path) -> Result<GradeReport> {
-        let bytes =
-            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let r: GradeReport = serde_json::from_slice(&bytes)
+        let bytes = userfile::read(path, userfile::MAX_REPORT_BYTES, "the grade report")?;
+        Self::parse(path, &bytes)
+    }
+
+    /// A grade.json's bytes, read from `path` (named in errors).
+    fn parse(path: &Path, bytes: &[u8]) -> Result<GradeReport> {
+        let r: GradeReport = serde_json::from_slice(bytes)
             .with_context(|| format!("{} is not a grade.json", path.display()))?;
         if r.schema != SCHEMA {
             bail!(
@@ -274,6 +337,9 @@ impl GradeReport {
             lower(&self.compile.status),
             self.compile.message
         ));
+        if self.compile.status != CompileStatus::Ok {
+            s.push_str(&compile_log_excerpt(&self.compile.log));
+        }
         for t in &self.tests {
             s.push_str(&format!(
                 "  {:<24} {:<8} {:>5.1}/{:<5.1} {}\n",
@@ -292,6 +358,74 @@ impl GradeReport {
         }
         s
     }
+}
+
+/// Refuse to write `student`'s grade over `held`, the grade.json at `path`, unless it is the
+/// same student's (a regrade). A file that is no grade report is refused too: nothing the
+/// runner cannot read back is replaced.
+fn refuse_another_student(path: &Path, held: &[u8], student: &str) -> Result<()> {
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let other = match GradeReport::parse(path, held) {
+        Ok(r) => r.student,
+        Err(e) => bail!(
+            "{} is not a grade report this runner wrote ({e:#}): give another --out, or move it aside",
+            path.display()
+        ),
+    };
+    if other != student {
+        bail!(
+            "{} holds {other:?}'s grade, not {student:?}'s: give each student an --out of their own (a regrade of {other:?} into {} replaces that report)",
+            path.display(),
+            folder.display()
+        );
+    }
+    Ok(())
+}
+
+/// Checked before grading: `dir` (an `--out` folder) takes `student`'s grade.json, being new,
+/// empty, or holding the same student's. [`GradeReport::write_one`] checks again as it writes.
+pub fn check_one_student(dir: &Path, student: &str) -> Result<()> {
+    let p = dir.join(GRADE_FILE);
+    if std::fs::symlink_metadata(&p).is_err() {
+        return Ok(());
+    }
+    let held = userfile::read(&p, userfile::MAX_REPORT_BYTES, "the grade report")?;
+    if held.is_empty() {
+        return Ok(());
+    }
+    refuse_another_student(&p, &held, student)
+}
+
+/// Lines of a failed compile's log the terminal report shows (the whole log is in grade.json).
+const LOG_LINES: usize = 40;
+/// Characters of one log line the terminal report shows (NVRTC echoes the source line).
+const LOG_LINE_CHARS: usize = 200;
+
+/// The first [`LOG_LINES`] lines of a compiler log (the submission's own visible build, as
+/// [`super::diagnostics`] filtered it for the student), indented under the compile line; a
+/// control character (an escape sequence a kernel's source could carry into the log) is shown
+/// as `?`, never sent to the terminal.
+fn compile_log_excerpt(log: &str) -> String {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let mut s = String::new();
+    for l in lines.iter().take(LOG_LINES) {
+        let mut shown: String = l
+            .chars()
+            .take(LOG_LINE_CHARS)
+            .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+            .collect();
+        if l.chars().count() > LOG_LINE_CHARS {
+            shown.push('…');
+        }
+        s.push_str(&format!("            {shown}\n"));
+    }
+    if lines.len() > LOG_LINES {
+        s.push_str(&format!(
+            "            … {} more lines in grade.json (or --json)\n",
+            lines.len() - LOG_LINES
+        ));
+    }
+    s
 }
 
 // ---- Gradescope -------------------------------------------------------------------------
@@ -396,10 +530,20 @@ pub const SUMMARY_COLUMNS: [&str; 8] = [
 
 fn summary_row(r: &GradeReport) -> [String; 8] {
     let (ok, n) = r.correctness();
+    let correctness = r
+        .tests
+        .iter()
+        .filter(|t| t.kind == Kind::Correctness)
+        .all(|t| t.status == Status::Skipped);
     [
         r.student.clone(),
         lower(&r.compile.status),
-        format!("{ok}/{n}"),
+        // Tests that did not run (compiled only) are neither passed nor failed.
+        if n > 0 && correctness {
+            "skipped".into()
+        } else {
+            format!("{ok}/{n}")
+        },
         r.performance(),
         r.flags.join(";"),
         format!("{:.1}/{:.1}", r.score, r.max_score),
@@ -475,8 +619,8 @@ fn summary_students(dir: &Path) -> Result<Option<Vec<String>>> {
     if !path.is_file() {
         return Ok(None);
     }
-    let mut rd =
-        csv::Reader::from_path(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let bytes = userfile::read(&path, userfile::MAX_REPORT_BYTES, "the summary")?;
+    let mut rd = csv::Reader::from_reader(bytes.as_slice());
     let mut students = Vec::new();
     for row in rd.records() {
         let row = row.with_context(|| format!("{} is not a summary", path.display()))?;
@@ -635,6 +779,7 @@ pub mod tests {
                 arch: "sm_90a".into(),
             },
             grader_version: "0.1.0".into(),
+            runner: RunnerInfo::this(),
             grader_commit: "abc1234".into(),
             confinement: String::new(),
             gpu: Some(EnvInfo {
@@ -698,6 +843,47 @@ pub mod tests {
         };
         r.tally();
         r
+    }
+
+    #[test]
+    fn a_failed_compile_shows_its_first_log_lines_bounded_and_without_escapes() {
+        let mut r = sample("alice", None);
+        r.compile.status = CompileStatus::Failed;
+        r.compile.message = "the kernel does not compile for f16".into();
+        let mut log = String::from("kernel.cu(3): error: expected a \"}\"\n\x1b]0;owned\x07\n");
+        for i in 0..50 {
+            log.push_str(&format!("kernel.cu({i}): error: line {i}\n"));
+        }
+        r.compile.log = log;
+        let text = r.text();
+        assert!(
+            text.contains("\n            kernel.cu(3): error: expected a \"}\"\n"),
+            "{text}"
+        );
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+        assert!(text.contains("            ?]0;owned?\n"), "{text}");
+        assert!(text.contains("… 12 more lines in grade.json"), "{text}");
+        assert!(!text.contains("line 38\n"), "{text}");
+        // A compile that went well shows no log (ptxas' resource lines stay in grade.json).
+        r.compile.status = CompileStatus::Ok;
+        assert!(!r.text().contains("expected a"), "{}", r.text());
+    }
+
+    #[test]
+    fn a_compiled_only_grade_has_its_correctness_skipped_not_zero() {
+        let mut r = sample("alice", None);
+        for t in r.tests.iter_mut().filter(|t| t.kind == Kind::Correctness) {
+            t.status = Status::Skipped;
+        }
+        let (_, n) = r.correctness();
+        assert!(n > 0);
+        assert_eq!(summary_row(&r)[2], "skipped");
+        r.tests
+            .iter_mut()
+            .find(|t| t.kind == Kind::Correctness)
+            .unwrap()
+            .status = Status::Passed;
+        assert_eq!(summary_row(&r)[2], format!("1/{n}"));
     }
 
     #[test]

@@ -286,8 +286,8 @@ fn toml_error(diagnostic: &str) -> String {
 
 impl Rubric {
     pub fn load(path: &Path) -> Result<Rubric> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read the rubric {}", path.display()))?;
+        let text =
+            super::userfile::read_text(path, super::userfile::MAX_RUBRIC_BYTES, "the rubric")?;
         Rubric::parse(&text).with_context(|| format!("rubric {}", path.display()))
     }
 

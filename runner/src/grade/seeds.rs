@@ -46,8 +46,11 @@ impl Secret {
                     }
                 }
             }
-            let bytes = std::fs::read(&canon)
-                .with_context(|| format!("cannot read the secret file {}", path.display()))?;
+            let bytes = super::userfile::read(
+                &canon,
+                super::userfile::MAX_SECRET_BYTES,
+                "the secret file",
+            )?;
             return Secret::new(bytes).map(Some);
         }
         match std::env::var_os(SECRET_ENV) {

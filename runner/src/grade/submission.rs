@@ -166,7 +166,8 @@ pub(super) fn read_source(sub: &Submission, limit: usize) -> Result<(String, Str
             meta.len()
         );
     }
-    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    // Bounded again as it is read: the file may have grown since.
+    let bytes = super::userfile::read(&path, limit as u64, "the submission")?;
     let sha = sha256_hex(&bytes);
     let text =
         String::from_utf8(bytes).map_err(|_| anyhow!("{} is not UTF-8 text", path.display()))?;
