@@ -520,26 +520,57 @@ pub const WRITES: [&str; 10] = [
     "selftest.md",
 ];
 
-/// Run the selftest into `out`: checked first (a folder of the user's takes only new names, so
-/// nothing of theirs is replaced or deleted), then the GPUs, and only then written.
-pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
-    for name in WRITES {
-        out.fresh(name)?;
+/// The parts of the selftest this run grades: all, or those named in [`ONLY_ENV`] (testing only).
+struct Selection {
+    only: Option<Vec<String>>,
+}
+
+impl Selection {
+    /// Read [`ONLY_ENV`]: a comma-separated list of part labels, or all parts when unset.
+    fn from_env() -> Selection {
+        let only = std::env::var(ONLY_ENV)
+            .ok()
+            .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
+        Selection { only }
     }
-    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
-    let only: Option<Vec<String>> = std::env::var(ONLY_ENV)
-        .ok()
-        .map(|s| s.split(',').map(|x| x.trim().to_string()).collect());
-    let wanted = |label: &str| only.as_ref().is_none_or(|o| o.iter().any(|x| x == label));
-    // The Blackwell parts grade on the simulator: a selftest of those alone needs no GPU.
-    let gpu_free = only
-        .as_ref()
-        .is_some_and(|o| o.iter().all(|x| SIMULATED_PARTS.contains(&x.as_str())));
-    if !gpu_free {
-        probe_gpus(gpus)?;
+
+    /// Whether the part `label` is graded.
+    fn wanted(&self, label: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|x| x == label))
     }
-    out.create()?;
-    let out = out.path();
+
+    /// Whether every selected part grades on the simulator, so that no GPU is needed.
+    fn gpu_free(&self) -> bool {
+        self.only
+            .as_ref()
+            .is_some_and(|o| o.iter().all(|x| SIMULATED_PARTS.contains(&x.as_str())))
+    }
+}
+
+/// What every stage of the selftest shares: where it writes, the secret, the GPUs.
+struct Ctx<'a> {
+    out: &'a Path,
+    rubric_dir: PathBuf,
+    secret_file: PathBuf,
+    gpus: &'a [usize],
+    keep_scratch: bool,
+    selection: Selection,
+}
+
+/// The text of the shipped rubric `name`.
+fn rubric_text(name: &str) -> Result<&'static str> {
+    RUBRICS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, t)| *t)
+        .ok_or_else(|| anyhow!("no rubric {name}"))
+}
+
+/// Write the shipped rubrics and the selftest's secret under `out`; returns the rubric folder
+/// and the secret file's absolute path.
+fn write_rubrics_and_secret(out: &Path) -> Result<(PathBuf, PathBuf)> {
     let rubric_dir = out.join("rubrics");
     std::fs::create_dir_all(&rubric_dir)?;
     for (name, text) in RUBRICS {
@@ -551,19 +582,17 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     let secret_file = secret_file
         .canonicalize()
         .with_context(|| format!("cannot resolve {}", secret_file.display()))?;
-    let rubric_text = |name: &str| -> Result<&'static str> {
-        RUBRICS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, t)| *t)
-            .ok_or_else(|| anyhow!("no rubric {name}"))
-    };
+    Ok((rubric_dir, secret_file))
+}
 
-    // 1. The class of the step-0 rubric: stock, seeded bug, cheats.
+/// Stage 1: write and grade the class of the step-0 rubric (stock, seeded bug, cheats);
+/// returns its cases and reports.
+fn grade_class(ctx: &Ctx) -> Result<(Vec<Case>, Vec<GradeReport>)> {
+    let out = ctx.out;
     let class_dir = out.join("class");
     let _ = std::fs::remove_dir_all(&class_dir);
-    let mut cases = write_class(&class_dir, &secret_file)?;
-    if !wanted("class") {
+    let mut cases = write_class(&class_dir, &ctx.secret_file)?;
+    if !ctx.selection.wanted("class") {
         cases.clear();
     }
     let class_rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
@@ -573,39 +602,55 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     }
     let grader = grader_for(
         class_rubric,
-        &rubric_dir.join("step0-hopper.toml"),
-        Some(&secret_file),
+        &ctx.rubric_dir.join("step0-hopper.toml"),
+        Some(&ctx.secret_file),
         None,
         std::slice::from_ref(&class_dir),
         super::batch::Options {
-            keep_scratch,
+            keep_scratch: ctx.keep_scratch,
             ..Default::default()
         },
     )?;
     let subs = super::batch::class(&class_dir, None)?;
     let mut reports = Vec::new();
-    if wanted("class") {
+    if ctx.selection.wanted("class") {
         eprintln!(
             "selftest: grading {} submissions of the step-0 class",
             subs.len()
         );
-        reports = grade_all(&grader, subs, gpus, &out.join("class-grades"), true, true)?;
+        reports = grade_all(
+            &grader,
+            subs,
+            ctx.gpus,
+            &out.join("class-grades"),
+            true,
+            true,
+        )?;
     }
+    Ok((cases, reports))
+}
 
-    // 1b. The cheats graded apart, one grading each: with the include screen off (the
-    // confinement alone must hold), or with a shorter compile limit.
-    let suite = Suite::load()?;
+/// Stage 1b: grade the cheats that need a grading of their own, with the include screen off
+/// (the confinement alone must hold) or with a shorter compile limit.
+fn grade_apart_cheats(
+    ctx: &Ctx,
+    suite: &Suite,
+    cases: &mut Vec<Case>,
+    reports: &mut Vec<GradeReport>,
+) -> Result<()> {
+    let out = ctx.out;
+    let secret_file = &ctx.secret_file;
     for c in suite
         .cheats()
         .iter()
-        .filter(|c| c.apart() && c.base.is_none() && wanted("class"))
+        .filter(|c| c.apart() && c.base.is_none() && ctx.selection.wanted("class"))
     {
         let name = format!("cheat-{}", c.name);
         let dir = out.join("cheat-groups").join(&c.name);
         let _ = std::fs::remove_dir_all(&dir);
         let sub_dir = dir.join(&name);
         std::fs::create_dir_all(&sub_dir)?;
-        std::fs::write(sub_dir.join("kernel.cu"), suite.kernel(c, &secret_file)?)?;
+        std::fs::write(sub_dir.join("kernel.cu"), suite.kernel(c, secret_file)?)?;
         let mut rubric = Rubric::parse(rubric_text("step0-hopper.toml")?)?;
         if let Some(s) = c.compile_seconds {
             rubric.limits.compile_seconds = s;
@@ -622,31 +667,32 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             name: name.clone(),
             rubric: format!("step0-hopper.toml ({})", how.join(", ")),
             what: format!("[{}] {}", c.class, c.does),
-            expect: c.expect(&secret_file),
+            expect: c.expect(secret_file),
             written: written.clone(),
             log_cap: rubric.limits.log_bytes,
         });
         eprintln!("selftest: grading {name} ({})", how.join(", "));
         let g = grader_for(
             rubric,
-            &rubric_dir.join("step0-hopper.toml"),
-            Some(&secret_file),
+            &ctx.rubric_dir.join("step0-hopper.toml"),
+            Some(secret_file),
             None,
             std::slice::from_ref(&dir),
             super::batch::Options {
-                keep_scratch,
+                keep_scratch: ctx.keep_scratch,
                 skip_screen: !c.screen,
                 ..Default::default()
             },
         )?;
         let subs = super::batch::class(&dir, None)?;
-        reports.extend(grade_all(&g, subs, gpus, &written, true, true)?);
+        reports.extend(grade_all(&g, subs, ctx.gpus, &written, true, true)?);
     }
+    Ok(())
+}
 
-    // 2. Every other step's stock Hopper twin; the Blackwell kernels of steps 0 and 3 on the
-    // PTX simulator (the native sm_100a code), their seeded bugs and cheats.
-    let stock_dir = out.join("stock");
-    let mut groups: Vec<Group> = Vec::new();
+/// Stage 2: write every other step's stock Hopper twin, one group each under
+/// selftest-hopper.toml.
+fn stock_hopper_groups(ctx: &Ctx, stock_dir: &Path, groups: &mut Vec<Group>) -> Result<()> {
     let hopper = rubric_text("selftest-hopper.toml")?;
     for step in runner::steps::all().iter().skip(1) {
         let n = step.info().number;
@@ -659,7 +705,7 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             rubric: format!("selftest-hopper.toml (step {n})"),
             what: format!("step {n}'s Hopper twin as shipped"),
             expect: Expect::FullMarks,
-            written: out.join("stock-grades").join(&name),
+            written: ctx.out.join("stock-grades").join(&name),
             log_cap: 0,
         };
         groups.push((
@@ -674,9 +720,21 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             )],
         ));
     }
-    // 2b. Steps 3 and 5's twins under their own rubrics (without the speed test, which grades
-    // speed, not the grader), with the cheats on their techniques: the stock twin earns every
-    // executed requirement, a cheat whose technique is dead code or forged records earns none.
+    Ok(())
+}
+
+/// Stage 2b: write steps 3 and 5's twins under their own rubrics (without the speed test,
+/// which grades speed, not the grader), with the cheats on their techniques: the stock twin
+/// earns every executed requirement, a cheat whose technique is dead code or forged records
+/// earns none.
+fn own_rubric_hopper_groups(
+    ctx: &Ctx,
+    suite: &Suite,
+    stock_dir: &Path,
+    groups: &mut Vec<Group>,
+) -> Result<()> {
+    let out = ctx.out;
+    let secret_file = &ctx.secret_file;
     for (n, base, rubric_name) in HOPPER_BASES {
         let label = format!("step{n}-hopper-rubric");
         let mut subs = Vec::new();
@@ -717,9 +775,9 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         {
             add(
                 format!("cheat-{}", c.name),
-                suite.kernel(c, &secret_file)?,
+                suite.kernel(c, secret_file)?,
                 format!("[{}] {}", c.class, c.does),
-                c.expect(&secret_file),
+                c.expect(secret_file),
             )?;
         }
         let mut rubric = Rubric::parse(rubric_text(rubric_name)?)?;
@@ -728,6 +786,19 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             .retain(|t| t.kind != super::vocab::Kind::Performance);
         groups.push((label, rubric, subs));
     }
+    Ok(())
+}
+
+/// Stage 2c: write the Blackwell kernels of steps 0 and 3 (graded on the PTX simulator, the
+/// native sm_100a code), their seeded bugs and cheats.
+fn blackwell_groups(
+    ctx: &Ctx,
+    suite: &Suite,
+    stock_dir: &Path,
+    groups: &mut Vec<Group>,
+) -> Result<()> {
+    let out = ctx.out;
+    let secret_file = &ctx.secret_file;
     let bw = rubric_text("step3-blackwell.toml")?;
     for n in [0u32, 3] {
         let info = runner::steps::get(n)?.info();
@@ -776,9 +847,9 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             for c in suite.cheats().iter().filter(|c| c.blackwell()) {
                 add(
                     format!("cheat-{}", c.name),
-                    suite.kernel(c, &secret_file)?,
+                    suite.kernel(c, secret_file)?,
                     format!("[{}] {}", c.class, c.does),
-                    c.expect(&secret_file),
+                    c.expect(secret_file),
                 )?;
             }
         } else {
@@ -786,9 +857,9 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             for c in suite.cheats().iter().filter(|c| c.blackwell_step3()) {
                 add(
                     format!("cheat-{}", c.name),
-                    suite.kernel(c, &secret_file)?,
+                    suite.kernel(c, secret_file)?,
                     format!("[{}] {}", c.class, c.does),
-                    c.expect(&secret_file),
+                    c.expect(secret_file),
                 )?;
             }
         }
@@ -798,17 +869,30 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             subs,
         ));
     }
-    for (label, rubric, subs) in groups.into_iter().filter(|(l, _, _)| wanted(l)) {
+    Ok(())
+}
+
+/// Grade the selected groups, each under its own rubric, adding their cases and reports.
+fn grade_groups(
+    ctx: &Ctx,
+    groups: Vec<Group>,
+    cases: &mut Vec<Case>,
+    reports: &mut Vec<GradeReport>,
+) -> Result<()> {
+    for (label, rubric, subs) in groups
+        .into_iter()
+        .filter(|(l, _, _)| ctx.selection.wanted(l))
+    {
         eprintln!("selftest: grading {label}");
         let paths: Vec<PathBuf> = subs.iter().map(|(s, _)| s.path.clone()).collect();
         let g = grader_for(
             rubric,
-            &rubric_dir.join(&label),
-            Some(&secret_file),
+            &ctx.rubric_dir.join(&label),
+            Some(&ctx.secret_file),
             None,
             &paths,
             super::batch::Options {
-                keep_scratch,
+                keep_scratch: ctx.keep_scratch,
                 ..Default::default()
             },
         )?;
@@ -816,16 +900,22 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
         let rs = grade_all(
             &g,
             subs,
-            gpus,
-            &out.join("stock-grades").join(&label),
+            ctx.gpus,
+            &ctx.out.join("stock-grades").join(&label),
             false,
             true,
         )?;
         cases.extend(new_cases);
         reports.extend(rs);
     }
+    Ok(())
+}
 
-    // 3. The verdict.
+/// Stage 3: check every case against its report; the verdict's rows and the GPU that graded.
+fn verdict(
+    cases: Vec<Case>,
+    reports: &[GradeReport],
+) -> Result<(Vec<GradeSelftestRow>, Option<String>)> {
     let mut rows = Vec::new();
     for case in cases {
         let Some(r) = reports.iter().find(|r| r.student == case.name) else {
@@ -849,6 +939,53 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
             }
         })
     });
+    Ok((rows, gpu))
+}
+
+/// How the markdown table words what a case must come to.
+fn expect_words(expect: &Expect) -> String {
+    match expect {
+        Expect::FullMarks => "full marks".to_string(),
+        Expect::Fails => "fails".to_string(),
+        Expect::Flag(f) => format!("flag {f}"),
+        Expect::Rejected => "refused".to_string(),
+        Expect::Unrewarded(name) => format!("tests pass, {name} worth no points"),
+        Expect::Caught(c) => {
+            let mut s = format!("flag {}", c.flag);
+            if c.visible_pass {
+                s.push_str(", visible tests pass");
+            }
+            if c.protect.is_some() {
+                s.push_str(", nothing leaked");
+            }
+            if !c.costs_points {
+                s.push_str(" (no points lost)");
+            }
+            s
+        }
+    }
+}
+
+/// The verdict as a markdown table, one row per case.
+fn verdict_table(rows: &[GradeSelftestRow]) -> String {
+    let mut md =
+        String::from("| submission | rubric | expected | outcome | ok |\n|---|---|---|---|---|\n");
+    for r in rows {
+        md.push_str(&format!(
+            "| {} | {} | {} | {} | {} |\n",
+            r.case.name,
+            r.case.rubric,
+            expect_words(&r.case.expect),
+            r.outcome.replace('|', "/"),
+            if r.ok { "yes" } else { "NO" }
+        ));
+    }
+    md
+}
+
+/// Write selftest.json and selftest.md, print the table and the summary line; success when
+/// every case came out as expected.
+fn write_verdict(out: &Path, rows: Vec<GradeSelftestRow>, gpu: Option<String>) -> Result<ExitCode> {
     let passed = rows.iter().filter(|r| r.ok).count();
     let file = GradeSelftest {
         gpu,
@@ -860,38 +997,7 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     };
     std::fs::write(out.join("selftest.json"), serde_json::to_vec_pretty(&file)?)?;
     let GradeSelftest { gpu, rows, .. } = file;
-    let mut md =
-        String::from("| submission | rubric | expected | outcome | ok |\n|---|---|---|---|---|\n");
-    for r in &rows {
-        let expect = match &r.case.expect {
-            Expect::FullMarks => "full marks".to_string(),
-            Expect::Fails => "fails".to_string(),
-            Expect::Flag(f) => format!("flag {f}"),
-            Expect::Rejected => "refused".to_string(),
-            Expect::Unrewarded(name) => format!("tests pass, {name} worth no points"),
-            Expect::Caught(c) => {
-                let mut s = format!("flag {}", c.flag);
-                if c.visible_pass {
-                    s.push_str(", visible tests pass");
-                }
-                if c.protect.is_some() {
-                    s.push_str(", nothing leaked");
-                }
-                if !c.costs_points {
-                    s.push_str(" (no points lost)");
-                }
-                s
-            }
-        };
-        md.push_str(&format!(
-            "| {} | {} | {} | {} | {} |\n",
-            r.case.name,
-            r.case.rubric,
-            expect,
-            r.outcome.replace('|', "/"),
-            if r.ok { "yes" } else { "NO" }
-        ));
-    }
+    let md = verdict_table(&rows);
     std::fs::write(out.join("selftest.md"), &md)?;
     println!("{md}");
     println!(
@@ -905,6 +1011,45 @@ pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode>
     } else {
         ExitCode::from(1)
     })
+}
+
+/// Run the selftest into `out`: checked first (a folder of the user's takes only new names, so
+/// nothing of theirs is replaced or deleted), then the GPUs, and only then written.
+pub fn run(out: &OutDir, gpus: &[usize], keep_scratch: bool) -> Result<ExitCode> {
+    for name in WRITES {
+        out.fresh(name)?;
+    }
+    // Testing only: grade the named parts alone (see [`ONLY_ENV`]).
+    let selection = Selection::from_env();
+    // The Blackwell parts grade on the simulator: a selftest of those alone needs no GPU.
+    if !selection.gpu_free() {
+        probe_gpus(gpus)?;
+    }
+    out.create()?;
+    let out = out.path();
+    let (rubric_dir, secret_file) = write_rubrics_and_secret(out)?;
+    let ctx = Ctx {
+        out,
+        rubric_dir,
+        secret_file,
+        gpus,
+        keep_scratch,
+        selection,
+    };
+
+    let (mut cases, mut reports) = grade_class(&ctx)?;
+    let suite = Suite::load()?;
+    grade_apart_cheats(&ctx, &suite, &mut cases, &mut reports)?;
+
+    let stock_dir = out.join("stock");
+    let mut groups: Vec<Group> = Vec::new();
+    stock_hopper_groups(&ctx, &stock_dir, &mut groups)?;
+    own_rubric_hopper_groups(&ctx, &suite, &stock_dir, &mut groups)?;
+    blackwell_groups(&ctx, &suite, &stock_dir, &mut groups)?;
+    grade_groups(&ctx, groups, &mut cases, &mut reports)?;
+
+    let (rows, gpu) = verdict(cases, &reports)?;
+    write_verdict(out, rows, gpu)
 }
 
 #[cfg(test)]
