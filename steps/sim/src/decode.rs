@@ -7,6 +7,10 @@ use crate::error::SimError;
 use crate::parse::{self, Function, Item, Module, Stmt};
 use std::collections::HashMap;
 
+#[path = "decode_forms.rs"]
+mod forms;
+pub use forms::FormOp;
+
 /// A PTX fundamental type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ty {
@@ -449,6 +453,8 @@ pub enum Op {
     TcWaitSt,
     TcFenceBefore,
     TcFenceAfter,
+    /// `mma.sync`, `ldmatrix`, `stmatrix`, non-bulk `cp.async` (see `decode_forms.rs`).
+    Form(FormOp),
     /// `atom.{space}.{op}.{ty}` / `red...` (add, min, max, and, or, xor, exch, cas, inc, dec).
     Atom {
         red: bool,
@@ -992,10 +998,14 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 "const",
                 "v2",
                 "v4",
+                "v8",
+                "L2::cache_hint",
+                "L1::evict_unchanged",
             ]);
             check_mods(s, mods, &allowed)?;
             let space = space_of(mods);
             let t = need_ty()?;
+            forms::check_wide(s, space, t, vec_of(mods))?;
             if base == "ld" {
                 Op::Ld {
                     space,
@@ -1324,6 +1334,8 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
         "nanosleep" => Op::Nanosleep,
         "prefetch" if has("tensormap") => Op::PrefetchTensormap,
         "cp" => decode_cp(s, mods)?,
+        "mma" => forms::decode_mma(s, mods)?,
+        "ldmatrix" | "stmatrix" => forms::decode_ldst_matrix(s, base, mods)?,
         "tcgen05" => decode_tcgen05(s, mods)?,
         "atom" | "red" => {
             let mut allowed: Vec<&str> = MEMORY_HINTS.to_vec();
@@ -1381,6 +1393,9 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
 
 fn decode_cp(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
     // cp.async.bulk.{tensor.Nd...|commit_group|wait_group[.read]}
+    if mods.first() == Some(&"async") && mods.get(1) != Some(&"bulk") {
+        return forms::decode_cp_async(s, &mods[1..]);
+    }
     if mods.len() < 2 || mods[0] != "async" || mods[1] != "bulk" {
         return Err(unsupported(s));
     }
@@ -1559,7 +1574,8 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
 fn arity(op: &Op) -> (usize, usize) {
     match op {
         Op::Mov(_) | Op::Cvta { .. } | Op::Un(..) => (2, 2),
-        Op::Ld { .. } | Op::St { .. } => (2, 2),
+        Op::Ld { .. } | Op::St { .. } => (2, 3),
+        Op::Form(f) => forms::arity(f),
         Op::Bin(..) => (3, 3),
         Op::Mad { .. } | Op::Fma(_) | Op::Selp(_) | Op::Prmt | Op::Shf { .. } | Op::Bfe(_) => {
             (4, 4)
@@ -1649,6 +1665,7 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
             let want = match op {
                 Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
                 Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
+                Op::Form(_) => Some(v.len()),
                 Op::Mov(t) => (v.len() > 1 && t.bits() % v.len() as u32 == 0).then_some(v.len()),
                 _ => None,
             };
@@ -1659,6 +1676,11 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
                 )));
             }
         }
+    }
+    match op {
+        Op::Form(f) => forms::check_operands(s, f, args)?,
+        Op::Ld { .. } | Op::St { .. } => forms::check_ld_st_operands(s, args)?,
+        _ => {}
     }
     let ty_ok = match op {
         Op::Bin(_, t)

@@ -29,6 +29,11 @@ pub const SMEM_RESERVED: u32 = 0x400;
 
 const NONE: u32 = u32::MAX;
 
+#[path = "exec_async_copy.rs"]
+pub(crate) mod async_copy;
+#[path = "exec_forms.rs"]
+mod forms;
+
 #[inline]
 fn mask(v: u64, bits: u32) -> u64 {
     if bits >= 64 {
@@ -253,6 +258,9 @@ impl<'a> Machine<'a> {
                 }
             }
             Loc::Shared(c, o) => {
+                if !self.cpa.unordered.is_empty() {
+                    self.cp_async_check_read(t, c, o, n as u32)?;
+                }
                 out.copy_from_slice(&self.ctas[c as usize].smem[o as usize..o as usize + n]);
             }
             Loc::Local(o) => {
@@ -941,6 +949,13 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 self.threads[t as usize].rules.synced = None;
             }
+            Op::Form(f) => {
+                if f.collective() {
+                    return self.collective(t, ins);
+                }
+                self.count(t, ins);
+                self.exec_form(t, ins, *f)?;
+            }
         }
         if next {
             self.threads[t as usize].pc += 1;
@@ -1576,6 +1591,7 @@ impl<'a> Machine<'a> {
                 rules::on_wait_ld(self, lanes);
             }
             Op::TcWaitSt => {}
+            Op::Form(f) => self.exec_form_collective(lanes, ins, *f)?,
             _ => return Err(self.unsupported(ins)),
         }
         Ok(())
@@ -1911,6 +1927,9 @@ impl<'a> Machine<'a> {
             return self.retire_store(s);
         }
         let i = i - self.stores.len();
+        if i >= self.tc_active.len() {
+            return self.retire_cp_async(i - self.tc_active.len());
+        }
         let t = self.tc_active[i];
         let job = self.tcq[t as usize]
             .pop_front()

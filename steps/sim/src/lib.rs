@@ -196,6 +196,7 @@ pub fn run_traced(
         trace: Vec::new(),
         trace_dropped: 0,
         rg: rule_state::Global::default(),
+        cpa: Default::default(),
     };
     let ncl = [
         l.grid[0] / l.cluster[0],

@@ -205,6 +205,8 @@ pub(crate) struct Machine<'a> {
     /// the ones that explain a failure.
     pub trace_dropped: u64,
     pub rg: Global,
+    /// Non-bulk `cp.async` jobs and ordering records (`exec_async_copy.rs`).
+    pub cpa: crate::exec::async_copy::CpaState,
 }
 
 impl Machine<'_> {
@@ -330,7 +332,7 @@ impl Machine<'_> {
 
     /// TMA loads, TMA stores and tcgen05 queues not yet retired.
     pub fn pending_events(&self) -> usize {
-        self.tma.len() + self.stores.len() + self.tc_active.len()
+        self.tma.len() + self.stores.len() + self.tc_active.len() + self.cpa.jobs.len()
     }
 }
 

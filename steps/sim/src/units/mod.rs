@@ -15,6 +15,8 @@ pub use error::UnitError;
 
 pub mod descriptors;
 pub mod mma;
+pub mod ldmatrix;
+pub mod mma_sync;
 pub mod numeric;
 pub mod tensormap;
 pub mod tmem;

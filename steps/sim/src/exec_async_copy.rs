@@ -1,0 +1,303 @@
+//! Non-bulk `cp.async` (PTX ISA 9.7.9.25.3 "Non-bulk copy": `cp.async`, `cp.async.commit_group`,
+//! `cp.async.wait_group`/`wait_all`, `cp.async.mbarrier.arrive`): copies of 4, 8 or 16 bytes from
+//! global to shared memory that complete asynchronously, whenever the scheduler retires them (as
+//! TMA jobs), and at the latest when the issuing thread waits for their group.
+//!
+//! Where the copies start and end (for happens-before bookkeeping):
+//! - issue: [`Machine::cp_async_issue`] pushes a [`CpaJob`] and an [`Unordered`] record of the
+//!   destination bytes;
+//! - completion: [`Machine::retire_cp_async`] (a scheduler event, index after the TMA, store and
+//!   tcgen05 events) or [`Machine::cp_async_wait`] (forced at the wait) write the bytes;
+//! - ordering: the destination record is dropped when the issuing thread's `wait_group` covers
+//!   the copy, or when a `cp.async.mbarrier.arrive` that tracks it arrives on its barrier (a
+//!   reader then orders after the copy through that barrier's phase). A read of recorded bytes
+//!   before either is the rule `cp-async-wait-before-read`: the PTX ISA gives no ordering of the
+//!   copy's writes before `cp.async.wait_group` ("cp.async.wait_group ... Ordering": the writes
+//!   are made visible to the executing thread only by the wait) or the mbarrier completion.
+//!   Checked from what orders what, not from whether the scheduler already retired the copy.
+
+use crate::decode::{FormOp, Instr, Op, Opd};
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::rules;
+use std::collections::{HashMap, VecDeque};
+
+/// One pending asynchronous copy or barrier arrival.
+#[derive(Debug, Clone)]
+pub(crate) struct CpaJob {
+    pub id: u64,
+    pub thread: u32,
+    pub kind: CpaKind,
+    /// PTX and source line of the issuing instruction.
+    pub line: (u32, u32),
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum CpaKind {
+    /// `bytes` bytes to shared offset `dst` of CTA `cta`: the first `src_bytes` from global `src`,
+    /// the rest zero (the ISA's src-size / ignore-src zero fill).
+    Copy {
+        cta: u32,
+        dst: u32,
+        src: u64,
+        bytes: u32,
+        src_bytes: u32,
+    },
+    /// The arrive-on of `cp.async.mbarrier.arrive` on the barrier at `off` of CTA `cta`, once
+    /// every earlier copy of the thread completed.
+    Arrive { cta: u32, off: u32 },
+}
+
+/// Destination bytes of a copy not yet ordered before other accesses.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Unordered {
+    pub cta: u32,
+    pub lo: u32,
+    pub hi: u32,
+    pub thread: u32,
+    pub id: u64,
+    pub line: u32,
+}
+
+#[derive(Debug, Clone, Default)]
+struct ThreadGroups {
+    open: Vec<u64>,
+    committed: VecDeque<Vec<u64>>,
+}
+
+/// The machine's non-bulk `cp.async` state.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CpaState {
+    pub jobs: Vec<CpaJob>,
+    pub unordered: Vec<Unordered>,
+    next: u64,
+    groups: HashMap<u32, ThreadGroups>,
+}
+
+impl Machine<'_> {
+    pub(super) fn cp_async_issue(&mut self, t: u32, ins: &Instr) -> Result<(), SimError> {
+        let a = &ins.args;
+        let Op::Form(FormOp::CpAsync { hint, .. }) = ins.op else {
+            return Err(self.unsupported(ins));
+        };
+        let (dst, _) = self.addr_of(t, &a[0]);
+        let (src, _) = self.addr_of(t, &a[1]);
+        let bytes = self.rv(t, &a[2]) as u32;
+        // The optional fourth operand: a predicate is ignore-src (true: read nothing, fill
+        // zeros); an integer is src-size (bytes read, the rest zero; at most cp-size).
+        let src_bytes = match a.get(3).filter(|_| a.len() == 4 + usize::from(hint)) {
+            None => bytes,
+            Some(o @ Opd::NotReg(_)) => {
+                if self.rv(t, o) != 0 {
+                    0
+                } else {
+                    bytes
+                }
+            }
+            Some(o @ Opd::Reg(r)) if self.k.reg_names[*r as usize].starts_with("%p") => {
+                if self.rv(t, o) != 0 {
+                    0
+                } else {
+                    bytes
+                }
+            }
+            Some(o) => {
+                let n = self.rv(t, o) as u32;
+                if n > bytes {
+                    return Err(self.fault(
+                        t,
+                        format!("cp.async with src-size {n} larger than cp-size {bytes}"),
+                    ));
+                }
+                n
+            }
+        };
+        // PTX ISA "cp.async": both addresses aligned to cp-size.
+        if !dst.is_multiple_of(u64::from(bytes)) || !src.is_multiple_of(u64::from(bytes)) {
+            return Err(self.fault(
+                t,
+                format!("cp.async of {bytes} bytes from {src:#x} to {dst:#x}: both addresses must be aligned to {bytes}"),
+            ));
+        }
+        let (cta, off) = self.shared_loc(t, dst, bytes)?;
+        if cta != self.threads[t as usize].cta {
+            return Err(self.fault(t, "cp.async to another CTA's shared memory (.shared::cta only)"));
+        }
+        let id = self.cpa.next;
+        self.cpa.next += 1;
+        let line = self.line_of(t);
+        self.cpa.jobs.push(CpaJob {
+            id,
+            thread: t,
+            kind: CpaKind::Copy {
+                cta,
+                dst: off,
+                src,
+                bytes,
+                src_bytes,
+            },
+            line,
+        });
+        self.cpa.unordered.push(Unordered {
+            cta,
+            lo: off,
+            hi: off + bytes,
+            thread: t,
+            id,
+            line: line.0,
+        });
+        self.cpa.groups.entry(t).or_default().open.push(id);
+        if self.o.trace {
+            self.ev(
+                Some(t),
+                format!("cp.async issued (PTX line {}), {bytes} bytes from {src:#x} to {off:#x}", line.0),
+            );
+        }
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
+    pub(super) fn cp_async_commit(&mut self, t: u32) {
+        let g = self.cpa.groups.entry(t).or_default();
+        let open = std::mem::take(&mut g.open);
+        // An empty group is still a group (PTX ISA: commit_group with no cp.async creates an
+        // empty group).
+        g.committed.push_back(open);
+    }
+
+    /// `cp.async.wait_group n`: every group but the newest `n` completes now; its copies are
+    /// ordered before everything the thread does next.
+    pub(super) fn cp_async_wait(&mut self, t: u32, n: u32) -> Result<(), SimError> {
+        let mut done = Vec::new();
+        if let Some(g) = self.cpa.groups.get_mut(&t) {
+            while g.committed.len() > n as usize {
+                done.extend(g.committed.pop_front().unwrap_or_default());
+            }
+        }
+        done.sort_unstable();
+        for id in &done {
+            if let Some(i) = self.cpa.jobs.iter().position(|j| j.id == *id) {
+                let job = self.cpa.jobs.swap_remove(i);
+                self.complete_cp_async(job)?;
+            }
+        }
+        self.cpa.unordered.retain(|u| !done.contains(&u.id));
+        Ok(())
+    }
+
+    pub(super) fn cp_async_arrive(
+        &mut self,
+        t: u32,
+        ins: &Instr,
+        noinc: bool,
+    ) -> Result<(), SimError> {
+        let (bar, _) = self.addr_of(t, &ins.args[0]);
+        let (cta, off) = self.shared_loc(t, bar, 8)?;
+        let Some(b) = self.ctas[cta as usize].mbars.get_mut(&off) else {
+            return Err(self.fault(t, format!("cp.async.mbarrier.arrive on shared-memory offset {off:#x}, which holds no initialised mbarrier")));
+        };
+        // PTX ISA "cp.async.mbarrier.arrive": without .noinc the pending count is incremented
+        // by one before the asynchronous arrive-on, so the two cancel in the phase's count.
+        if !noinc {
+            b.pending += 1;
+        }
+        let id = self.cpa.next;
+        self.cpa.next += 1;
+        let line = self.line_of(t);
+        self.cpa.jobs.push(CpaJob {
+            id,
+            thread: t,
+            kind: CpaKind::Arrive { cta, off },
+            line,
+        });
+        self.report.async_issued += 1;
+        self.after_issue()
+    }
+
+    /// Scheduler event `i` of the `cp.async` jobs. An arrival whose thread still has earlier
+    /// copies pending retires the earliest of those instead (also a legal next event).
+    pub(super) fn retire_cp_async(&mut self, i: usize) -> Result<(), SimError> {
+        let (thread, id) = (self.cpa.jobs[i].thread, self.cpa.jobs[i].id);
+        let i = if matches!(self.cpa.jobs[i].kind, CpaKind::Arrive { .. }) {
+            self.cpa
+                .jobs
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| {
+                    j.thread == thread && j.id < id && matches!(j.kind, CpaKind::Copy { .. })
+                })
+                .min_by_key(|(_, j)| j.id)
+                .map_or(i, |(k, _)| k)
+        } else {
+            i
+        };
+        let job = self.cpa.jobs.swap_remove(i);
+        self.complete_cp_async(job)
+    }
+
+    fn complete_cp_async(&mut self, job: CpaJob) -> Result<(), SimError> {
+        let t = job.thread;
+        match job.kind {
+            CpaKind::Copy {
+                cta,
+                dst,
+                src,
+                bytes,
+                src_bytes,
+            } => {
+                let mut buf = [0u8; 16];
+                if src_bytes > 0 && !self.dev.read(src, &mut buf[..src_bytes as usize]) {
+                    return Err(self.fault(t, format!("cp.async (PTX line {}) reads {src_bytes} bytes at {src:#x}: not an allocation of this launch", job.line.0)));
+                }
+                if self.ctas[cta as usize].live == 0 {
+                    return Err(self.fault(t, format!("cp.async (PTX line {}) lands after its CTA exited", job.line.0)));
+                }
+                rules::generic_smem_write(self, t, cta, dst, bytes)?;
+                self.ctas[cta as usize].smem[dst as usize..(dst + bytes) as usize]
+                    .copy_from_slice(&buf[..bytes as usize]);
+                if self.o.trace {
+                    self.ev(Some(t), format!("cp.async (PTX line {}) landed at {dst:#x}", job.line.0));
+                }
+            }
+            CpaKind::Arrive { cta, off } => {
+                let th = &self.threads[t as usize];
+                let who = (th.cta, th.warp, job.line.0, job.line.1);
+                self.mbar_arrive(None, cta, off, 1, "cp.async.mbarrier.arrive", who)?;
+                // The barrier's phase now orders every earlier copy of the thread.
+                self.cpa
+                    .unordered
+                    .retain(|u| !(u.thread == t && u.id < job.id));
+                if self.o.trace {
+                    self.ev(Some(t), format!("cp.async.mbarrier.arrive (PTX line {}) arrived on {off:#x}", job.line.0));
+                }
+            }
+        }
+        self.report.async_retired += 1;
+        Ok(())
+    }
+
+    /// A read of shared bytes `off..off + n` of CTA `cta` by thread `t`: refused while a
+    /// `cp.async` writing them is not yet ordered before it.
+    pub(super) fn cp_async_check_read(
+        &self,
+        t: u32,
+        cta: u32,
+        off: u32,
+        n: u32,
+    ) -> Result<(), SimError> {
+        if let Some(u) = self
+            .cpa
+            .unordered
+            .iter()
+            .find(|u| u.cta == cta && u.lo < off + n && off < u.hi)
+        {
+            let th = &self.threads[u.thread as usize];
+            return Err(self.rule(
+                t,
+                "cp-async-wait-before-read",
+                format!("a read of shared-memory bytes {off:#x}..{:#x} that a cp.async (PTX line {}, warp {} lane {}) writes, before cp.async.wait_group/wait_all (or a cp.async.mbarrier.arrive phase) ordered the copy: the PTX ISA makes the copy's writes visible only after the wait", off + n, u.line, th.warp, th.lane),
+            ));
+        }
+        Ok(())
+    }
+}

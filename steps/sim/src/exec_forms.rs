@@ -1,0 +1,152 @@
+//! Interpreting the [`FormOp`] instructions: the warp-collective `mma.sync`, `ldmatrix` and
+//! `stmatrix` (after the warp's rendezvous in `collective`), and the asynchronous `cp.async`
+//! family (in `exec_async_copy.rs`). A child of `exec`, so it uses the interpreter's operand and
+//! memory accessors.
+
+use super::Loc;
+use crate::decode::{FormOp, Instr, Opd, Space};
+use crate::error::SimError;
+use crate::machine::Machine;
+use crate::units::{ldmatrix, mma_sync::MmaSyncForm};
+
+fn regs_of(o: &Opd) -> &[Opd] {
+    match o {
+        Opd::Vec(v) => v,
+        o => std::slice::from_ref(o),
+    }
+}
+
+impl Machine<'_> {
+    /// A thread's part of a non-collective form.
+    pub(super) fn exec_form(&mut self, t: u32, ins: &Instr, f: FormOp) -> Result<(), SimError> {
+        match f {
+            FormOp::CpAsync { .. } => self.cp_async_issue(t, ins),
+            FormOp::CpAsyncCommit => {
+                self.cp_async_commit(t);
+                Ok(())
+            }
+            FormOp::CpAsyncWait { all } => {
+                if all {
+                    self.cp_async_commit(t);
+                }
+                let n = if all { 0 } else { self.rv(t, &ins.args[0]) as u32 };
+                self.cp_async_wait(t, n)
+            }
+            FormOp::CpAsyncArrive { noinc } => self.cp_async_arrive(t, ins, noinc),
+            _ => Err(self.unsupported(ins)),
+        }
+    }
+
+    /// A warp-collective form, every lane of the warp present.
+    pub(super) fn exec_form_collective(
+        &mut self,
+        lanes: &[u32],
+        ins: &Instr,
+        f: FormOp,
+    ) -> Result<(), SimError> {
+        let t0 = lanes[0];
+        // `.aligned`: every thread of the warp executes the same instruction (PTX ISA "mma",
+        // "ldmatrix", "stmatrix"); the fragments need all 32 lanes.
+        if lanes.len() != 32 {
+            return Err(self.fault(
+                t0,
+                format!(
+                    "{} executed by {} lanes: the .sync.aligned form needs all 32 lanes of the warp",
+                    self.k.opcodes[ins.key as usize],
+                    lanes.len()
+                ),
+            ));
+        }
+        let a = &ins.args;
+        match f {
+            FormOp::MmaSync(m) => self.mma_sync(lanes, ins, m),
+            FormOp::Ldmatrix { num, trans } => {
+                let space = self.matrix_space(ins);
+                let mut rows = vec![[0u16; 8]; 8 * num as usize];
+                for (i, row) in rows.iter_mut().enumerate() {
+                    let x = lanes[ldmatrix::row_lane(i as u32 / 8, i as u32 % 8) as usize];
+                    let loc = self.matrix_row(x, &a[1], space)?;
+                    let mut b = [0u8; 16];
+                    self.read_bytes(x, loc, &mut b)?;
+                    for (e, p) in row.iter_mut().zip(b.chunks_exact(2)) {
+                        *e = u16::from_le_bytes([p[0], p[1]]);
+                    }
+                }
+                let out = ldmatrix::load(&rows, trans);
+                for (&x, vals) in lanes.iter().zip(out) {
+                    for (r, v) in regs_of(&a[0]).iter().zip(vals) {
+                        self.wr(x, r, u64::from(v));
+                    }
+                }
+                Ok(())
+            }
+            FormOp::Stmatrix { num, trans } => {
+                let space = self.matrix_space(ins);
+                let regs: Vec<Vec<u32>> = lanes
+                    .iter()
+                    .map(|&x| regs_of(&a[1]).iter().map(|r| self.rv(x, r) as u32).collect())
+                    .collect();
+                let rows = ldmatrix::store(&regs, trans);
+                for (i, row) in rows.iter().enumerate().take(8 * num as usize) {
+                    let x = lanes[ldmatrix::row_lane(i as u32 / 8, i as u32 % 8) as usize];
+                    let loc = self.matrix_row(x, &a[0], space)?;
+                    let mut b = [0u8; 16];
+                    for (p, e) in b.chunks_exact_mut(2).zip(row) {
+                        p.copy_from_slice(&e.to_le_bytes());
+                    }
+                    self.write_bytes(x, loc, &b)?;
+                }
+                Ok(())
+            }
+            _ => Err(self.unsupported(ins)),
+        }
+    }
+
+    /// Where the 16-byte row that lane `x`'s address names lies: shared memory, 16-byte
+    /// aligned (PTX ISA "ldmatrix": each row address must be aligned to 16 bytes).
+    fn matrix_row(&self, x: u32, o: &Opd, space: Space) -> Result<Loc, SimError> {
+        let (addr, _) = self.addr_of(x, o);
+        if !addr.is_multiple_of(16) {
+            return Err(self.fault(
+                x,
+                format!("ldmatrix/stmatrix row address {addr:#x} is not 16-byte aligned"),
+            ));
+        }
+        match self.resolve(x, space, addr, 16)? {
+            loc @ Loc::Shared(..) => Ok(loc),
+            _ => Err(self.fault(
+                x,
+                format!("ldmatrix/stmatrix row address {addr:#x} is not in shared memory"),
+            )),
+        }
+    }
+
+    /// `.shared{::cta}` addresses, or generic ones without the state space.
+    fn matrix_space(&self, ins: &Instr) -> Space {
+        let op = &self.k.opcodes[ins.key as usize];
+        if op.split('.').any(|m| m == "shared" || m == "shared::cta") {
+            Space::Shared
+        } else {
+            Space::Generic
+        }
+    }
+
+    fn mma_sync(&mut self, lanes: &[u32], ins: &Instr, m: MmaSyncForm) -> Result<(), SimError> {
+        let a = &ins.args;
+        let gather = |o: &Opd| -> Vec<Vec<u32>> {
+            lanes
+                .iter()
+                .map(|&x| regs_of(o).iter().map(|r| self.rv(x, r) as u32).collect())
+                .collect()
+        };
+        let (av, bv, cv) = (gather(&a[1]), gather(&a[2]), gather(&a[3]));
+        let d = m.execute(&av, &bv, &cv);
+        for (&x, vals) in lanes.iter().zip(d) {
+            for (r, v) in regs_of(&a[0]).iter().zip(vals) {
+                self.wr(x, r, u64::from(v));
+            }
+        }
+        Ok(())
+    }
+}
+
