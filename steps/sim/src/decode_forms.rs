@@ -113,16 +113,10 @@ pub(super) fn decode_cp_async(s: &Stmt, rest: &[&str]) -> Result<Op, SimError> {
     let has = |m: &str| rest.contains(&m);
     match rest.first().copied() {
         Some("commit_group") if rest.len() == 1 => Ok(Op::Form(FormOp::CpAsyncCommit)),
-        Some("wait_group") if rest.len() == 1 => {
-            Ok(Op::Form(FormOp::CpAsyncWait { all: false }))
-        }
+        Some("wait_group") if rest.len() == 1 => Ok(Op::Form(FormOp::CpAsyncWait { all: false })),
         Some("wait_all") if rest.len() == 1 => Ok(Op::Form(FormOp::CpAsyncWait { all: true })),
         Some("mbarrier") => {
-            check_mods(
-                s,
-                &rest[1..],
-                &["arrive", "noinc", "shared", "shared::cta"],
-            )?;
+            check_mods(s, &rest[1..], &["arrive", "noinc", "shared", "shared::cta"])?;
             if !has("arrive") || !has("b64") {
                 return Err(unsupported(s));
             }
@@ -221,7 +215,9 @@ pub(super) fn check_operands(s: &Stmt, f: &FormOp, args: &[Opd]) -> Result<(), S
             }
             let extra = args.len() - 3 - usize::from(*hint);
             if extra == 1 && !matches!(args[3], Opd::Reg(_) | Opd::Imm(_) | Opd::NotReg(_)) {
-                return Err(bad("src-size or ignore-src must be a register or literal".into()));
+                return Err(bad(
+                    "src-size or ignore-src must be a register or literal".into()
+                ));
             }
         }
         FormOp::CpAsyncWait { all: false } => {
@@ -238,7 +234,12 @@ pub(super) fn check_operands(s: &Stmt, f: &FormOp, args: &[Opd]) -> Result<(), S
 /// The 256-bit vector loads and stores of sm_100 (PTX ISA 8.8, "ld" and "st": `.v8` of 32-bit
 /// types and `.v4` of 64-bit types, in the `.global` state space only); narrower vectors as
 /// before. Anything else of 256 bits is refused.
-pub(super) fn check_wide(s: &Stmt, space: super::Space, ty: super::Ty, vec: u8) -> Result<(), SimError> {
+pub(super) fn check_wide(
+    s: &Stmt,
+    space: super::Space,
+    ty: super::Ty,
+    vec: u8,
+) -> Result<(), SimError> {
     let bits = ty.bits() * u32::from(vec);
     let ok = match vec {
         8 => ty.bits() == 32 && !matches!(ty, super::Ty::F16x2 | super::Ty::Bf16x2),

@@ -121,7 +121,10 @@ impl Machine<'_> {
         }
         let (cta, off) = self.shared_loc(t, dst, bytes)?;
         if cta != self.threads[t as usize].cta {
-            return Err(self.fault(t, "cp.async to another CTA's shared memory (.shared::cta only)"));
+            return Err(self.fault(
+                t,
+                "cp.async to another CTA's shared memory (.shared::cta only)",
+            ));
         }
         let id = self.cpa.next;
         self.cpa.next += 1;
@@ -150,7 +153,10 @@ impl Machine<'_> {
         if self.o.trace {
             self.ev(
                 Some(t),
-                format!("cp.async issued (PTX line {}), {bytes} bytes from {src:#x} to {off:#x}", line.0),
+                format!(
+                    "cp.async issued (PTX line {}), {bytes} bytes from {src:#x} to {off:#x}",
+                    line.0
+                ),
             );
         }
         self.report.async_issued += 1;
@@ -250,13 +256,22 @@ impl Machine<'_> {
                     return Err(self.fault(t, format!("cp.async (PTX line {}) reads {src_bytes} bytes at {src:#x}: not an allocation of this launch", job.line.0)));
                 }
                 if self.ctas[cta as usize].live == 0 {
-                    return Err(self.fault(t, format!("cp.async (PTX line {}) lands after its CTA exited", job.line.0)));
+                    return Err(self.fault(
+                        t,
+                        format!(
+                            "cp.async (PTX line {}) lands after its CTA exited",
+                            job.line.0
+                        ),
+                    ));
                 }
                 rules::generic_smem_write(self, t, cta, dst, bytes)?;
                 self.ctas[cta as usize].smem[dst as usize..(dst + bytes) as usize]
                     .copy_from_slice(&buf[..bytes as usize]);
                 if self.o.trace {
-                    self.ev(Some(t), format!("cp.async (PTX line {}) landed at {dst:#x}", job.line.0));
+                    self.ev(
+                        Some(t),
+                        format!("cp.async (PTX line {}) landed at {dst:#x}", job.line.0),
+                    );
                 }
             }
             CpaKind::Arrive { cta, off } => {
@@ -268,7 +283,13 @@ impl Machine<'_> {
                     .unordered
                     .retain(|u| !(u.thread == t && u.id < job.id));
                 if self.o.trace {
-                    self.ev(Some(t), format!("cp.async.mbarrier.arrive (PTX line {}) arrived on {off:#x}", job.line.0));
+                    self.ev(
+                        Some(t),
+                        format!(
+                            "cp.async.mbarrier.arrive (PTX line {}) arrived on {off:#x}",
+                            job.line.0
+                        ),
+                    );
                 }
             }
         }

@@ -29,7 +29,11 @@ impl Machine<'_> {
                 if all {
                     self.cp_async_commit(t);
                 }
-                let n = if all { 0 } else { self.rv(t, &ins.args[0]) as u32 };
+                let n = if all {
+                    0
+                } else {
+                    self.rv(t, &ins.args[0]) as u32
+                };
                 self.cp_async_wait(t, n)
             }
             FormOp::CpAsyncArrive { noinc } => self.cp_async_arrive(t, ins, noinc),
@@ -84,7 +88,12 @@ impl Machine<'_> {
                 let space = self.matrix_space(ins);
                 let regs: Vec<Vec<u32>> = lanes
                     .iter()
-                    .map(|&x| regs_of(&a[1]).iter().map(|r| self.rv(x, r) as u32).collect())
+                    .map(|&x| {
+                        regs_of(&a[1])
+                            .iter()
+                            .map(|r| self.rv(x, r) as u32)
+                            .collect()
+                    })
                     .collect();
                 let rows = ldmatrix::store(&regs, trans);
                 for (i, row) in rows.iter().enumerate().take(8 * num as usize) {
@@ -149,4 +158,3 @@ impl Machine<'_> {
         Ok(())
     }
 }
-

@@ -65,8 +65,8 @@
 //! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
 //! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
-//! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and
-//! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
+//! map, `wgmma`, `mma.sync` other than the floating-point m16n8k{4,8,16} forms, `ldmatrix` and
+//! `stmatrix` other than `.m8n8.b16`, carry arithmetic (`.cc`), and integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
 mod deadlock;

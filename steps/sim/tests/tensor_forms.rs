@@ -4,7 +4,7 @@
 //! of 9.7.14.5.8-9.7.14.5.10), `ldmatrix`/`stmatrix` (9.7.14.5.15-16) and non-bulk `cp.async`
 //! with its groups (9.7.9.25.3). Each kernel runs under every schedule policy.
 
-use sim::units::numeric::{f32_to_bf16, f32_to_f16, f16_to_f32, FloatRound};
+use sim::units::numeric::{f16_to_f32, f32_to_bf16, f32_to_f16, FloatRound};
 use sim::{run, Device, Launch, Options, Param, Program, SimError};
 
 const HEAD: &str = ".version 9.0\n.target sm_100a\n.address_size 64\n";
@@ -13,12 +13,22 @@ const HEAD: &str = ".version 9.0\n.target sm_100a\n.address_size 64\n";
 /// copies of `inputs` (in order) followed by one zeroed output buffer of `out_bytes` (its
 /// pointer is the last). `%r1` = `%tid.x`, `%r2` = the shared address of `smem_raw`. Returns
 /// the output after each policy (they must agree).
-fn run_kernel(body: &str, threads: u32, inputs: &[Vec<u8>], out_bytes: usize) -> Result<Vec<u8>, SimError> {
+fn run_kernel(
+    body: &str,
+    threads: u32,
+    inputs: &[Vec<u8>],
+    out_bytes: usize,
+) -> Result<Vec<u8>, SimError> {
     let n = inputs.len() + 1;
-    let params: Vec<String> = (0..n).map(|i| format!("\t.param .u64 k_param_{i}")).collect();
+    let params: Vec<String> = (0..n)
+        .map(|i| format!("\t.param .u64 k_param_{i}"))
+        .collect();
     let mut loads = String::new();
     for i in 0..n {
-        loads += &format!("\tld.param.u64 %rd{0}, [k_param_{i}];\n\tcvta.to.global.u64 %rd{0}, %rd{0};\n", i + 1);
+        loads += &format!(
+            "\tld.param.u64 %rd{0}, [k_param_{i}];\n\tcvta.to.global.u64 %rd{0}, %rd{0};\n",
+            i + 1
+        );
     }
     let ptx = format!(
         "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];\n.visible .entry k(\n{}\n)\n{{\n\t.reg .pred %p<16>;\n\t.reg .b32 %r<128>;\n\t.reg .f32 %f<64>;\n\t.reg .b64 %rd<64>;\n{loads}\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, smem_raw;\n{body}\n\tret;\n}}\n",
@@ -99,8 +109,16 @@ fn v8_and_v4_b64_global_loads_and_stores_with_cache_hints() {
     let out = words(&run_kernel(body, 8, &[bytes_of(&input)], 2048 + 32).unwrap());
     for t in 0..8 {
         for i in 0..8 {
-            assert_eq!(out[t * 8 + i], input[t * 8 + 7 - i], "v8 reversed, thread {t}");
-            assert_eq!(out[256 + t * 8 + i], input[t * 8 + i], "v4.b64 copy, thread {t}");
+            assert_eq!(
+                out[t * 8 + i],
+                input[t * 8 + 7 - i],
+                "v8 reversed, thread {t}"
+            );
+            assert_eq!(
+                out[256 + t * 8 + i],
+                input[t * 8 + i],
+                "v4.b64 copy, thread {t}"
+            );
         }
         assert_eq!(out[512 + t], input[t * 8], "cache-hinted store, thread {t}");
     }
@@ -256,7 +274,13 @@ fn mma_sync_m16n8k16_f16_and_bf16_with_ldmatrix_fragments_and_cp_async() {
         let out = words(&run_kernel(&body, 32, &[ab_input(enc), c_input_f32()], 512).unwrap());
         let want = reference(16);
         for e in 0..128 {
-            assert_eq!(f32::from_bits(out[e]), want[e], "{name} D[{}][{}]", e / 8, e % 8);
+            assert_eq!(
+                f32::from_bits(out[e]),
+                want[e],
+                "{name} D[{}][{}]",
+                e / 8,
+                e % 8
+            );
         }
     }
 }
@@ -364,7 +388,13 @@ fn a_read_of_cp_async_data_before_its_wait_is_a_rule_and_after_it_is_correct() {
     );
     let e = run_kernel(&body, 32, &[ab_input(enc), c_input_f32()], 64).unwrap_err();
     assert!(
-        matches!(&e, SimError::Rule { rule: "cp-async-wait-before-read", .. }),
+        matches!(
+            &e,
+            SimError::Rule {
+                rule: "cp-async-wait-before-read",
+                ..
+            }
+        ),
         "{e}"
     );
     // wait_group 1 with two groups committed leaves the newer one unordered: reading its
@@ -387,7 +417,13 @@ fn a_read_of_cp_async_data_before_its_wait_is_a_rule_and_after_it_is_correct() {
     assert_eq!(out[0], 100);
     let e = run_kernel(&two_groups(20), 1, &[bytes_of(&input)], 4).unwrap_err();
     assert!(
-        matches!(&e, SimError::Rule { rule: "cp-async-wait-before-read", .. }),
+        matches!(
+            &e,
+            SimError::Rule {
+                rule: "cp-async-wait-before-read",
+                ..
+            }
+        ),
         "{e}"
     );
 }
@@ -489,8 +525,16 @@ fn stmatrix_stores_fragments_plain_and_transposed() {
                 for c in 0..8usize {
                     let at = (8 * j + r) * 16 + 2 * c;
                     let got = u16::from_le_bytes([out[at], out[at + 1]]) as usize;
-                    let (lane, half) = if trans { (4 * c + r / 2, r % 2) } else { (4 * r + c / 2, c % 2) };
-                    assert_eq!(got, 1000 * j + 2 * lane + half, "trans {trans} matrix {j} ({r}, {c})");
+                    let (lane, half) = if trans {
+                        (4 * c + r / 2, r % 2)
+                    } else {
+                        (4 * r + c / 2, c % 2)
+                    };
+                    assert_eq!(
+                        got,
+                        1000 * j + 2 * lane + half,
+                        "trans {trans} matrix {j} ({r}, {c})"
+                    );
                 }
             }
         }

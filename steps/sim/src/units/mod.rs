@@ -9,13 +9,15 @@
 //! - [`tensormap`] holds `cuTensorMapEncodeTiled`'s parameters and TMA tile loads/stores.
 //! - [`tmem`] holds a CTA's tensor memory, its allocator, `tcgen05.ld`/`st` `.32x32b`.
 //! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}.kind::f16`.
+//! - [`mma_sync`] holds the warp-level `mma.sync` fragments and numerics; [`ldmatrix`] the
+//!   `ldmatrix`/`stmatrix` fragment layout.
 
 mod error;
 pub use error::UnitError;
 
 pub mod descriptors;
-pub mod mma;
 pub mod ldmatrix;
+pub mod mma;
 pub mod mma_sync;
 pub mod numeric;
 pub mod tensormap;
