@@ -1517,6 +1517,7 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
                 multicast: has("multicast::cluster"),
             }
         }
+        "ld" | "st" if !has("32x32b") => forms::decode_tcgen05_ldst(s, first == "st", mods)?,
         "ld" | "st" => {
             // tcgen05.ld.sync.aligned.32x32b.xN.b32
             let n = mods

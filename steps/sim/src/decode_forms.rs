@@ -26,6 +26,12 @@ pub enum FormOp {
     CpAsyncWait { all: bool },
     /// `cp.async.mbarrier.arrive{.noinc}{.shared{::cta}}.b64 [addr]`.
     CpAsyncArrive { noinc: bool },
+    /// `tcgen05.{ld,st}` of a 16-lane shape (`.32x32b` stays `Op::TcLd`/`Op::TcSt`).
+    TcLdSt {
+        st: bool,
+        shape: crate::units::tmem_shapes::TmemShape,
+        n: u8,
+    },
 }
 
 impl FormOp {
@@ -33,7 +39,10 @@ impl FormOp {
     pub fn collective(&self) -> bool {
         matches!(
             self,
-            FormOp::MmaSync(_) | FormOp::Ldmatrix { .. } | FormOp::Stmatrix { .. }
+            FormOp::MmaSync(_)
+                | FormOp::Ldmatrix { .. }
+                | FormOp::Stmatrix { .. }
+                | FormOp::TcLdSt { .. }
         )
     }
 }
@@ -162,6 +171,11 @@ pub(super) fn arity(f: &FormOp) -> (usize, usize) {
         FormOp::CpAsyncWait { all: true } => (0, 0),
         FormOp::CpAsyncWait { all: false } => (1, 1),
         FormOp::CpAsyncArrive { .. } => (1, 1),
+        // 16x32bx2 takes the immHalfSplitoff immediate after the address.
+        FormOp::TcLdSt { shape, .. } => {
+            let k = 2 + usize::from(*shape == crate::units::tmem_shapes::TmemShape::S16x32bx2);
+            (k, k)
+        }
     }
 }
 
@@ -227,6 +241,22 @@ pub(super) fn check_operands(s: &Stmt, f: &FormOp, args: &[Opd]) -> Result<(), S
         }
         FormOp::CpAsyncArrive { .. } => addr(&args[0], "the mbarrier")?,
         FormOp::CpAsyncCommit | FormOp::CpAsyncWait { all: true } => {}
+        FormOp::TcLdSt { st, shape, n } => {
+            // ld: r, [taddr]{, imm}; st: [taddr]{, imm}, r (PTX ISA "tcgen05.ld", "tcgen05.st").
+            let want = shape.regs(u32::from(*n)) as usize;
+            let (r, t, imm) = if *st {
+                (args.len() - 1, 0, 1)
+            } else {
+                (0, 1, 2)
+            };
+            vec_len(&args[r], want, "the registers")?;
+            if !matches!(args[t], Opd::Reg(_) | Opd::Addr(..)) {
+                return Err(bad("the tensor-memory address".into()));
+            }
+            if args.len() == 3 && !matches!(args[imm], Opd::Imm(_)) {
+                return Err(bad("immHalfSplitoff must be an integer literal".into()));
+            }
+        }
     }
     Ok(())
 }
@@ -277,4 +307,34 @@ pub(super) fn check_ld_st_operands(s: &Stmt, args: &[Opd]) -> Result<(), SimErro
         });
     }
     Ok(())
+}
+
+/// `tcgen05.{ld,st}.sync.aligned.{16x64b,16x128b,16x256b,16x32bx2}.x{n}.b32` (PTX ISA
+/// "tcgen05.ld", "tcgen05.st"); `.pack::16b`/`.unpack::16b` are refused as not modelled.
+pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<Op, SimError> {
+    use crate::units::tmem_shapes::TmemShape;
+    let shape = mods
+        .iter()
+        .find_map(|m| TmemShape::parse(m))
+        .ok_or_else(|| unsupported(s))?;
+    let n = mods
+        .iter()
+        .find_map(|m| m.strip_prefix('x').and_then(|v| v.parse::<u32>().ok()))
+        .filter(|n| n.is_power_of_two() && *n <= shape.max_num())
+        .ok_or_else(|| unsupported(s))?;
+    let xn = format!("x{n}");
+    let shape_name = mods
+        .iter()
+        .find(|m| TmemShape::parse(m).is_some())
+        .copied()
+        .unwrap_or("");
+    check_mods(s, &mods[1..], &["sync", "aligned", shape_name, &xn])?;
+    if !mods.contains(&"sync") || !mods.contains(&"aligned") || !mods.contains(&"b32") {
+        return Err(unsupported(s));
+    }
+    Ok(Op::Form(FormOp::TcLdSt {
+        st,
+        shape,
+        n: n as u8,
+    }))
 }

@@ -7,6 +7,8 @@ use super::Loc;
 use crate::decode::{FormOp, Instr, Opd, Space};
 use crate::error::SimError;
 use crate::machine::Machine;
+use crate::rules;
+use crate::units::tmem_shapes::TmemShape;
 use crate::units::{ldmatrix, mma_sync::MmaSyncForm};
 
 fn regs_of(o: &Opd) -> &[Opd] {
@@ -107,8 +109,89 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
+            FormOp::TcLdSt { st, shape, n } => self.tc_ld_st_16(lanes, ins, st, shape, n.into()),
             _ => Err(self.unsupported(ins)),
         }
+    }
+
+    /// A 16-lane `tcgen05.ld`/`st` ([`TmemShape`]): the warp reaches the lanes of its quarter
+    /// (PTX ISA "Access restrictions": warp w % 4 reaches lanes 32 (w % 4) .. + 31), so the
+    /// address's lane is the quarter's first or middle lane. The ordering bookkeeping is the
+    /// `.32x32b` form's: the destination registers are pending until `tcgen05.wait::ld`.
+    fn tc_ld_st_16(
+        &mut self,
+        lanes: &[u32],
+        ins: &Instr,
+        st: bool,
+        shape: TmemShape,
+        n: u32,
+    ) -> Result<(), SimError> {
+        let a = &ins.args;
+        let what = if st { "tcgen05.st" } else { "tcgen05.ld" };
+        // ld: r, [taddr]{, imm}; st: [taddr]{, imm}, r.
+        let (addr_o, regs_o, imm) = if st {
+            (&a[0], &a[a.len() - 1], a.get(1).filter(|_| a.len() == 3))
+        } else {
+            (&a[1], &a[0], a.get(2))
+        };
+        let split = imm.map_or(0, |o| self.rv(lanes[0], o) as u32);
+        let cols = shape.columns(n, split);
+        for (k, &x) in lanes.iter().enumerate() {
+            let taddr = self.rv(x, addr_o) as u32;
+            rules::on_tcgen05(self, x, what)?;
+            let (lane0, col0) = (taddr >> 16, taddr & 0xFFFF);
+            let quarter = 32 * (self.threads[x as usize].warp % 4);
+            if lane0 != quarter && lane0 != quarter + 16 {
+                return Err(self.fault(x, format!("{what} at lane {lane0}: warp {} reaches lanes {quarter}..{} only, and a 16-lane shape starts at lane {quarter} or {}", self.threads[x as usize].warp, quarter + 31, quarter + 16)));
+            }
+            if col0 + cols > crate::units::tmem::COLUMNS {
+                return Err(self.fault(
+                    x,
+                    format!(
+                        "{what}: columns {col0}..{} are past the 512 columns",
+                        col0 + cols
+                    ),
+                ));
+            }
+            let cta = self.threads[x as usize].cta;
+            if let Err(e) = self.ctas[cta as usize]
+                .tmem
+                .require_allocated(what, col0, cols)
+            {
+                return Err(self.fault(x, e.to_string()));
+            }
+            if !st {
+                rules::check_tmem_read(self, x, taddr, cols)?;
+            }
+            let regs = regs_of(regs_o).to_vec();
+            for (i, r) in regs.iter().enumerate() {
+                let (dl, dc) = shape.cell(k as u32, i as u32, split);
+                if st {
+                    let v = self.rv(x, r) as u32;
+                    let tm = &mut self.ctas[cta as usize].tmem;
+                    tm.write(lane0 + dl, col0 + dc, v)
+                        .map_err(|e| self.fault(x, e.to_string()))?;
+                } else {
+                    let v = self.ctas[cta as usize]
+                        .tmem
+                        .read(lane0 + dl, col0 + dc)
+                        .map_err(|e| self.fault(x, e.to_string()))?;
+                    self.wr(x, r, u64::from(v));
+                }
+            }
+            if !st {
+                let rr: Vec<u32> = regs
+                    .iter()
+                    .filter_map(|r| if let Opd::Reg(i) = r { Some(*i) } else { None })
+                    .collect();
+                let th = &mut self.threads[x as usize];
+                th.rules.ld_pending = true;
+                th.rules.ld_unwaited = true;
+                th.rules.ld_unfenced = true;
+                th.rules.ld_regs = rr;
+            }
+        }
+        Ok(())
     }
 
     /// Where the 16-byte row that lane `x`'s address names lies: shared memory, 16-byte

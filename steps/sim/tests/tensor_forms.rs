@@ -540,3 +540,108 @@ fn stmatrix_stores_fragments_plain_and_transposed() {
         }
     }
 }
+
+/// (lane, column) of register `i` of thread `t` for the 16-lane tcgen05.ld/st shapes, written
+/// from the PTX ISA figures "Matrix fragments for shape .16x64b/.16x128b/.16x256b/.16x32bx2".
+fn tmem16_cell(shape: &str, t: usize, i: usize, split: usize) -> (usize, usize) {
+    match shape {
+        // Threads pair up on a lane's two columns; odd threads take the lane 8 below.
+        "16x64b" => (t / 4 + if t % 2 == 1 { 8 } else { 0 }, (t / 2) % 2 + 2 * i),
+        // Four threads a lane, one column each; odd registers 8 lanes below.
+        "16x128b" => (t / 4 + 8 * (i % 2), t % 4 + 4 * (i / 2)),
+        // Four threads a lane, two columns each; registers 2, 3 eight lanes below.
+        "16x256b" => (t / 4 + 8 * ((i / 2) % 2), 2 * (t % 4) + i % 2 + 8 * (i / 4)),
+        // Threads 0-15 lanes 0-15; 16-31 the same lanes at the split column.
+        _ => (t % 16, i + if t >= 16 { split } else { 0 }),
+    }
+}
+
+#[test]
+fn tcgen05_ld_st_16_lane_shapes_map_lanes_and_columns_as_the_isa_figures() {
+    for (shape, regs, split) in [
+        ("16x64b", 2usize, 0usize),
+        ("16x128b", 4, 0),
+        ("16x256b", 8, 0),
+        ("16x32bx2", 2, 4),
+    ] {
+        let num = match shape {
+            "16x128b" => regs / 2,
+            "16x256b" => regs / 4,
+            _ => regs,
+        };
+        let list_n = |base: usize, regs: usize| {
+            (0..regs)
+                .map(|i| format!("%r{}", base + i))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let list = |base: usize| list_n(base, regs);
+        let imm = if shape == "16x32bx2" {
+            format!(", {split}")
+        } else {
+            String::new()
+        };
+        let mut body = String::from(
+            "
+	setp.lt.u32 %p1, %r1, 32;
+	tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	mul.lo.u32 %r4, %r1, 100;",
+        );
+        for i in 0..regs {
+            body += &format!("\n\tadd.s32 %r{}, %r4, {i};", 10 + i);
+        }
+        body += &format!(
+            "
+	tcgen05.st.sync.aligned.{shape}.x{num}.b32 [%r3]{imm}, {{{}}};
+	tcgen05.wait::st.sync.aligned;
+	tcgen05.ld.sync.aligned.32x32b.x16.b32 {{{}}}, [%r3];
+	tcgen05.ld.sync.aligned.{shape}.x{num}.b32 {{{}}}, [%r3]{imm};
+	tcgen05.wait::ld.sync.aligned;
+	mul.wide.u32 %rd5, %r1, 64;
+	add.s64 %rd6, %rd1, %rd5;",
+            list(10),
+            list_n(30, 16),
+            list(50)
+        );
+        for c in 0..16 {
+            body += &format!("\n\tst.global.u32 [%rd6+{}], %r{};", 4 * c, 30 + c);
+        }
+        for i in 0..regs {
+            body += &format!("\n\tst.global.u32 [%rd6+{}], %r{};", 2048 + 4 * i, 50 + i);
+        }
+        body += "
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;";
+        let w = words(&run_kernel(&body, 32, &[], 4096).unwrap());
+        for t in 0..32 {
+            for i in 0..regs {
+                let (lane, col) = tmem16_cell(shape, t, i, split);
+                assert_eq!(
+                    w[lane * 16 + col],
+                    (100 * t + i) as u32,
+                    "{shape}: st of thread {t} register {i}"
+                );
+                assert_eq!(
+                    w[512 + t * 16 + i],
+                    (100 * t + i) as u32,
+                    "{shape}: ld of thread {t} register {i}"
+                );
+            }
+        }
+    }
+    // The lane must be the warp's quarter (or its middle), and .pack::16b is not modelled.
+    for bad in [
+        "\ttcgen05.ld.sync.aligned.16x64b.x1.pack::16b.b32 {%r1}, [%r2];",
+        "\ttcgen05.ld.sync.aligned.16x256b.x64.b32 {%r1}, [%r2];",
+    ] {
+        let e = decode_error(bad);
+        assert!(matches!(e, SimError::Unsupported { .. }), "{bad}: {e}");
+    }
+}

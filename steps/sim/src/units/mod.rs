@@ -22,3 +22,4 @@ pub mod mma_sync;
 pub mod numeric;
 pub mod tensormap;
 pub mod tmem;
+pub mod tmem_shapes;
