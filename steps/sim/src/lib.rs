@@ -64,7 +64,7 @@
 //! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
 //! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
-//! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
+//! encodings), `tcgen05.ld`/`st` with `.pack::16b`/`.unpack::16b`, `cp.async.bulk` without a tensor
 //! map, `wgmma`, `mma.sync` other than the floating-point m16n8k{4,8,16} forms, `ldmatrix` and
 //! `stmatrix` other than `.m8n8.b16`, carry arithmetic (`.cc`), and integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
