@@ -98,17 +98,39 @@ pub struct Cvt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IOp {
     /// `add.cc`, `addc{.cc}`, `sub.cc`, `subc{.cc}`: `cin` reads CC.CF, `cout` writes it.
-    AddC { sub: bool, cin: bool, cout: bool },
+    AddC {
+        sub: bool,
+        cin: bool,
+        cout: bool,
+    },
     /// `mad{c}.{lo,hi}{.cc}`
-    MadC { hi: bool, cin: bool, cout: bool },
+    MadC {
+        hi: bool,
+        cin: bool,
+        cout: bool,
+    },
     AddSat,
     SubSat,
-    Mul24 { hi: bool },
-    Mad24 { hi: bool, sat: bool },
+    Mul24 {
+        hi: bool,
+    },
+    Mad24 {
+        hi: bool,
+        sat: bool,
+    },
     Sad,
-    Dp4a { sa: bool, sb: bool },
-    Dp2a { hi: bool, sa: bool, sb: bool },
-    Bfind { shiftamt: bool },
+    Dp4a {
+        sa: bool,
+        sb: bool,
+    },
+    Dp2a {
+        hi: bool,
+        sa: bool,
+        sb: bool,
+    },
+    Bfind {
+        shiftamt: bool,
+    },
     Lop3,
     Prmt(int::PrmtMode),
 }
@@ -232,7 +254,17 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
         }
         "testp" => Some((|| {
             let t = fty.ok_or(())?;
-            only(mods, &["finite", "infinite", "number", "notanumber", "normal", "subnormal"])?;
+            only(
+                mods,
+                &[
+                    "finite",
+                    "infinite",
+                    "number",
+                    "notanumber",
+                    "normal",
+                    "subnormal",
+                ],
+            )?;
             let k = match mods.first().copied() {
                 Some("finite") => Test::Finite,
                 Some("infinite") => Test::Infinite,
@@ -262,7 +294,10 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
             only(&mods[1..], &["and", "or", "xor", "ftz"])?;
             let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
             let [dty, sty] = tys[..] else { return Err(()) };
-            if !matches!(dty, Ty::U32 | Ty::S32 | Ty::F32 | Ty::F16 | Ty::Bf16 | Ty::F16x2 | Ty::Bf16x2) {
+            if !matches!(
+                dty,
+                Ty::U32 | Ty::S32 | Ty::F32 | Ty::F16 | Ty::Bf16 | Ty::F16x2 | Ty::Bf16x2
+            ) {
                 return Err(());
             }
             if is_x2(dty) != is_x2(sty) && !(is_x2(sty) && matches!(dty, Ty::U32 | Ty::S32)) {
@@ -284,7 +319,14 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
                 if t != Ty::S32 {
                     return Err(());
                 }
-                return Ok(Alu::Int(if base == "add" { IOp::AddSat } else { IOp::SubSat }, t));
+                return Ok(Alu::Int(
+                    if base == "add" {
+                        IOp::AddSat
+                    } else {
+                        IOp::SubSat
+                    },
+                    t,
+                ));
             }
             only(mods, &["cc"])?;
             carry_ty(t)?;
@@ -434,10 +476,7 @@ fn carry_ty(t: Ty) -> Result<(), ()> {
 }
 
 fn int_ty(t: Ty) -> Result<(), ()> {
-    if matches!(
-        t,
-        Ty::U16 | Ty::U32 | Ty::U64 | Ty::S16 | Ty::S32 | Ty::S64
-    ) {
+    if matches!(t, Ty::U16 | Ty::U32 | Ty::U64 | Ty::S16 | Ty::S32 | Ty::S64) {
         Ok(())
     } else {
         Err(())
@@ -458,8 +497,7 @@ fn decode_float(base: &str, mods: &[&str], ty: Ty) -> Result<Alu, ()> {
     only(
         mods,
         &[
-            "rn", "rz", "rm", "rp", "ftz", "sat", "approx", "full", "relu", "NaN", "xorsign",
-            "abs",
+            "rn", "rz", "rm", "rp", "ftz", "sat", "approx", "full", "relu", "NaN", "xorsign", "abs",
         ],
     )?;
     let modes: Vec<Mode> = mods.iter().filter_map(|m| mode_of(m)).collect();
@@ -494,13 +532,11 @@ fn decode_float(base: &str, mods: &[&str], ty: Ty) -> Result<Alu, ()> {
         FOp::Add | FOp::Sub | FOp::Mul => !approx && !has("relu") && !has("NaN") && !has("abs"),
         FOp::Fma => !approx && !has("NaN") && !has("abs") && (!has("relu") || narrow),
         FOp::Div => {
-            matches!(ty, Ty::F32 | Ty::F64) && (approx != !modes.is_empty() || ty == Ty::F64)
+            matches!(ty, Ty::F32 | Ty::F64) && (approx == modes.is_empty() || ty == Ty::F64)
         }
         FOp::Min | FOp::Max => modes.is_empty() && !approx && !has("sat"),
         FOp::Neg | FOp::Abs | FOp::Copysign => modes.is_empty() && !approx && !has("sat"),
-        FOp::Rcp | FOp::Sqrt => {
-            matches!(ty, Ty::F32 | Ty::F64) && (approx != !modes.is_empty())
-        }
+        FOp::Rcp | FOp::Sqrt => matches!(ty, Ty::F32 | Ty::F64) && (approx == modes.is_empty()),
         FOp::Rsqrt | FOp::Lg2 | FOp::Sin | FOp::Cos => {
             has("approx") && modes.is_empty() && matches!(ty, Ty::F32 | Ty::F64)
         }
@@ -509,7 +545,9 @@ fn decode_float(base: &str, mods: &[&str], ty: Ty) -> Result<Alu, ()> {
     // Division needs an explicit rounding or approximation (f64: rounding).
     let ok = ok
         && !(op == FOp::Div && ty == Ty::F64 && modes.is_empty())
-        && !(matches!(op, FOp::Add | FOp::Sub | FOp::Mul | FOp::Fma) && ty == Ty::F64 && has("ftz"))
+        && !(matches!(op, FOp::Add | FOp::Sub | FOp::Mul | FOp::Fma)
+            && ty == Ty::F64
+            && has("ftz"))
         && (has("xorsign") == has("abs") || (has("abs") && !has("xorsign") && ty == Ty::F32));
     if !ok {
         return Err(());
@@ -591,9 +629,12 @@ fn decode_cvt(mods: &[&str]) -> Result<Alu, ()> {
             let (fd, fs) = (fmt_of(ty_of(d)).ok_or(())?, fmt_of(ty_of(s)).ok_or(())?);
             let narrowing = fd.man() < fs.man() || fd.bits() < fs.bits();
             // Narrowing takes a float rounding; same format an integer rounding (or none).
-            (!narrowing || mode.is_some() || irnd.is_some())
-                && !(mode.is_some() && !narrowing)
-                && (irnd.is_none() || fd == fs)
+            // (a mode only narrows: widening is exact).
+            (if narrowing {
+                mode.is_some() || irnd.is_some()
+            } else {
+                mode.is_none()
+            }) && (irnd.is_none() || fd == fs)
                 && mode != Some(Mode::Rna)
         }
         (d, s) if is_i(d) && is_f(s) => mode.is_none() && !c.relu,
@@ -619,8 +660,16 @@ impl Alu {
     pub fn arity(&self) -> (usize, usize) {
         match self {
             Alu::Float(f) => match f.op {
-                FOp::Neg | FOp::Abs | FOp::Rcp | FOp::Sqrt | FOp::Rsqrt | FOp::Ex2 | FOp::Lg2
-                | FOp::Sin | FOp::Cos | FOp::Tanh => (2, 2),
+                FOp::Neg
+                | FOp::Abs
+                | FOp::Rcp
+                | FOp::Sqrt
+                | FOp::Rsqrt
+                | FOp::Ex2
+                | FOp::Lg2
+                | FOp::Sin
+                | FOp::Cos
+                | FOp::Tanh => (2, 2),
                 FOp::Fma => (4, 4),
                 FOp::Min | FOp::Max if f.ty == Ty::F32 && !f.xorsign => (3, 4),
                 _ => (3, 3),
@@ -649,10 +698,7 @@ impl Alu {
 
     /// Whether the instruction reads or writes the carry flag CC.CF.
     pub fn uses_carry(&self) -> bool {
-        matches!(
-            self,
-            Alu::Int(IOp::AddC { .. } | IOp::MadC { .. }, _)
-        )
+        matches!(self, Alu::Int(IOp::AddC { .. } | IOp::MadC { .. }, _))
     }
 
     /// The results for source operand values `x` (destination excluded): the destination's
@@ -685,7 +731,13 @@ impl Alu {
                 };
                 if is_x2(*ty) {
                     let lo = fcmp(*cmp, fmt, x[0] & 0xFFFF, x[1] & 0xFFFF, *ftz);
-                    let hi = fcmp(*cmp, fmt, (x[0] >> 16) & 0xFFFF, (x[1] >> 16) & 0xFFFF, *ftz);
+                    let hi = fcmp(
+                        *cmp,
+                        fmt,
+                        (x[0] >> 16) & 0xFFFF,
+                        (x[1] >> 16) & 0xFFFF,
+                        *ftz,
+                    );
                     (comb(lo) as u64, comb(hi) as u64)
                 } else {
                     let r = fcmp(*cmp, fmt, x[0], x[1], *ftz);
@@ -870,10 +922,8 @@ fn felem(f: &FInstr, fmt: Fmt, x: &[u64]) -> u64 {
             let (s, r) = fp::arith(op, a, b);
             let bneg = if op == Arith::Sub { -b } else { b };
             let s = if matches!(op, Arith::Add | Arith::Sub) {
-                let both_neg_zero = a == 0.0
-                    && bneg == 0.0
-                    && a.is_sign_negative()
-                    && bneg.is_sign_negative();
+                let both_neg_zero =
+                    a == 0.0 && bneg == 0.0 && a.is_sign_negative() && bneg.is_sign_negative();
                 fp::zero_sign(s, r, mode, both_neg_zero)
             } else {
                 s
@@ -1000,7 +1050,11 @@ pub fn cvt(c: &Cvt, a: u64, b: u64) -> u64 {
         (CTy::T(d), CTy::T(s)) => {
             match (fmt_of(d), fmt_of(s)) {
                 (Some(fd), Some(fs)) => {
-                    let ab = if c.ftz { fs.flush(a & mask_of(fs)) } else { a & mask_of(fs) };
+                    let ab = if c.ftz {
+                        fs.flush(a & mask_of(fs))
+                    } else {
+                        a & mask_of(fs)
+                    };
                     let v = fs.to_f64(ab);
                     let v = match c.irnd {
                         Some(m) => int::round_integral(v, m),
@@ -1009,7 +1063,11 @@ pub fn cvt(c: &Cvt, a: u64, b: u64) -> u64 {
                     narrow(c, fd, v, 0, mode)
                 }
                 (None, Some(fs)) => {
-                    let ab = if c.ftz { fs.flush(a & mask_of(fs)) } else { a & mask_of(fs) };
+                    let ab = if c.ftz {
+                        fs.flush(a & mask_of(fs))
+                    } else {
+                        a & mask_of(fs)
+                    };
                     int::float_to_int(fs.to_f64(ab), c.irnd.unwrap_or(Mode::Rz), d)
                 }
                 (Some(fd), None) => {
@@ -1199,7 +1257,9 @@ pub fn decode_warp(base: &str, mods: &[&str]) -> Option<Result<WarpAlu, ()>> {
         "redux" => Some((|| {
             only(
                 mods,
-                &["sync", "add", "min", "max", "and", "or", "xor", "abs", "NaN"],
+                &[
+                    "sync", "add", "min", "max", "and", "or", "xor", "abs", "NaN",
+                ],
             )?;
             let t = ty.ok_or(())?;
             let op = if has("add") {

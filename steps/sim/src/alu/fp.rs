@@ -228,7 +228,12 @@ pub fn sum_sign(terms: &[f64]) -> i8 {
         }
         n = m;
     }
-    let top = h[..n].iter().rev().find(|v| **v != 0.0).copied().unwrap_or(0.0);
+    let top = h[..n]
+        .iter()
+        .rev()
+        .find(|v| **v != 0.0)
+        .copied()
+        .unwrap_or(0.0);
     sgn(top)
 }
 
@@ -320,8 +325,7 @@ pub fn round(fmt: Fmt, s: f64, r: i8, mode: Mode) -> u64 {
     let half = 0.5;
     let (up, down_one) = match dir {
         Dir::Nearest => (
-            frac > half
-                || (frac == half && (rm > 0 || (rm == 0 && (n as u64) % 2 == 1))),
+            frac > half || (frac == half && (rm > 0 || (rm == 0 && (n as u64) % 2 == 1))),
             false,
         ),
         Dir::NearestAway => (frac > half || (frac == half && rm >= 0), false),
@@ -514,8 +518,14 @@ mod tests {
         assert_eq!(Fmt::E4m3.to_f64(0x7E), 448.0);
         assert_eq!(Fmt::E4m3.to_f64(0x01), 2f64.powi(-9));
         assert_eq!(round(Fmt::E4m3, 2f64.powi(-9), 0, Mode::Rn), 0x01);
-        assert_eq!(round(Fmt::Tf32, 1.0 + 2f64.powi(-11), 0, Mode::Rna), 0x3F80_2000);
-        assert_eq!(round(Fmt::Tf32, 1.0 + 2f64.powi(-11), 0, Mode::Rn), 0x3F80_0000);
+        assert_eq!(
+            round(Fmt::Tf32, 1.0 + 2f64.powi(-11), 0, Mode::Rna),
+            0x3F80_2000
+        );
+        assert_eq!(
+            round(Fmt::Tf32, 1.0 + 2f64.powi(-11), 0, Mode::Rn),
+            0x3F80_0000
+        );
     }
 
     #[test]
@@ -529,7 +539,10 @@ mod tests {
         assert_eq!(r, 1);
         assert_eq!(round(Fmt::F64, s, r, Mode::Rp), step64(s, true).to_bits());
         assert_eq!(sqrt(2.0).1, -1);
-        assert_eq!(round(Fmt::F64, sqrt(2.0).0, -1, Mode::Rm), step64(2f64.sqrt(), false).to_bits());
+        assert_eq!(
+            round(Fmt::F64, sqrt(2.0).0, -1, Mode::Rm),
+            step64(2f64.sqrt(), false).to_bits()
+        );
         // fma(1 + 2^-30, 1 + 2^-30, -1) = 2^-29 + 2^-60: exact in f64, no remainder;
         // fma(1 + 2^-52, 1 + 2^-52, 0) rounds away 2^-104.
         let x = 1.0 + 2f64.powi(-30);

@@ -30,7 +30,10 @@ impl Machine<'_> {
     /// `redux.sync` / `match.sync` over `lanes` (all at the rendezvous, in lane order).
     pub(super) fn exec_warp_alu(&mut self, lanes: &[u32], w: &WarpAlu, a: &[Opd]) {
         let vals: Vec<u64> = lanes.iter().map(|&x| self.rv(x, &a[1])).collect();
-        let bits: Vec<u32> = lanes.iter().map(|&x| self.threads[x as usize].lane).collect();
+        let bits: Vec<u32> = lanes
+            .iter()
+            .map(|&x| self.threads[x as usize].lane)
+            .collect();
         match w {
             WarpAlu::Redux { op, ty, abs, nan } => {
                 let r = alu::redux(*op, *ty, *abs, *nan, &vals);
