@@ -1350,5 +1350,3 @@ pub fn redux(op: Redux, ty: Ty, abs: bool, nan: bool, vals: &[u64]) -> u64 {
     acc as u64
 }
 
-#[cfg(test)]
-mod tests;
