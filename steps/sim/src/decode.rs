@@ -455,13 +455,40 @@ pub enum Op {
     TcFenceAfter,
     /// `mma.sync`, `ldmatrix`, `stmatrix`, non-bulk `cp.async` (see `decode_forms.rs`).
     Form(FormOp),
-    /// `atom.{space}.{op}.{ty}` / `red...` (add, min, max, and, or, xor, exch, cas, inc, dec).
+    /// `atom.{sem}.{scope}.{space}.{op}.{ty}` / `red...` (add, min, max, and, or, xor, exch,
+    /// cas, inc, dec), with its memory-ordering semantics and scope as written.
     Atom {
         red: bool,
         space: Space,
         op: AtomOp,
         ty: Ty,
+        sem: MemSem,
+        scope: MemScope,
     },
+    /// Float arithmetic, `cvt`, `set`/`setp` on floats and the integer forms of
+    /// [`crate::alu`] (its module comment lists them).
+    Alu(crate::alu::Alu),
+    /// `redux.sync`, `match.sync`: warp collectives of [`crate::alu`].
+    WarpAlu(crate::alu::WarpAlu),
+}
+
+/// The memory-ordering semantics of an atomic (PTX ISA "Memory Consistency Model"): `.relaxed`
+/// when none is written (an `atom` without `.sem` is relaxed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemSem {
+    Relaxed,
+    Acquire,
+    Release,
+    AcqRel,
+}
+
+/// The scope of an atomic: `.gpu` when none is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemScope {
+    Cta,
+    Cluster,
+    Gpu,
+    Sys,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -980,6 +1007,12 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
     let ty = last_ty(mods);
     let need_ty = || ty.ok_or_else(|| unsupported(s));
     let has = |m: &str| mods.contains(&m);
+    if let Some(r) = crate::alu::decode(base, mods) {
+        return r.map(Op::Alu).map_err(|()| unsupported(s));
+    }
+    if let Some(r) = crate::alu::decode_warp(base, mods) {
+        return r.map(Op::WarpAlu).map_err(|()| unsupported(s));
+    }
     let op = match base {
         "mov" => {
             check_mods(s, mods, &[])?;
@@ -1354,8 +1387,28 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 "cas",
                 "inc",
                 "dec",
+                "noftz",
+                "acq_rel",
             ]);
             check_mods(s, mods, &allowed)?;
+            let sem = if has("acq_rel") {
+                MemSem::AcqRel
+            } else if has("acquire") {
+                MemSem::Acquire
+            } else if has("release") {
+                MemSem::Release
+            } else {
+                MemSem::Relaxed
+            };
+            let scope = if has("cta") {
+                MemScope::Cta
+            } else if has("cluster") {
+                MemScope::Cluster
+            } else if has("sys") {
+                MemScope::Sys
+            } else {
+                MemScope::Gpu
+            };
             let op = if has("add") {
                 AtomOp::Add
             } else if has("min") {
@@ -1384,6 +1437,8 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 space: space_of(mods),
                 op,
                 ty: need_ty()?,
+                sem,
+                scope,
             }
         }
         _ => return Err(unsupported(s)),
@@ -1633,6 +1688,8 @@ fn arity(op: &Op) -> (usize, usize) {
             op: AtomOp::Cas, ..
         } => (4, 4),
         Op::Atom { .. } => (3, 3),
+        Op::Alu(x) => x.arity(),
+        Op::WarpAlu(_) => (3, 3),
     }
 }
 

@@ -23,6 +23,8 @@ use crate::rules;
 use crate::sched::Policy;
 use std::collections::{HashMap, VecDeque};
 
+mod alu;
+
 /// Shared memory the hardware reserves below the kernel's own (1 KiB on sm_90/sm_100): the
 /// kernel's shared variables start here, so a kernel that aligns its storage must do so itself.
 pub const SMEM_RESERVED: u32 = 0x400;
@@ -826,7 +828,9 @@ impl<'a> Machine<'a> {
             Op::Mbar(kind, space) => {
                 next = self.exec_mbar(t, ins, *kind, *space)?;
             }
-            Op::Atom { red, space, op, ty } => {
+            Op::Atom {
+                red, space, op, ty, ..
+            } => {
                 self.count(t, ins);
                 let (ai, vi) = if *red { (0, 1) } else { (1, 2) };
                 let (addr, _) = self.addr_of(t, &a[ai]);
@@ -836,51 +840,27 @@ impl<'a> Machine<'a> {
                 self.read_bytes(t, loc, &mut buf[..n])?;
                 let old = u64::from_le_bytes(buf);
                 let v = self.rv(t, &a[vi]);
-                let w = ty.bits();
-                let new = match op {
-                    AtomOp::Add => match ty {
-                        Ty::F32 => fbits(f32_of(old) + f32_of(v)),
-                        _ => mask(old.wrapping_add(v), w),
-                    },
-                    AtomOp::Min => bin(Bin::Min, *ty, old, v),
-                    AtomOp::Max => bin(Bin::Max, *ty, old, v),
-                    AtomOp::And => old & v,
-                    AtomOp::Or => old | v,
-                    AtomOp::Xor => old ^ v,
-                    AtomOp::Exch => v,
-                    AtomOp::Cas => {
-                        let nv = self.rv(t, &a[vi + 1]);
-                        if mask(old, w) == mask(v, w) {
-                            nv
-                        } else {
-                            old
-                        }
-                    }
-                    AtomOp::Inc => {
-                        if mask(old, w) >= mask(v, w) {
-                            0
-                        } else {
-                            old + 1
-                        }
-                    }
-                    AtomOp::Dec => {
-                        if mask(old, w) == 0 || mask(old, w) > mask(v, w) {
-                            v
-                        } else {
-                            old - 1
-                        }
-                    }
+                let v2 = if *op == AtomOp::Cas {
+                    self.rv(t, &a[vi + 1])
+                } else {
+                    0
                 };
-                let nb = mask(new, w).to_le_bytes();
+                let new = crate::alu::atom_new(*op, *ty, old, v, v2);
+                let nb = new.to_le_bytes();
                 self.write_bytes(t, loc, &nb[..n])?;
                 if !*red {
                     self.wr(t, &a[0], old);
                 }
             }
+            Op::Alu(x) => {
+                self.count(t, ins);
+                self.exec_alu(t, x, a);
+            }
             // Warp collectives: rendezvous first.
             Op::ElectSync
             | Op::ShflSync(_)
             | Op::VoteSync(_)
+            | Op::WarpAlu(_)
             | Op::BarWarpSync
             | Op::TcAlloc { .. }
             | Op::TcDealloc { .. }
@@ -1364,7 +1344,7 @@ impl<'a> Machine<'a> {
             Op::ElectSync => self.rv(t, &a[1]) as u32,
             Op::BarWarpSync => self.rv(t, &a[0]) as u32,
             Op::ShflSync(_) => self.rv(t, &a[a.len() - 1]) as u32,
-            Op::VoteSync(_) => self.rv(t, &a[a.len() - 1]) as u32,
+            Op::VoteSync(_) | Op::WarpAlu(_) => self.rv(t, &a[a.len() - 1]) as u32,
             _ => present,
         };
         let lane = self.threads[t as usize].lane;
@@ -1421,6 +1401,7 @@ impl<'a> Machine<'a> {
         let t0 = lanes[0];
         match &ins.op {
             Op::BarWarpSync => {}
+            Op::WarpAlu(w) => self.exec_warp_alu(lanes, w, a),
             Op::ElectSync => {
                 let leader = self.threads[t0 as usize].lane as u64;
                 for &x in lanes {
@@ -1464,7 +1445,8 @@ impl<'a> Machine<'a> {
                         (
                             self.threads[x as usize].lane,
                             self.rv(x, &a[1]),
-                            self.rv(x, &a[2]) as u32,
+                            // bval = b[4:0] (PTX ISA shfl.sync): the lane or offset.
+                            self.rv(x, &a[2]) as u32 & 0x1F,
                             self.rv(x, &a[3]) as u32,
                         )
                     })
@@ -2446,6 +2428,7 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
         bulk_open: Vec::new(),
         bulk_groups: VecDeque::new(),
         prio: 0,
+        cc: false,
         executed: vec![0; k.opcodes.len()],
     }
 }

@@ -69,6 +69,7 @@
 //! `stmatrix` other than `.m8n8.b16`, carry arithmetic (`.cc`), and integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+pub mod alu;
 mod deadlock;
 pub mod decode;
 pub mod error;

@@ -57,6 +57,8 @@ pub(crate) struct Thread {
     pub bulk_groups: VecDeque<Vec<u32>>,
     /// PCT priority.
     pub prio: u64,
+    /// The carry flag CC.CF of the extended-precision instructions (`add.cc`, `addc`...).
+    pub cc: bool,
     /// Executions (guard true) of each opcode (`Kernel::opcodes`) by this thread: folded into
     /// the warp-level counts when its cluster ends.
     pub executed: Vec<u32>,

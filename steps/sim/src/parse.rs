@@ -173,7 +173,12 @@ fn split_raw(text: &str) -> Vec<Raw> {
     for (n, line) in text.lines().enumerate() {
         let lno = n as u32 + 1;
         let t = line.trim();
-        if buf.trim().is_empty() && LINE_DIRECTIVES.iter().any(|d| t.starts_with(d)) {
+        // A whole word: `.local` is not `.loc`.
+        let directive = |d: &&str| {
+            t.strip_prefix(*d)
+                .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
+        };
+        if buf.trim().is_empty() && LINE_DIRECTIVES.iter().any(directive) {
             out.push(Raw::Line(t.trim_end_matches(';').to_string(), lno));
             continue;
         }
@@ -416,7 +421,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                     let path = it.next().unwrap_or("").trim();
                     let path = path.split('"').nth(1).unwrap_or(path).to_string();
                     m.files.insert(n, path);
-                } else if t.starts_with(".loc") {
+                } else if is_loc(t) {
                     loc = parse_loc(t, *l)?;
                 }
                 i += 1;
@@ -434,7 +439,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                     // Skip line directives between the header and the body.
                     let mut j = i + 1;
                     while let Some(Raw::Line(lt, ll)) = raws.get(j) {
-                        if lt.starts_with(".loc") {
+                        if is_loc(lt) {
                             loc = parse_loc(lt, *ll)?;
                         }
                         j += 1;
@@ -574,6 +579,12 @@ fn function_name(header: &str, line: u32) -> Result<String, SimError> {
     Ok(word.to_string())
 }
 
+/// A `.loc` line (not `.local`, which shares its first four letters).
+fn is_loc(t: &str) -> bool {
+    t.strip_prefix(".loc")
+        .is_some_and(|r| r.starts_with(char::is_whitespace))
+}
+
 /// `.loc file line col[, function_name ..., inlined_at f l c]`: (file, line, and the
 /// `inlined_at` file and line, 0 where absent).
 fn parse_loc(t: &str, l: u32) -> Result<Loc, SimError> {
@@ -638,7 +649,7 @@ fn parse_body(raws: &[Raw], mut i: usize, loc: &mut Loc) -> Result<(Vec<Item>, u
     while i < raws.len() {
         match &raws[i] {
             Raw::Line(t, l) => {
-                if t.starts_with(".loc") {
+                if is_loc(t) {
                     *loc = parse_loc(t, *l)?;
                     resolve_caller(loc, &mut callers);
                 }
@@ -689,7 +700,11 @@ fn parse_body(raws: &[Raw], mut i: usize, loc: &mut Loc) -> Result<(Vec<Item>, u
 }
 
 fn parse_stmt(t: &str, line: u32, loc: Loc) -> Result<Vec<Item>, SimError> {
-    let t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut t = t.split_whitespace().collect::<Vec<_>>().join(" ");
+    // `.reg.b32 f;` (no space before the type), as cuda_fp16.h's inline assembly writes it.
+    if let Some(r) = t.strip_prefix(".reg.") {
+        t = format!(".reg .{r}");
+    }
     if let Some(rest) = t.strip_prefix(".reg ") {
         // `.reg .b32 %r<10>` or `.reg .pred p, q`
         let mut words = rest.split_whitespace();

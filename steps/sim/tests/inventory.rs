@@ -148,7 +148,7 @@ fn an_instruction_not_modelled_is_an_error_naming_it_and_its_line() {
     // A modifier the simulator does not model is refused too, not ignored.
     let ptx2 = ptx.replace(
         "tex.1d.v4.s32.s32 {%r1, %r1, %r1, %r1}, [%r2, {%r1}]",
-        "add.cc.u32 %r1, %r1, %r2",
+        "mul.lo.sat.u32 %r1, %r1, %r2",
     );
     assert!(matches!(
         Program::parse(&ptx2),
