@@ -33,6 +33,22 @@ pub enum SimError {
     },
     /// The launch or its parameters do not fit the kernel.
     Launch(String),
+    /// A device `assert` failed (NVVM's call of `__assertfail`): the kernel traps, as on a GPU,
+    /// where the CUDA runtime prints the same facts (`file:line: function: block: [..],
+    /// thread: [..] Assertion `message` failed.`) and the launch fails with
+    /// `cudaErrorAssert`.
+    Assert {
+        /// The asserted expression as written in the source.
+        message: String,
+        file: String,
+        line: u32,
+        function: String,
+        /// blockIdx and threadIdx of the failing thread.
+        block: [u32; 3],
+        thread: [u32; 3],
+        ptx_line: u32,
+        source_line: u32,
+    },
 }
 
 impl fmt::Display for SimError {
@@ -79,6 +95,20 @@ impl fmt::Display for SimError {
                 "fault in CTA {cta}, warp {warp}, lane {lane}, PTX line {ptx_line} (source line {source_line}): {detail}"
             ),
             SimError::Launch(d) => write!(f, "launch: {d}"),
+            SimError::Assert {
+                message,
+                file,
+                line,
+                function,
+                block,
+                thread,
+                ptx_line,
+                ..
+            } => write!(
+                f,
+                "assertion failed: {message} at {file}:{line} in {function}, block [{},{},{}], thread [{},{},{}] (PTX line {ptx_line})",
+                block[0], block[1], block[2], thread[0], thread[1], thread[2]
+            ),
         }
     }
 }

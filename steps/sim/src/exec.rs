@@ -102,7 +102,7 @@ impl<'a> Machine<'a> {
             Opd::Imm(v) => *v,
             Opd::NotReg(r) => (self.threads[t as usize].regs[*r as usize] == 0) as u64,
             Opd::Sreg(s) => self.sreg(t, *s),
-            Opd::Sym(s) => self.sym_value(*s),
+            Opd::Sym(s) => self.sym_value(t, *s),
             Opd::Addr(b, off) => self.base_value(t, b).wrapping_add(*off as u64),
             _ => 0,
         }
@@ -119,16 +119,17 @@ impl<'a> Machine<'a> {
         match b {
             Base::None => 0,
             Base::Reg(r) => self.threads[t as usize].regs[*r as usize],
-            Base::Sym(s) => self.sym_value(*s),
+            Base::Sym(s) => self.sym_value(t, *s),
         }
     }
 
-    fn sym_value(&self, s: Sym) -> u64 {
+    fn sym_value(&self, t: u32, s: Sym) -> u64 {
         match s {
             Sym::Param(o) => o as u64,
             Sym::Shared(o) => (SMEM_RESERVED + o) as u64,
             Sym::SharedDynamic => self.dyn_off as u64,
-            Sym::Local(o) => o as u64,
+            // In the current function's frame (`calls.rs`).
+            Sym::Local(o) => self.threads[t as usize].frame as u64 + o as u64,
             Sym::Global(i) => self.globals.get(i as usize).copied().unwrap_or(0),
         }
     }
@@ -209,7 +210,13 @@ impl<'a> Machine<'a> {
     }
 
     /// Resolve `addr` in `space` for thread `t`: where the bytes are.
-    fn resolve(&self, t: u32, space: Space, addr: u64, len: u32) -> Result<Loc, SimError> {
+    pub(crate) fn resolve(
+        &self,
+        t: u32,
+        space: Space,
+        addr: u64,
+        len: u32,
+    ) -> Result<Loc, SimError> {
         match space {
             Space::Global | Space::Const => Ok(Loc::Global(addr)),
             Space::Shared | Space::SharedCluster => {
@@ -239,7 +246,7 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn read_bytes(&mut self, t: u32, loc: Loc, out: &mut [u8]) -> Result<(), SimError> {
+    pub(crate) fn read_bytes(&mut self, t: u32, loc: Loc, out: &mut [u8]) -> Result<(), SimError> {
         let n = out.len();
         match loc {
             Loc::Global(a) => {
@@ -296,7 +303,7 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
+    pub(crate) fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
         let n = data.len();
         match loc {
             Loc::Global(a) => {
@@ -722,6 +729,15 @@ impl<'a> Machine<'a> {
                     }
                     _ => return Err(self.unsupported(ins)),
                 }
+            }
+            Op::Ret if !self.threads[t as usize].calls.is_empty() => {
+                self.count(t, ins);
+                self.exec_ret(t);
+                next = false;
+            }
+            Op::Call { .. } => {
+                self.count(t, ins);
+                next = self.exec_call(t, ins)?;
             }
             Op::Ret | Op::Exit => {
                 self.count(t, ins);
@@ -2428,6 +2444,9 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
         bulk_groups: VecDeque::new(),
         prio: 0,
         executed: vec![0; k.opcodes.len()],
+        frame: 0,
+        func: 0,
+        calls: Vec::new(),
     }
 }
 

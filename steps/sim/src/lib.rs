@@ -69,15 +69,19 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+mod calls;
 mod deadlock;
 pub mod decode;
 pub mod error;
 mod exec;
+mod forms;
 mod glue;
 mod launch;
+mod link;
 mod machine;
 pub mod mem;
 pub mod parse;
+pub mod printf;
 mod report;
 mod rule_state;
 mod rules;
@@ -134,6 +138,9 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
 pub struct Stopped {
     pub error: SimError,
     pub trace: Vec<String>,
+    /// Device printf output before the stop (as [`RunReport::printf`]), e.g. what a kernel
+    /// printed before its `assert` failed.
+    pub printf: Vec<String>,
 }
 
 /// [`run`], keeping the trace of a run that stopped.
@@ -146,12 +153,21 @@ pub fn run_traced(
     let no_trace = |error| Stopped {
         error,
         trace: Vec::new(),
+        printf: Vec::new(),
     };
     check_launch(p, l).map_err(no_trace)?;
     let k = p
         .kernel(&l.kernel)
         .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))
         .map_err(no_trace)?;
+    if k.local_bytes > link::LOCAL_BYTES_LIMIT {
+        return Err(no_trace(SimError::Launch(format!(
+            "kernel {} needs {} bytes of local memory per thread: a thread may have at most {} (512 KiB)",
+            k.name,
+            k.local_bytes,
+            link::LOCAL_BYTES_LIMIT
+        ))));
+    }
     let (params, maps) = exec::build_params(k, l).map_err(no_trace)?;
     let globals = exec::globals_addrs(p, dev);
     let dyn_off = (exec::SMEM_RESERVED + p.static_shared_bytes)
@@ -215,7 +231,12 @@ pub fn run_traced(
                         trace.push(format!("{:>10} stopped: {first}", m.steps));
                         trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
                     }
-                    return Err(Stopped { error, trace });
+                    let printf = std::mem::take(&mut m.report.printf);
+                    return Err(Stopped {
+                        error,
+                        trace,
+                        printf,
+                    });
                 }
                 m.report.clusters += 1;
             }
