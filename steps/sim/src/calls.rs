@@ -271,7 +271,7 @@ impl Machine<'_> {
         };
         let th = &self.threads[t as usize];
         let cta = &self.ctas[th.cta as usize];
-        SimError::Assert {
+        SimError::Assert(Box::new(crate::error::Assertion {
             message,
             file,
             line,
@@ -280,6 +280,6 @@ impl Machine<'_> {
             thread: th.tid,
             ptx_line: ins.ptx_line,
             source_line: self.src_line(ins),
-        }
+        }))
     }
 }

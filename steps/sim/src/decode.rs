@@ -701,8 +701,12 @@ pub(crate) struct Placement<'a> {
     pub pc_base: u32,
     /// Every function of the kernel by name: (index in `Kernel::funcs`, its parameters and
     /// return values as (frame offset, bytes)).
-    pub funcs: &'a HashMap<String, (u32, Vec<(u32, u32)>, Vec<(u32, u32)>)>,
+    pub funcs: &'a FuncTable,
 }
+
+/// Every function of a kernel by name: (index in `Kernel::funcs`, its parameters and return
+/// values as (frame offset, bytes)).
+pub(crate) type FuncTable = HashMap<String, (u32, Vec<(u32, u32)>, Vec<(u32, u32)>)>;
 
 /// A kernel's code under construction: the functions of one kernel share it.
 #[derive(Default)]
@@ -823,7 +827,8 @@ pub(crate) fn decode_function(
         params: pmap,
     };
     let reg_base = out.reg_names.len() as u32;
-    let mut local_bytes = formal_bytes as u64;
+    // An entry's parameters are the kernel's (not in its frame); a `.func`'s come first in it.
+    let mut local_bytes = if f.is_entry { 0 } else { formal_bytes as u64 };
     let labels = scoped_labels(f, at.pc_base)?;
     let mut blocks = vec![0usize];
     let mut next_block = 0usize;

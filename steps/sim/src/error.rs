@@ -37,18 +37,22 @@ pub enum SimError {
     /// where the CUDA runtime prints the same facts (`file:line: function: block: [..],
     /// thread: [..] Assertion `message` failed.`) and the launch fails with
     /// `cudaErrorAssert`.
-    Assert {
-        /// The asserted expression as written in the source.
-        message: String,
-        file: String,
-        line: u32,
-        function: String,
-        /// blockIdx and threadIdx of the failing thread.
-        block: [u32; 3],
-        thread: [u32; 3],
-        ptx_line: u32,
-        source_line: u32,
-    },
+    Assert(Box<Assertion>),
+}
+
+/// A failed device `assert`: what `__assertfail` was given, and who failed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assertion {
+    /// The asserted expression as written in the source.
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+    /// blockIdx and threadIdx of the failing thread.
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    pub ptx_line: u32,
+    pub source_line: u32,
 }
 
 impl fmt::Display for SimError {
@@ -95,19 +99,20 @@ impl fmt::Display for SimError {
                 "fault in CTA {cta}, warp {warp}, lane {lane}, PTX line {ptx_line} (source line {source_line}): {detail}"
             ),
             SimError::Launch(d) => write!(f, "launch: {d}"),
-            SimError::Assert {
-                message,
-                file,
-                line,
-                function,
-                block,
-                thread,
-                ptx_line,
-                ..
-            } => write!(
+            SimError::Assert(a) => write!(
                 f,
-                "assertion failed: {message} at {file}:{line} in {function}, block [{},{},{}], thread [{},{},{}] (PTX line {ptx_line})",
-                block[0], block[1], block[2], thread[0], thread[1], thread[2]
+                "assertion failed: {} at {}:{} in {}, block [{},{},{}], thread [{},{},{}] (PTX line {})",
+                a.message,
+                a.file,
+                a.line,
+                a.function,
+                a.block[0],
+                a.block[1],
+                a.block[2],
+                a.thread[0],
+                a.thread[1],
+                a.thread[2],
+                a.ptx_line
             ),
         }
     }

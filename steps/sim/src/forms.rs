@@ -30,21 +30,17 @@ pub(crate) fn modelled(op: &Op, args: &[Opd]) -> Result<(), &'static str> {
             Err("arithmetic on predicates")
         }
         // Float operations that are not arithmetic on floats in PTX.
-        Op::Bin(b, Ty::F32 | Ty::F64)
-            if matches!(
-                b,
-                Bin::Rem
-                    | Bin::And
-                    | Bin::Or
-                    | Bin::Xor
-                    | Bin::Shl
-                    | Bin::Shr
-                    | Bin::MulHi
-                    | Bin::MulWide
-            ) =>
-        {
-            Err("this operation on a float type")
-        }
+        Op::Bin(
+            Bin::Rem
+            | Bin::And
+            | Bin::Or
+            | Bin::Xor
+            | Bin::Shl
+            | Bin::Shr
+            | Bin::MulHi
+            | Bin::MulWide,
+            Ty::F32 | Ty::F64,
+        ) => Err("this operation on a float type"),
         Op::Un(u, Ty::F32 | Ty::F64) if !matches!(u, Un::Neg | Un::Abs) => {
             Err("this operation on a float type")
         }

@@ -89,7 +89,7 @@ pub mod sched;
 pub mod units;
 
 pub use decode::Program;
-pub use error::SimError;
+pub use error::{Assertion, SimError};
 pub use launch::{Launch, Options, Param};
 pub use mem::Device;
 pub use report::RunReport;
