@@ -1273,7 +1273,10 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                     "cc",
                 ],
             )?;
-            if has("cc") || (has("sat") && !ty.is_some_and(Ty::float)) {
+            // bin() rounds float results to nearest and never saturates: directed rounding
+            // and `.sat` of float arithmetic are refused rather than computed differently.
+            let directed = has("rz") || has("rm") || has("rp");
+            if has("cc") || has("sat") || (directed && ty.is_some_and(Ty::float)) {
                 return Err(unsupported(s));
             }
             let t = need_ty()?;

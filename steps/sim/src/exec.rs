@@ -964,6 +964,9 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
+    /// A form the interpreter does not run. Unreachable for a decoded program: `forms.rs`
+    /// refuses every such form when the module is decoded; kept so a gap there is an error,
+    /// never a wrong result.
     pub fn unsupported(&self, ins: &Instr) -> SimError {
         SimError::Unsupported {
             opcode: self.k.opcodes[ins.key as usize].clone(),

@@ -60,13 +60,33 @@
 //! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
 //! `tcgen05.wait::ld`), which only the simulator checks.
 //!
+//! # Functions, local memory, printf and assert
+//! A kernel's code is its entry then every `.func` it calls (`link.rs`); `call`/`ret` keep a
+//! per-thread call stack, each activation with its own registers and its own frame in the
+//! thread's local memory (`.local` arrays, `__local_depot`/`%SP`/`%SPL`, call-site `.param`
+//! variables), reachable by `ld.local`/`st.local` and by generic addresses (`cvta.local`). A
+//! thread's local memory is bounded at 512 KiB (CUDA's limit: a larger entry frame is a launch
+//! error, a deeper call a fault) and calls nest at most 1024 deep (`link::MAX_CALL_DEPTH`).
+//! Device `printf` (NVVM's `vprintf`) is formatted as the host C library does and kept in
+//! [`RunReport::printf`] (and [`Stopped::printf`]), bounded like the GPU's 1 MiB FIFO: the
+//! oldest output goes first, counted in `printf_dropped`. A failing `assert` (`__assertfail`)
+//! ends the run with [`SimError::Assert`]. Labels and declarations are scoped to their `{ }`
+//! block (an inlined `asm` loop jumps to its own copy of its label); an undefined or ambiguous
+//! branch target is a decode error.
+//!
 //! # Not modelled (an error naming the instruction, never a silent skip)
-//! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
+//! Every form is refused when the module is decoded (`forms.rs`), naming the instruction, its
+//! PTX line and its source line: indirect calls (through a register or a `.callprototype`),
+//! calls of external functions other than `vprintf` and `__assertfail` (device `malloc`,
+//! `free`, ...), call arguments not in `.param` variables, half-precision arithmetic and
+//! comparisons (`add.f16`, `setp.f16`...), float `atom.add` other than `.f32`, textures and
+//! surfaces, `tcgen05.cp` other than `.cta_group::1` with the
 //! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
 //! encodings), `tcgen05.ld`/`st` shapes other than `.32x32b`, `cp.async.bulk` without a tensor
-//! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`), and
-//! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
+//! map, `cp.async` (non-bulk), `wgmma`, `mma.sync`, `ldmatrix`, carry arithmetic (`.cc`),
+//! `.sat` arithmetic, and directed rounding (`.rz`/`.rm`/`.rp`) of float `add`/`sub`/`mul`/
+//! `div`. `.ftz` is accepted and not applied (subnormal results are kept, not flushed). Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
 mod calls;

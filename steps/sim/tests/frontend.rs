@@ -532,7 +532,11 @@ fn with_instruction(ins: &str) -> String {
 /// computed as an integer add) and a conversion exec refused part-way through a run.
 #[test]
 fn an_unsupported_form_is_refused_at_decode_with_its_ptx_and_source_lines() {
-    for ins in ["add.f16 %rs1, %rs2, %rs3;", "cvt.rni.f16.f32 %rs1, %r1;"] {
+    for ins in [
+        "add.f16 %rs1, %rs2, %rs3;",
+        "cvt.rni.f16.f32 %rs1, %r1;",
+        "add.rz.f32 %r2, %r1, %r1;",
+    ] {
         let e = Program::parse(&with_instruction(ins)).unwrap_err();
         let op = ins.split(' ').next().unwrap();
         match &e {
