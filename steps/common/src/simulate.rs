@@ -323,6 +323,7 @@ pub fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
         E::StepLimit { .. } => ("step-limit", None),
         E::Launch(_) => ("launch", None),
         E::Parse { .. } => ("parse", None),
+        E::Assert(_) => ("assert", None),
     };
     SimFailure {
         kind,

@@ -470,6 +470,24 @@ pub enum Op {
     Alu(crate::alu::Alu),
     /// `redux.sync`, `match.sync`: warp collectives of [`crate::alu`].
     WarpAlu(crate::alu::WarpAlu),
+    /// `call[.uni] (rets), target, (args)`: `rets` and `args` are the caller's `.param`
+    /// variables, as (offset in the caller's frame, bytes); see `calls.rs`.
+    Call {
+        target: CallTarget,
+        rets: Vec<(u32, u32)>,
+        args: Vec<(u32, u32)>,
+    },
+}
+
+/// What a `call` calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallTarget {
+    /// A `.func` of the module: index into [`Kernel::funcs`].
+    Func(u32),
+    /// CUDA's `printf`, which NVVM lowers to `vprintf(format, args)`.
+    Vprintf,
+    /// CUDA's `assert` failing: `__assertfail(message, file, line, function, char_size)`.
+    AssertFail,
 }
 
 /// The memory-ordering semantics of an atomic (PTX ISA "Memory Consistency Model"): `.relaxed`
@@ -518,6 +536,24 @@ pub struct Instr {
     pub key: u32,
 }
 
+/// A function of a kernel's code: the entry (index 0) or a `.func` it calls, directly or not.
+#[derive(Debug, Clone)]
+pub struct FuncInfo {
+    pub name: String,
+    /// First instruction in [`Kernel::code`].
+    pub pc: u32,
+    /// Its registers: `reg_base..reg_base + nregs` of the thread's register file (saved and
+    /// restored around a call, so a recursive activation has its own).
+    pub reg_base: u32,
+    pub nregs: u32,
+    /// Bytes of its local frame: parameters, return values, `.local` and call-site `.param`
+    /// variables.
+    pub frame_bytes: u32,
+    /// (offset in its frame, bytes) of each parameter and return value.
+    pub params: Vec<(u32, u32)>,
+    pub rets: Vec<(u32, u32)>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ParamInfo {
     pub name: String,
@@ -534,9 +570,12 @@ pub struct Kernel {
     pub nregs: u32,
     pub reg_names: Vec<String>,
     pub code: Vec<Instr>,
+    /// Bytes of the entry's local frame (`funcs[0].frame_bytes`).
     pub local_bytes: u32,
     /// Distinct opcode strings (with modifiers) of `code`.
     pub opcodes: Vec<String>,
+    /// The entry (index 0) and every `.func` it may call, laid out one after another in `code`.
+    pub funcs: Vec<FuncInfo>,
 }
 
 /// A module-level `.global`/`.const` variable.
@@ -574,9 +613,13 @@ impl Program {
     }
 }
 
-struct ModuleSyms {
+pub(crate) struct ModuleSyms {
     shared: HashMap<String, Sym>,
     globals: HashMap<String, u32>,
+    /// `.shared` variables declared inside function bodies: (function index, item index) to
+    /// offset in the static layout; their names are scoped to their block.
+    body_shared: HashMap<(usize, usize), u32>,
+    files: HashMap<u32, String>,
 }
 
 fn decode_module(m: &Module) -> Result<Program, SimError> {
@@ -625,17 +668,38 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
             globals[gi as usize].addresses.push((*off, target));
         }
     }
+    // `.shared` variables declared in a function body (NVVM writes every `__shared__` of a
+    // kernel there, "demoted" from module scope) are static shared memory like the module's:
+    // one place each in the CTA's layout, visible by name only in their block (PTX ISA, "Shared
+    // State Space" allows `.shared` declarations at function scope).
+    let mut body_shared = HashMap::new();
+    for (fi, f) in m.functions.iter().enumerate() {
+        for (ii, it) in f.body.iter().enumerate() {
+            if let Item::Var {
+                space,
+                bytes,
+                align,
+                ..
+            } = it
+            {
+                if space == "shared" {
+                    static_bytes = static_bytes.next_multiple_of((*align).max(1));
+                    body_shared.insert((fi, ii), static_bytes as u32);
+                    static_bytes += bytes;
+                }
+            }
+        }
+    }
     let syms = ModuleSyms {
         shared,
         globals: gmap,
+        body_shared,
+        files: m.files.clone(),
     };
     let mut kernels = Vec::new();
-    for f in &m.functions {
+    for (fi, f) in m.functions.iter().enumerate() {
         if f.is_entry {
-            kernels.push(decode_function(f, &syms)?);
-        } else if !f.body.is_empty() {
-            // Device functions are inlined by NVRTC for these kernels; a call is refused when
-            // decoded, so a `.func` body alone is harmless.
+            kernels.push(crate::link::link_kernel(m, fi, &syms)?);
         }
     }
     Ok(Program {
@@ -647,60 +711,173 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
     })
 }
 
-struct Scope {
+pub(crate) struct Scope {
     regs: Vec<HashMap<String, u32>>,
-    locals: HashMap<String, Sym>,
+    /// Variables declared in the body, innermost block last: `.local` and `.param` ones are
+    /// (`Sym::Local` offset in the frame, bytes); `.shared` ones `Sym::Shared`.
+    locals: Vec<HashMap<String, (Sym, u64)>>,
     params: HashMap<String, u32>,
 }
 
 impl Scope {
-    fn reg(&self, name: &str) -> Option<u32> {
+    pub(crate) fn reg(&self, name: &str) -> Option<u32> {
         self.regs.iter().rev().find_map(|m| m.get(name).copied())
+    }
+    pub(crate) fn local(&self, name: &str) -> Option<(Sym, u64)> {
+        self.locals.iter().rev().find_map(|m| m.get(name).copied())
     }
 }
 
-fn decode_function(f: &Function, syms: &ModuleSyms) -> Result<Kernel, SimError> {
-    let mut params = Vec::new();
+/// Where a function goes in its kernel's code, and how a call reaches it.
+pub(crate) struct Placement<'a> {
+    pub index: usize,
+    pub pc_base: u32,
+    /// Every function of the kernel by name: (index in `Kernel::funcs`, its parameters and
+    /// return values as (frame offset, bytes)).
+    pub funcs: &'a FuncTable,
+}
+
+/// Every function of a kernel by name: (index in `Kernel::funcs`, its parameters and return
+/// values as (frame offset, bytes)).
+pub(crate) type FuncTable = HashMap<String, (u32, Vec<(u32, u32)>, Vec<(u32, u32)>)>;
+
+/// A kernel's code under construction: the functions of one kernel share it.
+#[derive(Default)]
+pub(crate) struct Build {
+    pub code: Vec<Instr>,
+    pub reg_names: Vec<String>,
+    pub opcodes: Vec<String>,
+    pub opkeys: HashMap<String, u32>,
+}
+
+/// The frame layout of a function's parameters and return values (a `.func`'s live in its
+/// local frame; an entry's are the kernel parameters): (rets, params, bytes).
+pub(crate) type Formals = (Vec<(u32, u32)>, Vec<(u32, u32)>, u32);
+
+pub(crate) fn formals(f: &Function) -> Formals {
     let mut off = 0u32;
-    let mut pmap = HashMap::new();
-    for p in &f.params {
+    let mut place = |p: &parse::ParamDecl| {
         off = off.next_multiple_of(p.align.max(1));
-        pmap.insert(p.name.clone(), off);
-        params.push(ParamInfo {
-            name: p.name.clone(),
-            offset: off,
-            bytes: p.bytes,
-        });
+        let o = off;
         off += p.bytes;
-    }
-    let mut scope = Scope {
-        regs: vec![HashMap::new()],
-        locals: HashMap::new(),
-        params: pmap,
+        (o, p.bytes)
     };
-    let mut reg_names = Vec::new();
-    let mut local_bytes = 0u64;
-    // Pass 1: labels to instruction indices, scopes, declarations; keep statements with the
-    // scope depth they were declared in so registers resolve as in pass 2.
-    let mut labels: HashMap<String, u32> = HashMap::new();
-    let mut n = 0u32;
+    let rets = f.rets.iter().map(&mut place).collect();
+    let params = f.params.iter().map(&mut place).collect();
+    (rets, params, off)
+}
+
+/// The labels of a body by block: PTX scopes a label, like a variable, to the `{ }` block that
+/// declares it and the blocks nested in it (PTX ISA, "Statements" and "Scope": a block opens a
+/// scope, and the same name may be declared in several blocks). Returns, for each block in
+/// order of its `{` (block 0 is the body), the labels visible in it as (name, pc): its own
+/// and, unless shadowed, its enclosing blocks'.
+fn scoped_labels(f: &Function, pc_base: u32) -> Result<Vec<HashMap<String, u32>>, SimError> {
+    let mut own: Vec<HashMap<String, u32>> = vec![HashMap::new()];
+    let mut parent = vec![0usize];
+    let mut stack = vec![0usize];
+    let mut n = pc_base;
     for it in &f.body {
         match it {
+            Item::Open => {
+                parent.push(*stack.last().unwrap_or(&0));
+                own.push(HashMap::new());
+                stack.push(own.len() - 1);
+            }
+            Item::Close => {
+                stack.pop();
+            }
             Item::Label(l) => {
-                labels.insert(l.clone(), n);
+                let b = *stack.last().unwrap_or(&0);
+                if own[b].insert(l.clone(), n).is_some() {
+                    return Err(SimError::Parse {
+                        ptx_line: 0,
+                        detail: format!(
+                            "label {l} is defined twice in the same block of {}: a branch to it would be ambiguous",
+                            f.name
+                        ),
+                    });
+                }
             }
             Item::Stmt(_) => n += 1,
             _ => {}
         }
     }
-    let mut code = Vec::new();
-    let mut opcodes: Vec<String> = Vec::new();
-    let mut opkeys: HashMap<String, u32> = HashMap::new();
-    for it in &f.body {
+    // Blocks open in order, so a block's parent is complete before it.
+    let mut visible: Vec<HashMap<String, u32>> = Vec::with_capacity(own.len());
+    for b in 0..own.len() {
+        let mut v = if b == 0 {
+            HashMap::new()
+        } else {
+            visible[parent[b]].clone()
+        };
+        v.extend(own[b].drain());
+        visible.push(v);
+    }
+    Ok(visible)
+}
+
+/// Decode function `f` (index `at.index` of the module) into `out`, its first instruction at
+/// `at.pc_base`: returns its [`FuncInfo`].
+pub(crate) fn decode_function(
+    f: &Function,
+    syms: &ModuleSyms,
+    at: &Placement<'_>,
+    out: &mut Build,
+) -> Result<(FuncInfo, Vec<ParamInfo>, u32), SimError> {
+    let mut params = Vec::new();
+    let mut off = 0u32;
+    let mut pmap = HashMap::new();
+    let mut root_locals = HashMap::new();
+    let (frets, fparams, formal_bytes) = formals(f);
+    if f.is_entry {
+        for p in &f.params {
+            off = off.next_multiple_of(p.align.max(1));
+            pmap.insert(p.name.clone(), off);
+            params.push(ParamInfo {
+                name: p.name.clone(),
+                offset: off,
+                bytes: p.bytes,
+            });
+            off += p.bytes;
+        }
+    } else {
+        // A `.func`'s parameters and return values are in its frame (PTX ISA, "Kernel and
+        // Function Directives: .func": a function's `.param` variables are its caller's
+        // arguments, read with ld.param and written with st.param).
+        for (p, &(o, b)) in f
+            .params
+            .iter()
+            .zip(&fparams)
+            .chain(f.rets.iter().zip(&frets))
+        {
+            root_locals.insert(p.name.clone(), (Sym::Local(o), b as u64));
+        }
+    }
+    let mut scope = Scope {
+        regs: vec![HashMap::new()],
+        locals: vec![root_locals],
+        params: pmap,
+    };
+    let reg_base = out.reg_names.len() as u32;
+    // An entry's parameters are the kernel's (not in its frame); a `.func`'s come first in it.
+    let mut local_bytes = if f.is_entry { 0 } else { formal_bytes as u64 };
+    let labels = scoped_labels(f, at.pc_base)?;
+    let mut blocks = vec![0usize];
+    let mut next_block = 0usize;
+    let src = |s: &Stmt| source_of(s, &syms.files);
+    for (ii, it) in f.body.iter().enumerate() {
         match it {
-            Item::Open => scope.regs.push(HashMap::new()),
+            Item::Open => {
+                next_block += 1;
+                blocks.push(next_block);
+                scope.regs.push(HashMap::new());
+                scope.locals.push(HashMap::new());
+            }
             Item::Close => {
+                blocks.pop();
                 scope.regs.pop();
+                scope.locals.pop();
             }
             Item::Label(_) => {}
             Item::Reg {
@@ -714,13 +891,13 @@ fn decode_function(f: &Function, syms: &ModuleSyms) -> Result<Kernel, SimError> 
                     Some(c) => {
                         for i in 0..*c {
                             let full = format!("{name}{i}");
-                            top.insert(full.clone(), reg_names.len() as u32);
-                            reg_names.push(full);
+                            top.insert(full.clone(), out.reg_names.len() as u32);
+                            out.reg_names.push(full);
                         }
                     }
                     None => {
-                        top.insert(name.clone(), reg_names.len() as u32);
-                        reg_names.push(name.clone());
+                        top.insert(name.clone(), out.reg_names.len() as u32);
+                        out.reg_names.push(name.clone());
                     }
                 }
             }
@@ -731,43 +908,97 @@ fn decode_function(f: &Function, syms: &ModuleSyms) -> Result<Kernel, SimError> 
                 align,
                 line,
             } => {
-                if space == "local" {
-                    local_bytes = local_bytes.next_multiple_of((*align).max(1));
-                    scope
-                        .locals
-                        .insert(name.clone(), Sym::Local(local_bytes as u32));
-                    local_bytes += bytes;
-                } else {
-                    return Err(SimError::Unsupported {
-                        opcode: format!("a `.shared` variable declared inside a function ({name})"),
-                        ptx_line: *line,
-                    });
-                }
+                let sym = match space.as_str() {
+                    "local" | "param" => {
+                        local_bytes = local_bytes.next_multiple_of((*align).max(1));
+                        let o = Sym::Local(local_bytes as u32);
+                        local_bytes += bytes;
+                        o
+                    }
+                    _ => match syms.body_shared.get(&(at.index, ii)) {
+                        Some(&o) => Sym::Shared(o),
+                        None => {
+                            return Err(SimError::Unsupported {
+                                opcode: format!(
+                                    "a `.{space}` variable declared inside a function ({name})"
+                                ),
+                                ptx_line: *line,
+                            })
+                        }
+                    },
+                };
+                let top = scope.locals.last_mut().expect("scope stack is never empty");
+                top.insert(name.clone(), (sym, *bytes));
             }
             Item::Stmt(s) => {
-                let key = match opkeys.get(&s.opcode) {
+                let key = match out.opkeys.get(&s.opcode) {
                     Some(k) => *k,
                     None => {
-                        let k = opcodes.len() as u32;
-                        opcodes.push(s.opcode.clone());
-                        opkeys.insert(s.opcode.clone(), k);
+                        let k = out.opcodes.len() as u32;
+                        out.opcodes.push(s.opcode.clone());
+                        out.opkeys.insert(s.opcode.clone(), k);
                         k
                     }
                 };
-                code.push(decode_stmt(s, &scope, syms, &labels, key)?);
+                let visible = &labels[*blocks.last().unwrap_or(&0)];
+                let ins = crate::link::decode_in_function(s, &scope, syms, visible, at, f, key)
+                    .map_err(|e| with_source(e, src(s)))?;
+                out.code.push(ins);
             }
         }
     }
-    Ok(Kernel {
+    let info = FuncInfo {
         name: f.name.clone(),
-        params,
-        param_bytes: off,
-        nregs: reg_names.len() as u32,
-        reg_names,
-        code,
-        local_bytes: local_bytes as u32,
-        opcodes,
+        pc: at.pc_base,
+        reg_base,
+        nregs: out.reg_names.len() as u32 - reg_base,
+        frame_bytes: local_bytes.min(u32::MAX as u64) as u32,
+        params: fparams,
+        rets: frets,
+    };
+    Ok((info, params, off))
+}
+
+/// The source position of statement `s` from its `.loc` (and `.file`), as a learner reads it:
+/// the kernel's own line, and the inlined function's line when it differs.
+pub(crate) fn source_of(s: &Stmt, files: &HashMap<u32, String>) -> Option<String> {
+    if s.loc.line == 0 {
+        return None;
+    }
+    let name = |f: u32| {
+        files
+            .get(&f)
+            .map(|p| p.rsplit('/').next().unwrap_or(p).to_string())
+            .unwrap_or_else(|| format!("file {f}"))
+    };
+    Some(if s.loc.caller_line != 0 {
+        format!(
+            "source {}:{} (inlined from {}:{})",
+            name(s.loc.caller_file),
+            s.loc.caller_line,
+            name(s.loc.file),
+            s.loc.line
+        )
+    } else {
+        format!("source {}:{}", name(s.loc.file), s.loc.line)
     })
+}
+
+/// A decode error of a statement, with the statement's source position added to what the
+/// simulator does not model: every refusal names the PTX line and, where `.loc` says, the
+/// source line.
+fn with_source(e: SimError, src: Option<String>) -> SimError {
+    match (e, src) {
+        (SimError::Unsupported { opcode, ptx_line }, Some(src)) => SimError::Unsupported {
+            opcode: format!("{opcode} ({src})"),
+            ptx_line,
+        },
+        (SimError::Parse { ptx_line, detail }, Some(src)) => SimError::Parse {
+            ptx_line,
+            detail: format!("{detail} ({src})"),
+        },
+        (e, _) => e,
+    }
 }
 
 fn unsupported(s: &Stmt) -> SimError {
@@ -861,7 +1092,7 @@ fn symbol(t: &str, scope: &Scope, syms: &ModuleSyms) -> Option<Sym> {
     if let Some(&o) = scope.params.get(t) {
         return Some(Sym::Param(o));
     }
-    if let Some(&l) = scope.locals.get(t) {
+    if let Some((l, _)) = scope.local(t) {
         return Some(l);
     }
     if let Some(&sh) = syms.shared.get(t) {
@@ -1085,7 +1316,10 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                     "cc",
                 ],
             )?;
-            if has("cc") || (has("sat") && !ty.is_some_and(Ty::float)) {
+            // bin() rounds float results to nearest and never saturates: directed rounding
+            // and `.sat` of float arithmetic are refused rather than computed differently.
+            let directed = has("rz") || has("rm") || has("rp");
+            if has("cc") || has("sat") || (directed && ty.is_some_and(Ty::float)) {
                 return Err(unsupported(s));
             }
             let t = need_ty()?;
@@ -1690,6 +1924,8 @@ fn arity(op: &Op) -> (usize, usize) {
         Op::Atom { .. } => (3, 3),
         Op::Alu(x) => x.arity(),
         Op::WarpAlu(_) => (3, 3),
+        // Its operands are in the op (the caller's `.param` variables).
+        Op::Call { .. } => (0, 0),
     }
 }
 
@@ -1764,7 +2000,7 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
     Ok(())
 }
 
-fn decode_stmt(
+pub(crate) fn decode_stmt(
     s: &Stmt,
     scope: &Scope,
     syms: &ModuleSyms,
@@ -1788,6 +2024,12 @@ fn decode_stmt(
         .map(|o| operand(o, s, scope, syms, labels))
         .collect::<Result<Vec<_>, _>>()?;
     check_operands(s, &op, &args)?;
+    if let Err(why) = crate::forms::modelled(&op, &args) {
+        return Err(SimError::Unsupported {
+            opcode: format!("{} ({why})", s.opcode),
+            ptx_line: s.line,
+        });
+    }
     Ok(Instr {
         op,
         guard,

@@ -33,6 +33,26 @@ pub enum SimError {
     },
     /// The launch or its parameters do not fit the kernel.
     Launch(String),
+    /// A device `assert` failed (NVVM's call of `__assertfail`): the kernel traps, as on a GPU,
+    /// where the CUDA runtime prints the same facts (`file:line: function: block: [..],
+    /// thread: [..] Assertion `message` failed.`) and the launch fails with
+    /// `cudaErrorAssert`.
+    Assert(Box<Assertion>),
+}
+
+/// A failed device `assert`: what `__assertfail` was given, and who failed it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Assertion {
+    /// The asserted expression as written in the source.
+    pub message: String,
+    pub file: String,
+    pub line: u32,
+    pub function: String,
+    /// blockIdx and threadIdx of the failing thread.
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    pub ptx_line: u32,
+    pub source_line: u32,
 }
 
 impl fmt::Display for SimError {
@@ -79,6 +99,21 @@ impl fmt::Display for SimError {
                 "fault in CTA {cta}, warp {warp}, lane {lane}, PTX line {ptx_line} (source line {source_line}): {detail}"
             ),
             SimError::Launch(d) => write!(f, "launch: {d}"),
+            SimError::Assert(a) => write!(
+                f,
+                "assertion failed: {} at {}:{} in {}, block [{},{},{}], thread [{},{},{}] (PTX line {})",
+                a.message,
+                a.file,
+                a.line,
+                a.function,
+                a.block[0],
+                a.block[1],
+                a.block[2],
+                a.thread[0],
+                a.thread[1],
+                a.thread[2],
+                a.ptx_line
+            ),
         }
     }
 }

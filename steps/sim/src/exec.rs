@@ -109,7 +109,7 @@ impl<'a> Machine<'a> {
             Opd::Imm(v) => *v,
             Opd::NotReg(r) => (self.threads[t as usize].regs[*r as usize] == 0) as u64,
             Opd::Sreg(s) => self.sreg(t, *s),
-            Opd::Sym(s) => self.sym_value(*s),
+            Opd::Sym(s) => self.sym_value(t, *s),
             Opd::Addr(b, off) => self.base_value(t, b).wrapping_add(*off as u64),
             _ => 0,
         }
@@ -126,16 +126,17 @@ impl<'a> Machine<'a> {
         match b {
             Base::None => 0,
             Base::Reg(r) => self.threads[t as usize].regs[*r as usize],
-            Base::Sym(s) => self.sym_value(*s),
+            Base::Sym(s) => self.sym_value(t, *s),
         }
     }
 
-    fn sym_value(&self, s: Sym) -> u64 {
+    fn sym_value(&self, t: u32, s: Sym) -> u64 {
         match s {
             Sym::Param(o) => o as u64,
             Sym::Shared(o) => (SMEM_RESERVED + o) as u64,
             Sym::SharedDynamic => self.dyn_off as u64,
-            Sym::Local(o) => o as u64,
+            // In the current function's frame (`calls.rs`).
+            Sym::Local(o) => self.threads[t as usize].frame as u64 + o as u64,
             Sym::Global(i) => self.globals.get(i as usize).copied().unwrap_or(0),
         }
     }
@@ -216,7 +217,13 @@ impl<'a> Machine<'a> {
     }
 
     /// Resolve `addr` in `space` for thread `t`: where the bytes are.
-    fn resolve(&self, t: u32, space: Space, addr: u64, len: u32) -> Result<Loc, SimError> {
+    pub(crate) fn resolve(
+        &self,
+        t: u32,
+        space: Space,
+        addr: u64,
+        len: u32,
+    ) -> Result<Loc, SimError> {
         match space {
             Space::Global | Space::Const => Ok(Loc::Global(addr)),
             Space::Shared | Space::SharedCluster => {
@@ -246,7 +253,7 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn read_bytes(&mut self, t: u32, loc: Loc, out: &mut [u8]) -> Result<(), SimError> {
+    pub(crate) fn read_bytes(&mut self, t: u32, loc: Loc, out: &mut [u8]) -> Result<(), SimError> {
         let n = out.len();
         match loc {
             Loc::Global(a) => {
@@ -306,7 +313,7 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
-    fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
+    pub(crate) fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
         let n = data.len();
         match loc {
             Loc::Global(a) => {
@@ -733,6 +740,15 @@ impl<'a> Machine<'a> {
                     _ => return Err(self.unsupported(ins)),
                 }
             }
+            Op::Ret if !self.threads[t as usize].calls.is_empty() => {
+                self.count(t, ins);
+                self.exec_ret(t);
+                next = false;
+            }
+            Op::Call { .. } => {
+                self.count(t, ins);
+                next = self.exec_call(t, ins)?;
+            }
             Op::Ret | Op::Exit => {
                 self.count(t, ins);
                 self.exit_thread(t)?;
@@ -943,6 +959,9 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
+    /// A form the interpreter does not run. Unreachable for a decoded program: `forms.rs`
+    /// refuses every such form when the module is decoded; kept so a gap there is an error,
+    /// never a wrong result.
     pub fn unsupported(&self, ins: &Instr) -> SimError {
         SimError::Unsupported {
             opcode: self.k.opcodes[ins.key as usize].clone(),
@@ -2430,6 +2449,9 @@ pub(crate) fn new_thread(k: &Kernel, cta: u32, lin: u32, block: [u32; 3]) -> Thr
         prio: 0,
         cc: false,
         executed: vec![0; k.opcodes.len()],
+        frame: 0,
+        func: 0,
+        calls: Vec::new(),
     }
 }
 

@@ -60,25 +60,47 @@
 //! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
 //! `tcgen05.wait::ld`), which only the simulator checks.
 //!
+//! # Functions, local memory, printf and assert
+//! A kernel's code is its entry then every `.func` it calls (`link.rs`); `call`/`ret` keep a
+//! per-thread call stack, each activation with its own registers and its own frame in the
+//! thread's local memory (`.local` arrays, `__local_depot`/`%SP`/`%SPL`, call-site `.param`
+//! variables), reachable by `ld.local`/`st.local` and by generic addresses (`cvta.local`). A
+//! thread's local memory is bounded at 512 KiB (CUDA's limit: a larger entry frame is a launch
+//! error, a deeper call a fault) and calls nest at most 1024 deep (`link::MAX_CALL_DEPTH`).
+//! Device `printf` (NVVM's `vprintf`) is formatted as the host C library does and kept in
+//! [`RunReport::printf`] (and [`Stopped::printf`]), bounded like the GPU's 1 MiB FIFO: the
+//! oldest output goes first, counted in `printf_dropped`. A failing `assert` (`__assertfail`)
+//! ends the run with [`SimError::Assert`]. Labels and declarations are scoped to their `{ }`
+//! block (an inlined `asm` loop jumps to its own copy of its label); an undefined or ambiguous
+//! branch target is a decode error.
+//!
 //! # Not modelled (an error naming the instruction, never a silent skip)
-//! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
+//! Every form is refused when the module is decoded (`forms.rs`), naming the instruction, its
+//! PTX line and its source line: indirect calls (through a register or a `.callprototype`),
+//! calls of external functions other than `vprintf` and `__assertfail` (device `malloc`,
+//! `free`, ...), call arguments not in `.param` variables, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
 //! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
 //! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
-//! encodings), `tcgen05.ld`/`st` with `.pack::16b`/`.unpack::16b`, `cp.async.bulk` without a tensor
-//! map, `wgmma`, `mma.sync` other than the floating-point m16n8k{4,8,16} forms, `ldmatrix` and
-//! `stmatrix` other than `.m8n8.b16`, carry arithmetic (`.cc`), and integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
+//! encodings), `tcgen05.ld`/`st` with `.pack::16b`/`.unpack::16b`, `cp.async.bulk` without a
+//! tensor map, `wgmma`, `mma.sync` other than the floating-point m16n8k{4,8,16} forms, `ldmatrix`
+//! and `stmatrix` other than `.m8n8.b16`. `.ftz` is accepted and not applied (subnormal results
+//! are kept, not flushed). Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;
+mod calls;
 mod deadlock;
 pub mod decode;
 pub mod error;
 mod exec;
+mod forms;
 mod glue;
 mod launch;
+mod link;
 mod machine;
 pub mod mem;
 pub mod parse;
+pub mod printf;
 mod report;
 mod rule_state;
 mod rules;
@@ -86,7 +108,7 @@ pub mod sched;
 pub mod units;
 
 pub use decode::Program;
-pub use error::SimError;
+pub use error::{Assertion, SimError};
 pub use launch::{Launch, Options, Param};
 pub use mem::Device;
 pub use report::RunReport;
@@ -135,6 +157,9 @@ pub fn run(p: &Program, dev: &mut Device, l: &Launch, o: &Options) -> Result<Run
 pub struct Stopped {
     pub error: SimError,
     pub trace: Vec<String>,
+    /// Device printf output before the stop (as [`RunReport::printf`]), e.g. what a kernel
+    /// printed before its `assert` failed.
+    pub printf: Vec<String>,
 }
 
 /// [`run`], keeping the trace of a run that stopped.
@@ -147,12 +172,21 @@ pub fn run_traced(
     let no_trace = |error| Stopped {
         error,
         trace: Vec::new(),
+        printf: Vec::new(),
     };
     check_launch(p, l).map_err(no_trace)?;
     let k = p
         .kernel(&l.kernel)
         .ok_or_else(|| SimError::Launch(format!("the PTX has no kernel named {}", l.kernel)))
         .map_err(no_trace)?;
+    if k.local_bytes > link::LOCAL_BYTES_LIMIT {
+        return Err(no_trace(SimError::Launch(format!(
+            "kernel {} needs {} bytes of local memory per thread: a thread may have at most {} (512 KiB)",
+            k.name,
+            k.local_bytes,
+            link::LOCAL_BYTES_LIMIT
+        ))));
+    }
     let (params, maps) = exec::build_params(k, l).map_err(no_trace)?;
     let globals = exec::globals_addrs(p, dev);
     let dyn_off = (exec::SMEM_RESERVED + p.static_shared_bytes)
@@ -217,7 +251,12 @@ pub fn run_traced(
                         trace.push(format!("{:>10} stopped: {first}", m.steps));
                         trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
                     }
-                    return Err(Stopped { error, trace });
+                    let printf = std::mem::take(&mut m.report.printf);
+                    return Err(Stopped {
+                        error,
+                        trace,
+                        printf,
+                    });
                 }
                 m.report.clusters += 1;
             }

@@ -62,6 +62,11 @@ pub(crate) struct Thread {
     /// Executions (guard true) of each opcode (`Kernel::opcodes`) by this thread: folded into
     /// the warp-level counts when its cluster ends.
     pub executed: Vec<u32>,
+    /// The current function's frame: its base in `local` and its index in `Kernel::funcs`;
+    /// and the calls that led here (`calls.rs`).
+    pub frame: u32,
+    pub func: u32,
+    pub calls: Vec<crate::calls::CallFrame>,
 }
 
 /// One mbarrier (PTX ISA "mbarrier"): its phase, pending arrivals and transaction count.

@@ -42,7 +42,8 @@ pub enum Item {
         count: Option<u32>,
         line: u32,
     },
-    /// `.local` / `.shared` variable inside a body: name, bytes, alignment.
+    /// `.local`, `.shared` or `.param` variable inside a body (a `.param` one is a call's
+    /// argument or return value): space without the dot, name, bytes, alignment.
     Var {
         space: String,
         name: String,
@@ -68,6 +69,8 @@ pub struct Function {
     pub name: String,
     pub is_entry: bool,
     pub params: Vec<ParamDecl>,
+    /// A `.func`'s return parameters: `.func (.param .b32 func_retval0) name (...)`.
+    pub rets: Vec<ParamDecl>,
     pub body: Vec<Item>,
     pub line: u32,
 }
@@ -137,6 +140,23 @@ fn strip_comments(text: &str) -> String {
     out
 }
 
+/// Does `t` start with directive (or keyword) `d` as a whole word? `.loc` is not the start of
+/// `.local`, nor `.func` of `.function_name`: a directive is a dot and an identifier (PTX ISA,
+/// "Directive Statements"), so the next character must not continue the identifier.
+pub fn starts_with_word(t: &str, d: &str) -> bool {
+    t.starts_with(d)
+        && !t[d.len()..]
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$')
+}
+
+/// Is `d` one of the whitespace-separated words of `t`?
+fn has_word(t: &str, d: &str) -> bool {
+    t.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .any(|w| w == d)
+}
+
 /// Directives that take a line without a terminating `;`.
 const LINE_DIRECTIVES: &[&str] = &[
     ".loc",
@@ -173,12 +193,7 @@ fn split_raw(text: &str) -> Vec<Raw> {
     for (n, line) in text.lines().enumerate() {
         let lno = n as u32 + 1;
         let t = line.trim();
-        // A whole word: `.local` is not `.loc`.
-        let directive = |d: &&str| {
-            t.strip_prefix(*d)
-                .is_some_and(|r| r.is_empty() || r.starts_with(char::is_whitespace))
-        };
-        if buf.trim().is_empty() && LINE_DIRECTIVES.iter().any(directive) {
+        if buf.trim().is_empty() && LINE_DIRECTIVES.iter().any(|d| starts_with_word(t, d)) {
             out.push(Raw::Line(t.trim_end_matches(';').to_string(), lno));
             continue;
         }
@@ -372,14 +387,49 @@ pub fn type_size(t: &str) -> Option<u32> {
     })
 }
 
-fn parse_params(header: &str, line: u32) -> Result<Vec<ParamDecl>, SimError> {
-    let Some(open) = header.find('(') else {
-        return Ok(Vec::new());
+/// A function header's return parameters and parameters: `.func (.param .b32 r) name (.param
+/// ...)` has both lists; a list written before the name is the return list.
+fn parse_params(header: &str, line: u32) -> Result<(Vec<ParamDecl>, Vec<ParamDecl>), SimError> {
+    let mut groups = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (i, c) in header.char_indices() {
+        match c {
+            '(' => {
+                if depth == 0 {
+                    start = i;
+                }
+                depth += 1;
+            }
+            ')' => {
+                depth -= 1;
+                if depth == 0 {
+                    groups.push((start, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    // The name follows the return list: a list followed by an identifier is the return list.
+    let named_after = |end: usize| {
+        header[end + 1..]
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_' || c == '$')
     };
-    // `.func (.param .b32 ret) name (.param ...)`: the last parenthesised list is the inputs.
-    let close = header.rfind(')').unwrap_or(header.len());
-    let last_open = header[..close].rfind('(').unwrap_or(open);
-    let inner = &header[last_open + 1..close];
+    let (rets, params) = match groups.as_slice() {
+        [] => (None, None),
+        [g] if named_after(g.1) => (Some(*g), None),
+        [g] => (None, Some(*g)),
+        [r, .., p] => (Some(*r), Some(*p)),
+    };
+    let list = |g: Option<(usize, usize)>| match g {
+        Some((o, c)) => param_list(&header[o + 1..c], line),
+        None => Ok(Vec::new()),
+    };
+    Ok((list(rets)?, list(params)?))
+}
+
+fn param_list(inner: &str, line: u32) -> Result<Vec<ParamDecl>, SimError> {
     let mut out = Vec::new();
     for p in split_operands(inner) {
         let words: Vec<&str> = p.split_whitespace().filter(|w| *w != ".param").collect();
@@ -412,7 +462,10 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
     while i < raws.len() {
         match &raws[i] {
             Raw::Line(t, l) => {
-                if let Some(rest) = t.strip_prefix(".file") {
+                if let Some(rest) = t
+                    .strip_prefix(".file")
+                    .filter(|_| starts_with_word(t, ".file"))
+                {
                     let mut it = rest.trim().splitn(2, char::is_whitespace);
                     let n: u32 = it
                         .next()
@@ -421,7 +474,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                     let path = it.next().unwrap_or("").trim();
                     let path = path.split('"').nth(1).unwrap_or(path).to_string();
                     m.files.insert(n, path);
-                } else if is_loc(t) {
+                } else if starts_with_word(t, ".loc") {
                     loc = parse_loc(t, *l)?;
                 }
                 i += 1;
@@ -430,16 +483,16 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
             Raw::Close(l) => return Err(parse_err(*l, "an unmatched `}`")),
             Raw::Text(t, l) => {
                 let t = t.trim();
-                let is_fn = t.contains(".entry") || t.starts_with(".func") || t.contains(" .func");
+                let is_fn = has_word(t, ".entry") || has_word(t, ".func");
                 if is_fn {
-                    let is_entry = t.contains(".entry");
+                    let is_entry = has_word(t, ".entry");
                     let header = t.to_string();
                     let name = function_name(&header, *l)?;
-                    let params = parse_params(&header, *l)?;
+                    let (rets, params) = parse_params(&header, *l)?;
                     // Skip line directives between the header and the body.
                     let mut j = i + 1;
                     while let Some(Raw::Line(lt, ll)) = raws.get(j) {
-                        if is_loc(lt) {
+                        if starts_with_word(lt, ".loc") {
                             loc = parse_loc(lt, *ll)?;
                         }
                         j += 1;
@@ -451,6 +504,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                                 name,
                                 is_entry,
                                 params,
+                                rets,
                                 body,
                                 line: *l,
                             });
@@ -461,7 +515,7 @@ pub fn parse_module(text: &str) -> Result<Module, SimError> {
                             i = j;
                         }
                     }
-                } else if t.starts_with(".section") {
+                } else if starts_with_word(t, ".section") {
                     // Debug sections: skip the braced block.
                     let mut j = i + 1;
                     let mut depth = 0;
@@ -580,11 +634,6 @@ fn function_name(header: &str, line: u32) -> Result<String, SimError> {
 }
 
 /// A `.loc` line (not `.local`, which shares its first four letters).
-fn is_loc(t: &str) -> bool {
-    t.strip_prefix(".loc")
-        .is_some_and(|r| r.starts_with(char::is_whitespace))
-}
-
 /// `.loc file line col[, function_name ..., inlined_at f l c]`: (file, line, and the
 /// `inlined_at` file and line, 0 where absent).
 fn parse_loc(t: &str, l: u32) -> Result<Loc, SimError> {
@@ -649,7 +698,7 @@ fn parse_body(raws: &[Raw], mut i: usize, loc: &mut Loc) -> Result<(Vec<Item>, u
     while i < raws.len() {
         match &raws[i] {
             Raw::Line(t, l) => {
-                if is_loc(t) {
+                if starts_with_word(t, ".loc") {
                     *loc = parse_loc(t, *l)?;
                     resolve_caller(loc, &mut callers);
                 }
@@ -705,7 +754,10 @@ fn parse_stmt(t: &str, line: u32, loc: Loc) -> Result<Vec<Item>, SimError> {
     if let Some(r) = t.strip_prefix(".reg.") {
         t = format!(".reg .{r}");
     }
-    if let Some(rest) = t.strip_prefix(".reg ") {
+    if let Some(rest) = t
+        .strip_prefix(".reg")
+        .filter(|_| starts_with_word(&t, ".reg"))
+    {
         // `.reg .b32 %r<10>` or `.reg .pred p, q`
         let mut words = rest.split_whitespace();
         let ty = words
@@ -739,8 +791,10 @@ fn parse_stmt(t: &str, line: u32, loc: Loc) -> Result<Vec<Item>, SimError> {
         }
         return Ok(out);
     }
-    for sp in [".local", ".shared"] {
-        if let Some(rest) = t.strip_prefix(sp) {
+    // A `.param` inside a body declares a call's argument or return value (PTX ISA, "Parameter
+    // State Space": `.param` variables in a function body are the call sites' parameters).
+    for sp in [".local", ".shared", ".param"] {
+        if let Some(rest) = t.strip_prefix(sp).filter(|_| starts_with_word(&t, sp)) {
             let words: Vec<&str> = rest.split_whitespace().collect();
             let (name, bytes, align, _) = parse_var_words(&words, line)?;
             return Ok(vec![Item::Var {
@@ -752,13 +806,7 @@ fn parse_stmt(t: &str, line: u32, loc: Loc) -> Result<Vec<Item>, SimError> {
             }]);
         }
     }
-    if t.starts_with(".pragma") || t.starts_with(".param") && !t.contains("ld.") {
-        if t.starts_with(".param") {
-            return Err(SimError::Unsupported {
-                opcode: "a `.param` declaration inside a function (a call)".into(),
-                ptx_line: line,
-            });
-        }
+    if starts_with_word(&t, ".pragma") {
         return Ok(Vec::new());
     }
     let (guard, t) = match t.strip_prefix('@') {

@@ -31,6 +31,15 @@ pub struct RunReport {
     pub clusters: u64,
     /// Events in order (with `Options::trace`).
     pub trace: Vec<String>,
+    /// Device `printf` output, one entry per call (its text as formatted, newlines included),
+    /// each thread's in program order, threads' in the order the scheduler ran them. Bounded as
+    /// the GPU's FIFO is (`calls::PRINTF_FIFO_BYTES`, 1 MiB of text): past it the oldest
+    /// entries are dropped, as the GPU's circular buffer overwrites its oldest output.
+    pub printf: Vec<String>,
+    /// printf calls dropped from the front of `printf` to keep it within the bound.
+    pub printf_dropped: u64,
+    /// Bytes of text in `printf`.
+    pub printf_bytes: u64,
 }
 
 impl RunReport {
