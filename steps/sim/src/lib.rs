@@ -69,6 +69,7 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+mod check;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -77,6 +78,7 @@ mod glue;
 mod launch;
 mod machine;
 pub mod mem;
+mod observe;
 pub mod parse;
 mod report;
 mod rule_state;
@@ -196,6 +198,7 @@ pub fn run_traced(
         trace: Vec::new(),
         trace_dropped: 0,
         rg: rule_state::Global::default(),
+        observers: vec![Box::new(check::hb::Hb::default())],
     };
     let ncl = [
         l.grid[0] / l.cluster[0],

@@ -122,6 +122,8 @@ pub(crate) enum TcJob {
         targets: Vec<(u32, u32)>,
         line: (u32, u32),
         warp: u32,
+        /// Its `observe::Event::Issue` id.
+        id: u64,
     },
     /// `tcgen05.cp` from the CTA's shared memory to its tensor memory.
     Cp {
@@ -151,6 +153,8 @@ pub(crate) struct TmaJob {
     pub bytes: u32,
     pub rec: Vec<u32>,
     pub line: (u32, u32),
+    /// Its `observe::Event::Issue` id.
+    pub id: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -205,6 +209,8 @@ pub(crate) struct Machine<'a> {
     /// the ones that explain a failure.
     pub trace_dropped: u64,
     pub rg: Global,
+    /// What watches execution (`observe.rs`): the happens-before checker.
+    pub observers: Vec<Box<dyn crate::observe::Observer>>,
 }
 
 impl Machine<'_> {
