@@ -1373,6 +1373,13 @@ impl<'a> Machine<'a> {
             }
             MbarOp::TryWaitParity | MbarOp::TestWaitParity | MbarOp::TryWait | MbarOp::TestWait => {
                 let (c, off) = loc(self, &addr_opd(1))?;
+                self.emit(Event::MbarUse {
+                    agent: Agent::Thread(t),
+                    by: t,
+                    cta: c,
+                    off,
+                    what: "an mbarrier wait",
+                })?;
                 let Some(b) = self.ctas[c as usize].mbars.get(&off) else {
                     return Err(self.fault(t, format!("mbarrier wait on shared-memory offset {off:#x}, which holds no initialised mbarrier")));
                 };
@@ -1395,13 +1402,6 @@ impl<'a> Machine<'a> {
                         phase - 1
                     };
                     rules::observe(self, t, c, off, completed);
-                    self.emit(Event::MbarUse {
-                        agent: Agent::Thread(t),
-                        by: t,
-                        cta: c,
-                        off,
-                        what: "an mbarrier wait",
-                    })?;
                     let scope = self.scope_of(ins.key);
                     self.emit(Event::MbarObserve {
                         by: t,

@@ -553,10 +553,7 @@ impl Hb {
         let own = m.threads[by as usize].cta;
         let rank = m.ctas[cta as usize].rank;
         let Some(b) = self.mbars.get(&(cta, off)) else {
-            if own == cta && matches!(agent, Agent::Thread(_)) {
-                // The interpreter reports a thread's use of a missing barrier of its own CTA.
-                return Ok(());
-            }
+            let _ = (own, agent);
             return Err(m.rule(by, "mbarrier-before-init", format!("{what} names the barrier at shared-memory offset {off:#x} of CTA rank {rank}, which no mbarrier.init has initialised yet: its init must happen before every use (PTX ISA \"mbarrier\": behaviour of operations on an uninitialised mbarrier is undefined); initialise, fence.mbarrier_init.release.cluster, then a cluster barrier before a peer uses it")));
         };
         let Some(init) = b.init else { return Ok(()) };
