@@ -311,19 +311,16 @@ pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<()
         if u.cta != cta || u.hi <= lo || u.lo >= hi {
             continue;
         }
-        match &u.release {
-            None => {
-                return Err(m.rule(
-                    t,
-                    "ld-in-flight",
-                    format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
-                ))
-            }
-            // A commit covering them arrived: whether the reader is ordered after it (its own
-            // wait, or another warp's wait handed on through bar.sync and
-            // tcgen05.fence::after_thread_sync) is the happens-before checker's to decide
-            // (`check::hb`, reported as `ld-after-commit-wait`).
-            Some(_) => {}
+        // A commit covering them arrived: whether the reader is ordered after it (its own
+        // wait, or another warp's wait handed on through bar.sync and
+        // tcgen05.fence::after_thread_sync) is the happens-before checker's to decide
+        // (`check::hb`, reported as `ld-after-commit-wait`).
+        if u.release.is_none() {
+            return Err(m.rule(
+                t,
+                "ld-in-flight",
+                format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
+            ));
         }
     }
     Ok(())

@@ -190,6 +190,7 @@ impl Hb {
     }
 
     /// Check one cell against an access (`v`, `e`); record the access. Returns a conflict.
+    #[allow(clippy::too_many_arguments)]
     fn cell(
         sets: &mut Vec<Vec<Epoch>>,
         free: &mut Vec<u32>,
@@ -312,6 +313,7 @@ impl Hb {
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn mem(
         &mut self,
         m: &Machine,
@@ -564,7 +566,7 @@ impl Hb {
         if own != cta {
             let f = &self.th[b.init_by as usize].init_fences;
             let i = f.partition_point(|&x| x < init.clock);
-            if !f.get(i).is_some_and(|&x| x <= v.get(b.init_by)) {
+            if f.get(i).is_none_or(|&x| x > v.get(b.init_by)) {
                 return Err(m.rule(by, "fence-mbarrier-init", format!("{what} from another CTA reaches the barrier at shared-memory offset {off:#x} of CTA rank {rank}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init that is ordered before this use: the initialisation is not visible to other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[b.init_by as usize].warp)));
             }
         }
