@@ -18,6 +18,7 @@ use crate::machine::{
 use crate::mem::{
     Device, CTA_OFFSET_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES,
 };
+use crate::observe::{Access, Agent, AsyncKind, Event, FenceKind, Mem, Proxy, Scope};
 use crate::rule_state::{CtaRules, Global, ThreadRules};
 use crate::rules;
 use crate::sched::Policy;
@@ -398,7 +399,7 @@ impl<'a> Machine<'a> {
         let rank = self.ctas[who.0 as usize].rank;
         let b = self.mbar_mut(cta, off).expect("looked up above");
         b.last = Some((kind, rank, who.1, who.2, who.3, phase));
-        self.try_complete(cta, off);
+        self.try_complete(cta, off)?;
         Ok(phase)
     }
 
@@ -408,7 +409,7 @@ impl<'a> Machine<'a> {
             if delta > 0 {
                 b.expected_tx_total += delta;
             }
-            self.try_complete(cta, off);
+            self.try_complete(cta, off)?;
             Ok(())
         } else {
             Err(SimError::Fault {
@@ -422,7 +423,7 @@ impl<'a> Machine<'a> {
         }
     }
 
-    fn try_complete(&mut self, cta: u32, off: u32) {
+    fn try_complete(&mut self, cta: u32, off: u32) -> Result<(), SimError> {
         let b = self.ctas[cta as usize]
             .mbars
             .get_mut(&off)
@@ -441,10 +442,16 @@ impl<'a> Machine<'a> {
                     format!("mbarrier at {off:#x} of CTA rank {rank} completes phase {done}"),
                 );
             }
+            self.emit(Event::MbarPhase {
+                cta,
+                off,
+                phase: done,
+            })?;
             for t in w {
                 self.make_runnable(t);
             }
         }
+        Ok(())
     }
 
     // ---------------------------------------------------------------------------------------
@@ -525,6 +532,7 @@ impl<'a> Machine<'a> {
                 if total > 64 {
                     return Err(self.fault(t, "a load wider than 64 bytes"));
                 }
+                self.observe_mem(t, loc, total, Access::Read)?;
                 let mut buf = [0u8; 64];
                 self.read_bytes(t, loc, &mut buf[..total as usize])?;
                 let dsts: Vec<Opd> = match &a[0] {
@@ -549,6 +557,7 @@ impl<'a> Machine<'a> {
                 let eb = ty.bytes();
                 let total = eb * *vec as u32;
                 let loc = self.resolve(t, *space, addr, total)?;
+                self.observe_mem(t, loc, total, Access::Write)?;
                 let srcs: Vec<u64> = match &a[1] {
                     Opd::Vec(v) => v.iter().map(|o| self.rv(t, o)).collect(),
                     o => vec![self.rv(t, o)],
@@ -761,6 +770,15 @@ impl<'a> Machine<'a> {
             Op::Nanosleep | Op::PrefetchTensormap => self.count(t, ins),
             Op::Fence(f) => {
                 self.count(t, ins);
+                let kind = match f {
+                    Fence::ProxyAsync => Some(FenceKind::ProxyAsync),
+                    Fence::MbarrierInit => Some(FenceKind::MbarrierInit),
+                    Fence::Memory => Some(FenceKind::AcqRel(self.scope_of(ins.key))),
+                    Fence::OtherProxy => None,
+                };
+                if let Some(kind) = kind {
+                    self.emit(Event::Fence { by: t, kind })?;
+                }
                 if *f == Fence::ProxyAsync {
                     self.seq += 1;
                     let s = self.seq;
@@ -786,6 +804,12 @@ impl<'a> Machine<'a> {
                     self.count(t, ins);
                     rules::on_handoff(self, t, "a cluster barrier (barrier.cluster.arrive)")?;
                     self.threads[t as usize].cluster_arrived = Some(self.cluster_phase);
+                    let (phase, release) = (self.cluster_phase, !self.relaxed(ins.key));
+                    self.emit(Event::ClusterArrive {
+                        by: t,
+                        phase,
+                        release,
+                    })?;
                     self.cluster_arrivals += 1;
                     self.check_cluster_barrier();
                 } else {
@@ -798,6 +822,12 @@ impl<'a> Machine<'a> {
                         }
                         Some(p) if p < self.cluster_phase => {
                             self.count(t, ins);
+                            // barrier.cluster.wait has acquire semantics (its only ordering).
+                            self.emit(Event::ClusterWait {
+                                by: t,
+                                phase: p,
+                                acquire: true,
+                            })?;
                             self.threads[t as usize].cluster_arrived = None;
                             self.threads[t as usize].rules.synced = Some("a cluster barrier");
                         }
@@ -851,6 +881,7 @@ impl<'a> Machine<'a> {
                 let (ai, vi) = if *red { (0, 1) } else { (1, 2) };
                 let (addr, _) = self.addr_of(t, &a[ai]);
                 let loc = self.resolve(t, *space, addr, ty.bytes())?;
+                self.observe_mem(t, loc, ty.bytes(), Access::Atomic)?;
                 let mut buf = [0u8; 8];
                 let n = ty.bytes() as usize;
                 self.read_bytes(t, loc, &mut buf[..n])?;
@@ -919,6 +950,12 @@ impl<'a> Machine<'a> {
                 while th.bulk_groups.len() > n as usize {
                     popped.extend(th.bulk_groups.pop_front());
                 }
+                let ops: Vec<u64> = popped
+                    .iter()
+                    .flatten()
+                    .map(|&i| crate::observe::store_op_id(i))
+                    .collect();
+                self.emit(Event::BulkWait { by: t, ops: &ops })?;
                 rules::on_bulk_wait(self, &popped);
             }
             Op::TcMma { cg2 } => {
@@ -939,10 +976,18 @@ impl<'a> Machine<'a> {
             }
             Op::TcFenceBefore => {
                 self.count(t, ins);
+                self.emit(Event::Fence {
+                    by: t,
+                    kind: FenceKind::TcBefore,
+                })?;
                 self.threads[t as usize].rules.ld_unfenced = false;
             }
             Op::TcFenceAfter => {
                 self.count(t, ins);
+                self.emit(Event::Fence {
+                    by: t,
+                    kind: FenceKind::TcAfter,
+                })?;
                 self.threads[t as usize].rules.synced = None;
             }
             Op::Form(f) => {
@@ -1088,9 +1133,21 @@ impl<'a> Machine<'a> {
             return Err(self.fault(t, format!("barrier {id} used with {expected} threads while {arrived} other threads wait on it with a count of {exp}")));
         }
         b.arrived += 1;
+        let cta = cta as u32;
+        self.emit(Event::BarArrive { by: t, cta, id })?;
+        let b = &mut self.ctas[cta as usize].bars[id as usize];
         if b.arrived >= b.expected {
             let w = std::mem::take(&mut b.waiters);
             b.arrived = 0;
+            let mut leaving = w.clone();
+            if !arrive_only {
+                leaving.push(t);
+            }
+            self.emit(Event::BarRelease {
+                cta,
+                id,
+                threads: &leaving,
+            })?;
             for x in w {
                 self.threads[x as usize].pc += 1;
                 self.threads[x as usize].rules.synced = Some("a CTA barrier (bar.sync)");
@@ -1138,6 +1195,11 @@ impl<'a> Machine<'a> {
                 let b = &mut self.ctas[cta].bars[id];
                 let w = std::mem::take(&mut b.waiters);
                 b.arrived = 0;
+                self.emit(Event::BarRelease {
+                    cta: cta as u32,
+                    id: id as u32,
+                    threads: &w,
+                })?;
                 for x in w {
                     self.threads[x as usize].pc += 1;
                     self.make_runnable(x);
@@ -1249,11 +1311,13 @@ impl<'a> Machine<'a> {
                 );
                 // Generic-proxy view: the barrier word is written.
                 rules::generic_smem_write(self, t, c, off, 8)?;
+                self.emit(Event::MbarInit { by: t, cta: c, off })?;
             }
             MbarOp::Inval => {
                 self.count(t, ins);
                 let (c, off) = loc(self, &addr_opd(0))?;
                 self.ctas[c as usize].mbars.remove(&off);
+                self.emit(Event::MbarInval { by: t, cta: c, off })?;
             }
             MbarOp::Arrive { .. } | MbarOp::ArriveDrop => {
                 let expect_tx = matches!(
@@ -1266,6 +1330,13 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 let (c, off) = loc(self, &addr_opd(1))?;
                 rules::on_handoff(self, t, "an mbarrier arrive")?;
+                self.emit(Event::MbarUse {
+                    agent: Agent::Thread(t),
+                    by: t,
+                    cta: c,
+                    off,
+                    what: "an mbarrier.arrive",
+                })?;
                 if expect_tx {
                     let tx = self.rv(t, &a[2]) as i64;
                     self.mbar_tx(c, off, tx)?;
@@ -1286,6 +1357,16 @@ impl<'a> Machine<'a> {
                     }
                 }
                 let w = who(self);
+                if self.mbar_mut(c, off).is_some() {
+                    let (scope, release) = (self.scope_of(ins.key), !self.relaxed(ins.key));
+                    self.emit(Event::MbarArrive {
+                        agent: Agent::Thread(t),
+                        cta: c,
+                        off,
+                        scope,
+                        release,
+                    })?;
+                }
                 let ph = self.mbar_arrive(Some(t), c, off, n, kname, w)?;
                 rules::on_arrive(self, t, c, off, ph);
                 let d = a[0].clone();
@@ -1294,11 +1375,25 @@ impl<'a> Machine<'a> {
             MbarOp::ExpectTx | MbarOp::CompleteTx => {
                 self.count(t, ins);
                 let (c, off) = loc(self, &addr_opd(0))?;
+                self.emit(Event::MbarUse {
+                    agent: Agent::Thread(t),
+                    by: t,
+                    cta: c,
+                    off,
+                    what: "an mbarrier.expect_tx/complete_tx",
+                })?;
                 let tx = self.rv(t, &a[1]) as i64;
                 self.mbar_tx(c, off, if kind == MbarOp::ExpectTx { tx } else { -tx })?;
             }
             MbarOp::TryWaitParity | MbarOp::TestWaitParity | MbarOp::TryWait | MbarOp::TestWait => {
                 let (c, off) = loc(self, &addr_opd(1))?;
+                self.emit(Event::MbarUse {
+                    agent: Agent::Thread(t),
+                    by: t,
+                    cta: c,
+                    off,
+                    what: "an mbarrier wait",
+                })?;
                 let Some(b) = self.ctas[c as usize].mbars.get(&off) else {
                     return Err(self.fault(t, format!("mbarrier wait on shared-memory offset {off:#x}, which holds no initialised mbarrier")));
                 };
@@ -1321,6 +1416,14 @@ impl<'a> Machine<'a> {
                         phase - 1
                     };
                     rules::observe(self, t, c, off, completed);
+                    let scope = self.scope_of(ins.key);
+                    self.emit(Event::MbarObserve {
+                        by: t,
+                        cta: c,
+                        off,
+                        phase: completed as i64 - 1,
+                        scope,
+                    })?;
                     self.threads[t as usize].rules.synced = Some("an mbarrier wait");
                     let d = a[0].clone();
                     self.wr(t, &d, 1);
@@ -1419,7 +1522,7 @@ impl<'a> Machine<'a> {
         let a = &ins.args;
         let t0 = lanes[0];
         match &ins.op {
-            Op::BarWarpSync => {}
+            Op::BarWarpSync => self.emit(Event::WarpSync { lanes })?,
             Op::WarpAlu(w) => self.exec_warp_alu(lanes, w, a),
             Op::ElectSync => {
                 let leader = self.threads[t0 as usize].lane as u64;
@@ -1511,6 +1614,20 @@ impl<'a> Machine<'a> {
                     .alloc(n)
                     .map_err(|e| self.fault(t0, e.to_string()))?;
                 let (c, off) = self.shared_loc(t0, dst, 4)?;
+                // The warp is handed the columns (a tcgen05 operation), then the allocating
+                // thread writes their address to shared memory (a generic write).
+                self.emit(Event::Tmem {
+                    agent: Agent::Thread(t0),
+                    cta,
+                    quarters: 0xF,
+                    lo: col & 0xFFFF,
+                    hi: (col & 0xFFFF) + n,
+                    access: Access::Write,
+                })?;
+                self.observe_mem(t0, Loc::Shared(c, off), 4, Access::Write)?;
+                // The written address is the warp's (a .sync.aligned collective): every lane
+                // of it may read it back without a further synchronisation.
+                self.emit(Event::WarpSync { lanes })?;
                 self.write_bytes(t0, Loc::Shared(c, off), &col.to_le_bytes())?;
             }
             Op::TcDealloc { cg2 } => {
@@ -1519,6 +1636,14 @@ impl<'a> Machine<'a> {
                 let taddr = self.rv(t0, &a[0]) as u32;
                 let n = self.rv(t0, &a[1]) as u32;
                 let cta = self.threads[t0 as usize].cta;
+                self.emit(Event::Tmem {
+                    agent: Agent::Thread(t0),
+                    cta,
+                    quarters: 0xF,
+                    lo: taddr & 0xFFFF,
+                    hi: (taddr & 0xFFFF) + n,
+                    access: Access::Write,
+                })?;
                 self.ctas[cta as usize]
                     .tmem
                     .dealloc_addr(taddr, n)
@@ -1544,6 +1669,16 @@ impl<'a> Machine<'a> {
                     let taddr = self.rv(x, &a[1]) as u32;
                     rules::on_tcgen05(self, x, "tcgen05.ld")?;
                     rules::check_tmem_read(self, x, taddr, *n as u32)?;
+                    let th = &self.threads[x as usize];
+                    let (cta, q) = (th.cta, th.warp % 4);
+                    self.emit(Event::Tmem {
+                        agent: Agent::Thread(x),
+                        cta,
+                        quarters: 1 << q,
+                        lo: taddr & 0xFFFF,
+                        hi: (taddr & 0xFFFF) + *n as u32,
+                        access: Access::Read,
+                    })?;
                     let th = &self.threads[x as usize];
                     let cta = th.cta;
                     let vals = self.ctas[cta as usize]
@@ -1575,6 +1710,14 @@ impl<'a> Machine<'a> {
                     let vals: Vec<u32> = regs.iter().map(|r| self.rv(x, r) as u32).collect();
                     let th = &self.threads[x as usize];
                     let (cta, w, l) = (th.cta, th.warp, th.lane);
+                    self.emit(Event::Tmem {
+                        agent: Agent::Thread(x),
+                        cta,
+                        quarters: 1 << (w % 4),
+                        lo: taddr & 0xFFFF,
+                        hi: (taddr & 0xFFFF) + *n as u32,
+                        access: Access::Write,
+                    })?;
                     self.ctas[cta as usize]
                         .tmem
                         .st_32x32b(w % 4, l, taddr, &vals[..*n as usize])
@@ -1673,6 +1816,33 @@ impl<'a> Machine<'a> {
         for &(c, o) in &dsts {
             recs.push(rules::tma_load_issue(self, t, c, o, bytes)?);
         }
+        self.seq += 1;
+        let id = self.seq;
+        for &(c, o) in &bars {
+            self.emit(Event::MbarUse {
+                agent: Agent::Thread(t),
+                by: t,
+                cta: c,
+                off: o,
+                what: "a TMA load completing on it (complete_tx)",
+            })?;
+        }
+        self.emit(Event::Issue {
+            id,
+            kind: AsyncKind::TmaLoad,
+            by: t,
+            barrier: bars.first().copied(),
+        })?;
+        for &(c, o) in &dsts {
+            self.emit(Event::Mem {
+                agent: Agent::Async(id),
+                mem: Mem::Shared(c),
+                proxy: Proxy::Async,
+                access: Access::Write,
+                lo: o as u64,
+                hi: (o + bytes) as u64,
+            })?;
+        }
         let line = self.line_of(t);
         self.tma.push(TmaJob {
             thread: t,
@@ -1683,6 +1853,7 @@ impl<'a> Machine<'a> {
             bytes,
             rec: recs,
             line,
+            id,
         });
         if self.o.trace {
             self.ev(Some(t), format!("TMA load issued (PTX line {}), box at {:?} into {doff:#x}, completes on {boff:#x}", line.0, &coords[..2]));
@@ -1706,6 +1877,21 @@ impl<'a> Machine<'a> {
         let id = self.store_done.len() as u32;
         self.store_done.push(false);
         rules::tma_store_issue(self, t, c, off, bytes, id)?;
+        let op = crate::observe::store_op_id(id);
+        self.emit(Event::Issue {
+            id: op,
+            kind: AsyncKind::TmaStore,
+            by: t,
+            barrier: None,
+        })?;
+        self.emit(Event::Mem {
+            agent: Agent::Async(op),
+            mem: Mem::Shared(c),
+            proxy: Proxy::Async,
+            access: Access::Read,
+            lo: off as u64,
+            hi: (off + bytes) as u64,
+        })?;
         let line = self.line_of(t);
         self.stores.push(StoreJob {
             id,
@@ -1769,6 +1955,7 @@ impl<'a> Machine<'a> {
         self.seq += 1;
         let seq = self.seq;
         rules::mma_issue(self, t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
+        self.observe_mma(t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Mma {
             cta,
@@ -1818,6 +2005,23 @@ impl<'a> Machine<'a> {
         } else {
             vec![(bc, boff)]
         };
+        self.seq += 1;
+        let id = self.seq;
+        self.emit(Event::Issue {
+            id,
+            kind: AsyncKind::Tcgen05,
+            by: t,
+            barrier: None,
+        })?;
+        for &(c, o) in &targets {
+            self.emit(Event::MbarUse {
+                agent: Agent::Thread(t),
+                by: t,
+                cta: c,
+                off: o,
+                what: "a tcgen05.commit arriving on it",
+            })?;
+        }
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
         let warp = th.warp;
@@ -1825,6 +2029,7 @@ impl<'a> Machine<'a> {
             targets,
             line,
             warp,
+            id,
         });
         if self.tcq[t as usize].len() == 1 {
             self.tc_active.push(t);
@@ -1848,6 +2053,25 @@ impl<'a> Machine<'a> {
         let (taddr, _) = self.addr_of(t, &ins.args[0]);
         let desc = self.rv(t, &ins.args[1]);
         let cta = self.threads[t as usize].cta;
+        self.seq += 1;
+        let id = self.seq;
+        self.emit(Event::Issue {
+            id,
+            kind: AsyncKind::Tcgen05,
+            by: t,
+            barrier: None,
+        })?;
+        // 128 lanes, `bytes` of each row: bytes / 4 columns (the shared-memory source is not
+        // tracked).
+        self.emit(Event::Tmem {
+            agent: Agent::Async(id),
+            cta,
+            quarters: 0xF,
+            lo: taddr as u32 & 0xFFFF,
+            hi: (taddr as u32 & 0xFFFF) + bytes / 4,
+            access: Access::Write,
+        })?;
+        self.emit(Event::Retire { id })?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Cp {
             cta,
@@ -1972,10 +2196,21 @@ impl<'a> Machine<'a> {
             }
             let phase = self.ctas[bc as usize].mbars.get(&bo).map_or(0, |b| b.phase);
             rules::tma_landed(self, c, j.rec[k], bc, bo, phase);
+            if self.ctas[bc as usize].mbars.contains_key(&bo) {
+                // complete_tx: an arrive-on performed in the barrier's CTA (async proxy).
+                self.emit(Event::MbarArrive {
+                    agent: Agent::Async(j.id),
+                    cta: bc,
+                    off: bo,
+                    scope: Scope::Cluster,
+                    release: true,
+                })?;
+            }
             self.mbar_tx(bc, bo, -(j.bytes as i64)).map_err(|_| {
                 self.rule_at(j.line, who.0, who.1, "mbarrier-init", format!("a TMA load completes on shared-memory offset {bo:#x} of CTA rank {bc}, which holds no initialised mbarrier"))
             })?;
         }
+        self.emit(Event::Retire { id: j.id })?;
         if self.o.trace {
             self.ev(
                 Some(j.thread),
@@ -2000,6 +2235,9 @@ impl<'a> Machine<'a> {
             });
         }
         self.store_done[s.id as usize] = true;
+        self.emit(Event::Retire {
+            id: crate::observe::store_op_id(s.id),
+        })?;
         // A thread waiting in cp.async.bulk.wait_group may go on.
         if let St::Block(Why::BulkWait(n)) = self.threads[s.thread as usize].st {
             if self.bulk_wait_done(s.thread, n) {
@@ -2070,10 +2308,20 @@ impl<'a> Machine<'a> {
                 targets,
                 line,
                 warp,
+                id,
             } => {
                 let cta = self.threads[t as usize].cta;
                 let mut arrived = Vec::new();
                 for (c, off) in targets {
+                    if self.ctas[c as usize].mbars.contains_key(&off) {
+                        self.emit(Event::MbarArrive {
+                            agent: Agent::Async(id),
+                            cta: c,
+                            off,
+                            scope: Scope::Cluster,
+                            release: true,
+                        })?;
+                    }
                     let ph = self.mbar_arrive(
                         None,
                         c,
@@ -2099,6 +2347,7 @@ impl<'a> Machine<'a> {
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);
+                self.emit(Event::Retire { id })?;
             }
             TcJob::Cp {
                 cta,
@@ -2529,6 +2778,12 @@ impl<'a> Machine<'a> {
             self.runnable.push(t);
             self.threads[t as usize].prio = self.rng.next_u64();
         }
+        let (threads, ctas, smem) = (n as u32, self.ctas.len() as u32, self.smem_bytes);
+        self.emit(Event::ClusterStart {
+            threads,
+            ctas,
+            smem,
+        })?;
         if let Policy::Pct { depth } = self.o.policy {
             // Change points spread over an estimate of the run's length.
             let est = 2000 * n as u64;

@@ -89,6 +89,7 @@
 
 pub mod alu;
 mod calls;
+mod check;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -99,6 +100,7 @@ mod launch;
 mod link;
 mod machine;
 pub mod mem;
+mod observe;
 pub mod parse;
 pub mod printf;
 mod report;
@@ -232,6 +234,7 @@ pub fn run_traced(
         trace_dropped: 0,
         rg: rule_state::Global::default(),
         cpa: Default::default(),
+        observers: vec![Box::new(check::hb::Hb::default())],
     };
     let ncl = [
         l.grid[0] / l.cluster[0],

@@ -129,6 +129,8 @@ pub(crate) enum TcJob {
         targets: Vec<(u32, u32)>,
         line: (u32, u32),
         warp: u32,
+        /// Its `observe::Event::Issue` id.
+        id: u64,
     },
     /// `tcgen05.cp` from the CTA's shared memory to its tensor memory.
     Cp {
@@ -158,6 +160,8 @@ pub(crate) struct TmaJob {
     pub bytes: u32,
     pub rec: Vec<u32>,
     pub line: (u32, u32),
+    /// Its `observe::Event::Issue` id.
+    pub id: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -214,6 +218,8 @@ pub(crate) struct Machine<'a> {
     pub rg: Global,
     /// Non-bulk `cp.async` jobs and ordering records (`exec_async_copy.rs`).
     pub cpa: crate::exec::async_copy::CpaState,
+    /// What watches execution (`observe.rs`): the happens-before checker.
+    pub observers: Vec<Box<dyn crate::observe::Observer>>,
 }
 
 impl Machine<'_> {

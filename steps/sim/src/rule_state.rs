@@ -84,6 +84,9 @@ pub(crate) struct Reader {
     pub hi: u32,
     /// The arrive that handed the columns back: (cta, barrier offset, phase).
     pub handed: Option<(u32, u32, u64)>,
+    /// The (PTX, source) line of a read made before any MMA had written these columns: the
+    /// reader did not wait for the accumulator.
+    pub early: Option<(u32, u32)>,
 }
 
 /// Machine-wide rule state (MMA operand and accumulator uses, store coverage).

@@ -217,6 +217,17 @@ pub fn mma_issue(
             let ok = r
                 .handed
                 .is_some_and(|(hc, ho, hp)| observed(m, t, (hc, ho)) > hp);
+            if let (false, None, Some(line)) = (ok, r.handed, r.early) {
+                m.rg.readers = keep;
+                let rank = m.ctas[c as usize].rank;
+                return Err(m.rule_at(
+                    line,
+                    r.cta,
+                    r.warp,
+                    "ld-after-commit-wait",
+                    format!("warp {} read accumulator columns {}..{} of CTA rank {rank} (tcgen05.ld) before waiting for the accumulator: no MMA had written them yet, and the MMA that warp {warp} issues now overwrites them. The epilogue read the accumulator before its wait; wait on the barrier the final tcgen05.commit arrives on, then tcgen05.fence::after_thread_sync, before tcgen05.ld", r.warp, r.lo, r.hi - 1),
+                ));
+            }
             if !ok {
                 let rank = m.ctas[c as usize].rank;
                 let why = match r.handed {
@@ -272,43 +283,44 @@ pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<()
     let col = taddr & 0xFFFF;
     let (lo, hi) = (col, col + n);
     let warp = m.threads[t as usize].warp;
+    let written =
+        m.rg.accum
+            .iter()
+            .any(|u| u.cta == cta && u.lo < hi && u.hi > lo);
+    let early = if written { None } else { Some(m.line_of(t)) };
     match m
         .rg
         .readers
         .iter_mut()
         .find(|r| r.cta == cta && r.warp == warp && r.lo == lo && r.hi == hi)
     {
-        Some(r) => r.handed = None,
+        Some(r) => {
+            r.handed = None;
+            r.early = early;
+        }
         None => m.rg.readers.push(Reader {
             cta,
             warp,
             lo,
             hi,
             handed: None,
+            early,
         }),
     }
     for u in &m.rg.accum {
         if u.cta != cta || u.hi <= lo || u.lo >= hi {
             continue;
         }
-        match &u.release {
-            None => {
-                return Err(m.rule(
-                    t,
-                    "ld-in-flight",
-                    format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
-                ))
-            }
-            Some(rel) => {
-                if !rel.iter().any(|&(c, o, p)| observed(m, t, (c, o)) > p) {
-                    let (c, o, p) = rel[0];
-                    return Err(m.rule(
-                        t,
-                        "ld-after-commit-wait",
-                        format!("tcgen05.ld of columns {lo}..{} reads the results of MMAs of warp {}, whose tcgen05.commit arrived on the barrier at shared-memory offset {o:#x} of CTA {c} in phase {p}, but this thread has not waited for that phase: wait on the barrier the covering tcgen05.commit arrives on, in the right phase (a wrong parity waits for an older phase), then tcgen05.fence::after_thread_sync", hi - 1, u.warp),
-                    ));
-                }
-            }
+        // A commit covering them arrived: whether the reader is ordered after it (its own
+        // wait, or another warp's wait handed on through bar.sync and
+        // tcgen05.fence::after_thread_sync) is the happens-before checker's to decide
+        // (`check::hb`, reported as `ld-after-commit-wait`).
+        if u.release.is_none() {
+            return Err(m.rule(
+                t,
+                "ld-in-flight",
+                format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
+            ));
         }
     }
     Ok(())
