@@ -262,3 +262,41 @@ fn a_failing_run_writes_its_trace_up_to_the_failure() {
     let t = std::fs::read_to_string(d.0.join("r-step2-sim.txt")).unwrap();
     assert!(t.contains("stopped: rule proxy-fence-before-store"), "{t}");
 }
+
+/// Ordinary CUDA an honest student adds while debugging (`printf`, `assert`, a local array
+/// indexed at run time, `sqrtf` and `__expf`) runs on the simulator and verifies; the printf
+/// output is shown. A failing `assert` stops the run with its expression, file and line.
+#[test]
+fn a_kernel_with_printf_assert_a_local_array_and_math_runs_and_verifies() {
+    let kernel = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/kernels/step0_ordinary_cuda.toml"
+    );
+    let o = runner(&["step", "0", "--sim", "--kernel", kernel]);
+    let out = text(&o.stdout);
+    assert!(o.status.success(), "{out}\n{}", text(&o.stderr));
+    assert!(out.contains("verify    PASS"), "{out}");
+    assert!(
+        out.contains("| step 0: 256 x 256 x 512, 8 k-blocks, tile 128x256, scale 1.000"),
+        "{out}"
+    );
+    // The same kernel with an assertion that fails: the run stops as a GPU trap would.
+    let tmpd = tmp("assert");
+    let edits = std::fs::read_to_string(kernel).unwrap().replace(
+        "assert(num_k_blocks > 0 && ",
+        "assert(num_k_blocks > 1000 && ",
+    );
+    let file = tmpd.0.join("failing_assert.toml");
+    std::fs::write(&file, edits).unwrap();
+    let o = runner(&["step", "0", "--sim", "--kernel", file.to_str().unwrap()]);
+    let out = text(&o.stdout);
+    assert!(!o.status.success(), "{out}");
+    assert!(
+        out.contains("assertion failed: num_k_blocks > 1000 && \"K holds at least one k-block\""),
+        "{out}"
+    );
+    assert!(
+        out.contains("FAIL  the simulator stopped the kernel (assert)"),
+        "{out}"
+    );
+}

@@ -317,6 +317,48 @@ pub fn print_emulation_cost(spec: &KernelSpec, c: &common::run::EmulationCost) {
     );
 }
 
+/// Lines of the kernel's `printf` output shown in the terminal; `--json` carries all of it.
+const PRINTF_LINES_SHOWN: usize = 40;
+
+/// The kernel's `printf` output, as a GPU run prints it after the launch: its first lines,
+/// indented, with control characters shown as `?`, and how much more there was.
+fn print_device_printf(calls: &[String], dropped: u64) {
+    if calls.is_empty() && dropped == 0 {
+        return;
+    }
+    let text: String = calls.concat();
+    let lines: Vec<&str> = text.lines().collect();
+    println!(
+        "{:<W$}{} call{}, {} line{} (the kernel's own output):",
+        "printf",
+        calls.len(),
+        if calls.len() == 1 { "" } else { "s" },
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" }
+    );
+    for l in lines.iter().take(PRINTF_LINES_SHOWN) {
+        let shown: String = l
+            .chars()
+            .take(200)
+            .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
+            .collect();
+        println!("{:<W$}  | {shown}", "");
+    }
+    if lines.len() > PRINTF_LINES_SHOWN {
+        println!(
+            "{:<W$}  ... {} more line(s) (--json has them all)",
+            "",
+            lines.len() - PRINTF_LINES_SHOWN
+        );
+    }
+    if dropped > 0 {
+        println!(
+            "{:<W$}  the oldest {dropped} call(s) were dropped: the 1 MiB printf buffer was full, as on a GPU",
+            ""
+        );
+    }
+}
+
 /// A run on the CPU simulator: what ran, how it was scheduled, what it executed, and the
 /// verification or the simulator's finding.
 pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
@@ -353,6 +395,7 @@ pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
             "schedule", s.instructions, s.barrier_phases, s.clusters, s.wall_s
         );
     }
+    print_device_printf(&r.printf, r.printf_dropped);
     if let Some(f) = &r.failure {
         println!(
             "{:<W$}FAIL  the simulator stopped the kernel ({}), schedule seed {} policy {}:",

@@ -136,6 +136,13 @@ pub struct SimReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub replay: Option<String>,
     pub sim: SimStats,
+    /// What the kernel's `printf` calls wrote, one entry per call, in the order they ran, kept
+    /// as a GPU's printf FIFO keeps it (the newest 1 MiB); also when the run stopped part-way.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub printf: Vec<String>,
+    /// `printf` calls whose output the bounded buffer dropped (the oldest go first).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub printf_dropped: u64,
     /// The order of events (`SimOptions::trace`), one per line.
     #[serde(skip)]
     pub trace: Vec<String>,
@@ -146,6 +153,10 @@ impl SimReport {
     pub fn passed(&self) -> bool {
         self.failure.is_none() && self.verification.as_ref().is_some_and(|v| v.passed)
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The default problem and cluster cap for `k` on the simulator.
@@ -446,6 +457,7 @@ impl SimKernel {
                 Err(s) => (
                     sim::RunReport {
                         trace: s.trace,
+                        printf: s.printf,
                         ..sim::RunReport::default()
                     },
                     None,
@@ -531,6 +543,8 @@ impl SimKernel {
                 clusters: run.clusters,
                 wall_s,
             },
+            printf: run.printf,
+            printf_dropped: run.printf_dropped,
             trace: run.trace,
         })
     }
