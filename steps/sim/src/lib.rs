@@ -69,6 +69,7 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+pub mod budget;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -188,6 +189,7 @@ pub fn run_traced(
         cluster_id: [0; 3],
         rng: sched::Rng::new(o.seed),
         steps: 0,
+        next_check: 0,
         seq: 0,
         report: RunReport::default(),
         counts: vec![0; nwarps as usize * k.opcodes.len()],
