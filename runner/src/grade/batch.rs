@@ -71,6 +71,13 @@ pub fn grader_for(
             super::seeds::SECRET_ENV
         );
     }
+    if opts.simulate(&rubric) && !opts.compile_only {
+        // Checked before anything runs: a shape the simulator cannot take in its limits would
+        // fail every honest kernel as one that spins.
+        rubric
+            .check_simulated()
+            .with_context(|| format!("rubric {}", rubric_path.display()))?;
+    }
     let confinement = confinement(&rubric, opts)?;
     // Find (or install) the toolkit here, once, and point every child at it.
     let tk = common::toolkit::find_or_install()?;

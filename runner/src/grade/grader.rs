@@ -30,6 +30,11 @@ use std::time::{Duration, Instant, SystemTime};
 /// The compile child's address-space limit: NVRTC needs well under 2 GiB for any stock kernel;
 /// a submission built to exhaust the compiler's memory stops here.
 pub const COMPILE_ADDRESS_SPACE: u64 = 8 << 30;
+/// The simulating child's address space: the simulated device holds a test's A, B and C (the
+/// rubric refuses a simulated shape over [`super::rubric::SIM_MAX_BYTES`]), the module's
+/// variables (at most `sim::budget::MAX_GLOBAL_BYTES`), the fp64 reference and the simulator's
+/// own state; whatever a kernel does, the child cannot take more of the machine than this.
+pub const SIMULATE_ADDRESS_SPACE: u64 = 4 << 30;
 
 /// Seeds recorded by an earlier grading (`--replay`), by test name.
 pub type Replay = Vec<(String, TestSeeds)>;
@@ -169,9 +174,13 @@ impl Grader {
         if self.confinement == Confinement::Unconfined {
             args.push("--unconfined".into());
         }
-        // The compiler starts no CUDA driver, so its address space can be capped; a GPU child's
-        // cannot (the driver reserves terabytes of virtual addresses).
-        let address_space = (job.phase == Phase::Compile).then_some(COMPILE_ADDRESS_SPACE);
+        // The compiler and the simulator start no CUDA driver, so their address space can be
+        // capped; a GPU child's cannot (the driver reserves terabytes of virtual addresses).
+        let address_space = match job.phase {
+            Phase::Compile => Some(COMPILE_ADDRESS_SPACE),
+            Phase::Simulate => Some(SIMULATE_ADDRESS_SPACE),
+            _ => None,
+        };
         sandbox::run(&ChildSpec {
             program: self.exe.clone(),
             args,

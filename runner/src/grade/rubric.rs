@@ -251,6 +251,28 @@ pub struct Rubric {
     pub sha256: String,
 }
 
+/// The most memory a simulated test's data may take in the simulating child: A, B and C as
+/// 16-bit elements on the simulated device, and C's fp32 reference (see
+/// [`super::grader::SIMULATE_ADDRESS_SPACE`], the child's whole address space).
+pub const SIM_MAX_BYTES: u64 = 1 << 30;
+/// Simulated steps a kernel takes per `sim::budget::MACS_PER_STEP` multiply-adds of its MMAs, at
+/// most, counting its instructions too: the stock kernels take under 1.5 (step 3 at 256 x 256 x
+/// 1024: 1.4 million steps for 1.05 million MMA steps); twice that, for a slower honest kernel.
+pub const SIM_STEPS_PER_MMA_STEP: u64 = 3;
+/// Wall time of one simulated step at most, in nanoseconds: measured about 40 (`steps/sim/tests/
+/// budget.rs`); two and a half times that, for a slower machine.
+pub const SIM_NS_PER_STEP: u64 = 100;
+
+/// The cost of simulating one launch of `shape` an honest kernel may take: (steps, seconds,
+/// bytes).
+pub fn simulated_cost(shape: Shape) -> (u64, f64, u64) {
+    let (m, n, k) = (shape.m as u64, shape.n as u64, shape.k as u64);
+    let steps = (m * n * k / sim::budget::MACS_PER_STEP).saturating_mul(SIM_STEPS_PER_MMA_STEP);
+    let seconds = steps as f64 * SIM_NS_PER_STEP as f64 * 1e-9;
+    let bytes = (m * k + n * k + m * n) * 2 + m * n * 4;
+    (steps, seconds, bytes)
+}
+
 /// Fewest input sets of a performance test: fewer and a kernel could keep every answer.
 pub const MIN_PERF_SETS: usize = 4;
 
@@ -398,6 +420,46 @@ impl Rubric {
             trace_shape,
             sha256: super::seeds::sha256_hex(text.as_bytes()),
         })
+    }
+
+    /// A rubric graded on the PTX simulator: every launch it makes must fit the simulator's
+    /// limits with room for an honest kernel, so that a correct kernel never fails as one that
+    /// spins. Each correctness test (and the measured launch) is refused, naming the limit,
+    /// where its shape's estimated cost ([`simulated_cost`]) exceeds `limits.sim_steps`,
+    /// `limits.launch_seconds`, or [`SIM_MAX_BYTES`]; all of them together must fit
+    /// `limits.run_seconds` (each input set runs under `simulated::POLICIES.len()` schedules).
+    /// Performance tests are not run on the simulator and are not checked.
+    pub fn check_simulated(&self) -> Result<()> {
+        let l = &self.limits;
+        let schedules = super::simulated::POLICIES.len() as f64;
+        let mut launches: Vec<(String, Shape, f64)> = self
+            .tests
+            .iter()
+            .filter(|t| t.kind == Kind::Correctness)
+            .map(|t| (format!("test {:?}", t.name), t.shape, t.sets as f64 * schedules))
+            .collect();
+        if let Some(s) = self.measure_shape {
+            // One measured launch per dtype build.
+            launches.push(("the measured launch of the executed requirements".into(), s, 2.0));
+        }
+        let mut total = 0.0;
+        for (what, shape, n) in &launches {
+            let (steps, seconds, bytes) = simulated_cost(*shape);
+            if steps > l.sim_steps {
+                bail!("{what}: shape {shape} is beyond the simulator's limit: an honest kernel may take about {steps} simulated steps there, over limits.sim_steps = {} (use a smaller shape, or raise sim_steps)", l.sim_steps);
+            }
+            if seconds > l.launch_seconds as f64 {
+                bail!("{what}: shape {shape} is beyond the simulator's limit: a launch may take about {seconds:.0} s on the simulator, over limits.launch_seconds = {} (use a smaller shape, or raise launch_seconds)", l.launch_seconds);
+            }
+            if bytes > SIM_MAX_BYTES {
+                bail!("{what}: shape {shape} is beyond the simulator's limit: its matrices take {} MiB, over the simulator's {} MiB (use a smaller shape)", bytes >> 20, SIM_MAX_BYTES >> 20);
+            }
+            total += seconds * n;
+        }
+        if total > l.run_seconds as f64 {
+            bail!("the simulated tests may take about {total:.0} s in all (each input set under {schedules} schedules), over limits.run_seconds = {} (use smaller shapes or fewer sets, or raise run_seconds)", l.run_seconds);
+        }
+        Ok(())
     }
 
     pub fn has_hidden_tests(&self) -> bool {
@@ -951,5 +1013,31 @@ trace = "loads-by-producer-only"
         v.as_object_mut().unwrap().remove("trace");
         let old = Job::read_from(serde_json::to_vec(&v).unwrap().as_slice()).unwrap();
         assert!(old.trace.is_none());
+    }
+
+    #[test]
+    fn a_simulated_shape_beyond_the_simulators_limits_is_refused_naming_the_limit() {
+        let stock = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../rubrics/step3-blackwell.toml"
+        ))
+        .unwrap();
+        // The shipped rubric fits, its performance test (not simulated) included.
+        Rubric::parse(&stock).unwrap().check_simulated().unwrap();
+        let big = stock.replacen("shape = [256, 512, 256]", "shape = [4096, 4096, 4096]", 1);
+        let e = format!("{:#}", Rubric::parse(&big).unwrap().check_simulated().unwrap_err());
+        assert!(e.contains("limits.sim_steps"), "{e}");
+        assert!(e.contains("public-gaussian-f16"), "{e}");
+        // Within the steps, past the wall clock of one launch.
+        let slow = big.replacen("[limits]\n", "[limits]\nsim_steps = 100000000000\n", 1);
+        let e = format!("{:#}", Rubric::parse(&slow).unwrap().check_simulated().unwrap_err());
+        assert!(e.contains("limits.launch_seconds"), "{e}");
+        // Every launch fits, their sum does not fit run_seconds.
+        let many = stock
+            .replacen("seed = 21", "seed = 21\nsets = 16", 1)
+            .replacen("shape = [256, 512, 256]", "shape = [1024, 1024, 1024]", 1)
+            .replacen("run_seconds = 300", "run_seconds = 5", 1);
+        let e = format!("{:#}", Rubric::parse(&many).unwrap().check_simulated().unwrap_err());
+        assert!(e.contains("limits.run_seconds"), "{e}");
     }
 }

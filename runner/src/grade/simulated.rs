@@ -33,8 +33,18 @@ use common::verify::{cpu_reference, verify};
 use common::{Dist, Dtype, Problem};
 use std::path::Path;
 
-/// The schedule policy of graded runs: random interleavings and completion times, from the seed.
+/// The schedule policy of the measured launch: random interleavings and completion times, from
+/// the seed.
 pub const POLICY: Policy = Policy::Random;
+
+/// The schedules every input set of a correctness test runs under, in order: random
+/// interleavings, asynchronous operations completing at the last legal moment (a wait that is
+/// missing shows there), and PCT's priority changes (an ordering that holds by luck of the
+/// interleaving shows there). A finding under any of them fails the test, with the seed and
+/// policy that replay it (`runner step N --sim --kernel FILE --sim-seed S --sim-policy P`).
+/// At the rubrics' graded shapes three schedules cost three times one (tens of milliseconds
+/// each).
+pub const POLICIES: [Policy; 3] = [Policy::Random, Policy::AsyncLate, Policy::Pct { depth: 3 }];
 
 /// Why a performance test of a rubric graded on the simulator counts neither way.
 pub const NO_SPEED: &str = "skipped: needs a B200. The simulator runs the native sm_100a code and proves it correct, but it does not model time; no B200 grades here";
@@ -74,7 +84,13 @@ fn finding_flag(f: &common::simulate::SimFailure, budget: u64) -> Flag {
         "step-limit" => Flag::new(
             "timeout",
             format!(
-                "exceeded its budget of {budget} simulated instructions (a kernel that spins, or far more work than the shape needs): {detail}"
+                "exceeded its budget of {budget} simulated steps (an instruction each; an MMA or a copy by its size: a kernel that spins, or far more work than the shape needs): {detail}"
+            ),
+        ),
+        "deadline" => Flag::new(
+            "timeout",
+            format!(
+                "ran past the rubric's limit of launch_seconds on the simulator (a kernel that spins, or far more work than the shape needs): {detail}"
             ),
         ),
         "fault" => Flag::new("kernel-fault", detail),
@@ -83,30 +99,45 @@ fn finding_flag(f: &common::simulate::SimFailure, budget: u64) -> Flag {
     }
 }
 
-/// One launch of `program` on `problem` under schedule `seed`, checked.
+/// What bounds one simulated launch: its step budget and its wall-clock seconds.
+#[derive(Clone, Copy)]
+pub struct Bounds {
+    pub steps: u64,
+    pub seconds: u64,
+}
+
+/// One launch of `program` on `problem` under schedule `seed` and `policy`, checked.
 fn launch(
     program: &sim::Program,
     source: &KernelSource,
     spec: &KernelSpec,
     problem: &Problem,
-    seed: u64,
-    budget: u64,
+    (seed, policy): (u64, Policy),
+    bounds: Bounds,
 ) -> Result<Launched> {
+    let budget = bounds.steps;
     let shape = problem.shape;
     let k = spec.shape();
     let plan = k.plan(shape, common::simulate::DEFAULT_CLUSTERS);
     let mut l = sim_launch(source, problem, &plan)?;
+    // The rubric's launch_seconds, on the host's clock: the simulator asks every few
+    // milliseconds of simulation.
+    let started = std::time::Instant::now();
+    let limit = std::time::Duration::from_secs(bounds.seconds.max(1));
     let options = sim::Options {
         seed,
-        policy: POLICY,
+        policy,
         max_steps: budget,
         trace: false,
+        deadline: Some(sim::budget::Deadline::new(move || {
+            started.elapsed() > limit
+        })),
     };
     let report = match sim::run(program, &mut l.device, &l.launch, &options) {
         Ok(r) => r,
         Err(e) => {
             return Ok(Launched::Stopped(finding_flag(
-                &failure_of(&e, seed, POLICY),
+                &failure_of(&e, seed, policy),
                 budget,
             )))
         }
@@ -160,23 +191,37 @@ fn correctness(
     source: &KernelSource,
     spec: &KernelSpec,
     t: &JobTest,
-    budget: u64,
+    bounds: Bounds,
 ) -> Result<TestResult> {
     let sets = t.seeds.sets.len();
     let mut launches = 0;
     for (si, &seed) in t.seeds.sets.iter().enumerate() {
         let p = problem(t, seed)?;
-        // One schedule per input set, all from the test's schedule seed.
+        // One schedule seed per input set, all from the test's schedule seed; each input set
+        // runs under every policy of POLICIES.
         let schedule = t.seeds.schedule.wrapping_add(si as u64);
-        let outcome = launch(program, source, spec, &p, schedule, budget)?;
-        launches += 1;
-        let (flags, detail) = match outcome {
-            Launched::Ran { flags, .. } if flags.is_empty() => continue,
-            Launched::Ran { flags, summary, .. } => (flags, summary),
-            Launched::Stopped(f) => {
-                let d = format!("the simulator stopped the kernel: {}", f.detail);
-                (vec![f], d)
+        let mut failed = None;
+        for policy in POLICIES {
+            let outcome = launch(program, source, spec, &p, (schedule, policy), bounds)?;
+            launches += 1;
+            match outcome {
+                Launched::Ran { flags, .. } if flags.is_empty() => continue,
+                Launched::Ran { flags, summary, .. } => {
+                    let d = format!(
+                        "{summary} (schedule seed {schedule}, policy {})",
+                        policy.name()
+                    );
+                    failed = Some((flags, d));
+                }
+                Launched::Stopped(f) => {
+                    let d = format!("the simulator stopped the kernel: {}", f.detail);
+                    failed = Some((vec![f], d));
+                }
             }
+            break;
+        }
+        let Some((flags, detail)) = failed else {
+            continue;
         };
         // An instruction the simulator does not model is its limit, not the kernel's fault.
         let status = if flags.iter().any(|f| f.name == UNSUPPORTED) {
@@ -199,7 +244,7 @@ fn correctness(
         launches,
         flags: Vec::new(),
         detail: format!(
-            "{sets} input sets, every output verified against the fp64 reference (simulated: the native sm_100a PTX)"
+            "{sets} input sets, each under {} schedules (random, async-late, pct3), every output verified against the fp64 reference (simulated: the native sm_100a PTX)", POLICIES.len()
         ),
         timing: None,
     })
@@ -212,11 +257,11 @@ fn measured(
     spec: &KernelSpec,
     m: &MeasureJob,
     dtype: Dtype,
-    budget: u64,
+    bounds: Bounds,
 ) -> Result<Measured> {
     let t = m.as_test(dtype);
     let p = problem(&t, m.seed)?;
-    Ok(match launch(program, source, spec, &p, t.seeds.schedule, budget)? {
+    Ok(match launch(program, source, spec, &p, (t.seeds.schedule, POLICY), bounds)? {
         Launched::Ran {
             flags,
             summary,
@@ -249,7 +294,10 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
         path: job.source_name.clone(),
         text: job.source.clone(),
     };
-    let budget = job.sim_steps.max(1);
+    let bounds = Bounds {
+        steps: job.sim_steps.max(1),
+        seconds: job.launch_seconds,
+    };
     // Each build's PTX, decoded; `Err`: what the simulator cannot read (its limit: the tests of
     // that build are the grader's error).
     let mut programs: Vec<(Dtype, Result<sim::Program, String>)> = Vec::new();
@@ -279,7 +327,7 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
                 detail: format!("not run: {why}"),
                 timing: None,
             },
-            (Kind::Correctness, Ok(program)) => correctness(program, &source, &spec, t, budget)
+            (Kind::Correctness, Ok(program)) => correctness(program, &source, &spec, t, bounds)
                 .with_context(|| format!("test {:?}", t.name))?,
             (Kind::Performance, _) => TestResult {
                 name: t.name.clone(),
@@ -298,7 +346,7 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
     if let Some(m) = &job.measure {
         for (dtype, program) in &programs {
             let measured = match program {
-                Ok(program) => measured(program, &source, &spec, m, *dtype, budget)
+                Ok(program) => measured(program, &source, &spec, m, *dtype, bounds)
                     .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
                 Err(why) => Measured::Error(why.clone()),
             };

@@ -332,6 +332,7 @@ pub fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
         E::Unsupported { .. } => ("unsupported", None),
         E::Fault { .. } => ("fault", None),
         E::StepLimit { .. } => ("step-limit", None),
+        E::Deadline { .. } => ("deadline", None),
         E::Launch(_) => ("launch", None),
         E::Parse { .. } => ("parse", None),
         E::Assert(_) => ("assert", None),

@@ -628,6 +628,7 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
     let mut dyn_align = 16u64;
     let mut globals = Vec::new();
     let mut gmap = HashMap::new();
+    let mut global_bytes = 0u64;
     for v in &m.vars {
         match v.space.as_str() {
             "shared" => {
@@ -641,6 +642,21 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
                 }
             }
             _ => {
+                // The simulated device allocates every module variable when a launch starts: a
+                // size beyond the stated limit is refused here, before anything runs.
+                global_bytes = global_bytes.saturating_add(v.bytes);
+                if global_bytes > crate::budget::MAX_GLOBAL_BYTES {
+                    return Err(SimError::Unsupported {
+                        opcode: format!(
+                            "module variables of more than {} MiB in all ({} is {} bytes): the simulator holds at most {} MiB of __device__ variables",
+                            crate::budget::MAX_GLOBAL_BYTES >> 20,
+                            v.name,
+                            v.bytes,
+                            crate::budget::MAX_GLOBAL_BYTES >> 20
+                        ),
+                        ptx_line: 0,
+                    });
+                }
                 gmap.insert(v.name.clone(), globals.len() as u32);
                 globals.push(GlobalVar {
                     name: v.name.clone(),
@@ -651,6 +667,16 @@ fn decode_module(m: &Module) -> Result<Program, SimError> {
                 });
             }
         }
+    }
+    // A CTA of sm_100 has 227 KiB of shared memory: more static shared memory cannot launch (and
+    // would not fit the u32 the launch adds it up in).
+    if static_bytes > 232_448 {
+        return Err(SimError::Unsupported {
+            opcode: format!(
+                "{static_bytes} bytes of static shared memory (a CTA of sm_100 has at most 232448)"
+            ),
+            ptx_line: 0,
+        });
     }
     // Initialisers holding another variable's address, by index once every variable is known.
     for v in &m.vars {

@@ -22,6 +22,8 @@ pub enum SimError {
     Deadlock { report: Vec<String> },
     /// The run executed more instructions than `Options::max_steps` allows.
     StepLimit { steps: u64 },
+    /// The host's deadline (`Options::deadline`) passed after `steps` steps.
+    Deadline { steps: u64 },
     /// A fault a GPU would raise: a bad address, a misaligned access, `trap`, a tcgen05 misuse.
     Fault {
         cta: u32,
@@ -86,6 +88,10 @@ impl fmt::Display for SimError {
             SimError::StepLimit { steps } => write!(
                 f,
                 "the run exceeded its limit of {steps} executed instructions (raise Options::max_steps, or look for a spin loop that never ends)"
+            ),
+            SimError::Deadline { steps } => write!(
+                f,
+                "the run passed its wall-clock deadline after {steps} steps (a kernel that spins, or far more work than the shape needs)"
             ),
             SimError::Fault {
                 cta,

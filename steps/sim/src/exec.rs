@@ -471,10 +471,8 @@ impl<'a> Machine<'a> {
                 return Ok(());
             };
             self.steps += 1;
-            if self.steps > self.o.max_steps {
-                return Err(SimError::StepLimit {
-                    steps: self.o.max_steps,
-                });
+            if self.steps >= self.next_check {
+                self.check_budget()?;
             }
             if let Some((p, neg)) = ins.guard {
                 let v = self.threads[t as usize].regs[p as usize] != 0;
@@ -1812,6 +1810,8 @@ impl<'a> Machine<'a> {
         if cg2 && (bc & !1) != (dc & !1) {
             return Err(self.fault(t, "cp.async.bulk.tensor .cta_group::2: the mbarrier must be in the destination CTA or its peer"));
         }
+        // Charged by the bytes it copies, every destination counted (budget.rs).
+        self.charge(u64::from(bytes) * dsts.len() as u64 / crate::budget::BYTES_PER_STEP)?;
         let mut recs = Vec::new();
         for &(c, o) in &dsts {
             recs.push(rules::tma_load_issue(self, t, c, o, bytes)?);
@@ -1874,6 +1874,7 @@ impl<'a> Machine<'a> {
         if c != self.threads[t as usize].cta {
             return Err(self.fault(t, "a TMA store reads another CTA's shared memory"));
         }
+        self.charge(u64::from(bytes) / crate::budget::BYTES_PER_STEP)?;
         let id = self.store_done.len() as u32;
         self.store_done.push(false);
         rules::tma_store_issue(self, t, c, off, bytes, id)?;
@@ -1952,6 +1953,8 @@ impl<'a> Machine<'a> {
                 "tcgen05.mma.cta_group::2 in a CTA without a peer (the cluster needs an even size)",
             ));
         }
+        // Charged by its multiply-adds (budget.rs).
+        self.charge(crate::budget::mma_macs(idesc) / crate::budget::MACS_PER_STEP)?;
         self.seq += 1;
         let seq = self.seq;
         rules::mma_issue(self, t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
@@ -2022,6 +2025,7 @@ impl<'a> Machine<'a> {
                 what: "a tcgen05.commit arriving on it",
             })?;
         }
+        rules::commit_issued(self, t);
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
         let warp = th.warp;
@@ -2050,6 +2054,7 @@ impl<'a> Machine<'a> {
     fn tc_cp(&mut self, t: u32, ins: &Instr, bytes: u32) -> Result<(), SimError> {
         rules::cta_group(self, t, false, "tcgen05.cp")?;
         rules::on_tcgen05(self, t, "tcgen05.cp")?;
+        self.charge(u64::from(bytes) / crate::budget::BYTES_PER_STEP)?;
         let (taddr, _) = self.addr_of(t, &ins.args[0]);
         let desc = self.rv(t, &ins.args[1]);
         let cta = self.threads[t as usize].cta;
@@ -2296,7 +2301,7 @@ impl<'a> Machine<'a> {
                     source_line: line.1,
                     detail: format!("tcgen05.mma: {e}"),
                 })?;
-                rules::mma_done(self, seq);
+                let _ = seq;
                 if self.o.trace {
                     self.ev(
                         Some(t),

@@ -41,12 +41,16 @@ pub struct Launch {
 pub struct Options {
     pub seed: u64,
     pub policy: Policy,
-    /// Executed instructions (all threads) before the run stops with `SimError::StepLimit`. The
+    /// Steps (all threads) before the run stops with `SimError::StepLimit`: one per executed
+    /// instruction, more for an MMA or a copy, by its size ([`crate::budget`]). The
     /// default, 400 million, is about a minute on one core: a hundred times what the stock
     /// kernels execute at 512 x 512 x 256 (waits block rather than spin, so only a kernel's
     /// own loops count).
     pub max_steps: u64,
     pub trace: bool,
+    /// The host's wall-clock deadline, asked every few milliseconds of simulation (see
+    /// [`crate::budget`]): the run stops with `SimError::Deadline` once it says so.
+    pub deadline: Option<crate::budget::Deadline>,
 }
 
 impl Default for Options {
@@ -56,6 +60,7 @@ impl Default for Options {
             policy: Policy::Random,
             max_steps: 400_000_000,
             trace: false,
+            deadline: None,
         }
     }
 }

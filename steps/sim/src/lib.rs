@@ -90,6 +90,7 @@
 pub mod alu;
 mod calls;
 mod check;
+pub mod budget;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -225,6 +226,7 @@ pub fn run_traced(
         cluster_id: [0; 3],
         rng: sched::Rng::new(o.seed),
         steps: 0,
+        next_check: 0,
         seq: 0,
         report: RunReport::default(),
         counts: vec![0; nwarps as usize * k.opcodes.len()],

@@ -204,6 +204,8 @@ pub(crate) struct Machine<'a> {
     pub cluster_id: [u32; 3],
     pub rng: Rng,
     pub steps: u64,
+    /// The step count at which the budget and deadline are next checked (`budget.rs`).
+    pub next_check: u64,
     pub seq: u64,
     pub report: RunReport,
     /// Executed-instruction counts per (warp in CTA, opcode key).

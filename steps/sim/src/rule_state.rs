@@ -25,23 +25,53 @@ pub(crate) struct TmaRec {
     pub off: u32,
 }
 
-/// An MMA's read of shared memory or write of tensor memory, until ordered.
-#[derive(Debug, Clone)]
+/// An MMA's read of shared memory (one granule) or write of tensor memory (one column), until
+/// ordered: the latest such MMA of each issuing thread. A later MMA of the same thread dominates
+/// an earlier one on the same granule or column: every commit that covers the later one covers
+/// the earlier one too (a commit tracks all the thread's earlier asynchronous tcgen05
+/// operations, PTX ISA "tcgen05.commit"), so the earlier is ordered whenever the later is, and
+/// keeping only the latest keeps the bookkeeping linear in the work.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Use {
-    pub cta: u32,
-    pub lo: u32,
-    pub hi: u32,
     pub issuer: u32,
     pub warp: u32,
-    pub seq: u64,
-    pub done: bool,
-    /// Where the commits covering it arrived (every commit of the issuing thread covers all
-    /// its earlier MMAs): (cta, barrier offset, phase). None: no commit has arrived yet.
-    pub release: Option<Vec<(u32, u32, u64)>>,
+    /// Commits the issuer had issued before this MMA: commit number `after` and every later one
+    /// cover it ([`CommitLog`]).
+    pub after: u64,
+    /// Start of the MMA's operand range or column range (for the messages).
+    pub lo: u32,
+}
+
+/// One thread's `tcgen05.commit`s, in issue order (a thread's tcgen05 queue retires in order).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CommitLog {
+    pub issued: u64,
+    /// Where each commit that arrived arrived: (cta, barrier offset, phase), by commit number.
+    pub arrived: Vec<Vec<(u32, u32, u64)>>,
+    /// Per barrier, (commit number, phase) of each arrival on it, in order.
+    pub by_barrier: std::collections::HashMap<(u32, u32), Vec<(u64, u64)>>,
+}
+
+impl CommitLog {
+    /// Whether a commit numbered `after` or later has arrived.
+    pub fn released(&self, after: u64) -> bool {
+        (self.arrived.len() as u64) > after
+    }
+    /// The first arrival of commit `after` or later on barrier `key`: its phase. Phases grow with
+    /// time on one barrier, so this is the easiest of those arrivals to have seen.
+    pub fn first_on(&self, key: (u32, u32), after: u64) -> Option<u64> {
+        let v = self.by_barrier.get(&key)?;
+        let i = v.partition_point(|&(n, _)| n < after);
+        v.get(i).map(|&(_, p)| p)
+    }
 }
 
 pub(crate) struct CtaRules {
     pub gran: Vec<Gran>,
+    /// Per granule of shared memory: the MMAs that read it, until ordered ([`Use`]).
+    pub operands: Vec<Vec<Use>>,
+    /// Per tensor-memory column: the MMAs that write it, until ordered.
+    pub accum: Vec<Vec<Use>>,
     pub tma: Vec<TmaRec>,
     pub cta_group: Option<(bool, &'static str)>,
 }
@@ -50,6 +80,8 @@ impl CtaRules {
     pub fn new(smem_bytes: u32) -> CtaRules {
         CtaRules {
             gran: vec![Gran::default(); smem_bytes.div_ceil(G) as usize],
+            operands: vec![Vec::new(); smem_bytes.div_ceil(G) as usize],
+            accum: vec![Vec::new(); TMEM_COLUMNS],
             tma: Vec::new(),
             cta_group: None,
         }
@@ -89,11 +121,14 @@ pub(crate) struct Reader {
     pub early: Option<(u32, u32)>,
 }
 
-/// Machine-wide rule state (MMA operand and accumulator uses, store coverage).
+/// Tensor-memory columns of one CTA (PTX ISA "Tensor Memory": 512 columns of 128 lanes).
+pub(crate) const TMEM_COLUMNS: usize = 512;
+
+/// Machine-wide rule state (commits, readers, store coverage).
 #[derive(Default)]
 pub(crate) struct Global {
-    pub operands: Vec<Use>,
-    pub accum: Vec<Use>,
+    /// Each issuing thread's commits.
+    pub commits: std::collections::HashMap<u32, CommitLog>,
     pub readers: Vec<Reader>,
     pub store_covered: Vec<bool>,
     pub store_cta: Vec<(u32, u32, (u32, u32))>,

@@ -25,7 +25,7 @@
 use crate::decode::{Instr, Op, Opd};
 use crate::error::SimError;
 use crate::machine::{Machine, TcJob};
-use crate::rule_state::{Reader, TmaRec, Use, G};
+use crate::rule_state::{Reader, TmaRec, Use, G, TMEM_COLUMNS};
 
 fn observed(m: &Machine, t: u32, key: (u32, u32)) -> u64 {
     m.threads[t as usize]
@@ -93,23 +93,19 @@ pub fn tma_load_issue(
 ) -> Result<u32, SimError> {
     let (lo, hi) = (off, off + bytes);
     // no-refill-in-flight: every MMA that read these bytes must be ordered before this load.
-    let mut keep = Vec::new();
-    for u in std::mem::take(&mut m.rg.operands) {
-        if u.cta != cta || u.hi <= lo || u.lo >= hi {
-            keep.push(u);
-            continue;
-        }
-        let ordered = match &u.release {
-            None => false,
-            Some(rel) => rel.iter().any(|&(c, o, p)| observed(m, t, (c, o)) > p),
-        };
-        if !ordered {
-            let why = if u.release.is_none() {
+    // Granule by granule, the latest MMA of each issuer (rule_state::Use): linear in the bytes.
+    let grs = grans(lo, hi.min(m.smem_bytes));
+    for g in grs {
+        while let Some(&u) = m.ctas[cta as usize].rules.operands[g].last() {
+            if ordered(m, t, &u) {
+                m.ctas[cta as usize].rules.operands[g].pop();
+                continue;
+            }
+            let why = if !released(m, &u) {
                 "whose tcgen05.commit has not arrived"
             } else {
                 "whose tcgen05.commit arrived in a barrier phase this thread has not waited for"
             };
-            m.rg.operands = keep;
             return Err(m.rule(
                 t,
                 "no-refill-in-flight",
@@ -120,7 +116,6 @@ pub fn tma_load_issue(
             ));
         }
     }
-    m.rg.operands = keep;
     let c = &mut m.ctas[cta as usize].rules;
     let id = c.tma.len() as u32;
     c.tma.push(TmaRec {
@@ -157,6 +152,9 @@ pub fn mma_issue(
 ) -> Result<(), SimError> {
     let id = crate::units::descriptors::decode_idesc(idesc);
     let ctas: Vec<u32> = if cg2 { vec![cta, cta + 1] } else { vec![cta] };
+    // Commits numbered `after` and later cover this MMA.
+    let after = m.rg.commits.get(&t).map_or(0, |l| l.issued);
+    let _ = seq;
     let warp = m.threads[t as usize].warp;
     // The bytes the MMA reads, from the unit's decoding of the descriptors (one definition).
     let reads = crate::glue::mma_reads(idesc, a, b, ctas.len() as u32)
@@ -191,16 +189,15 @@ pub fn mma_issue(
                         ));
                     }
                 }
-                m.rg.operands.push(Use {
-                    cta: c,
-                    lo,
-                    hi,
+                let u = Use {
                     issuer: t,
                     warp,
-                    seq,
-                    done: false,
-                    release: None,
-                });
+                    after,
+                    lo,
+                };
+                for g in grans(lo, hi) {
+                    record(&mut m.ctas[c as usize].rules.operands[g], u);
+                }
             }
         }
         // The accumulator columns: older, ordered writes of the same columns are superseded.
@@ -243,38 +240,67 @@ pub fn mma_issue(
             }
         }
         m.rg.readers = keep;
-        m.rg.accum
-            .retain(|u| !(u.cta == c && u.lo < hi && u.hi > lo && u.release.is_some()));
-        m.rg.accum.push(Use {
-            cta: c,
-            lo,
-            hi,
+        let u = Use {
             issuer: t,
             warp,
-            seq,
-            done: false,
-            release: None,
-        });
+            after,
+            lo,
+        };
+        for col in lo as usize..(hi as usize).min(TMEM_COLUMNS) {
+            // Older writes of the column whose commit arrived are superseded.
+            let mut list = std::mem::take(&mut m.ctas[c as usize].rules.accum[col]);
+            list.retain(|o| !released(m, o));
+            record(&mut list, u);
+            m.ctas[c as usize].rules.accum[col] = list;
+        }
     }
     Ok(())
 }
 
-pub fn mma_done(m: &mut Machine, seq: u64) {
-    for u in m.rg.operands.iter_mut().chain(m.rg.accum.iter_mut()) {
-        if u.seq == seq {
-            u.done = true;
-        }
-    }
+/// `t` issued a `tcgen05.commit`: it covers every MMA `t` issued before it.
+pub fn commit_issued(m: &mut Machine, t: u32) {
+    m.rg.commits.entry(t).or_default().issued += 1;
 }
 
-/// `t`'s commit arrived at `arrived` (cta, offset, phase): its completed MMAs are released there.
+/// `t`'s next commit arrived at `arrived` (cta, offset, phase): the MMAs it covers are released
+/// there. Commits of one thread arrive in issue order (its tcgen05 queue retires in order).
 pub fn commit_arrived(m: &mut Machine, t: u32, arrived: &[(u32, u32, u64)]) {
-    for u in m.rg.operands.iter_mut().chain(m.rg.accum.iter_mut()) {
-        if u.issuer == t && u.done {
-            u.release
-                .get_or_insert_with(Vec::new)
-                .extend_from_slice(arrived);
-        }
+    let log = m.rg.commits.entry(t).or_default();
+    let n = log.arrived.len() as u64;
+    for &(c, o, p) in arrived {
+        log.by_barrier.entry((c, o)).or_default().push((n, p));
+    }
+    log.arrived.push(arrived.to_vec());
+}
+
+/// Whether a commit covering `u` has arrived.
+fn released(m: &Machine, u: &Use) -> bool {
+    m.rg.commits
+        .get(&u.issuer)
+        .is_some_and(|l| l.released(u.after))
+}
+
+/// Whether thread `t` has seen a barrier phase that a commit covering `u` arrived on: the MMA is
+/// ordered before what `t` does next.
+fn ordered(m: &Machine, t: u32, u: &Use) -> bool {
+    let Some(log) = m.rg.commits.get(&u.issuer) else {
+        return false;
+    };
+    if !log.released(u.after) {
+        return false;
+    }
+    m.threads[t as usize]
+        .rules
+        .observed
+        .iter()
+        .any(|&(key, seen)| log.first_on(key, u.after).is_some_and(|p| seen > p))
+}
+
+/// Record `u` in one granule's or column's list: it replaces its issuer's earlier MMA there.
+fn record(list: &mut Vec<Use>, u: Use) {
+    match list.iter_mut().find(|o| o.issuer == u.issuer) {
+        Some(o) => *o = u,
+        None => list.push(u),
     }
 }
 
@@ -283,10 +309,8 @@ pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<()
     let col = taddr & 0xFFFF;
     let (lo, hi) = (col, col + n);
     let warp = m.threads[t as usize].warp;
-    let written =
-        m.rg.accum
-            .iter()
-            .any(|u| u.cta == cta && u.lo < hi && u.hi > lo);
+    let accum = &m.ctas[cta as usize].rules.accum;
+    let written = (lo as usize..(hi as usize).min(TMEM_COLUMNS)).any(|c| !accum[c].is_empty());
     let early = if written { None } else { Some(m.line_of(t)) };
     match m
         .rg
@@ -307,20 +331,20 @@ pub fn check_tmem_read(m: &mut Machine, t: u32, taddr: u32, n: u32) -> Result<()
             early,
         }),
     }
-    for u in &m.rg.accum {
-        if u.cta != cta || u.hi <= lo || u.lo >= hi {
-            continue;
-        }
-        // A commit covering them arrived: whether the reader is ordered after it (its own
-        // wait, or another warp's wait handed on through bar.sync and
-        // tcgen05.fence::after_thread_sync) is the happens-before checker's to decide
-        // (`check::hb`, reported as `ld-after-commit-wait`).
-        if u.release.is_none() {
-            return Err(m.rule(
-                t,
-                "ld-in-flight",
-                format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
-            ));
+    for col in lo as usize..(hi as usize).min(TMEM_COLUMNS) {
+        for i in 0..m.ctas[cta as usize].rules.accum[col].len() {
+            let u = m.ctas[cta as usize].rules.accum[col][i];
+            // A commit covering them arrived: whether the reader is ordered after it (its own
+            // wait, or another warp's wait handed on through bar.sync and
+            // tcgen05.fence::after_thread_sync) is the happens-before checker's to decide
+            // (`check::hb`, reported as `ld-after-commit-wait`).
+            if !released(m, &u) {
+                return Err(m.rule(
+                    t,
+                    "ld-in-flight",
+                    format!("tcgen05.ld of columns {lo}..{} while MMA(s) issued by warp {} writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", hi - 1, u.warp),
+                ));
+            }
         }
     }
     Ok(())
