@@ -338,3 +338,57 @@ pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<O
         n: n as u8,
     }))
 }
+
+/// `tcgen05.cp.cta_group::{1,2}.{shape}{.multicast} [taddr], s-desc` (PTX ISA 9.7.16.9.2): every
+/// shape with the multicast it requires. The decompressing forms (`.b8x16.b6x16_p32`,
+/// `.b8x16.b4x16_p64`, 9.7.16.9.1) are refused here by name as not modelled.
+pub(super) fn decode_tcgen05_cp(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
+    use crate::units::tmem_cp::CpShape;
+    let rest = &mods[1..];
+    if rest
+        .iter()
+        .any(|m| matches!(*m, "b8x16" | "b6x16_p32" | "b4x16_p64"))
+    {
+        return Err(SimError::Unsupported {
+            opcode: format!(
+                "{} (the decompressing tcgen05.cp forms .b8x16.b6x16_p32 / .b8x16.b4x16_p64 are not modelled)",
+                s.opcode
+            ),
+            ptx_line: s.line,
+        });
+    }
+    const SHAPES: [&str; 5] = ["128x256b", "128x128b", "4x256b", "64x128b", "32x128b"];
+    const MULTICAST: [&str; 3] = ["warpx2::02_13", "warpx2::01_23", "warpx4"];
+    let mut allowed = vec!["cta_group::1", "cta_group::2"];
+    allowed.extend(SHAPES);
+    allowed.extend(MULTICAST);
+    check_mods(s, rest, &allowed)?;
+    let groups = rest.iter().filter(|m| m.starts_with("cta_group::")).count();
+    let shapes: Vec<&str> = rest
+        .iter()
+        .copied()
+        .filter(|m| SHAPES.contains(m))
+        .collect();
+    let casts: Vec<&str> = rest
+        .iter()
+        .copied()
+        .filter(|m| MULTICAST.contains(m))
+        .collect();
+    // The ISA's syntax has exactly one .cta_group and one .shape, and at most one .multicast.
+    if groups != 1 || shapes.len() != 1 || casts.len() > 1 || rest.len() != 2 + casts.len() {
+        return Err(unsupported(s));
+    }
+    let shape = CpShape::parse(shapes[0], casts.first().copied()).ok_or_else(|| {
+        SimError::Unsupported {
+            opcode: format!(
+                "{} (PTX ISA \"tcgen05.cp\": .64x128b requires .warpx2::02_13 or .warpx2::01_23, .32x128b requires .warpx4, and the other shapes take no multicast)",
+                s.opcode
+            ),
+            ptx_line: s.line,
+        }
+    })?;
+    Ok(Op::TcCp {
+        shape,
+        cg2: rest.contains(&"cta_group::2"),
+    })
+}
