@@ -31,6 +31,8 @@ pub enum FormOp {
         st: bool,
         shape: crate::units::tmem_shapes::TmemShape,
         n: u8,
+        /// `.pack::16b` (ld) / `.unpack::16b` (st).
+        pack: bool,
     },
 }
 
@@ -241,7 +243,7 @@ pub(super) fn check_operands(s: &Stmt, f: &FormOp, args: &[Opd]) -> Result<(), S
         }
         FormOp::CpAsyncArrive { .. } => addr(&args[0], "the mbarrier")?,
         FormOp::CpAsyncCommit | FormOp::CpAsyncWait { all: true } => {}
-        FormOp::TcLdSt { st, shape, n } => {
+        FormOp::TcLdSt { st, shape, n, .. } => {
             // ld: r, [taddr]{, imm}; st: [taddr]{, imm}, r (PTX ISA "tcgen05.ld", "tcgen05.st").
             let want = shape.regs(u32::from(*n)) as usize;
             let (r, t, imm) = if *st {
@@ -309,8 +311,9 @@ pub(super) fn check_ld_st_operands(s: &Stmt, args: &[Opd]) -> Result<(), SimErro
     Ok(())
 }
 
-/// `tcgen05.{ld,st}.sync.aligned.{16x64b,16x128b,16x256b,16x32bx2}.x{n}.b32` (PTX ISA
-/// "tcgen05.ld", "tcgen05.st"); `.pack::16b`/`.unpack::16b` are refused as not modelled.
+/// `tcgen05.{ld,st}.sync.aligned.{16x64b,16x128b,16x256b,16x32bx2}.x{n}{.pack::16b}.b32`
+/// (PTX ISA 9.7.16.8.3 "tcgen05.ld", 9.7.16.8.4 "tcgen05.st"), and `.32x32b` with
+/// `.pack::16b` (ld) or `.unpack::16b` (st); the unpacked `.32x32b` stays `Op::TcLd`/`Op::TcSt`.
 pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<Op, SimError> {
     use crate::units::tmem_shapes::TmemShape;
     let shape = mods
@@ -328,14 +331,25 @@ pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<O
         .find(|m| TmemShape::parse(m).is_some())
         .copied()
         .unwrap_or("");
-    check_mods(s, &mods[1..], &["sync", "aligned", shape_name, &xn])?;
+    // ld packs (.pack::16b), st unpacks (.unpack::16b); not the other way round.
+    let pack_mod = if st { "unpack::16b" } else { "pack::16b" };
+    check_mods(
+        s,
+        &mods[1..],
+        &["sync", "aligned", shape_name, &xn, pack_mod],
+    )?;
     if !mods.contains(&"sync") || !mods.contains(&"aligned") || !mods.contains(&"b32") {
+        return Err(unsupported(s));
+    }
+    let pack = mods.contains(&pack_mod);
+    if shape == TmemShape::S32x32b && !pack {
         return Err(unsupported(s));
     }
     Ok(Op::Form(FormOp::TcLdSt {
         st,
         shape,
         n: n as u8,
+        pack,
     }))
 }
 
