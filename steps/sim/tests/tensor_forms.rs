@@ -754,3 +754,122 @@ fn tcgen05_cp_decodes_every_shape_and_refuses_decompression_and_wrong_multicast(
         }
     }
 }
+
+/// Runs `body` in a cluster of two CTAs of 128 threads; `%rd1` is a zeroed output buffer of
+/// `out_bytes`, `%r1` = `%tid.x`, `%r2` = the shared address of `smem_raw`, `%r5` =
+/// `%cluster_ctarank`. Every schedule policy must give the same output.
+fn run_pair_kernel(body: &str, out_bytes: usize) -> Result<Vec<u8>, SimError> {
+    let ptx = format!(
+        "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{{\n\t.reg .pred %p<16>;\n\t.reg .b16 %rs<8>;\n\t.reg .b32 %r<128>;\n\t.reg .b64 %rd<64>;\n\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd1, %rd1;\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, smem_raw;\n\tmov.u32 %r5, %cluster_ctarank;\n{body}\n\tret;\n}}\n"
+    );
+    let p = Program::parse(&ptx)?;
+    let mut seen: Option<Vec<u8>> = None;
+    for policy in sim::EXPLORE_POLICIES {
+        let mut dev = Device::new();
+        let out = dev.alloc(out_bytes as u64);
+        dev.write(out, &vec![0u8; out_bytes]);
+        let l = Launch {
+            kernel: "k".into(),
+            grid: [2, 1, 1],
+            block: [128, 1, 1],
+            cluster: [2, 1, 1],
+            dynamic_smem: 4096,
+            params: vec![Param::U64(out)],
+            barrier_names: vec![],
+            sources: vec![],
+        };
+        let o = Options {
+            policy,
+            max_steps: 1_000_000,
+            ..Options::default()
+        };
+        run(&p, &mut dev, &l, &o)?;
+        let mut b = vec![0u8; out_bytes];
+        dev.read(out, &mut b);
+        if let Some(s) = &seen {
+            assert_eq!(s, &b, "policy {} gave another result", policy.name());
+        }
+        seen = Some(b);
+    }
+    Ok(seen.expect("at least one policy"))
+}
+
+#[test]
+fn tcgen05_cp_cta_group_2_fills_both_ctas_from_their_own_shared_memory() {
+    // Each CTA writes a 128 x 16-byte K-major matrix without swizzle at smem + 1024 (row r at
+    // + 16 r: 8-row core matrices, SBO 128), word w of row r = 100000 rank + 10 r + w. Thread
+    // 0 of the odd CTA issues the pair's copy (PTX ISA Table 46: any one thread of the pair)
+    // and commits to both CTAs' barriers; each warp then reads its 32 lanes.
+    let body = "
+	mul.lo.u32 %r6, %r5, 100000;
+	mad.lo.u32 %r6, %r1, 10, %r6;
+	add.s32 %r7, %r6, 1;
+	add.s32 %r8, %r6, 2;
+	add.s32 %r9, %r6, 3;
+	shl.b32 %r10, %r1, 4;
+	add.s32 %r10, %r10, %r2;
+	st.shared.v4.u32 [%r10+1024], {%r6, %r7, %r8, %r9};
+	fence.proxy.async.shared::cta;
+	setp.eq.u32 %p1, %r1, 0;
+	setp.lt.u32 %p2, %r1, 32;
+	@%p1 mbarrier.init.shared::cta.b64 [%r2+8], 1;
+	@%p1 fence.mbarrier_init.release.cluster;
+	@%p2 tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r2], 32;
+	@%p2 tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	setp.eq.u32 %p3, %r5, 1;
+	and.pred %p4, %p1, %p3;
+	add.s32 %r14, %r2, 1024;
+	shr.u32 %r14, %r14, 4;
+	cvt.u64.u32 %rd11, %r14;
+	or.b64 %rd10, %rd11, 70403103981568;
+	mov.u16 %rs1, 3;
+	@%p4 tcgen05.cp.cta_group::2.128x128b [%r3], %rd10;
+	@%p4 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r2+8], %rs1;
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 %p5, [%r2+8], 0;
+	@!%p5 bra WAIT;
+	tcgen05.fence::after_thread_sync;
+	shr.u32 %r11, %r1, 5;
+	shl.b32 %r11, %r11, 21;
+	add.s32 %r12, %r3, %r11;
+	tcgen05.ld.sync.aligned.32x32b.x4.b32 {%r20, %r21, %r22, %r23}, [%r12];
+	tcgen05.wait::ld.sync.aligned;
+	mad.lo.u32 %r13, %r5, 128, %r1;
+	mul.wide.u32 %rd5, %r13, 16;
+	add.s64 %rd6, %rd1, %rd5;
+	st.global.v4.u32 [%rd6], {%r20, %r21, %r22, %r23};
+	tcgen05.fence::before_thread_sync;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	tcgen05.fence::after_thread_sync;
+	@%p2 tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r3, 32;";
+    // The descriptor: the start address (smem_raw + 1024) or LBO 16, SBO 128, fixed 0b001 at
+    // bit 46, no swizzle.
+    assert_eq!(
+        sim::units::descriptors::encode_smem_desc(
+            0,
+            16,
+            128,
+            sim::units::descriptors::Swizzle::None,
+            0
+        ),
+        70403103981568
+    );
+    let w = words(&run_pair_kernel(body, 2 * 128 * 16).unwrap());
+    for rank in 0..2u32 {
+        for lane in 0..128u32 {
+            for c in 0..4u32 {
+                assert_eq!(
+                    w[((rank * 128 + lane) * 4 + c) as usize],
+                    100000 * rank + 10 * lane + c,
+                    "CTA {rank} lane {lane} column {c}"
+                );
+            }
+        }
+    }
+}
