@@ -439,10 +439,11 @@ pub enum Op {
     TcSt {
         n: u8,
     },
-    /// `tcgen05.cp.cta_group::1.128x256b` / `.128x128b [taddr], s-desc`: asynchronous, in the
-    /// issuing thread's tcgen05 queue like an MMA; `bytes` per row (32 or 16).
+    /// `tcgen05.cp.cta_group::{1,2}.{shape}{.multicast} [taddr], s-desc`: asynchronous, in the
+    /// issuing thread's tcgen05 queue like an MMA.
     TcCp {
-        bytes: u8,
+        shape: crate::units::tmem_cp::CpShape,
+        cg2: bool,
     },
     /// `tcgen05.shift.cta_group.down [taddr]`: asynchronous, ordered with the issuing
     /// thread's MMAs and tracked by its next commit.
@@ -1832,7 +1833,9 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
                 multicast: has("multicast::cluster"),
             }
         }
-        "ld" | "st" if !has("32x32b") => forms::decode_tcgen05_ldst(s, first == "st", mods)?,
+        "ld" | "st" if !has("32x32b") || has("pack::16b") || has("unpack::16b") => {
+            forms::decode_tcgen05_ldst(s, first == "st", mods)?
+        }
         "ld" | "st" => {
             // tcgen05.ld.sync.aligned.32x32b.xN.b32
             let n = mods
@@ -1853,16 +1856,7 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
                 Op::TcSt { n }
             }
         }
-        "cp" => {
-            // The shapes that copy 128 rows, without decompression or warp multicast; with
-            // cta_group::2 the ISA's split of the copy over the pair is not modelled.
-            check_mods(s, &mods[1..], &["cta_group::1", "128x256b", "128x128b"])?;
-            match (has("128x256b"), has("128x128b")) {
-                (true, false) => Op::TcCp { bytes: 32 },
-                (false, true) => Op::TcCp { bytes: 16 },
-                _ => return Err(unsupported(s)),
-            }
-        }
+        "cp" => forms::decode_tcgen05_cp(s, mods)?,
         "shift" => {
             check_mods(s, &mods[1..], &["cta_group::1", "cta_group::2", "down"])?;
             if !has("down") {

@@ -31,6 +31,8 @@ pub enum FormOp {
         st: bool,
         shape: crate::units::tmem_shapes::TmemShape,
         n: u8,
+        /// `.pack::16b` (ld) / `.unpack::16b` (st).
+        pack: bool,
     },
 }
 
@@ -241,7 +243,7 @@ pub(super) fn check_operands(s: &Stmt, f: &FormOp, args: &[Opd]) -> Result<(), S
         }
         FormOp::CpAsyncArrive { .. } => addr(&args[0], "the mbarrier")?,
         FormOp::CpAsyncCommit | FormOp::CpAsyncWait { all: true } => {}
-        FormOp::TcLdSt { st, shape, n } => {
+        FormOp::TcLdSt { st, shape, n, .. } => {
             // ld: r, [taddr]{, imm}; st: [taddr]{, imm}, r (PTX ISA "tcgen05.ld", "tcgen05.st").
             let want = shape.regs(u32::from(*n)) as usize;
             let (r, t, imm) = if *st {
@@ -309,8 +311,9 @@ pub(super) fn check_ld_st_operands(s: &Stmt, args: &[Opd]) -> Result<(), SimErro
     Ok(())
 }
 
-/// `tcgen05.{ld,st}.sync.aligned.{16x64b,16x128b,16x256b,16x32bx2}.x{n}.b32` (PTX ISA
-/// "tcgen05.ld", "tcgen05.st"); `.pack::16b`/`.unpack::16b` are refused as not modelled.
+/// `tcgen05.{ld,st}.sync.aligned.{16x64b,16x128b,16x256b,16x32bx2}.x{n}{.pack::16b}.b32`
+/// (PTX ISA 9.7.16.8.3 "tcgen05.ld", 9.7.16.8.4 "tcgen05.st"), and `.32x32b` with
+/// `.pack::16b` (ld) or `.unpack::16b` (st); the unpacked `.32x32b` stays `Op::TcLd`/`Op::TcSt`.
 pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<Op, SimError> {
     use crate::units::tmem_shapes::TmemShape;
     let shape = mods
@@ -328,13 +331,78 @@ pub(super) fn decode_tcgen05_ldst(s: &Stmt, st: bool, mods: &[&str]) -> Result<O
         .find(|m| TmemShape::parse(m).is_some())
         .copied()
         .unwrap_or("");
-    check_mods(s, &mods[1..], &["sync", "aligned", shape_name, &xn])?;
+    // ld packs (.pack::16b), st unpacks (.unpack::16b); not the other way round.
+    let pack_mod = if st { "unpack::16b" } else { "pack::16b" };
+    check_mods(
+        s,
+        &mods[1..],
+        &["sync", "aligned", shape_name, &xn, pack_mod],
+    )?;
     if !mods.contains(&"sync") || !mods.contains(&"aligned") || !mods.contains(&"b32") {
+        return Err(unsupported(s));
+    }
+    let pack = mods.contains(&pack_mod);
+    if shape == TmemShape::S32x32b && !pack {
         return Err(unsupported(s));
     }
     Ok(Op::Form(FormOp::TcLdSt {
         st,
         shape,
         n: n as u8,
+        pack,
     }))
+}
+
+/// `tcgen05.cp.cta_group::{1,2}.{shape}{.multicast} [taddr], s-desc` (PTX ISA 9.7.16.9.2): every
+/// shape with the multicast it requires. The decompressing forms (`.b8x16.b6x16_p32`,
+/// `.b8x16.b4x16_p64`, 9.7.16.9.1) are refused here by name as not modelled.
+pub(super) fn decode_tcgen05_cp(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
+    use crate::units::tmem_cp::CpShape;
+    let rest = &mods[1..];
+    if rest
+        .iter()
+        .any(|m| matches!(*m, "b8x16" | "b6x16_p32" | "b4x16_p64"))
+    {
+        return Err(SimError::Unsupported {
+            opcode: format!(
+                "{} (the decompressing tcgen05.cp forms .b8x16.b6x16_p32 / .b8x16.b4x16_p64 are not modelled)",
+                s.opcode
+            ),
+            ptx_line: s.line,
+        });
+    }
+    const SHAPES: [&str; 5] = ["128x256b", "128x128b", "4x256b", "64x128b", "32x128b"];
+    const MULTICAST: [&str; 3] = ["warpx2::02_13", "warpx2::01_23", "warpx4"];
+    let mut allowed = vec!["cta_group::1", "cta_group::2"];
+    allowed.extend(SHAPES);
+    allowed.extend(MULTICAST);
+    check_mods(s, rest, &allowed)?;
+    let groups = rest.iter().filter(|m| m.starts_with("cta_group::")).count();
+    let shapes: Vec<&str> = rest
+        .iter()
+        .copied()
+        .filter(|m| SHAPES.contains(m))
+        .collect();
+    let casts: Vec<&str> = rest
+        .iter()
+        .copied()
+        .filter(|m| MULTICAST.contains(m))
+        .collect();
+    // The ISA's syntax has exactly one .cta_group and one .shape, and at most one .multicast.
+    if groups != 1 || shapes.len() != 1 || casts.len() > 1 || rest.len() != 2 + casts.len() {
+        return Err(unsupported(s));
+    }
+    let shape = CpShape::parse(shapes[0], casts.first().copied()).ok_or_else(|| {
+        SimError::Unsupported {
+            opcode: format!(
+                "{} (PTX ISA \"tcgen05.cp\": .64x128b requires .warpx2::02_13 or .warpx2::01_23, .32x128b requires .warpx4, and the other shapes take no multicast)",
+                s.opcode
+            ),
+            ptx_line: s.line,
+        }
+    })?;
+    Ok(Op::TcCp {
+        shape,
+        cg2: rest.contains(&"cta_group::2"),
+    })
 }

@@ -968,9 +968,9 @@ impl<'a> Machine<'a> {
                 self.count(t, ins);
                 self.tc_shift(t, ins, *cg2)?;
             }
-            Op::TcCp { bytes } => {
+            Op::TcCp { shape, cg2 } => {
                 self.count(t, ins);
-                self.tc_cp(t, ins, u32::from(*bytes))?;
+                self.tc_cp(t, ins, *shape, *cg2)?;
             }
             Op::TcFenceBefore => {
                 self.count(t, ins);
@@ -2051,13 +2051,36 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
-    fn tc_cp(&mut self, t: u32, ins: &Instr, bytes: u32) -> Result<(), SimError> {
-        rules::cta_group(self, t, false, "tcgen05.cp")?;
+    /// `tcgen05.cp`: with `cta_group::2` into the tensor memory of the issuing CTA and of its
+    /// peer (PTX ISA 9.7.16.9.2), which either CTA of the pair may issue (Table 46, "Issue
+    /// Granularity": "a single thread from the CTA-Pair").
+    fn tc_cp(
+        &mut self,
+        t: u32,
+        ins: &Instr,
+        shape: crate::units::tmem_cp::CpShape,
+        cg2: bool,
+    ) -> Result<(), SimError> {
+        rules::cta_group(self, t, cg2, "tcgen05.cp")?;
         rules::on_tcgen05(self, t, "tcgen05.cp")?;
+        let bytes = shape.rows() * shape.row_bytes() * if cg2 { 2 } else { 1 };
         self.charge(u64::from(bytes) / crate::budget::BYTES_PER_STEP)?;
         let (taddr, _) = self.addr_of(t, &ins.args[0]);
         let desc = self.rv(t, &ins.args[1]);
         let cta = self.threads[t as usize].cta;
+        let peer = if !cg2 {
+            None
+        } else if self.ctas[cta as usize].rank.is_multiple_of(2) {
+            Some(cta + 1)
+        } else {
+            Some(cta - 1)
+        };
+        if peer.is_some_and(|p| p >= self.cl_size) {
+            return Err(self.fault(
+                t,
+                "tcgen05.cp.cta_group::2 in a CTA without a peer (the cluster needs an even size)",
+            ));
+        }
         self.seq += 1;
         let id = self.seq;
         self.emit(Event::Issue {
@@ -2066,23 +2089,26 @@ impl<'a> Machine<'a> {
             by: t,
             barrier: None,
         })?;
-        // 128 lanes, `bytes` of each row: bytes / 4 columns (the shared-memory source is not
-        // tracked).
-        self.emit(Event::Tmem {
-            agent: Agent::Async(id),
-            cta,
-            quarters: 0xF,
-            lo: taddr as u32 & 0xFFFF,
-            hi: (taddr as u32 & 0xFFFF) + bytes / 4,
-            access: Access::Write,
-        })?;
+        // Every lane the shape reaches, `row_bytes` of each: row_bytes / 4 columns, in this CTA
+        // and the peer (the shared-memory source is not tracked).
+        for c in std::iter::once(cta).chain(peer) {
+            self.emit(Event::Tmem {
+                agent: Agent::Async(id),
+                cta: c,
+                quarters: 0xF,
+                lo: taddr as u32 & 0xFFFF,
+                hi: (taddr as u32 & 0xFFFF) + shape.row_bytes() / 4,
+                access: Access::Write,
+            })?;
+        }
         self.emit(Event::Retire { id })?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Cp {
             cta,
+            peer,
             taddr: taddr as u32,
             desc,
-            bytes,
+            shape,
             line,
         });
         if self.tcq[t as usize].len() == 1 {
@@ -2092,7 +2118,7 @@ impl<'a> Machine<'a> {
             self.ev(
                 Some(t),
                 format!(
-                    "tcgen05.cp issued (PTX line {}), {bytes} bytes a row to {taddr:#x}",
+                    "tcgen05.cp issued (PTX line {}), shape {shape:?} to {taddr:#x}",
                     line.0
                 ),
             );
@@ -2356,21 +2382,26 @@ impl<'a> Machine<'a> {
             }
             TcJob::Cp {
                 cta,
+                peer,
                 taddr,
                 desc,
-                bytes,
+                shape,
                 line,
             } => {
-                let c = &mut self.ctas[cta as usize];
-                if let Err(e) = glue::tc_cp(&mut c.tmem, &c.smem, taddr, desc, bytes) {
-                    return Err(SimError::Fault {
-                        cta: self.cta_linear(cta),
-                        warp: self.threads[t as usize].warp,
-                        lane: self.threads[t as usize].lane,
-                        ptx_line: line.0,
-                        source_line: line.1,
-                        detail: format!("tcgen05.cp: {e}"),
-                    });
+                // cta_group::2: each CTA of the pair copies from its own shared memory at the
+                // descriptor's offsets, as an MMA's operands are split (see units::mma).
+                for c in std::iter::once(cta).chain(peer) {
+                    let cc = &mut self.ctas[c as usize];
+                    if let Err(e) = glue::tc_cp(&mut cc.tmem, &cc.smem, taddr, desc, shape) {
+                        return Err(SimError::Fault {
+                            cta: self.cta_linear(c),
+                            warp: self.threads[t as usize].warp,
+                            lane: self.threads[t as usize].lane,
+                            ptx_line: line.0,
+                            source_line: line.1,
+                            detail: format!("tcgen05.cp: {e}"),
+                        });
+                    }
                 }
                 if self.o.trace {
                     self.ev(

@@ -109,15 +109,24 @@ impl Machine<'_> {
                 }
                 Ok(())
             }
-            FormOp::TcLdSt { st, shape, n } => self.tc_ld_st_16(lanes, ins, st, shape, n.into()),
+            FormOp::TcLdSt { st, shape, n, pack } => {
+                self.tc_ld_st_16(lanes, ins, st, shape, n.into(), pack)
+            }
             _ => Err(self.unsupported(ins)),
         }
     }
 
-    /// A 16-lane `tcgen05.ld`/`st` ([`TmemShape`]): the warp reaches the lanes of its quarter
-    /// (PTX ISA "Access restrictions": warp w % 4 reaches lanes 32 (w % 4) .. + 31), so the
-    /// address's lane is the quarter's first or middle lane. The ordering bookkeeping is the
-    /// `.32x32b` form's: the destination registers are pending until `tcgen05.wait::ld`.
+    /// A 16-lane `tcgen05.ld`/`st` ([`TmemShape`]), or a packed one of any shape: the warp
+    /// reaches the lanes of its quarter (PTX ISA "Access restrictions": warp w % 4 reaches lanes
+    /// 32 (w % 4) .. + 31), so the address's lane is the quarter's first or (16-lane shapes)
+    /// middle lane. The ordering bookkeeping is the `.32x32b` form's: the destination registers
+    /// are pending until `tcgen05.wait::ld`.
+    ///
+    /// Packing (PTX ISA 9.7.16.8.2, map in [`TmemShape::cell_packed`]): `ld` joins the low 16
+    /// bits of two cells; `st` writes a register's halves to the low 16 bits of two cells. What
+    /// the upper 16 bits of those cells become is not given in the ISA's text; the simulator
+    /// writes 0x7FC0 there (a quiet NaN read as f32), so a 32-bit read of them shows in the
+    /// result instead of passing for data.
     fn tc_ld_st_16(
         &mut self,
         lanes: &[u32],
@@ -125,6 +134,7 @@ impl Machine<'_> {
         st: bool,
         shape: TmemShape,
         n: u32,
+        pack: bool,
     ) -> Result<(), SimError> {
         let a = &ins.args;
         let what = if st { "tcgen05.st" } else { "tcgen05.ld" };
@@ -135,14 +145,19 @@ impl Machine<'_> {
             (&a[1], &a[0], a.get(2))
         };
         let split = imm.map_or(0, |o| self.rv(lanes[0], o) as u32);
-        let cols = shape.columns(n, split);
+        let cols = if pack {
+            shape.columns_packed(n, split)
+        } else {
+            shape.columns(n, split)
+        };
         for (k, &x) in lanes.iter().enumerate() {
             let taddr = self.rv(x, addr_o) as u32;
             rules::on_tcgen05(self, x, what)?;
             let (lane0, col0) = (taddr >> 16, taddr & 0xFFFF);
             let quarter = 32 * (self.threads[x as usize].warp % 4);
-            if lane0 != quarter && lane0 != quarter + 16 {
-                return Err(self.fault(x, format!("{what} at lane {lane0}: warp {} reaches lanes {quarter}..{} only, and a 16-lane shape starts at lane {quarter} or {}", self.threads[x as usize].warp, quarter + 31, quarter + 16)));
+            let lane_ok = lane0 == quarter || (shape.lanes() == 16 && lane0 == quarter + 16);
+            if !lane_ok {
+                return Err(self.fault(x, format!("{what} at lane {lane0}: warp {} reaches lanes {quarter}..{} only, and a {}-lane shape starts at lane {quarter}{}", self.threads[x as usize].warp, quarter + 31, shape.lanes(), if shape.lanes() == 16 { format!(" or {}", quarter + 16) } else { String::new() })));
             }
             if col0 + cols > crate::units::tmem::COLUMNS {
                 return Err(self.fault(
@@ -165,6 +180,28 @@ impl Machine<'_> {
             }
             let regs = regs_of(regs_o).to_vec();
             for (i, r) in regs.iter().enumerate() {
+                if pack {
+                    let (dl, dc) = shape.cell_packed(k as u32, i as u32, split);
+                    let (l, c) = (lane0 + dl, col0 + dc);
+                    if st {
+                        let v = self.rv(x, r) as u32;
+                        for (h, cc) in [c, c + 1].into_iter().enumerate() {
+                            let half = (v >> (16 * h)) & 0xFFFF;
+                            let w = self.ctas[cta as usize]
+                                .tmem
+                                .write(l, cc, 0x7FC0_0000 | half);
+                            w.map_err(|e| self.fault(x, e.to_string()))?;
+                        }
+                    } else {
+                        let tm = &self.ctas[cta as usize].tmem;
+                        let lo = tm.read(l, c).map_err(|e| self.fault(x, e.to_string()))?;
+                        let hi = tm
+                            .read(l, c + 1)
+                            .map_err(|e| self.fault(x, e.to_string()))?;
+                        self.wr(x, r, u64::from((lo & 0xFFFF) | (hi << 16)));
+                    }
+                    continue;
+                }
                 let (dl, dc) = shape.cell(k as u32, i as u32, split);
                 if st {
                     let v = self.rv(x, r) as u32;

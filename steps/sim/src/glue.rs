@@ -60,17 +60,16 @@ pub fn mma(
     crate::units::mma::mma_f16(idesc, a, b, &s, tmem, d, acc)
 }
 
-/// `tcgen05.cp.cta_group::1.128x{256,128}b`: the matrix that shared-memory descriptor `desc`
-/// describes in `smem`, `bytes` (32 or 16) per row, into `tmem` at `taddr`.
+/// `tcgen05.cp` of shape `shape` into one CTA's `tmem` at `taddr` from the matrix that
+/// shared-memory descriptor `desc` describes in its `smem`.
 pub fn tc_cp(
     tmem: &mut Tmem,
     smem: &[u8],
     taddr: u32,
     desc: u64,
-    bytes: u32,
+    shape: crate::units::tmem_cp::CpShape,
 ) -> Result<(), UnitError> {
-    let op = crate::units::descriptors::KMajorOperand::decode(desc)?;
-    tmem.cp_128_rows(taddr, bytes, &op, smem)
+    crate::units::tmem_cp::copy(tmem, smem, taddr, desc, shape)
 }
 
 /// The shared-memory ranges an MMA reads in each CTA of its group.
@@ -78,16 +77,23 @@ pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32
     Ok(crate::units::mma::MmaF16::decode(idesc, a, b, group)?.smem_reads())
 }
 
+/// Tensor-memory columns an MMA's D occupies from its address's column (the data-path layout:
+/// N/2 for M = 128 with cta_group::2, else N); `None` when the descriptor does not decode.
+pub fn mma_d_columns(idesc: u32, a: u64, b: u64, group: u32) -> Option<u32> {
+    crate::units::mma::MmaF16::decode(idesc, a, b, group)
+        .ok()
+        .map(|m| m.d_columns())
+}
+
 /// Which operand of the MMA ("A" or "B") the shared-memory byte `addr` belongs to.
 pub fn mma_operand_at(idesc: u32, a: u64, b: u64, group: u32, addr: u32) -> &'static str {
     let Ok(m) = crate::units::mma::MmaF16::decode(idesc, a, b, group) else {
         return "A or B";
     };
-    let in_a = (0..m.a_rows_per_cta()).any(|r| {
-        m.a.chunk_addrs(r)
+    let in_a =
+        m.a.chunks(m.a_rows_per_cta())
             .iter()
-            .any(|&c| (c..c + 16).contains(&addr))
-    });
+            .any(|&(c, ..)| (c..c + 16).contains(&addr));
     if in_a {
         "A"
     } else {

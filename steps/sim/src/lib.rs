@@ -78,13 +78,14 @@
 //! Every form is refused when the module is decoded (`forms.rs`), naming the instruction, its
 //! PTX line and its source line: indirect calls (through a register or a `.callprototype`),
 //! calls of external functions other than `vprintf` and `__assertfail` (device `malloc`,
-//! `free`, ...), call arguments not in `.param` variables, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the
-//! `.128x256b` or `.128x128b` shape (no decompression, no warp multicast), `tcgen05.mma` other than
-//! dense `kind::f16` with A and B in shared memory (the unit refuses other descriptor
-//! encodings), `tcgen05.ld`/`st` with `.pack::16b`/`.unpack::16b`, `cp.async.bulk` without a
-//! tensor map, `wgmma`, `mma.sync` other than the floating-point m16n8k{4,8,16} forms, `ldmatrix`
-//! and `stmatrix` other than `.m8n8.b16`. `.ftz` is accepted and not applied (subnormal results
-//! are kept, not flushed). Timing is not modelled at all: `%clock`, `%clock64` and
+//! `free`, ...), call arguments not in `.param` variables, textures and surfaces, the
+//! decompressing `tcgen05.cp` forms (`.b8x16.b6x16_p32`, `.b8x16.b4x16_p64`), `tcgen05.mma`
+//! other than dense non-`.ws` `kind::f16` with A and B in shared memory (every such shape,
+//! either major-ness, any swizzle mode and base offset the ISA allows; the unit refuses
+//! negation, F16 accumulators, mixed F16/BF16, and descriptor encodings the ISA leaves
+//! undefined), `cp.async.bulk` without a tensor map, `wgmma`, `mma.sync` other than the
+//! floating-point m16n8k{4,8,16} forms, `ldmatrix` and `stmatrix` other than `.m8n8.b16`.
+//! Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;

@@ -135,9 +135,11 @@ pub(crate) enum TcJob {
     /// `tcgen05.cp` from the CTA's shared memory to its tensor memory.
     Cp {
         cta: u32,
+        /// The peer CTA that also receives the copy (`cta_group::2`).
+        peer: Option<u32>,
         taddr: u32,
         desc: u64,
-        bytes: u32,
+        shape: crate::units::tmem_cp::CpShape,
         line: (u32, u32),
     },
     /// `tcgen05.shift.down` of the CTA's tensor memory (and its peer's with `cta_group::2`).

@@ -202,7 +202,8 @@ pub fn mma_issue(
         }
         // The accumulator columns: older, ordered writes of the same columns are superseded.
         let col = d & 0xFFFF;
-        let (lo, hi) = (col, col + id.n);
+        let ncols = crate::glue::mma_d_columns(idesc, a, b, ctas.len() as u32).unwrap_or(id.n);
+        let (lo, hi) = (col, col + ncols);
         // release-before-overwrite: every warp that read these columns handed them back, and
         // this thread waited for that hand-over.
         let mut keep = Vec::new();

@@ -415,9 +415,14 @@ fn tcgen05_cp_copies_a_128_row_matrix_from_its_descriptor() {
         assert_eq!(&w[at..at + 8], &want[..], "lane {r}");
     }
     // Shapes and forms not modelled are refused by name, never skipped.
-    let e = run_words("\ttcgen05.cp.cta_group::1.4x256b [%r1], %rd1;", 32, 1).unwrap_err();
+    let e = run_words(
+        "\ttcgen05.cp.cta_group::1.128x128b.b8x16.b6x16_p32 [%r1], %rd1;",
+        32,
+        1,
+    )
+    .unwrap_err();
     assert!(
-        matches!(e, SimError::Unsupported { ref opcode, .. } if opcode.contains("4x256b")),
+        matches!(e, SimError::Unsupported { ref opcode, .. } if opcode.contains("b6x16_p32")),
         "{e}"
     );
 }

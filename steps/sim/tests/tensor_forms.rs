@@ -636,12 +636,240 @@ fn tcgen05_ld_st_16_lane_shapes_map_lanes_and_columns_as_the_isa_figures() {
             }
         }
     }
-    // The lane must be the warp's quarter (or its middle), and .pack::16b is not modelled.
+    // .x64 of .16x256b would be 256 registers; ld unpacks nothing and st packs nothing.
     for bad in [
-        "\ttcgen05.ld.sync.aligned.16x64b.x1.pack::16b.b32 {%r1}, [%r2];",
+        "\ttcgen05.ld.sync.aligned.16x64b.x1.unpack::16b.b32 {%r1}, [%r2];",
+        "\ttcgen05.st.sync.aligned.32x32b.x1.pack::16b.b32 [%r2], {%r1};",
         "\ttcgen05.ld.sync.aligned.16x256b.x64.b32 {%r1}, [%r2];",
     ] {
         let e = decode_error(bad);
         assert!(matches!(e, SimError::Unsupported { .. }), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn tcgen05_ld_pack_16b_and_st_unpack_16b_join_and_split_the_low_halves() {
+    // Thread t stores word 1000 t + 17 c + 0x10000 c into column c (x8), then loads with
+    // .pack::16b: .32x32b.x4 register j = lo16(col 2j) | lo16(col 2j + 1) << 16, and
+    // .16x64b.x2 over lanes 0-15 (thread t, register i: lane t/4 + 8 (t % 2), logical column
+    // (t/2) % 2 + 2 i, cells 2 x that and the next). Then .32x32b.x2.unpack::16b of 0xBBBBAAAA + t
+    // at column 16: the halves in the low bits of columns 16 and 17, 0x7FC0 above them.
+    let body = "
+	tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	mul.lo.u32 %r4, %r1, 1000;
+	add.s32 %r10, %r4, 0;
+	add.s32 %r11, %r4, 65553;
+	add.s32 %r12, %r4, 131106;
+	add.s32 %r13, %r4, 196659;
+	add.s32 %r14, %r4, 262212;
+	add.s32 %r15, %r4, 327765;
+	add.s32 %r16, %r4, 393318;
+	add.s32 %r17, %r4, 458871;
+	tcgen05.st.sync.aligned.32x32b.x8.b32 [%r3], {%r10, %r11, %r12, %r13, %r14, %r15, %r16, %r17};
+	add.s32 %r20, %r1, -1145328982;
+	add.s32 %r21, %r1, 286331153;
+	add.s32 %r22, %r3, 16;
+	tcgen05.st.sync.aligned.32x32b.x2.unpack::16b.b32 [%r22], {%r20, %r21};
+	tcgen05.wait::st.sync.aligned;
+	tcgen05.ld.sync.aligned.32x32b.x4.pack::16b.b32 {%r30, %r31, %r32, %r33}, [%r3];
+	tcgen05.ld.sync.aligned.16x64b.x2.pack::16b.b32 {%r34, %r35}, [%r3];
+	tcgen05.ld.sync.aligned.32x32b.x4.b32 {%r36, %r37, %r38, %r39}, [%r22];
+	tcgen05.wait::ld.sync.aligned;
+	mul.wide.u32 %rd5, %r1, 64;
+	add.s64 %rd6, %rd1, %rd5;
+	st.global.v4.u32 [%rd6], {%r30, %r31, %r32, %r33};
+	st.global.v2.u32 [%rd6+16], {%r34, %r35};
+	st.global.v4.u32 [%rd6+32], {%r36, %r37, %r38, %r39};
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;";
+    let w = words(&run_kernel(body, 32, &[], 32 * 64).unwrap());
+    let cell = |lane: u32, c: u32| 1000 * lane + 17 * c + 0x10000 * c;
+    let lo = |x: u32| x & 0xFFFF;
+    for t in 0..32u32 {
+        let row = &w[(16 * t) as usize..(16 * t + 16) as usize];
+        for j in 0..4 {
+            assert_eq!(
+                row[j as usize],
+                lo(cell(t, 2 * j)) | (lo(cell(t, 2 * j + 1)) << 16),
+                "32x32b pack, thread {t} register {j}"
+            );
+        }
+        for i in 0..2 {
+            let lane = t / 4 + 8 * (t % 2);
+            let c = 2 * ((t / 2) % 2 + 2 * i);
+            assert_eq!(
+                row[4 + i as usize],
+                lo(cell(lane, c)) | (lo(cell(lane, c + 1)) << 16),
+                "16x64b pack, thread {t} register {i}"
+            );
+        }
+        let (a, b) = (0xBBBB_AAAAu32.wrapping_add(t), 0x1111_1111u32 + t);
+        assert_eq!(
+            &row[8..12],
+            &[
+                0x7FC0_0000 | lo(a),
+                0x7FC0_0000 | (a >> 16),
+                0x7FC0_0000 | lo(b),
+                0x7FC0_0000 | (b >> 16)
+            ],
+            "unpack, thread {t}"
+        );
+    }
+}
+
+#[test]
+fn tcgen05_cp_decodes_every_shape_and_refuses_decompression_and_wrong_multicast() {
+    for good in [
+        "\ttcgen05.cp.cta_group::1.128x256b [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::2.128x128b [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.4x256b [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.64x128b.warpx2::02_13 [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::2.64x128b.warpx2::01_23 [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.32x128b.warpx4 [%r1], %rd1;",
+    ] {
+        let ptx = format!(
+            "{HEAD}.visible .entry k()\n{{\n\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n{good}\n\tret;\n}}\n"
+        );
+        assert!(Program::parse(&ptx).is_ok(), "{good}");
+    }
+    for bad in [
+        "\ttcgen05.cp.cta_group::1.128x128b.b8x16.b6x16_p32 [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::2.128x256b.b8x16.b4x16_p64 [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.64x128b [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.32x128b.warpx2::02_13 [%r1], %rd1;",
+        "\ttcgen05.cp.cta_group::1.128x256b.warpx4 [%r1], %rd1;",
+        "\ttcgen05.cp.128x256b [%r1], %rd1;",
+    ] {
+        let e = decode_error(bad);
+        assert!(matches!(e, SimError::Unsupported { .. }), "{bad}: {e}");
+        if bad.contains("b8x16") {
+            assert!(e.to_string().contains("decompressing"), "{e}");
+        }
+    }
+}
+
+/// Runs `body` in a cluster of two CTAs of 128 threads; `%rd1` is a zeroed output buffer of
+/// `out_bytes`, `%r1` = `%tid.x`, `%r2` = the shared address of `smem_raw`, `%r5` =
+/// `%cluster_ctarank`. Every schedule policy must give the same output.
+fn run_pair_kernel(body: &str, out_bytes: usize) -> Result<Vec<u8>, SimError> {
+    let ptx = format!(
+        "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];\n.visible .entry k(\n\t.param .u64 k_param_0\n)\n.explicitcluster\n.reqnctapercluster 2, 1, 1\n{{\n\t.reg .pred %p<16>;\n\t.reg .b16 %rs<8>;\n\t.reg .b32 %r<128>;\n\t.reg .b64 %rd<64>;\n\tld.param.u64 %rd1, [k_param_0];\n\tcvta.to.global.u64 %rd1, %rd1;\n\tmov.u32 %r1, %tid.x;\n\tmov.u32 %r2, smem_raw;\n\tmov.u32 %r5, %cluster_ctarank;\n{body}\n\tret;\n}}\n"
+    );
+    let p = Program::parse(&ptx)?;
+    let mut seen: Option<Vec<u8>> = None;
+    for policy in sim::EXPLORE_POLICIES {
+        let mut dev = Device::new();
+        let out = dev.alloc(out_bytes as u64);
+        dev.write(out, &vec![0u8; out_bytes]);
+        let l = Launch {
+            kernel: "k".into(),
+            grid: [2, 1, 1],
+            block: [128, 1, 1],
+            cluster: [2, 1, 1],
+            dynamic_smem: 4096,
+            params: vec![Param::U64(out)],
+            barrier_names: vec![],
+            sources: vec![],
+        };
+        let o = Options {
+            policy,
+            max_steps: 1_000_000,
+            ..Options::default()
+        };
+        run(&p, &mut dev, &l, &o)?;
+        let mut b = vec![0u8; out_bytes];
+        dev.read(out, &mut b);
+        if let Some(s) = &seen {
+            assert_eq!(s, &b, "policy {} gave another result", policy.name());
+        }
+        seen = Some(b);
+    }
+    Ok(seen.expect("at least one policy"))
+}
+
+#[test]
+fn tcgen05_cp_cta_group_2_fills_both_ctas_from_their_own_shared_memory() {
+    // Each CTA writes a 128 x 16-byte K-major matrix without swizzle at smem + 1024 (row r at
+    // + 16 r: 8-row core matrices, SBO 128), word w of row r = 100000 rank + 10 r + w. Thread
+    // 0 of the odd CTA issues the pair's copy (PTX ISA Table 46: any one thread of the pair)
+    // and commits to both CTAs' barriers; each warp then reads its 32 lanes.
+    let body = "
+	mul.lo.u32 %r6, %r5, 100000;
+	mad.lo.u32 %r6, %r1, 10, %r6;
+	add.s32 %r7, %r6, 1;
+	add.s32 %r8, %r6, 2;
+	add.s32 %r9, %r6, 3;
+	shl.b32 %r10, %r1, 4;
+	add.s32 %r10, %r10, %r2;
+	st.shared.v4.u32 [%r10+1024], {%r6, %r7, %r8, %r9};
+	fence.proxy.async.shared::cta;
+	setp.eq.u32 %p1, %r1, 0;
+	setp.lt.u32 %p2, %r1, 32;
+	@%p1 mbarrier.init.shared::cta.b64 [%r2+8], 1;
+	@%p1 fence.mbarrier_init.release.cluster;
+	@%p2 tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r2], 32;
+	@%p2 tcgen05.relinquish_alloc_permit.cta_group::2.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	tcgen05.fence::after_thread_sync;
+	ld.shared.u32 %r3, [%r2];
+	setp.eq.u32 %p3, %r5, 1;
+	and.pred %p4, %p1, %p3;
+	add.s32 %r14, %r2, 1024;
+	shr.u32 %r14, %r14, 4;
+	cvt.u64.u32 %rd11, %r14;
+	or.b64 %rd10, %rd11, 70403103981568;
+	mov.u16 %rs1, 3;
+	@%p4 tcgen05.cp.cta_group::2.128x128b [%r3], %rd10;
+	@%p4 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r2+8], %rs1;
+WAIT:
+	mbarrier.try_wait.parity.shared::cta.b64 %p5, [%r2+8], 0;
+	@!%p5 bra WAIT;
+	tcgen05.fence::after_thread_sync;
+	shr.u32 %r11, %r1, 5;
+	shl.b32 %r11, %r11, 21;
+	add.s32 %r12, %r3, %r11;
+	tcgen05.ld.sync.aligned.32x32b.x4.b32 {%r20, %r21, %r22, %r23}, [%r12];
+	tcgen05.wait::ld.sync.aligned;
+	mad.lo.u32 %r13, %r5, 128, %r1;
+	mul.wide.u32 %rd5, %r13, 16;
+	add.s64 %rd6, %rd1, %rd5;
+	st.global.v4.u32 [%rd6], {%r20, %r21, %r22, %r23};
+	tcgen05.fence::before_thread_sync;
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	tcgen05.fence::after_thread_sync;
+	@%p2 tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r3, 32;";
+    // The descriptor: the start address (smem_raw + 1024) or LBO 16, SBO 128, fixed 0b001 at
+    // bit 46, no swizzle.
+    assert_eq!(
+        sim::units::descriptors::encode_smem_desc(
+            0,
+            16,
+            128,
+            sim::units::descriptors::Swizzle::None,
+            0
+        ),
+        70403103981568
+    );
+    let w = words(&run_pair_kernel(body, 2 * 128 * 16).unwrap());
+    for rank in 0..2u32 {
+        for lane in 0..128u32 {
+            for c in 0..4u32 {
+                assert_eq!(
+                    w[((rank * 128 + lane) * 4 + c) as usize],
+                    100000 * rank + 10 * lane + c,
+                    "CTA {rank} lane {lane} column {c}"
+                );
+            }
+        }
     }
 }

@@ -61,6 +61,19 @@ pub fn make_smem_desc_sw128(smem_addr: u32, sbo_bytes: u32) -> u64 {
     d
 }
 
+/// Any shared-memory descriptor from its fields (PTX ISA Table 40): byte values for the start
+/// address, LBO and SBO (encoded `>> 4`), the swizzle mode, the matrix base offset; relative
+/// LBO mode. For tests and figures of layouts the kernels' builders do not produce.
+pub fn encode_smem_desc(start: u32, lbo: u32, sbo: u32, swizzle: Swizzle, base_offset: u32) -> u64 {
+    let enc = |x: u32| u64::from((x & 0x3FFFF) >> 4);
+    enc(start)
+        | (enc(lbo) << 16)
+        | (enc(sbo) << 32)
+        | (1u64 << 46)
+        | (u64::from(base_offset & 7) << 49)
+        | ((swizzle as u64) << 61)
+}
+
 /// The fields of a shared-memory descriptor, unchecked (PTX ISA Table 40).
 pub fn decode_smem_desc(d: u64) -> SmemDesc {
     SmemDesc {
@@ -103,6 +116,12 @@ pub struct InstrDesc {
 pub fn make_idesc_f16(m: u32, n: u32, bf16: bool) -> u32 {
     let fmt = if bf16 { 1 } else { 0 };
     (1 << 4) | (fmt << 7) | (fmt << 10) | (((n >> 3) & 0x3F) << 17) | (((m >> 4) & 0x1F) << 24)
+}
+
+/// [`make_idesc_f16`] with the transpose bits (PTX ISA Table 42 bits 15 and 16): `a_mn` makes
+/// A M-major, `b_mn` makes B N-major.
+pub fn make_idesc_f16_major(m: u32, n: u32, bf16: bool, a_mn: bool, b_mn: bool) -> u32 {
+    make_idesc_f16(m, n, bf16) | (u32::from(a_mn) << 15) | (u32::from(b_mn) << 16)
 }
 
 /// The fields of an instruction descriptor, unchecked (PTX ISA Table 42).
@@ -205,24 +224,71 @@ impl SwizzlePattern {
     }
 }
 
-/// A K-major MMA operand decoded and checked from its shared-memory descriptor: everything the
-/// simulated MMA needs to find element (row, k) of a K = 16 slice of 16-bit elements.
+/// Where a shared-memory MMA operand's rows run: K-major (each row's K elements contiguous, the
+/// instruction descriptor's transpose bit 0) or MN-major (transpose bit 1: each K index's M or N
+/// elements contiguous). PTX ISA 9.7.16.10.6 "Shared Memory Layout and Swizzling".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct KMajorOperand {
+pub enum Major {
+    K,
+    Mn,
+}
+
+/// An MMA operand of 16-bit elements decoded and checked from its shared-memory descriptor:
+/// everything the simulated MMA and `tcgen05.cp` need to find element (row, k) of a K = 16 slice.
+/// A row is an M row of A or an N row of B (a row of the matrix in the `.cp` source).
+///
+/// The canonical layouts are PTX ISA 9.7.16.3.3 "Canonical Layouts" (T = 8 16-bit elements =
+/// 16 bytes), with the strides' meanings of 9.7.16.3.1.1 and 9.7.16.3.2:
+/// - K-major, no swizzle: `((8,m),(T,2k)):((1T,SBO),(1,LBO))`: 8-row core matrices of 16-byte
+///   rows, SBO between 8-row groups, LBO between the two 8-element K chunks;
+/// - K-major, swizzle span S: `((8,m),(T,2k)):((S/2,SBO),(1,T))`: rows S bytes apart, K
+///   contiguous, SBO between 8-row groups, LBO unused ("assumed to be 1");
+/// - MN-major, no swizzle ("interleave"): `((T,1,m),(8,k)):((1,T,SBO),(1T,LBO))`: 8 rows in one
+///   16-byte chunk, K indices 16 bytes apart, SBO between 8-row groups, LBO between 8-index K
+///   groups;
+/// - MN-major, swizzle span S: `((T,S/16,m),(8,k)):((1,T,LBO),(S/2,SBO))`: S/2 rows in one
+///   S-byte line, K indices S bytes apart, LBO between S/2-row blocks, SBO between 8-index K
+///   groups.
+///
+/// The swizzle then permutes 16-byte chunks by address ([`SwizzlePattern::apply`]): with the
+/// matrix base offset the ISA requires (checked at decode), the phase of the pattern is the
+/// address's own, the layout TMA writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SmemOperand {
     pub start: u32,
     pub lbo: u32,
     pub sbo: u32,
     pub pattern: SwizzlePattern,
+    pub major: Major,
 }
 
-impl KMajorOperand {
-    /// Decodes and checks descriptor `d` (PTX ISA Table 40): fixed bits 46-48 = 0b001, bits
-    /// 53-60 and the gaps 14-15, 30-31 zero, a defined swizzle mode. Not implemented (an error,
-    /// never a guess): the absolute LBO mode (bit 52), a non-zero base offset, a start address
-    /// inside a swizzle pattern (its row bits not 0: the ISA then wants a base offset whose
-    /// effect the simulator does not model), and the 128B/32B-atom mode (PTX ISA: MN-major only
-    /// except for kind::tf32).
-    pub fn decode(d: u64) -> Result<KMajorOperand, UnitError> {
+/// The K-major operands of `tcgen05.cp` and of an MMA whose transpose bits are 0.
+pub type KMajorOperand = SmemOperand;
+
+impl SmemOperand {
+    /// [`Self::decode_major`] for a K-major operand.
+    pub fn decode(d: u64) -> Result<SmemOperand, UnitError> {
+        Self::decode_major(d, Major::K)
+    }
+
+    /// Decodes and checks descriptor `d` (PTX ISA 9.7.16.4.1, Table 40) for an operand of
+    /// 16-bit elements laid out `major`: fixed bits 46-48 = 0b001, bits 53-60 and the gaps
+    /// 14-15, 30-31 zero, a defined swizzle mode, and the rules below.
+    ///
+    /// Matrix base offset (bits 49-51), PTX ISA Table 41 and the text after it: 0 when the
+    /// pattern starts on its boundary (1024 B for 128B swizzle, 512 B for 64B, 256 B for 32B),
+    /// else `(start >> 7) & 7`. Any other value is undefined, so it is refused rather than given
+    /// a meaning. The ISA defines it only for a swizzle pattern, so with no swizzle it must be 0.
+    ///
+    /// Leading-dimension stride mode (bit 52): 1 (LBO an absolute address) is for a K of 48
+    /// bytes, which kind::f16 (32-byte K) never has, and the ISA supports it on sm_103a only
+    /// (9.7.16.4.1.1 "Target ISA Note"; 9.7.16.3.1.2.1 also limits it to K-major 128B swizzle
+    /// with base offset 0): refused on this sm_100a model.
+    ///
+    /// Swizzle mode 1 (128B with 32B atomicity): PTX ISA Table 54 forbids it for MN-major
+    /// 16-bit operands; for K-major ones it lists it, but Table 55 gives no K-major atom for it
+    /// ("–"), so the simulator refuses it as not implemented rather than guess a layout.
+    pub fn decode_major(d: u64, major: Major) -> Result<SmemOperand, UnitError> {
         const WHAT: &str = "shared-memory descriptor";
         let f = decode_smem_desc(d);
         if f.version != 1 {
@@ -248,55 +314,68 @@ impl KMajorOperand {
             Swizzle::B64 => SwizzlePattern::B64,
             Swizzle::B128 => SwizzlePattern::B128,
             Swizzle::B128Atom32 => {
-                return Err(invalid(
-                    WHAT,
-                    format!("{d:#018x}: swizzle mode 1 (128B with 32B atomicity) is for MN-major operands of kind::tf32 only, and this operand is K-major"),
-                ))
+                return Err(match major {
+                    Major::Mn => invalid(
+                        WHAT,
+                        format!("{d:#018x}: swizzle mode 1 (128B with 32B atomicity) with an MN-major 16-bit operand: PTX ISA Table 54 allows it for MN-major 32-bit (tf32) operands only"),
+                    ),
+                    Major::K => not_implemented(
+                        WHAT,
+                        format!("{d:#018x}: swizzle mode 1 (128B with 32B atomicity) with a K-major operand (PTX ISA Table 55 gives no K-major atom for it)"),
+                    ),
+                })
             }
         };
         if f.lbo_mode != 0 {
-            return Err(not_implemented(
+            return Err(invalid(
                 WHAT,
-                format!("{d:#018x}: leading-dimension stride mode 1 (absolute address, bit 52)"),
+                format!("{d:#018x}: leading-dimension stride mode 1 (absolute address, bit 52) is supported on sm_103a only (PTX ISA 9.7.16.4.1.1), and only for a 48-byte K, which kind::f16 does not have"),
             ));
         }
-        if f.base_offset != 0 {
-            return Err(not_implemented(
-                WHAT,
-                format!(
-                    "{d:#018x}: matrix base offset {} (bits 49-51)",
-                    f.base_offset
-                ),
-            ));
+        if pattern == SwizzlePattern::None {
+            if f.base_offset != 0 {
+                return Err(invalid(
+                    WHAT,
+                    format!("{d:#018x}: matrix base offset {} (bits 49-51) with no swizzle: the PTX ISA defines the base offset only for a swizzle pattern (Table 41)", f.base_offset),
+                ));
+            }
+        } else {
+            let lines = pattern.repeat() / 128;
+            let phase = (f.start_address >> 7) % lines;
+            let want = if phase == 0 {
+                0
+            } else {
+                (f.start_address >> 7) & 7
+            };
+            if f.base_offset != want {
+                return Err(invalid(
+                    WHAT,
+                    format!(
+                        "{d:#018x}: matrix base offset {} (bits 49-51), but the start address {:#x} is {} the {}-byte boundary of its swizzle pattern, so the PTX ISA (Table 41 and the formula after it) requires {want}",
+                        f.base_offset,
+                        f.start_address,
+                        if phase == 0 { "on" } else { "off" },
+                        pattern.repeat()
+                    ),
+                ));
+            }
         }
-        let rows_per_pattern = pattern.repeat() / 128;
-        if pattern != SwizzlePattern::None
-            && !(f.start_address >> 7).is_multiple_of(rows_per_pattern)
-        {
-            return Err(not_implemented(
-                WHAT,
-                format!(
-                    "{d:#018x}: start address {:#x} is not on a {}-byte swizzle-pattern boundary (plus an offset inside its first 128-byte line) with base offset 0",
-                    f.start_address,
-                    pattern.repeat()
-                ),
-            ));
-        }
-        Ok(KMajorOperand {
+        Ok(SmemOperand {
             start: f.start_address,
             lbo: f.lbo,
             sbo: f.sbo,
             pattern,
+            major,
         })
     }
 
-    /// The shared-memory addresses of the two 16-byte chunks (k = 0..7 and k = 8..15) of row
-    /// `r` of a K = 16 slice of 16-bit elements (PTX ISA "Shared Memory Matrix Layout", K-major
-    /// canonical layouts): 8-row groups `sbo` apart; inside a group, rows one swizzle span
-    /// apart with the two chunks adjacent, swizzled by address; without swizzle, 8x16-byte core
-    /// matrices with rows 16 B apart and the second K chunk `lbo` after the first.
+    /// K-major: the shared-memory addresses of the two 16-byte chunks (k = 0..7 and k = 8..15)
+    /// of row `r` of a K = 16 slice: 8-row groups `sbo` apart; inside a group, rows one swizzle
+    /// span apart with the two chunks adjacent, swizzled by address; without swizzle, 8x16-byte
+    /// core matrices with rows 16 B apart and the second K chunk `lbo` after the first.
     #[inline]
     pub fn chunk_addrs(&self, r: u32) -> [u32; 2] {
+        debug_assert_eq!(self.major, Major::K);
         let group = self.start + (r / 8) * self.sbo;
         match self.pattern {
             SwizzlePattern::None => {
@@ -310,8 +389,52 @@ impl KMajorOperand {
         }
     }
 
+    /// MN-major: the shared-memory address of the 16-byte chunk holding rows `8 g .. 8 g + 7`
+    /// at K index `k` (0..15) of a K = 16 slice (the MN-major canonical layouts above).
+    #[inline]
+    pub fn mn_chunk_addr(&self, g: u32, k: u32) -> u32 {
+        debug_assert_eq!(self.major, Major::Mn);
+        match self.pattern {
+            SwizzlePattern::None => self.start + g * self.sbo + (k % 8) * 16 + (k / 8) * self.lbo,
+            p => {
+                let per_line = p.span() / 16;
+                p.apply(
+                    self.start
+                        + (g % per_line) * 16
+                        + (g / per_line) * self.lbo
+                        + (k % 8) * p.span()
+                        + (k / 8) * self.sbo,
+                )
+            }
+        }
+    }
+
+    /// Every 16-byte chunk of a K = 16 slice of `rows` rows (a multiple of 8), each with what
+    /// it holds: `(address, row, k, along_k)`: 8 elements from (row, k) on, along K when
+    /// `along_k` (K-major), else along the rows (MN-major).
+    pub fn chunks(&self, rows: u32) -> Vec<(u32, u32, u32, bool)> {
+        let mut out = Vec::with_capacity(rows as usize * 2);
+        match self.major {
+            Major::K => {
+                for r in 0..rows {
+                    let [a, b] = self.chunk_addrs(r);
+                    out.push((a, r, 0, true));
+                    out.push((b, r, 8, true));
+                }
+            }
+            Major::Mn => {
+                for g in 0..rows.div_ceil(8) {
+                    for k in 0..16 {
+                        out.push((self.mn_chunk_addr(g, k), 8 * g, k, false));
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// Checks that a K = 16 slice of 16-bit elements (32 bytes) starting at this operand's
-    /// start address stays inside one swizzle row, as the canonical layouts require.
+    /// start address stays inside one swizzle row, as the canonical layouts require (K-major).
     pub fn check_k16(&self) -> Result<(), UnitError> {
         let span = self.pattern.span();
         if self.pattern != SwizzlePattern::None && (self.start % span) + 32 > span {
@@ -323,13 +446,31 @@ impl KMajorOperand {
                 ),
             ));
         }
-        if self.pattern == SwizzlePattern::None && !self.start.is_multiple_of(16) {
-            return Err(invalid(
-                "shared-memory descriptor",
-                format!("start address {:#x} is not 16-byte aligned", self.start),
-            ));
-        }
         Ok(())
+    }
+
+    /// Checks the slice of `rows` rows an MMA reads: K-major, [`Self::check_k16`]; MN-major
+    /// with a swizzle, the rows read from one swizzle line (up to span / 2 of them) stay inside
+    /// it, the same rule for the other dimension (the canonical layout puts rows
+    /// `0 .. span / 2` of an atom in one line).
+    pub fn check_slice(&self, rows: u32) -> Result<(), UnitError> {
+        match self.major {
+            Major::K => self.check_k16(),
+            Major::Mn => {
+                let span = self.pattern.span();
+                let bytes = (2 * rows).min(span);
+                if self.pattern != SwizzlePattern::None && (self.start % span) + bytes > span {
+                    return Err(invalid(
+                        "shared-memory descriptor",
+                        format!(
+                            "start address {:#x}: the {bytes} bytes of an MN-major swizzle line the operand reads cross the {span}-byte swizzle row",
+                            self.start
+                        ),
+                    ));
+                }
+                Ok(())
+            }
+        }
     }
 }
 
@@ -341,14 +482,19 @@ pub struct F16Instr {
     pub n: u32,
     /// Operand format: false = F16, true = BF16 (A and B alike).
     pub bf16: bool,
+    /// Bit 15 (transpose A): A is M-major.
+    pub a_major: Major,
+    /// Bit 16 (transpose B): B is N-major.
+    pub b_major: Major,
 }
 
 impl F16Instr {
     /// Decodes and checks `d` for `tcgen05.mma.cta_group::{cta_group}.kind::f16` (PTX ISA
-    /// Table 42 and the kind::f16 shapes). Implemented: dense, F32 accumulator, A and B both
-    /// F16 or both BF16, K-major, no negation; M = 128 with cta_group::1 (data-path layout D:
-    /// row i in lane i) or M = 256 with cta_group::2 (each CTA's 128 rows in its lanes 0-127);
-    /// N a multiple of 16 from 16 to 256.
+    /// Table 42 and Table 39 "Various combinations of .kind and shapes"). Implemented: dense,
+    /// F32 accumulator, A and B both F16 or both BF16, either major-ness (bits 15-16, 9.7.16.10.6),
+    /// no negation, every dense non-`.ws` shape: cta_group::1 with M = 64 or 128 and N a
+    /// multiple of 8 from 8 to 256; cta_group::2 with M = 128 or 256 and N a multiple of 16
+    /// from 16 to 256.
     pub fn decode(d: u32, cta_group: u32) -> Result<F16Instr, UnitError> {
         const WHAT: &str = "instruction descriptor (kind::f16)";
         let f = decode_idesc(d);
@@ -414,24 +560,16 @@ impl F16Instr {
                 format!("{d:#010x}: negate A/B (bits 13-14)"),
             ));
         }
-        if f.a_major != 0 || f.b_major != 0 {
-            return Err(not_implemented(
-                WHAT,
-                format!(
-                    "{d:#010x}: MN-major (transposed) A or B (bits 15-16 = {}/{})",
-                    f.a_major, f.b_major
-                ),
-            ));
-        }
         if f.max_shift != 0 {
             return Err(not_implemented(
                 WHAT,
                 format!("{d:#010x}: maximum B-reuse shift (bits 30-31, .ws only)"),
             ));
         }
-        let (implemented, legal): (u32, &[u32]) = match cta_group {
-            1 => (128, &[64, 128]),
-            2 => (256, &[128, 256]),
+        // PTX ISA Table 39, kind::f16 without .ws: the M values and the N step of each group.
+        let (legal_m, n_step): (&[u32], u32) = match cta_group {
+            1 => (&[64, 128], 8),
+            2 => (&[128, 256], 16),
             _ => {
                 return Err(invalid(
                     "tcgen05.mma",
@@ -439,35 +577,31 @@ impl F16Instr {
                 ))
             }
         };
-        if f.m != implemented {
-            return Err(if legal.contains(&f.m) {
-                not_implemented(
-                    WHAT,
-                    format!("{d:#010x}: M = {} with cta_group::{cta_group}", f.m),
-                )
-            } else {
-                invalid(
-                    WHAT,
-                    format!(
-                        "{d:#010x}: M = {} (bits 24-28): cta_group::{cta_group} kind::f16 has M in {legal:?}",
-                        f.m
-                    ),
-                )
-            });
-        }
-        if f.n < 16 || f.n > 256 || !f.n.is_multiple_of(16) {
+        if !legal_m.contains(&f.m) {
             return Err(invalid(
                 WHAT,
                 format!(
-                    "{d:#010x}: N = {} (bits 17-22): M = {} needs N a multiple of 16 from 16 to 256",
-                    f.n, f.m
+                    "{d:#010x}: M = {} (bits 24-28): cta_group::{cta_group} kind::f16 has M in {legal_m:?}",
+                    f.m
                 ),
             ));
         }
+        if f.n < n_step || f.n > 256 || !f.n.is_multiple_of(n_step) {
+            return Err(invalid(
+                WHAT,
+                format!(
+                    "{d:#010x}: N = {} (bits 17-22): cta_group::{cta_group} needs N a multiple of {n_step} from {n_step} to 256",
+                    f.n
+                ),
+            ));
+        }
+        let major = |bit: u32| if bit == 0 { Major::K } else { Major::Mn };
         Ok(F16Instr {
             m: f.m,
             n: f.n,
             bf16: f.a_format == 1,
+            a_major: major(f.a_major),
+            b_major: major(f.b_major),
         })
     }
 }
@@ -486,7 +620,8 @@ mod tests {
                 start: 0x400,
                 lbo: 16,
                 sbo: 1024,
-                pattern: SwizzlePattern::B128
+                pattern: SwizzlePattern::B128,
+                major: Major::K,
             }
         );
         op.check_k16().unwrap();
@@ -501,7 +636,9 @@ mod tests {
             F16Instr {
                 m: 128,
                 n: 256,
-                bf16: true
+                bf16: true,
+                a_major: Major::K,
+                b_major: Major::K,
             }
         );
         let i = F16Instr::decode(make_idesc_f16(256, 128, false), 2).unwrap();
@@ -521,7 +658,13 @@ mod tests {
         ] {
             assert_eq!(
                 F16Instr::decode(golden, group).unwrap(),
-                F16Instr { m, n, bf16 },
+                F16Instr {
+                    m,
+                    n,
+                    bf16,
+                    a_major: Major::K,
+                    b_major: Major::K
+                },
                 "{golden:#010x}"
             );
         }
@@ -546,15 +689,20 @@ mod tests {
         let err = |d: u64| KMajorOperand::decode(d).unwrap_err().to_string();
         assert!(err(good & !(1 << 46)).contains("0b001"));
         assert!(err(good | (1 << 55)).contains("53-60"));
-        assert!(err(good | (1 << 52)).contains("bit 52"));
+        assert!(err(good | (1 << 52)).contains("sm_103a"));
         assert!(err(good | (1 << 49)).contains("base offset"));
         assert!(err((good & !(7 << 61)) | (3 << 61)).contains("invalid"));
-        assert!(err((good & !(7 << 61)) | (1 << 61)).contains("MN-major"));
-        // A tile starting 128 B into a 1024-B pattern would need a base offset.
         assert!(matches!(
-            KMajorOperand::decode(make_smem_desc_sw128(0x480, 1024)),
+            KMajorOperand::decode((good & !(7 << 61)) | (1 << 61)),
             Err(UnitError::NotImplemented { .. })
         ));
+        assert!(matches!(
+            SmemOperand::decode_major((good & !(7 << 61)) | (1 << 61), Major::Mn),
+            Err(UnitError::Invalid { .. })
+        ));
+        // A tile starting 128 B into a 1024-B pattern needs base offset 1 (PTX ISA Table 41).
+        assert!(err(make_smem_desc_sw128(0x480, 1024)).contains("requires 1"));
+        assert!(KMajorOperand::decode(make_smem_desc_sw128(0x480, 1024) | (1 << 49)).is_ok());
         // 96 bytes into the row is the last K step; 112 bytes in, the 32-byte slice crosses
         // the 128-byte row.
         let op = KMajorOperand::decode(make_smem_desc_sw128(0x460, 1024)).unwrap();
@@ -565,22 +713,36 @@ mod tests {
         let idesc = make_idesc_f16(128, 256, false);
         let ierr = |d: u32, g: u32| F16Instr::decode(d, g).unwrap_err();
         let msg = |e: UnitError| e.to_string();
-        assert!(msg(ierr(idesc | (1 << 15), 1)).contains("MN-major"));
-        assert!(msg(ierr(idesc | (1 << 16), 1)).contains("MN-major"));
         assert!(msg(ierr(idesc | (1 << 2), 1)).contains("sparse"));
         assert!(msg(ierr(idesc | (1 << 13), 1)).contains("negate"));
         assert!(msg(ierr(idesc & !(1 << 4), 1)).contains("D format F16"));
         assert!(msg(ierr(idesc | (1 << 23), 1)).contains("reserved"));
         assert!(msg(ierr(idesc | (1 << 7), 1)).contains("mixed"));
-        assert!(matches!(
-            ierr(make_idesc_f16(64, 64, false), 1),
-            UnitError::NotImplemented { .. }
-        ));
-        assert!(matches!(ierr(idesc, 2), UnitError::NotImplemented { .. }));
-        assert!(matches!(
-            ierr(make_idesc_f16(128, 24, false), 1),
-            UnitError::Invalid { .. }
-        ));
+        // PTX ISA Table 39: N steps of 8 with cta_group::1, of 16 with ::2; M = 64 is ::1 only,
+        // M = 256 ::2 only.
+        assert!(F16Instr::decode(make_idesc_f16(64, 8, false), 1).is_ok());
+        assert!(F16Instr::decode(make_idesc_f16(128, 24, false), 1).is_ok());
+        assert!(F16Instr::decode(make_idesc_f16(128, 16, false), 2).is_ok());
+        assert!(F16Instr::decode(idesc, 2).is_ok());
+        for (m, n, g) in [
+            (128, 24, 2),
+            (64, 64, 2),
+            (256, 64, 1),
+            (128, 0, 1),
+            (32, 64, 1),
+        ] {
+            assert!(
+                matches!(
+                    ierr(make_idesc_f16(m, n, false), g),
+                    UnitError::Invalid { .. }
+                ),
+                "M = {m}, N = {n}, cta_group::{g}"
+            );
+        }
+        let t = F16Instr::decode(make_idesc_f16_major(128, 64, false, true, false), 1).unwrap();
+        assert_eq!((t.a_major, t.b_major), (Major::Mn, Major::K));
+        let t = F16Instr::decode(make_idesc_f16_major(128, 64, false, false, true), 1).unwrap();
+        assert_eq!((t.a_major, t.b_major), (Major::K, Major::Mn));
         assert!(matches!(ierr(idesc, 3), UnitError::Invalid { .. }));
     }
 

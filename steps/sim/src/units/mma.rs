@@ -1,18 +1,19 @@
-//! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (PTX ISA "tcgen05.mma", "Matrix
-//! Descriptors", "Data Path Layout Organization"): `D[i][j] (+)= sum over k < 16 of
-//! A[i][k] * B[j][k]`, A (M x 16) and B (N x 16) K-major in shared memory, D (M x N, f32) in
-//! tensor memory.
+//! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (PTX ISA 9.7.16.9.1 "tcgen05.mma",
+//! 9.7.16.4 "Matrix Descriptors", 9.7.16.10.5 "Data Path Layout Organization"): `D[i][j] (+)=
+//! sum over k < 16 of A[i][k] * B[j][k]`, A (M x 16) and B (N x 16) in shared memory, K-major or
+//! MN-major (the instruction descriptor's transpose bits), D (M x N, f32) in tensor memory.
 //!
-//! cta_group::2 (PTX ISA "CTA Pair"; the emulation's `execute` does the same): both CTAs of the
-//! pair hold their operands at the offsets of the issuing CTA's descriptors. CTA c's A holds its
-//! M/2 rows; B's N rows are split, the first N/2 in the even CTA and the rest in the odd one; CTA
-//! c's tensor memory receives its M/2 rows of D x all N columns, at the same address.
+//! cta_group::2 (PTX ISA 9.7.16.5.1 "CTA Pair"; the emulation's `execute` does the same): both
+//! CTAs of the pair hold their operands at the offsets of the issuing CTA's descriptors. CTA c's
+//! A holds its M/2 rows; B's N rows are split, the first N/2 in the even CTA and the rest in the
+//! odd one; CTA c's tensor memory receives its M/2 rows of D x all N columns, at the same
+//! address, in the data-path layout of the shape ([`DataPath`]).
 //!
 //! Rounding: each dot product is a chain of fused multiply-adds over k = 0..15 from 0, then added
 //! to D — the order of the GPU emulation, so the two agree bit for bit. The hardware's internal
 //! order is not documented; any order is within the verification tolerance.
 
-use super::descriptors::{F16Instr, KMajorOperand};
+use super::descriptors::{F16Instr, SmemOperand};
 use super::error::invalid;
 use super::numeric::{bf16_to_f32, f16_to_f32};
 use super::tmem::{taddr_col, taddr_lane, TensorMemory};
@@ -21,6 +22,55 @@ use super::UnitError;
 /// K of one kind::f16 MMA.
 pub const K: usize = 16;
 
+/// Where row i, column j of a CTA's part of D lies in its tensor memory (PTX ISA 9.7.16.10.5,
+/// the table of layouts: M, cta_group, organization, lane alignment). The ISA draws the layouts
+/// as figures; the lane and column maps below are read off CUTLASS's `UMMA::tmem_frg` atoms
+/// (`cute/atom/mma_traits_sm100_frag.hpp`), an independent encoding of the same figures, and
+/// agree with the organization column of the ISA's table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataPath {
+    /// M = 256, cta_group::2 (4x1): each CTA's 128 rows, row i in lane i, column j in column j.
+    A,
+    /// M = 128, cta_group::2, dense (2x2): each CTA's 64 rows in lanes 0-63 for columns
+    /// 0 .. N/2 and again in lanes 64-127 for columns N/2 .. N, both halves in the same N/2
+    /// columns: (i, j) -> lane i + 64 (j / (N/2)), column j % (N/2). Lane alignment 0.
+    B,
+    /// M = 128, cta_group::1 (4x1): row i in lane i. Lane alignment 0.
+    D,
+    /// M = 64, cta_group::1, not .ws (4x1, half the data path): 16 rows in each warp's lane
+    /// quarter: (i, j) -> lane (i % 16) + 32 (i / 16), column j, from the address's lane, which
+    /// is 0 or 16 (the table's "0 or 16": two M = 64 accumulators can share the columns).
+    F,
+}
+
+impl DataPath {
+    pub fn of(m: u32, cta_group: u32) -> DataPath {
+        match (m, cta_group) {
+            (256, _) => DataPath::A,
+            (128, 2) => DataPath::B,
+            (64, _) => DataPath::F,
+            _ => DataPath::D,
+        }
+    }
+
+    /// Columns of D from the address's column, for N columns of the matrix.
+    pub fn columns(self, n: u32) -> u32 {
+        match self {
+            DataPath::B => n / 2,
+            _ => n,
+        }
+    }
+
+    /// The lane (from the address's lane) of row `i` for the columns from `j`. B's halves are
+    /// handled by the caller.
+    fn lane(self, i: u32) -> u32 {
+        match self {
+            DataPath::F => i % 16 + 32 * (i / 16),
+            _ => i,
+        }
+    }
+}
+
 /// A checked kind::f16 MMA: the instruction and both operand descriptors decoded, ready to
 /// run on the shared memory of the CTA group. Decoding at issue lets the core report a bad
 /// descriptor at the `tcgen05.mma` that carried it.
@@ -28,8 +78,8 @@ pub const K: usize = 16;
 pub struct MmaF16 {
     pub cta_group: u32,
     pub instr: F16Instr,
-    pub a: KMajorOperand,
-    pub b: KMajorOperand,
+    pub a: SmemOperand,
+    pub b: SmemOperand,
 }
 
 impl MmaF16 {
@@ -37,16 +87,17 @@ impl MmaF16 {
     /// idesc` (the A-in-shared-memory form).
     pub fn decode(idesc: u32, a_desc: u64, b_desc: u64, cta_group: u32) -> Result<Self, UnitError> {
         let instr = F16Instr::decode(idesc, cta_group)?;
-        let a = KMajorOperand::decode(a_desc)?;
-        let b = KMajorOperand::decode(b_desc)?;
-        a.check_k16()?;
-        b.check_k16()?;
-        Ok(MmaF16 {
+        let a = SmemOperand::decode_major(a_desc, instr.a_major)?;
+        let b = SmemOperand::decode_major(b_desc, instr.b_major)?;
+        let m = MmaF16 {
             cta_group,
             instr,
             a,
             b,
-        })
+        };
+        a.check_slice(m.a_rows_per_cta())?;
+        b.check_slice(m.b_rows_per_cta())?;
+        Ok(m)
     }
 
     /// Rows of A each CTA of the group holds.
@@ -59,6 +110,16 @@ impl MmaF16 {
         self.instr.n / self.cta_group
     }
 
+    /// The data-path layout of D.
+    pub fn datapath(&self) -> DataPath {
+        DataPath::of(self.instr.m, self.cta_group)
+    }
+
+    /// Tensor-memory columns D occupies from its address's column, in each CTA.
+    pub fn d_columns(&self) -> u32 {
+        self.datapath().columns(self.instr.n)
+    }
+
     /// The shared-memory bytes the MMA reads in each CTA of the group, as sorted, merged
     /// `[lo, hi)` ranges (the same in every CTA: both operands sit at the same offsets). For the
     /// ordering rules: these bytes must be loaded, and not overwritten until the MMA completes.
@@ -68,10 +129,8 @@ impl MmaF16 {
             (&self.a, self.a_rows_per_cta()),
             (&self.b, self.b_rows_per_cta()),
         ] {
-            for r in 0..rows {
-                for a in op.chunk_addrs(r) {
-                    chunks.push((a, a + 16));
-                }
+            for (a, ..) in op.chunks(rows) {
+                chunks.push((a, a + 16));
             }
         }
         chunks.sort_unstable();
@@ -106,21 +165,35 @@ impl MmaF16 {
                 ),
             ));
         }
-        // Data-path layouts D (M = 128) and A (M = 256): lane alignment 0.
-        if taddr_lane(d_taddr) != 0 {
+        let path = self.datapath();
+        // PTX ISA 9.7.16.10.5, "Tensor Memory Datapath Lane Alignment": 0, or 0 or 16 for F.
+        let lane0 = taddr_lane(d_taddr);
+        let lane_ok = lane0 == 0 || (path == DataPath::F && lane0 == 16);
+        if !lane_ok {
             return Err(invalid(
                 "tcgen05.mma",
                 format!(
-                    "D address {d_taddr:#x} has lane {}: an M = {} accumulator starts at lane 0",
-                    taddr_lane(d_taddr),
-                    self.instr.m
+                    "D address {d_taddr:#x} has lane {lane0}: an M = {} cta_group::{} accumulator (data-path layout {path:?}) starts at lane {}",
+                    self.instr.m,
+                    self.cta_group,
+                    if path == DataPath::F { "0 or 16" } else { "0" }
                 ),
             ));
         }
         let col = taddr_col(d_taddr);
         let n = self.instr.n;
+        let ncols = path.columns(n);
+        if col + ncols > super::tmem::COLUMNS {
+            return Err(invalid(
+                "tcgen05.mma",
+                format!(
+                    "D columns {col}..{} are past the 512 columns of tensor memory",
+                    col + ncols
+                ),
+            ));
+        }
         for t in tmem.iter() {
-            t.require_allocated("tcgen05.mma (D)", col, n)?;
+            t.require_allocated("tcgen05.mma (D)", col, ncols)?;
         }
         let rows_a = self.a_rows_per_cta() as usize;
         let rows_b = self.b_rows_per_cta() as usize;
@@ -137,10 +210,23 @@ impl MmaF16 {
             )?;
         }
         let mut a = vec![0f32; rows_a * K];
+        let half = (n / 2) as usize;
         for (window, t) in smem.iter().zip(tmem.iter_mut()) {
             read_operand(window, &self.a, rows_a, self.instr.bf16, "A", &mut a)?;
             for (i, a_row) in a.chunks_exact(K).enumerate() {
-                dot_row(a_row, &b, t.row_mut(i as u32, col, n), accumulate);
+                let i = i as u32;
+                if path == DataPath::B {
+                    dot_row(a_row, &b[..half * K], t.row_mut(i, col, n / 2), accumulate);
+                    dot_row(
+                        a_row,
+                        &b[half * K..],
+                        t.row_mut(i + 64, col, n / 2),
+                        accumulate,
+                    );
+                } else {
+                    let lane = lane0 + path.lane(i);
+                    dot_row(a_row, &b, t.row_mut(lane, col, n), accumulate);
+                }
             }
         }
         Ok(())
@@ -185,10 +271,10 @@ fn dot_row(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
 }
 
 /// Decodes `rows` rows of a K = 16 slice of 16-bit elements of operand `op` from one CTA's shared
-/// memory into `out` (row-major, 16 floats a row).
+/// memory into `out` (row-major, 16 floats a row), chunk by chunk in either major-ness.
 fn read_operand(
     smem: &[u8],
-    op: &KMajorOperand,
+    op: &SmemOperand,
     rows: usize,
     bf16: bool,
     name: &'static str,
@@ -199,22 +285,28 @@ fn read_operand(
     } else {
         "tcgen05.mma operand B"
     };
-    for (r, row) in out.chunks_exact_mut(K).take(rows).enumerate() {
-        for (half, addr) in op.chunk_addrs(r as u32).into_iter().enumerate() {
-            let lo = addr as usize;
-            let bytes = smem.get(lo..lo + 16).ok_or(UnitError::SmemOutOfRange {
-                what,
-                addr: u64::from(addr),
-                len: 16,
-                size: smem.len() as u64,
-            })?;
-            for (e, pair) in bytes.chunks_exact(2).enumerate() {
-                let bits = u16::from_le_bytes([pair[0], pair[1]]);
-                row[half * 8 + e] = if bf16 {
-                    bf16_to_f32(bits)
-                } else {
-                    f16_to_f32(bits)
-                };
+    for (addr, row, k, along_k) in op.chunks(rows as u32) {
+        let lo = addr as usize;
+        let bytes = smem.get(lo..lo + 16).ok_or(UnitError::SmemOutOfRange {
+            what,
+            addr: u64::from(addr),
+            len: 16,
+            size: smem.len() as u64,
+        })?;
+        for (e, pair) in bytes.chunks_exact(2).enumerate() {
+            let bits = u16::from_le_bytes([pair[0], pair[1]]);
+            let v = if bf16 {
+                bf16_to_f32(bits)
+            } else {
+                f16_to_f32(bits)
+            };
+            let (r, kk) = if along_k {
+                (row as usize, k as usize + e)
+            } else {
+                (row as usize + e, k as usize)
+            };
+            if r < rows {
+                out[r * K + kk] = v;
             }
         }
     }
@@ -238,7 +330,10 @@ pub fn mma_f16(
 
 #[cfg(test)]
 mod tests {
-    use super::super::descriptors::{make_idesc_f16, make_smem_desc_sw128, sw128_offset};
+    use super::super::descriptors::{
+        encode_smem_desc, make_idesc_f16, make_idesc_f16_major, make_smem_desc_sw128, sw128_offset,
+        Major, Swizzle,
+    };
     use super::super::numeric::{f32_to_bf16, f32_to_f16, FloatRound};
     use super::super::tmem::taddr;
     use super::*;
@@ -415,9 +510,6 @@ mod tests {
         );
         let e = mma_f16(idesc, a, a, &[&smem], &mut [&mut t], taddr(32, 0), false).unwrap_err();
         assert!(matches!(e, UnitError::Invalid { .. }), "{e}");
-        let mn_major = idesc | (1 << 15);
-        let e = mma_f16(mn_major, a, a, &[&smem], &mut [&mut t], 0, false).unwrap_err();
-        assert!(e.to_string().contains("MN-major"), "{e}");
     }
 
     #[test]
@@ -468,5 +560,325 @@ mod tests {
         assert_eq!(bytes, (128 + 256) * 32, "32 bytes of every row of A and B");
         assert!(reads.iter().all(|&(lo, hi)| hi <= 16384 || lo >= 32768));
         assert!(reads.iter().all(|&(_, hi)| hi <= 32768 + 32768));
+    }
+
+    /// CuTe's `Swizzle<b, 4, 3>` on a byte address, as the PTX ISA's canonical-layout table
+    /// names it (9.7.16.3.3): the `b` bits above bit 7 XORed into the `b` bits above bit 4.
+    /// Written from the definition, not with the unit's [`SwizzlePattern`].
+    fn cute_swizzle(b: u32, addr: u32) -> u32 {
+        let mask = ((1 << b) - 1) << 7;
+        addr ^ ((addr & mask) >> 3)
+    }
+
+    /// One operand layout of a test: the descriptor's fields and where element (row, k) lies,
+    /// from the PTX ISA's CuTe formulas for 16-bit elements (T = 8), written out per mode.
+    #[derive(Clone, Copy)]
+    struct Placement {
+        major: Major,
+        swizzle: Swizzle,
+        start: u32,
+        lbo: u32,
+        sbo: u32,
+    }
+
+    impl Placement {
+        /// A dense tile of `rows` rows x 16 K for each mode; `start` as given.
+        fn new(major: Major, swizzle: Swizzle, start: u32, rows: u32) -> Placement {
+            let span = match swizzle {
+                Swizzle::None => 16,
+                Swizzle::B32 => 32,
+                Swizzle::B64 => 64,
+                _ => 128,
+            };
+            let (lbo, sbo) = match (major, swizzle) {
+                // ((8,m),(T,2k)):((1T,SBO),(1,LBO)): core matrices of 128 B.
+                (Major::K, Swizzle::None) => ((rows / 8) * 128, 128),
+                // ((8,m),(T,2k)):((S/2,SBO),(1,T)): 8 rows of `span` bytes a group.
+                (Major::K, _) => (16, 8 * span),
+                // ((T,1,m),(8,k)):((1,T,SBO),(1T,LBO)): 8 rows x 8 K in 128 B.
+                (Major::Mn, Swizzle::None) => ((rows / 8) * 128, 128),
+                // ((T,S/16,m),(8,k)):((1,T,LBO),(S/2,SBO)): atoms of span/2 rows x 8 K.
+                (Major::Mn, _) => (8 * span, rows.div_ceil(span / 2) * 8 * span),
+            };
+            Placement {
+                major,
+                swizzle,
+                start,
+                lbo,
+                sbo,
+            }
+        }
+
+        fn bits(&self) -> u32 {
+            match self.swizzle {
+                Swizzle::None => 0,
+                Swizzle::B32 => 1,
+                Swizzle::B64 => 2,
+                _ => 3,
+            }
+        }
+
+        fn span(&self) -> u32 {
+            16 << self.bits()
+        }
+
+        fn addr(&self, r: u32, k: u32) -> u32 {
+            let off = match (self.major, self.swizzle) {
+                (Major::K, Swizzle::None) => {
+                    (r % 8) * 16 + (r / 8) * self.sbo + (k % 8) * 2 + (k / 8) * self.lbo
+                }
+                (Major::K, _) => (r % 8) * self.span() + (r / 8) * self.sbo + 2 * k,
+                (Major::Mn, Swizzle::None) => {
+                    (r % 8) * 2 + (r / 8) * self.sbo + (k % 8) * 16 + (k / 8) * self.lbo
+                }
+                (Major::Mn, _) => {
+                    let per_line = self.span() / 2;
+                    (r % per_line) * 2
+                        + (r / per_line) * self.lbo
+                        + (k % 8) * self.span()
+                        + (k / 8) * self.sbo
+                }
+            };
+            cute_swizzle(self.bits(), self.start + off)
+        }
+
+        fn desc(&self, base_offset: u32) -> u64 {
+            encode_smem_desc(self.start, self.lbo, self.sbo, self.swizzle, base_offset)
+        }
+
+        fn put(&self, smem: &mut [u8], rows: u32, value: impl Fn(u32, u32) -> f32) {
+            for r in 0..rows {
+                for k in 0..16 {
+                    let at = self.addr(r, k) as usize;
+                    let h = f32_to_f16(value(r, k), FloatRound::Rn);
+                    smem[at..at + 2].copy_from_slice(&h.to_le_bytes());
+                }
+            }
+        }
+    }
+
+    fn reference_k16(i: u32, j: u32) -> f32 {
+        (0..16).map(|k| a_val(i, k) * b_val(j, k)).sum()
+    }
+
+    #[test]
+    fn mn_major_and_k_major_operands_in_every_swizzle_mode_match_a_reference() {
+        let (m, n) = (128u32, 64u32);
+        for swizzle in [Swizzle::None, Swizzle::B32, Swizzle::B64, Swizzle::B128] {
+            for (a_major, b_major) in [
+                (Major::Mn, Major::K),
+                (Major::K, Major::Mn),
+                (Major::Mn, Major::Mn),
+                (Major::K, Major::K),
+            ] {
+                let pa = Placement::new(a_major, swizzle, 0, m);
+                let pb = Placement::new(b_major, swizzle, 16 * 1024, n);
+                let mut smem = vec![0u8; 32 * 1024];
+                pa.put(&mut smem, m, a_val);
+                pb.put(&mut smem, n, b_val);
+                let mut t = TensorMemory::new();
+                let col = t.alloc(64).unwrap();
+                let idesc =
+                    make_idesc_f16_major(m, n, false, a_major == Major::Mn, b_major == Major::Mn);
+                mma_f16(
+                    idesc,
+                    pa.desc(0),
+                    pb.desc(0),
+                    &[&smem],
+                    &mut [&mut t],
+                    taddr(0, col),
+                    false,
+                )
+                .unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        assert_eq!(
+                            d_at(&t, i, col + j),
+                            reference_k16(i, j),
+                            "{swizzle:?} A {a_major:?} B {b_major:?}: D[{i}][{j}]"
+                        );
+                    }
+                }
+                // The same bytes read with the transpose bits flipped is another matrix: the
+                // bit is what selects the layout (a control that the test can fail).
+                if a_major == Major::Mn && b_major == Major::K {
+                    let flipped = make_idesc_f16_major(m, n, false, false, false);
+                    let r = mma_f16(
+                        flipped,
+                        pa.desc(0),
+                        pb.desc(0),
+                        &[&smem],
+                        &mut [&mut t],
+                        taddr(0, col),
+                        false,
+                    );
+                    let same = r.is_ok()
+                        && (0..m)
+                            .all(|i| (0..n).all(|j| d_at(&t, i, col + j) == reference_k16(i, j)));
+                    assert!(!same, "{swizzle:?}: K-major reading of MN-major data");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_start_inside_a_swizzle_pattern_needs_the_isa_base_offset() {
+        // A K-major, 128B swizzle, starting 128 B into a 1024-B pattern (row 1 of it): the
+        // data sits as TMA writes it at that address (swizzle by address), and the PTX ISA
+        // (Table 41) requires base offset (0x480 >> 7) & 7 = 1.
+        let (m, n) = (128u32, 32u32);
+        let pa = Placement::new(Major::K, Swizzle::B128, 0x480, m);
+        let pb = Placement::new(Major::Mn, Swizzle::B64, 0x5000 + 0x100, n);
+        let mut smem = vec![0u8; 32 * 1024];
+        pa.put(&mut smem, m, a_val);
+        pb.put(&mut smem, n, b_val);
+        let mut t = TensorMemory::new();
+        let col = t.alloc(32).unwrap();
+        let idesc = make_idesc_f16_major(m, n, false, false, true);
+        // B at 0x5100: line 2 of a 512-B pattern, base offset (0x5100 >> 7) & 7 = 2.
+        mma_f16(
+            idesc,
+            pa.desc(1),
+            pb.desc(2),
+            &[&smem],
+            &mut [&mut t],
+            taddr(0, col),
+            false,
+        )
+        .unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                assert_eq!(d_at(&t, i, col + j), reference_k16(i, j), "D[{i}][{j}]");
+            }
+        }
+        // Any other base offset is refused (undefined in the ISA), never computed.
+        for (a_off, b_off) in [(0, 2), (2, 2), (1, 0), (1, 6)] {
+            let e = mma_f16(
+                idesc,
+                pa.desc(a_off),
+                pb.desc(b_off),
+                &[&smem],
+                &mut [&mut t],
+                taddr(0, col),
+                false,
+            )
+            .unwrap_err();
+            assert!(
+                matches!(e, UnitError::Invalid { .. }) && e.to_string().contains("base offset"),
+                "{a_off}/{b_off}: {e}"
+            );
+        }
+        // On a pattern boundary the base offset is 0, and a non-zero one is refused.
+        let aligned = Placement::new(Major::K, Swizzle::B128, 0x400, m);
+        assert!(SmemOperand::decode(aligned.desc(0)).is_ok());
+        assert!(SmemOperand::decode(aligned.desc(1)).is_err());
+    }
+
+    #[test]
+    fn m128_cta_group_2_uses_data_path_layout_b() {
+        // M = 128 over the pair: CTA c holds A rows 64c..64c+63 and B rows 32c..32c+31 (N = 64);
+        // its D rows are in lanes 0-63 for columns 0..31 and lanes 64-127 for columns 32..63,
+        // both in the same 32 columns.
+        let (m, n) = (128u32, 64u32);
+        let pa = Placement::new(Major::K, Swizzle::B128, 0, m / 2);
+        let pb = Placement::new(Major::Mn, Swizzle::B128, 8 * 1024, n / 2);
+        let mut windows = [vec![0u8; 16 * 1024], vec![0u8; 16 * 1024]];
+        for (c, w) in windows.iter_mut().enumerate() {
+            let c = c as u32;
+            pa.put(w, m / 2, |i, k| a_val(i + 64 * c, k));
+            pb.put(w, n / 2, |j, k| b_val(j + 32 * c, k));
+        }
+        let mut t0 = TensorMemory::new();
+        let mut t1 = TensorMemory::new();
+        let col = TensorMemory::alloc_pair(&mut t0, &mut t1, 32).unwrap();
+        let smem: [&[u8]; 2] = [&windows[0], &windows[1]];
+        let idesc = make_idesc_f16_major(m, n, false, false, true);
+        let mma = MmaF16::decode(idesc, pa.desc(0), pb.desc(0), 2).unwrap();
+        assert_eq!((mma.datapath(), mma.d_columns()), (DataPath::B, 32));
+        mma.execute(&smem, &mut [&mut t0, &mut t1], taddr(0, col), false)
+            .unwrap();
+        for (c, t) in [&t0, &t1].into_iter().enumerate() {
+            for i in 0..64 {
+                for j in 0..n {
+                    let row = i + 64 * c as u32;
+                    let lane = i + 64 * (j / 32);
+                    assert_eq!(
+                        d_at(t, lane, col + j % 32),
+                        reference_k16(row, j),
+                        "CTA {c} D[{row}][{j}]"
+                    );
+                }
+            }
+        }
+        // Only 32 columns are needed: the MMA runs in a 32-column allocation, and writes
+        // nothing past it.
+        assert!(t0.is_allocated(col, 32) && !t0.is_allocated(col, 33));
+        // With cta_group::1, M = 128 is layout D and needs all 64 columns.
+        let e = mma_f16(
+            make_idesc_f16_major(m, n, false, false, true),
+            pa.desc(0),
+            pb.desc(0),
+            &smem[..1],
+            &mut [&mut t0],
+            taddr(0, col),
+            false,
+        )
+        .unwrap_err();
+        assert!(matches!(e, UnitError::TmemUnallocated { .. }), "{e}");
+    }
+
+    #[test]
+    fn m64_cta_group_1_uses_half_the_lanes_of_layout_f() {
+        let (m, n) = (64u32, 24u32);
+        let pa = Placement::new(Major::Mn, Swizzle::B32, 0, m);
+        let pb = Placement::new(Major::K, Swizzle::None, 8 * 1024, n);
+        let mut smem = vec![0u8; 16 * 1024];
+        pa.put(&mut smem, m, a_val);
+        pb.put(&mut smem, n, b_val);
+        let idesc = make_idesc_f16_major(m, n, false, true, false);
+        for lane0 in [0u32, 16] {
+            let mut t = TensorMemory::new();
+            let col = t.alloc(32).unwrap();
+            mma_f16(
+                idesc,
+                pa.desc(0),
+                pb.desc(0),
+                &[&smem],
+                &mut [&mut t],
+                taddr(lane0, col),
+                false,
+            )
+            .unwrap();
+            let mut written = 0;
+            for lane in 0..128 {
+                for j in 0..n {
+                    let v = d_at(&t, lane, col + j);
+                    let in_rows = (lane % 32) >= lane0 && (lane % 32) < lane0 + 16;
+                    if in_rows {
+                        let i = (lane % 32 - lane0) + 16 * (lane / 32);
+                        assert_eq!(v, reference_k16(i, j), "lane {lane} (row {i}) col {j}");
+                        written += 1;
+                    } else {
+                        assert!(v.is_nan(), "lane {lane} is not in layout F at {lane0}");
+                    }
+                }
+            }
+            assert_eq!(written, m * n);
+        }
+        for bad in [8u32, 32] {
+            let mut t = TensorMemory::new();
+            let col = t.alloc(32).unwrap();
+            let e = mma_f16(
+                idesc,
+                pa.desc(0),
+                pb.desc(0),
+                &[&smem],
+                &mut [&mut t],
+                taddr(bad, col),
+                false,
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("0 or 16"), "{e}");
+        }
     }
 }

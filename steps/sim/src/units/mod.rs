@@ -8,6 +8,7 @@
 //!   definition, re-exported by `common::model::descriptors`) and the swizzle address maths.
 //! - [`tensormap`] holds `cuTensorMapEncodeTiled`'s parameters and TMA tile loads/stores.
 //! - [`tmem`] holds a CTA's tensor memory, its allocator, `tcgen05.ld`/`st` `.32x32b`.
+//! - [`tmem_cp`] holds the shapes of `tcgen05.cp` and where each source row lands.
 //! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}.kind::f16`.
 //! - [`mma_sync`] holds the warp-level `mma.sync` fragments and numerics; [`ldmatrix`] the
 //!   `ldmatrix`/`stmatrix` fragment layout.
@@ -22,4 +23,5 @@ pub mod mma_sync;
 pub mod numeric;
 pub mod tensormap;
 pub mod tmem;
+pub mod tmem_cp;
 pub mod tmem_shapes;

@@ -375,59 +375,6 @@ impl TensorMemory {
         Ok(())
     }
 
-    /// `tcgen05.cp.cta_group::1.128x256b` (`bytes` 32) or `.128x128b` (`bytes` 16) (PTX ISA
-    /// "tcgen05.cp" and "Data Movement Shape"): row r (0..127) of the shared-memory matrix that
-    /// `op` describes, read through the same canonical K-major layouts as an MMA operand (8-row
-    /// groups, 16-byte chunks, swizzle by address), lands in lane r, `bytes / 4` columns from
-    /// `col(addr)`. The address's lane must be 0: the copy spans all 128 lanes.
-    pub fn cp_128_rows(
-        &mut self,
-        addr: u32,
-        bytes: u32,
-        op: &crate::units::descriptors::KMajorOperand,
-        smem: &[u8],
-    ) -> Result<(), UnitError> {
-        const WHAT: &str = "tcgen05.cp";
-        let (lane, col) = (taddr_lane(addr), taddr_col(addr));
-        if lane != 0 {
-            return Err(invalid(
-                WHAT,
-                format!("lane {lane}: a copy of 128 rows starts at lane 0"),
-            ));
-        }
-        if bytes == 32 {
-            op.check_k16()?;
-        }
-        let ncols = bytes / 4;
-        if col + ncols > COLUMNS {
-            return Err(invalid(
-                WHAT,
-                format!(
-                    "columns {col}..{} are past the 512 columns of tensor memory",
-                    col + ncols
-                ),
-            ));
-        }
-        self.require_allocated(WHAT, col, ncols)?;
-        for r in 0..LANES {
-            let chunks = op.chunk_addrs(r);
-            for (i, &a) in chunks.iter().take((bytes / 16) as usize).enumerate() {
-                let lo = a as usize;
-                let src = smem.get(lo..lo + 16).ok_or(UnitError::SmemOutOfRange {
-                    what: WHAT,
-                    addr: u64::from(a),
-                    len: 16,
-                    size: smem.len() as u64,
-                })?;
-                let row = self.row_mut(r, col + 4 * i as u32, 4);
-                for (cell, w) in row.iter_mut().zip(src.chunks_exact(4)) {
-                    *cell = u32::from_le_bytes([w[0], w[1], w[2], w[3]]);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// `tcgen05.st.sync.aligned.32x32b.x{n}.b32`: thread `lane_t` stores `values` into lane
     /// `lane(addr) + lane_t`, columns `col(addr)..`.
     pub fn st_32x32b(
