@@ -116,7 +116,11 @@ fn sweep32(seed: u64) -> Vec<f32> {
     while v.len() < N {
         let m = 1.0 + (r.next() % 1_000_000) as f32 / 1_000_000.0;
         let e = (r.next() % 41) as i32 - 20;
-        let s = if r.next().is_multiple_of(3) { -1.0 } else { 1.0 };
+        let s = if r.next().is_multiple_of(3) {
+            -1.0
+        } else {
+            1.0
+        };
         v.push(s * m * 2f32.powi(e));
     }
     v
@@ -310,4 +314,342 @@ fn f32_functions_and_intrinsics_within_the_guides_bounds() {
         stats.push(st);
     }
     report(&stats);
+}
+
+// ------------------------------------------------------------------------------------------
+// Directed rounding: exact CPU references. An exact result is held as `s + tail`, `s` the
+// nearest f64 and `r` the sign of the tail (error-free transformations), then rounded.
+// ------------------------------------------------------------------------------------------
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Rd {
+    N,
+    Z,
+    Down,
+    Up,
+}
+
+fn two_sum(a: f64, b: f64) -> (f64, f64) {
+    let s = a + b;
+    let bb = s - a;
+    (s, (a - (s - bb)) + (b - bb))
+}
+
+/// The sign of the exact sum of `terms` (a nonoverlapping expansion is grown term by term;
+/// its sign is that of its largest nonzero component).
+fn exact_sign(terms: &[f64]) -> i8 {
+    let mut e: Vec<f64> = Vec::new();
+    for &t in terms {
+        let mut q = t;
+        let mut next = Vec::new();
+        for &c in &e {
+            let (s, err) = two_sum(q, c);
+            if err != 0.0 {
+                next.push(err);
+            }
+            q = s;
+        }
+        if q != 0.0 {
+            next.push(q);
+        }
+        e = next;
+    }
+    match e.last() {
+        Some(v) if *v > 0.0 => 1,
+        Some(v) if *v < 0.0 => -1,
+        _ => 0,
+    }
+}
+
+fn next_f32(x: f32, up: bool) -> f32 {
+    if x.is_nan() {
+        return x;
+    }
+    if x == 0.0 {
+        let t = f32::from_bits(1);
+        return if up { t } else { -t };
+    }
+    let b = x.to_bits();
+    f32::from_bits(if (x > 0.0) == up { b + 1 } else { b - 1 })
+}
+
+fn next_f64(x: f64, up: bool) -> f64 {
+    if x.is_nan() {
+        return x;
+    }
+    if x == 0.0 {
+        let t = f64::from_bits(1);
+        return if up { t } else { -t };
+    }
+    let b = x.to_bits();
+    f64::from_bits(if (x > 0.0) == up { b + 1 } else { b - 1 })
+}
+
+/// Round the exact value `s + tail` (`r`: the tail's sign) to f32 in `m`.
+fn round32(s: f64, r: i8, m: Rd) -> f32 {
+    let n = s as f32;
+    if s.is_nan() || s.is_infinite() {
+        return n;
+    }
+    // Where the exact value lies relative to n.
+    let c = if (n as f64) > s {
+        -1
+    } else if (n as f64) < s {
+        1
+    } else {
+        r
+    };
+    let down = if c < 0 { next_f32(n, false) } else { n };
+    let up = if c > 0 { next_f32(n, true) } else { n };
+    match m {
+        // The nearest (ties to even) from f64 is exact unless s is an f32 midpoint.
+        Rd::N => {
+            if c != 0 && (down as f64 - s).abs() == (up as f64 - s).abs() {
+                if r > 0 {
+                    up
+                } else if r < 0 {
+                    down
+                } else {
+                    n
+                }
+            } else {
+                n
+            }
+        }
+        Rd::Down => down,
+        Rd::Up => up,
+        Rd::Z => {
+            if s > 0.0 || (s == 0.0 && r > 0) {
+                down
+            } else {
+                up
+            }
+        }
+    }
+}
+
+/// Round the exact value `s + tail` (s is already the nearest f64) to f64 in `m`.
+fn round64(s: f64, r: i8, m: Rd) -> f64 {
+    if r == 0 || s.is_nan() {
+        return s;
+    }
+    let (down, up) = if r < 0 {
+        (next_f64(s, false), s)
+    } else {
+        (s, next_f64(s, true))
+    };
+    match m {
+        Rd::N => s,
+        Rd::Down => down,
+        Rd::Up => up,
+        Rd::Z => {
+            if s > 0.0 {
+                down
+            } else {
+                up
+            }
+        }
+    }
+}
+
+/// The exact results (nearest f64, tail sign) of the basic operations on f64 operands.
+fn x_add(a: f64, b: f64) -> (f64, i8) {
+    let (s, e) = two_sum(a, b);
+    if !s.is_finite() {
+        return (s, 0);
+    }
+    (s, exact_sign(&[e]))
+}
+fn x_mul(a: f64, b: f64) -> (f64, i8) {
+    let s = a * b;
+    if !s.is_finite() || s == 0.0 {
+        return (
+            s,
+            exact_sign(&[a.signum() * b.signum() * ((a != 0.0 && b != 0.0) as u8 as f64)])
+                * (s == 0.0) as i8,
+        );
+    }
+    (s, exact_sign(&[a.mul_add(b, -s)]))
+}
+fn x_div(a: f64, b: f64) -> (f64, i8) {
+    let q = a / b;
+    if !q.is_finite() || b.is_infinite() || q == 0.0 {
+        return (
+            q,
+            if q == 0.0 && a != 0.0 && b.is_finite() {
+                (a.signum() * b.signum()) as i8
+            } else {
+                0
+            },
+        );
+    }
+    // a - q b exactly; its sign relative to b's is the tail's.
+    let rem = (-q).mul_add(b, a);
+    (q, exact_sign(&[rem]) * b.signum() as i8)
+}
+fn x_sqrt(a: f64) -> (f64, i8) {
+    let s = a.sqrt();
+    if !s.is_finite() || s == 0.0 {
+        return (s, 0);
+    }
+    (s, exact_sign(&[(-s).mul_add(s, a)]))
+}
+fn x_fma(a: f64, b: f64, c: f64) -> (f64, i8) {
+    let s = a.mul_add(b, c);
+    if !s.is_finite() {
+        return (s, 0);
+    }
+    let p = a * b;
+    let pe = a.mul_add(b, -p);
+    (s, exact_sign(&[p, pe, c, -s]))
+}
+
+/// An f32 sweep's values as u32 words.
+fn f32_words(seed: u64) -> Vec<u32> {
+    sweep32(seed).iter().map(|v| v.to_bits()).collect()
+}
+
+/// Run a 32-bit kernel on the three word vectors; 64 output words.
+fn run32(k: &str, a: &[u32], b: &[u32], c: &[u32]) -> Vec<u32> {
+    words32(&launch(
+        k,
+        &bytes32(a),
+        &bytes32(b),
+        &bytes32(c),
+        &vec![0u8; 4 * N],
+    ))
+}
+
+fn bytes64(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+fn words64(b: &[u8]) -> Vec<u64> {
+    b.chunks(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+        .collect()
+}
+fn run64(k: &str, a: &[u64], b: &[u64], c: &[u64]) -> Vec<u64> {
+    words64(&launch(
+        k,
+        &bytes64(a),
+        &bytes64(b),
+        &bytes64(c),
+        &vec![0u8; 8 * N],
+    ))
+}
+
+/// One corpus row of the report: function, cases checked, bound, largest error seen.
+struct Row {
+    name: &'static str,
+    cases: usize,
+    bound: &'static str,
+    max: f64,
+}
+
+fn table(rows: &[Row]) {
+    for r in rows {
+        eprintln!(
+            "| {:28} | {:3} | {:34} | {:.3} |",
+            r.name, r.cases, r.bound, r.max
+        );
+    }
+}
+
+/// Compare a 32-bit kernel with an exact reference (bound 0: bit-identical, any NaN matching
+/// any NaN when `nan_any`).
+fn exact32(
+    rows: &mut Vec<Row>,
+    k: &'static str,
+    bound: &'static str,
+    (a, b, c): (&[u32], &[u32], &[u32]),
+    f: impl Fn(u32, u32, u32) -> u32,
+    same: impl Fn(u32, u32) -> bool,
+) {
+    let out = run32(k, a, b, c);
+    for i in 0..N {
+        let want = f(a[i], b[i], c[i]);
+        assert!(
+            same(out[i], want),
+            "{k}({:#010x}, {:#010x}, {:#010x}) = {:#010x}, want {want:#010x}",
+            a[i],
+            b[i],
+            c[i],
+            out[i]
+        );
+    }
+    rows.push(Row {
+        name: k,
+        cases: N,
+        bound,
+        max: 0.0,
+    });
+}
+
+fn bits_eq(x: u32, y: u32) -> bool {
+    x == y
+}
+fn f32_same(x: u32, y: u32) -> bool {
+    x == y || (f32::from_bits(x).is_nan() && f32::from_bits(y).is_nan())
+}
+
+#[test]
+fn f32_directed_rounding_intrinsics_are_exact() {
+    let (xs, ys, zs) = (f32_words(1), f32_words(2), f32_words(3));
+    let f = |w: u32| f32::from_bits(w) as f64;
+    let mut rows = Vec::new();
+    // Guide, "Intrinsic Functions": the IEEE-rounded intrinsics are exact in their mode ("0 ulp"
+    // in the stated rounding direction): compared bit for bit with the exact rounding.
+    type Op = fn(f64, f64, f64) -> (f64, i8);
+    let ops: &[(&'static str, Op, Rd)] = &[
+        ("k___fadd_rz", |x, y, _| x_add(x, y), Rd::Z),
+        ("k___fadd_ru", |x, y, _| x_add(x, y), Rd::Up),
+        ("k___fadd_rd", |x, y, _| x_add(x, y), Rd::Down),
+        ("k___fmul_rz", |x, y, _| x_mul(x, y), Rd::Z),
+        ("k___fmul_ru", |x, y, _| x_mul(x, y), Rd::Up),
+        ("k___fmul_rd", |x, y, _| x_mul(x, y), Rd::Down),
+        ("k___fdiv_rz", |x, y, _| x_div(x, y), Rd::Z),
+        ("k___fdiv_ru", |x, y, _| x_div(x, y), Rd::Up),
+        ("k___fdiv_rd", |x, y, _| x_div(x, y), Rd::Down),
+        ("k___fsqrt_rz", |x, _, _| x_sqrt(x), Rd::Z),
+        ("k___fsqrt_ru", |x, _, _| x_sqrt(x), Rd::Up),
+        ("k___fsqrt_rd", |x, _, _| x_sqrt(x), Rd::Down),
+        ("k___frcp_rz", |x, _, _| x_div(1.0, x), Rd::Z),
+        ("k___frcp_ru", |x, _, _| x_div(1.0, x), Rd::Up),
+        ("k___frcp_rd", |x, _, _| x_div(1.0, x), Rd::Down),
+        ("k___fmaf_rz", x_fma, Rd::Z),
+        ("k___fmaf_ru", x_fma, Rd::Up),
+        ("k___fmaf_rd", x_fma, Rd::Down),
+    ];
+    for &(k, op, m) in ops {
+        exact32(
+            &mut rows,
+            k,
+            "0 ulp (IEEE directed)",
+            (&xs, &ys, &zs),
+            |x, y, z| {
+                let (x, y, z) = (f(x), f(y), f(z));
+                let (s, r) = op(x, y, z);
+                // IEEE 754 6.3: an exact zero sum is -0 when rounding down unless both
+                // addends are +0 (the f64 nearest has the other modes' sign already).
+                let addends = match &k[4..8] {
+                    "fadd" => Some((x, y)),
+                    "fmaf" => Some((x * y, z)),
+                    _ => None,
+                };
+                let s = match addends {
+                    Some((p, q)) if s == 0.0 && r == 0 && m == Rd::Down => {
+                        if p == 0.0 && q == 0.0 && p.is_sign_positive() && q.is_sign_positive() {
+                            0.0
+                        } else {
+                            -0.0
+                        }
+                    }
+                    _ => s,
+                };
+                round32(s, r, m).to_bits()
+            },
+            f32_same,
+        );
+    }
+    table(&rows);
 }
