@@ -653,3 +653,835 @@ fn f32_directed_rounding_intrinsics_are_exact() {
     }
     table(&rows);
 }
+
+/// 64 u32 inputs: edge values, then random words.
+fn sweep_u32(seed: u64) -> Vec<u32> {
+    let mut v = vec![
+        0,
+        1,
+        2,
+        3,
+        31,
+        32,
+        33,
+        0x7F,
+        0x80,
+        0xFF,
+        0x7FFF,
+        0x8000,
+        0xFFFF,
+        0x00FF_FFFF,
+        0x0080_0000,
+        0xFF80_0000,
+        0x7FFF_FFFF,
+        0x8000_0000,
+        0x8000_0001,
+        0xFFFF_FFFF,
+        0xFFFF_FFFE,
+        0x1234_5678,
+        0x8080_8080,
+        0x7F7F_7F7F,
+        0x0101_0101,
+        0xFEFE_FEFE,
+        0x8000_7FFF,
+        0x7FFF_8000,
+        0xDEAD_BEEF,
+        0x0000_3210,
+        0x0000_7654,
+        0x0000_ba98,
+    ];
+    let mut r = Lcg(seed);
+    while v.len() < N {
+        v.push(r.next() as u32);
+    }
+    v
+}
+
+/// f16 and bf16 values as bits, through the half crate.
+fn h2f(b: u32) -> f64 {
+    half::f16::from_bits(b as u16).to_f64()
+}
+fn b2f(b: u32) -> f64 {
+    half::bf16::from_bits(b as u16).to_f64()
+}
+
+/// Round `s + tail` to a 16-bit format (`near`: its round-to-nearest-even from f64; `val`: a
+/// code's value) in `m`.
+fn round16(near: fn(f64) -> u16, val: fn(u32) -> f64, s: f64, r: i8, m: Rd) -> u32 {
+    let n = near(s) as u32;
+    if s.is_nan() || s.is_infinite() {
+        return n;
+    }
+    let step = |b: u32, up: bool| -> u32 {
+        let v = val(b);
+        if v == 0.0 {
+            return if up { 1 } else { 0x8001 };
+        }
+        if (v > 0.0) == up {
+            b + 1
+        } else {
+            b - 1
+        }
+    };
+    let nv = val(n);
+    let c = if nv > s {
+        -1
+    } else if nv < s {
+        1
+    } else {
+        r
+    };
+    let down = if c < 0 { step(n, false) } else { n };
+    let up = if c > 0 { step(n, true) } else { n };
+    match m {
+        Rd::N => {
+            if c != 0 && (val(down) - s).abs() == (val(up) - s).abs() && r != 0 {
+                if r > 0 {
+                    up
+                } else {
+                    down
+                }
+            } else {
+                n
+            }
+        }
+        Rd::Down => down,
+        Rd::Up => up,
+        Rd::Z => {
+            if s > 0.0 || (s == 0.0 && r > 0) {
+                down
+            } else {
+                up
+            }
+        }
+    }
+}
+fn to_h(s: f64, r: i8, m: Rd) -> u32 {
+    round16(|v| half::f16::from_f64(v).to_bits(), h2f, s, r, m)
+}
+fn to_b(s: f64, r: i8, m: Rd) -> u32 {
+    round16(|v| half::bf16::from_f64(v).to_bits(), b2f, s, r, m)
+}
+
+/// 64 words of two 16-bit float lanes each: edge values, then random finite ones.
+fn sweep16(seed: u64, bf: bool) -> Vec<u32> {
+    let edge: Vec<u32> = if bf {
+        vec![
+            0, 0x8000, 1, 0x007F, 0x0080, 0x3F80, 0xBF80, 0x3F00, 0x4000, 0x7F7F, 0xFF7F, 0x7F80,
+            0xFF80, 0x7FC0, 0x3EAB, 0x4049,
+        ]
+    } else {
+        vec![
+            0, 0x8000, 1, 0x03FF, 0x0400, 0x3C00, 0xBC00, 0x3800, 0x4000, 0x7BFF, 0xFBFF, 0x7C00,
+            0xFC00, 0x7E00, 0x3555, 0x4248,
+        ]
+    };
+    let mut r = Lcg(seed);
+    let mut one = |i: usize| -> u32 {
+        if i < edge.len() {
+            edge[i]
+        } else if bf {
+            let e = 112 + (r.next() % 32) as u32;
+            ((r.next() as u32 & 1) << 15) | (e << 7) | (r.next() as u32 & 0x7F)
+        } else {
+            let e = 5 + (r.next() % 22) as u32;
+            ((r.next() as u32 & 1) << 15) | (e << 10) | (r.next() as u32 & 0x3FF)
+        }
+    };
+    let lo: Vec<u32> = (0..N).map(&mut one).collect();
+    let hi: Vec<u32> = (0..N).map(|i| one((i * 7 + 3) % N)).collect();
+    lo.iter().zip(&hi).map(|(l, h)| l | (h << 16)).collect()
+}
+
+fn nan16(b: u32, bf: bool) -> bool {
+    if bf {
+        b2f(b).is_nan()
+    } else {
+        h2f(b).is_nan()
+    }
+}
+
+/// Equal 16-bit lanes (NaN matches any NaN: the GPU writes its canonical NaN).
+fn same16(lanes: u32, bf: bool) -> impl Fn(u32, u32) -> bool {
+    move |x, y| {
+        (0..lanes).all(|l| {
+            let (a, b) = ((x >> (16 * l)) & 0xFFFF, (y >> (16 * l)) & 0xFFFF);
+            a == b || (nan16(a, bf) && nan16(b, bf))
+        }) && (lanes == 2 || x >> 16 == y >> 16)
+    }
+}
+
+/// Apply a per-lane 16-bit function to both halves.
+fn lanes2(x: u32, y: u32, z: u32, f: impl Fn(u32, u32, u32) -> u32) -> u32 {
+    let h = |v: u32, i: u32| (v >> (16 * i)) & 0xFFFF;
+    f(h(x, 0), h(y, 0), h(z, 0)) | (f(h(x, 1), h(y, 1), h(z, 1)) << 16)
+}
+
+/// IEEE maxNum/minNum as the ISA's max/min (a NaN operand is ignored; both NaN give NaN;
+/// -0 is below +0).
+fn fminmax(max: bool, nan: bool, a: f64, b: f64) -> f64 {
+    if a.is_nan() || b.is_nan() {
+        return if nan || (a.is_nan() && b.is_nan()) {
+            f64::NAN
+        } else if a.is_nan() {
+            b
+        } else {
+            a
+        };
+    }
+    if a == b {
+        return if (a.is_sign_negative() && b.is_sign_negative()) != max
+            && (a.is_sign_negative() || b.is_sign_negative())
+        {
+            if max && !(a.is_sign_negative() && b.is_sign_negative()) {
+                a.abs()
+            } else {
+                -a.abs()
+            }
+        } else if max {
+            if a.is_sign_negative() && b.is_sign_negative() {
+                a
+            } else {
+                a.abs()
+            }
+        } else if a.is_sign_negative() || b.is_sign_negative() {
+            -a.abs()
+        } else {
+            a
+        };
+    }
+    if (a > b) == max {
+        a
+    } else {
+        b
+    }
+}
+
+#[test]
+fn integer_intrinsics_are_exact() {
+    let (x, y, z) = (sweep_u32(11), sweep_u32(12), sweep_u32(13));
+    let mut rows = Vec::new();
+    let i = |v: u32| v as i32;
+    let b = |v: u32, k: u32| (v >> (8 * k)) & 0xFF;
+    let sb = |v: u32, k: u32| ((v >> (8 * k)) as u8) as i8 as i32;
+    let h = |v: u32, k: u32| (v >> (16 * k)) & 0xFFFF;
+    let sh = |v: u32, k: u32| ((v >> (16 * k)) as u16) as i16 as i32;
+    // Guide, "Integer Intrinsics" (and the SIMD intrinsics of the CUDA Math API): exact.
+    type I3 = fn(u32, u32, u32) -> u32;
+    let cases: Vec<(&'static str, I3)> = vec![
+        ("k___popc", |x, _, _| x.count_ones()),
+        ("k___clz", |x, _, _| x.leading_zeros()),
+        ("k___brev", |x, _, _| x.reverse_bits()),
+        (
+            "k___ffs",
+            |x, _, _| if x == 0 { 0 } else { x.trailing_zeros() + 1 },
+        ),
+        ("k___byte_perm", |x, y, s| {
+            let all = (x as u64) | ((y as u64) << 32);
+            (0..4).fold(0, |acc, n| {
+                let sel = (s >> (4 * n)) & 7;
+                acc | ((((all >> (8 * sel)) & 0xFF) as u32) << (8 * n))
+            })
+        }),
+        ("k___funnelshift_l", |lo, hi, s| {
+            ((((hi as u64) << 32 | lo as u64) << (s & 31)) >> 32) as u32
+        }),
+        ("k___funnelshift_r", |lo, hi, s| {
+            (((hi as u64) << 32 | lo as u64) >> (s & 31)) as u32
+        }),
+        ("k___funnelshift_lc", |lo, hi, s| {
+            ((((hi as u64) << 32 | lo as u64) << s.min(32)) >> 32) as u32
+        }),
+        ("k___mul24", |x, y, _| {
+            let e = |v: u32| ((v << 8) as i32) >> 8;
+            e(x).wrapping_mul(e(y)) as u32
+        }),
+        ("k___umul24", |x, y, _| {
+            (x & 0xFF_FFFF).wrapping_mul(y & 0xFF_FFFF)
+        }),
+        ("k___umulhi", |x, y, _| ((x as u64 * y as u64) >> 32) as u32),
+        ("k___mulhi", |x, y, _| {
+            ((x as i32 as i64 * y as i32 as i64) >> 32) as u32
+        }),
+        ("k___sad", |x, y, z| {
+            ((x as i32 as i64 - y as i32 as i64).unsigned_abs() as u32).wrapping_add(z)
+        }),
+        ("k___usad", |x, y, z| x.abs_diff(y).wrapping_add(z)),
+        ("k___dp4a", |x, y, z| {
+            (0..4).fold(z as i32, |a, k| {
+                a.wrapping_add(
+                    (((x >> (8 * k)) as u8) as i8 as i32) * (((y >> (8 * k)) as u8) as i8 as i32),
+                )
+            }) as u32
+        }),
+        ("k___dp4a_u", |x, y, z| {
+            (0..4).fold(z, |a, k| {
+                a.wrapping_add(((x >> (8 * k)) & 0xFF) * ((y >> (8 * k)) & 0xFF))
+            })
+        }),
+        ("k___dp2a_lo", |x, y, z| {
+            (0..2).fold(z as i32, |a, k| {
+                a.wrapping_add(
+                    (((x >> (16 * k)) as u16) as i16 as i32)
+                        * (((y >> (8 * k)) as u8) as i8 as i32),
+                )
+            }) as u32
+        }),
+        ("k___dp2a_hi", |x, y, z| {
+            (0..2).fold(z, |a, k| {
+                a.wrapping_add(((x >> (16 * k)) & 0xFFFF) * ((y >> (8 * (k + 2))) & 0xFF))
+            })
+        }),
+        ("k_imin", |x, y, _| (x as i32).min(y as i32) as u32),
+        ("k_umax", |x, y, _| x.max(y)),
+        ("k_iabs", |x, _, _| (x as i32).wrapping_abs() as u32),
+        // div.s32: the one overflowing quotient, INT_MIN / -1, wraps (PTX ISA div).
+        ("k_idiv", |x, y, _| {
+            if y == 0 {
+                0
+            } else {
+                (x as i32).wrapping_div((y | 1) as i32) as u32
+            }
+        }),
+        ("k_urem", |x, y, _| if y == 0 { 0 } else { x % y }),
+        ("k___vadd2", |x, y, _| {
+            lanes2(x, y, 0, |a, b, _| a.wrapping_add(b) & 0xFFFF)
+        }),
+        ("k___vsub4", |x, y, _| {
+            (0..4).fold(0, |a, k| {
+                a | ((((x >> (8 * k)) & 0xFF).wrapping_sub((y >> (8 * k)) & 0xFF) & 0xFF)
+                    << (8 * k))
+            })
+        }),
+        ("k___vabsdiffu4", |x, y, _| {
+            (0..4).fold(0, |a, k| {
+                a | (((x >> (8 * k)) & 0xFF).abs_diff((y >> (8 * k)) & 0xFF) << (8 * k))
+            })
+        }),
+        ("k___vmaxs2", |x, y, _| {
+            lanes2(x, y, 0, |a, b, _| {
+                ((a as u16 as i16).max(b as u16 as i16) as u16) as u32
+            })
+        }),
+        ("k___vminu4", |x, y, _| {
+            (0..4).fold(0, |a, k| {
+                a | (((x >> (8 * k)) & 0xFF).min((y >> (8 * k)) & 0xFF) << (8 * k))
+            })
+        }),
+        ("k___vcmpeq2", |x, y, _| {
+            lanes2(x, y, 0, |a, b, _| if a == b { 0xFFFF } else { 0 })
+        }),
+        ("k___vcmpltu4", |x, y, _| {
+            (0..4).fold(0, |a, k| {
+                a | (if (x >> (8 * k)) & 0xFF < (y >> (8 * k)) & 0xFF {
+                    0xFF
+                } else {
+                    0
+                } << (8 * k))
+            })
+        }),
+        ("k___vsads2", |x, y, _| {
+            (0..2)
+                .map(|k| {
+                    ((((x >> (16 * k)) as u16 as i16) as i32)
+                        - (((y >> (16 * k)) as u16 as i16) as i32))
+                        .unsigned_abs()
+                })
+                .sum()
+        }),
+        ("k___vavgu4", |x, y, _| {
+            (0..4).fold(0, |a, k| {
+                a | (((((x >> (8 * k)) & 0xFF) + ((y >> (8 * k)) & 0xFF) + 1) >> 1) << (8 * k))
+            })
+        }),
+        ("k___vimax_s32_relu", |x, y, _| {
+            (x as i32).max(y as i32).max(0) as u32
+        }),
+        ("k___vimin3_s32", |x, y, z| {
+            (x as i32).min(y as i32).min(z as i32) as u32
+        }),
+        ("k___vimax3_u32", |x, y, z| x.max(y).max(z)),
+        ("k___viaddmax_s32", |x, y, z| {
+            (x as i32).wrapping_add(y as i32).max(z as i32) as u32
+        }),
+        ("k___vimax_s16x2_relu", |x, y, _| {
+            lanes2(x, y, 0, |a, b, _| {
+                ((a as u16 as i16).max(b as u16 as i16).max(0)) as u32
+            })
+        }),
+        ("k___vibmax_s32", |x, y, _| {
+            let (a, b) = (x as i32, y as i32);
+            (a.max(b) as u32) ^ (((a >= b) as u32) << 31)
+        }),
+    ];
+    let _ = (i, b, sb, h, sh);
+    for (k, f) in cases {
+        exact32(&mut rows, k, "0 (exact)", (&x, &y, &z), f, bits_eq);
+    }
+    table(&rows);
+}
+
+/// fp8 code `c` (E4M3 or E5M2) as a value.
+fn fp8(c: u32, e4m3: bool) -> f64 {
+    let (eb, mb, bias) = if e4m3 { (4, 3, 7) } else { (5, 2, 15) };
+    let s = if c & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = ((c >> mb) & ((1 << eb) - 1)) as i32;
+    let m = (c & ((1 << mb) - 1)) as f64;
+    if e4m3 && e == 15 && m == 7.0 {
+        return f64::NAN;
+    }
+    if !e4m3 && e == 31 {
+        return if m == 0.0 {
+            s * f64::INFINITY
+        } else {
+            f64::NAN
+        };
+    }
+    if e == 0 {
+        s * m * 2f64.powi(1 - bias - mb as i32)
+    } else {
+        s * (1.0 + m / (1 << mb) as f64) * 2f64.powi(e - bias)
+    }
+}
+
+/// Nearest-even fp8 code of `v` (PTX ISA cvt ... .e4m3x2/.e5m2x2: `.satfinite` clamps to the
+/// largest finite value and NaN gives NaN; E5M2 without it overflows to infinity).
+fn to_fp8(v: f64, e4m3: bool, satfinite: bool) -> u32 {
+    if v.is_nan() {
+        return 0x7F;
+    }
+    let neg = v.is_sign_negative();
+    let max = if e4m3 { 448.0 } else { 57344.0 };
+    let a = v.abs();
+    let code = if a >= max && satfinite {
+        if e4m3 {
+            0x7E
+        } else {
+            0x7B
+        }
+    } else if !e4m3 && a >= 61440.0 {
+        0x7C
+    } else {
+        // The nearest finite code; ties to the even code.
+        let mut best = 0u32;
+        for c in 0..0x7Fu32 {
+            let cv = fp8(c, e4m3);
+            if !cv.is_finite() {
+                continue;
+            }
+            let (d, bd) = ((cv - a).abs(), (fp8(best, e4m3) - a).abs());
+            if d < bd || (d == bd && c % 2 == 0) {
+                best = c;
+            }
+        }
+        best
+    };
+    code | if neg { 0x80 } else { 0 }
+}
+
+#[test]
+fn half_bf16_fp8_and_conversions_are_exact() {
+    let mut rows = Vec::new();
+    // f16 / bf16 arithmetic: the CUDA Math API's half intrinsics round to nearest even (the
+    // Guide lists no ulp error for them: they are IEEE operations, 0 ulp).
+    let (hx, hy, hz) = (sweep16(21, false), sweep16(22, false), sweep16(23, false));
+    let (bx, by, bz) = (sweep16(24, true), sweep16(25, true), sweep16(26, true));
+    type H = fn(u32, u32, u32) -> u32;
+    let hn = |s: (f64, i8)| to_h(s.0, s.1, Rd::N);
+    let bn = |s: (f64, i8)| to_b(s.0, s.1, Rd::N);
+    let sat = |v: u32| {
+        let f = h2f(v);
+        if f.is_nan() || f <= 0.0 {
+            0
+        } else if f >= 1.0 {
+            0x3C00
+        } else {
+            v
+        }
+    };
+    let half_cases: Vec<(&'static str, u32, H)> = vec![
+        ("k___hadd", 1, |x, y, _| to_h(h2f(x) + h2f(y), 0, Rd::N)),
+        ("k___hsub", 1, |x, y, _| to_h(h2f(x) - h2f(y), 0, Rd::N)),
+        ("k___hmul", 1, |x, y, _| to_h(h2f(x) * h2f(y), 0, Rd::N)),
+        ("k___hdiv", 1, |x, y, _| {
+            let (q, r) = x_div(h2f(x), h2f(y));
+            to_h(q, r, Rd::N)
+        }),
+        ("k___hfma", 1, |x, y, z| {
+            let (s, r) = x_fma(h2f(x), h2f(y), h2f(z));
+            to_h(s, r, Rd::N)
+        }),
+        ("k___hmax", 1, |x, y, _| {
+            to_h(fminmax(true, false, h2f(x), h2f(y)), 0, Rd::N)
+        }),
+        ("k___hmin_nan", 1, |x, y, _| {
+            to_h(fminmax(false, true, h2f(x), h2f(y)), 0, Rd::N)
+        }),
+        ("k___hlt", 1, |x, y, _| (h2f(x) < h2f(y)) as u32),
+    ];
+    let _ = (hn, bn);
+    for (k, lanes, f) in half_cases {
+        exact32(
+            &mut rows,
+            k,
+            "0 ulp (round to nearest even)",
+            (&hx, &hy, &hz),
+            move |x, y, z| f(x & 0xFFFF, y & 0xFFFF, z & 0xFFFF),
+            move |o, w| {
+                if k == "k___hlt" {
+                    o == w
+                } else {
+                    same16(lanes, false)(o, w)
+                }
+            },
+        );
+    }
+    let half2: Vec<(&'static str, H)> = vec![
+        ("k___hadd2", |x, y, _| to_h(h2f(x) + h2f(y), 0, Rd::N)),
+        ("k___hsub2", |x, y, _| to_h(h2f(x) - h2f(y), 0, Rd::N)),
+        ("k___hmul2", |x, y, _| to_h(h2f(x) * h2f(y), 0, Rd::N)),
+        ("k___hfma2", |x, y, z| {
+            let (s, r) = x_fma(h2f(x), h2f(y), h2f(z));
+            to_h(s, r, Rd::N)
+        }),
+        ("k___hmax2", |x, y, _| {
+            to_h(fminmax(true, false, h2f(x), h2f(y)), 0, Rd::N)
+        }),
+        ("k___hmin2_nan", |x, y, _| {
+            to_h(fminmax(false, true, h2f(x), h2f(y)), 0, Rd::N)
+        }),
+        ("k___habs2", |x, _, _| x & 0x7FFF),
+        ("k___hneg2", |x, _, _| x ^ 0x8000),
+        (
+            "k___heq2",
+            |x, y, _| if h2f(x) == h2f(y) { 0x3C00 } else { 0 },
+        ),
+        ("k___hadd2_sat", |x, y, _| {
+            let v = to_h(h2f(x) + h2f(y), 0, Rd::N);
+            let f = h2f(v);
+            if f.is_nan() || f <= 0.0 {
+                0
+            } else if f >= 1.0 {
+                0x3C00
+            } else {
+                v
+            }
+        }),
+    ];
+    let _ = sat;
+    for (k, f) in half2 {
+        exact32(
+            &mut rows,
+            k,
+            "0 ulp (round to nearest even)",
+            (&hx, &hy, &hz),
+            move |x, y, z| lanes2(x, y, z, f),
+            same16(2, false),
+        );
+    }
+    let bf: Vec<(&'static str, u32, H)> = vec![
+        ("k___hadd_bf16", 1, |x, y, _| {
+            to_b(b2f(x) + b2f(y), 0, Rd::N)
+        }),
+        ("k___hfma_bf16", 1, |x, y, z| {
+            let (s, r) = x_fma(b2f(x), b2f(y), b2f(z));
+            to_b(s, r, Rd::N)
+        }),
+        ("k___hmax_bf16", 1, |x, y, _| {
+            to_b(fminmax(true, false, b2f(x), b2f(y)), 0, Rd::N)
+        }),
+        ("k___hmul2_bf16", 2, |x, y, _| {
+            to_b(b2f(x) * b2f(y), 0, Rd::N)
+        }),
+        ("k___hadd2_bf16", 2, |x, y, _| {
+            to_b(b2f(x) + b2f(y), 0, Rd::N)
+        }),
+        ("k___hfma2_bf16", 2, |x, y, z| {
+            let (s, r) = x_fma(b2f(x), b2f(y), b2f(z));
+            to_b(s, r, Rd::N)
+        }),
+    ];
+    for (k, lanes, f) in bf {
+        exact32(
+            &mut rows,
+            k,
+            "0 ulp (round to nearest even)",
+            (&bx, &by, &bz),
+            move |x, y, z| {
+                if lanes == 2 {
+                    lanes2(x, y, z, f)
+                } else {
+                    f(x & 0xFFFF, y & 0xFFFF, z & 0xFFFF)
+                }
+            },
+            same16(lanes, true),
+        );
+    }
+    // hexp2: ex2.approx.f16 (PTX ISA: maximum relative error 2^-9.9, under 1 f16 ulp; the
+    // Guide states no bound for it): within 1 ulp of the exact value.
+    {
+        let out = run32("k_hexp2", &hx, &hy, &hz);
+        let mut max: f64 = 0.0;
+        for i in 0..N {
+            let (x, o) = (h2f(hx[i] & 0xFFFF), h2f(out[i] & 0xFFFF));
+            let e = x.exp2();
+            let want = h2f(to_h(e, 0, Rd::N));
+            if e.is_nan() || want.is_infinite() || want == 0.0 {
+                assert!(
+                    o == want || (o.is_nan() && e.is_nan()) || (want == 0.0 && o.abs() < 1e-7),
+                    "hexp2({x}) = {o}, want {want}"
+                );
+                continue;
+            }
+            let ulp = 2f64.powi((e.abs().log2().floor() as i32).max(-14) - 10);
+            let err = (o - e).abs() / ulp;
+            assert!(err <= 1.0, "hexp2({x}) = {o}, exact {e}: {err} ulp");
+            max = max.max(err);
+        }
+        rows.push(Row {
+            name: "k_hexp2",
+            cases: N,
+            bound: "1 ulp (ex2.approx.f16)",
+            max,
+        });
+    }
+
+    // Conversions: exact (IEEE rounding in the stated direction; float->int saturates and
+    // NaN gives 0: PTX ISA cvt, "Floating Point to Integer").
+    let (fx, fy, fz) = (f32_words(31), f32_words(32), f32_words(33));
+    let f = |w: u32| f32::from_bits(w) as f64;
+    let to_int = |v: f64, m: Rd, lo: f64, hi: f64| -> f64 {
+        if v.is_nan() {
+            return 0.0;
+        }
+        let r = match m {
+            Rd::N => v.round_ties_even(),
+            Rd::Z => v.trunc(),
+            Rd::Down => v.floor(),
+            Rd::Up => v.ceil(),
+        };
+        r.clamp(lo, hi)
+    };
+    type C = fn(u32, u32) -> u32;
+    let fconv: Vec<(&'static str, C)> = vec![
+        ("k___float2int_rn", |x, _| to_i(x, Rd::N)),
+        ("k___float2int_rz", |x, _| to_i(x, Rd::Z)),
+        ("k___float2int_rd", |x, _| to_i(x, Rd::Down)),
+        ("k___float2int_ru", |x, _| to_i(x, Rd::Up)),
+        ("k___float2uint_rn", |x, _| to_u(x, Rd::N)),
+        ("k___float2uint_rz", |x, _| to_u(x, Rd::Z)),
+        ("k___float2uint_rd", |x, _| to_u(x, Rd::Down)),
+        ("k___float2uint_ru", |x, _| to_u(x, Rd::Up)),
+        ("k___float2half_rn", |x, _| {
+            to_h(f32::from_bits(x) as f64, 0, Rd::N)
+        }),
+        ("k___float2half_rz", |x, _| {
+            to_h(f32::from_bits(x) as f64, 0, Rd::Z)
+        }),
+        ("k___float2half_rd", |x, _| {
+            to_h(f32::from_bits(x) as f64, 0, Rd::Down)
+        }),
+        ("k___float2half_ru", |x, _| {
+            to_h(f32::from_bits(x) as f64, 0, Rd::Up)
+        }),
+        ("k___float2bfloat16", |x, _| {
+            to_b(f32::from_bits(x) as f64, 0, Rd::N)
+        }),
+        ("k___float2bfloat16_rz", |x, _| {
+            to_b(f32::from_bits(x) as f64, 0, Rd::Z)
+        }),
+        ("k___float2bfloat16_rd", |x, _| {
+            to_b(f32::from_bits(x) as f64, 0, Rd::Down)
+        }),
+        ("k___float2bfloat16_ru", |x, _| {
+            to_b(f32::from_bits(x) as f64, 0, Rd::Up)
+        }),
+        ("k___floats2half2_rn", |x, y| {
+            to_h(f32::from_bits(x) as f64, 0, Rd::N)
+                | (to_h(f32::from_bits(y) as f64, 0, Rd::N) << 16)
+        }),
+        ("k___floats2bfloat162_rn", |x, y| {
+            to_b(f32::from_bits(x) as f64, 0, Rd::N)
+                | (to_b(f32::from_bits(y) as f64, 0, Rd::N) << 16)
+        }),
+        ("k_fp8_e4m3_sat", |x, _| {
+            to_fp8(f32::from_bits(x) as f64, true, true)
+        }),
+        ("k_fp8_e5m2_sat", |x, _| {
+            to_fp8(f32::from_bits(x) as f64, false, true)
+        }),
+        ("k_fp8_e5m2_nosat", |x, _| {
+            to_fp8(f32::from_bits(x) as f64, false, false)
+        }),
+        ("k_fp8x2_e4m3", |x, y| {
+            to_fp8(f32::from_bits(x) as f64, true, true)
+                | (to_fp8(f32::from_bits(y) as f64, true, true) << 8)
+        }),
+    ];
+    fn to_i(x: u32, m: Rd) -> u32 {
+        let v = f32::from_bits(x) as f64;
+        if v.is_nan() {
+            return 0;
+        }
+        let r = match m {
+            Rd::N => v.round_ties_even(),
+            Rd::Z => v.trunc(),
+            Rd::Down => v.floor(),
+            Rd::Up => v.ceil(),
+        };
+        r.clamp(i32::MIN as f64, i32::MAX as f64) as i32 as u32
+    }
+    fn to_u(x: u32, m: Rd) -> u32 {
+        let v = f32::from_bits(x) as f64;
+        if v.is_nan() {
+            return 0;
+        }
+        let r = match m {
+            Rd::N => v.round_ties_even(),
+            Rd::Z => v.trunc(),
+            Rd::Down => v.floor(),
+            Rd::Up => v.ceil(),
+        };
+        r.clamp(0.0, u32::MAX as f64) as u32
+    }
+    let _ = (to_int, f);
+    for (k, c) in fconv {
+        let fp8_nan = k.starts_with("k_fp8");
+        exact32(
+            &mut rows,
+            k,
+            "0 (exact conversion)",
+            (&fx, &fy, &fz),
+            move |x, y, _| c(x, y),
+            move |o, w| {
+                if fp8_nan {
+                    (0..2).all(|b| {
+                        let (p, q) = ((o >> (8 * b)) & 0xFF, (w >> (8 * b)) & 0xFF);
+                        p == q
+                            || (fp8(p, k.contains("e4m3")).is_nan()
+                                && fp8(q, k.contains("e4m3")).is_nan())
+                    })
+                } else if k.contains("half") || k.contains("bfloat16") {
+                    same16(2, k.contains("bfloat"))(o, w)
+                } else {
+                    o == w
+                }
+            },
+        );
+    }
+    let ix = sweep_u32(34);
+    let iconv: Vec<(&'static str, fn(u32) -> u32)> = vec![
+        ("k___int2float_rn", |x| {
+            round32(x as i32 as f64, 0, Rd::N).to_bits()
+        }),
+        ("k___int2float_rz", |x| {
+            round32(x as i32 as f64, 0, Rd::Z).to_bits()
+        }),
+        ("k___int2float_rd", |x| {
+            round32(x as i32 as f64, 0, Rd::Down).to_bits()
+        }),
+        ("k___int2float_ru", |x| {
+            round32(x as i32 as f64, 0, Rd::Up).to_bits()
+        }),
+        ("k___uint2float_rn", |x| {
+            round32(x as f64, 0, Rd::N).to_bits()
+        }),
+        ("k___uint2float_rz", |x| {
+            round32(x as f64, 0, Rd::Z).to_bits()
+        }),
+        ("k___uint2float_rd", |x| {
+            round32(x as f64, 0, Rd::Down).to_bits()
+        }),
+        ("k___uint2float_ru", |x| {
+            round32(x as f64, 0, Rd::Up).to_bits()
+        }),
+    ];
+    for (k, c) in iconv {
+        exact32(
+            &mut rows,
+            k,
+            "0 (exact conversion)",
+            (&ix, &ix, &ix),
+            move |x, _, _| c(x),
+            bits_eq,
+        );
+    }
+    // Widening: exact, NaN for NaN.
+    let widen: Vec<(&'static str, fn(u32) -> u32, bool)> = vec![
+        (
+            "k___half2float",
+            |x| (h2f(x & 0xFFFF) as f32).to_bits(),
+            false,
+        ),
+        (
+            "k___bfloat162float",
+            |x| (b2f(x & 0xFFFF) as f32).to_bits(),
+            true,
+        ),
+    ];
+    for (k, c, bfw) in widen {
+        let src = if bfw { &bx } else { &hx };
+        exact32(
+            &mut rows,
+            k,
+            "0 (exact conversion)",
+            (src, src, src),
+            move |x, _, _| c(x),
+            f32_same,
+        );
+    }
+    // fp8 to half: exact (every fp8 value is an f16 value).
+    let codes: Vec<u32> = (0..N as u32)
+        .map(|i| (i * 4 + (i >> 4)) & 0xFF | (((i * 37 + 11) & 0xFF) << 8))
+        .collect();
+    let fp8w: Vec<(&'static str, fn(u32) -> u32, bool)> = vec![
+        (
+            "k_fp8_e4m3_to_half",
+            |x| to_h(fp8(x & 0xFF, true), 0, Rd::N),
+            false,
+        ),
+        (
+            "k_fp8_e5m2_to_half",
+            |x| to_h(fp8(x & 0xFF, false), 0, Rd::N),
+            false,
+        ),
+        (
+            "k_fp8x2_e4m3_to_half2",
+            |x| {
+                to_h(fp8(x & 0xFF, true), 0, Rd::N)
+                    | (to_h(fp8((x >> 8) & 0xFF, true), 0, Rd::N) << 16)
+            },
+            true,
+        ),
+        (
+            "k_half2_to_fp8x2_e5m2",
+            |x| to_fp8(h2f(x & 0xFFFF), false, true) | (to_fp8(h2f(x >> 16), false, true) << 8),
+            false,
+        ),
+    ];
+    for (k, c, two) in fp8w {
+        let src = if k == "k_half2_to_fp8x2_e5m2" {
+            &hx
+        } else {
+            &codes
+        };
+        exact32(
+            &mut rows,
+            k,
+            "0 (exact conversion)",
+            (src, src, src),
+            move |x, _, _| c(x),
+            move |o, w| {
+                if k == "k_half2_to_fp8x2_e5m2" {
+                    (0..2).all(|b| {
+                        let (p, q) = ((o >> (8 * b)) & 0xFF, (w >> (8 * b)) & 0xFF);
+                        p == q || (fp8(p, false).is_nan() && fp8(q, false).is_nan())
+                    })
+                } else {
+                    same16(if two { 2 } else { 1 }, false)(o, w)
+                }
+            },
+        );
+    }
+    table(&rows);
+}
