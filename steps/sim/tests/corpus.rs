@@ -1485,3 +1485,511 @@ fn half_bf16_fp8_and_conversions_are_exact() {
     }
     table(&rows);
 }
+
+#[test]
+fn warp_intrinsics_match_their_definitions() {
+    let (x, y) = (sweep_u32(41), sweep_u32(42));
+    let mut rows = Vec::new();
+    // CUDA C++ Programming Guide, "Warp Shuffle Functions", "Warp Vote Functions", "Warp
+    // Reduce Functions", "Warp Match Functions": exact. Lane l of warp w is thread 32 w + l.
+    let warp = |i: usize| (i / 32) * 32;
+    let lanes_where = |i: usize, p: &dyn Fn(usize) -> bool| -> u32 {
+        (0..32)
+            .filter(|&l| p(warp(i) + l))
+            .fold(0, |m, l| m | (1 << l))
+    };
+    let shfl = |i: usize, src: usize| x[warp(i) + src];
+    let mut check = |k: &'static str, want: &dyn Fn(usize) -> u32| {
+        let out = run32(k, &x, &y, &y);
+        for i in 0..N {
+            assert_eq!(
+                out[i],
+                want(i),
+                "{k}: thread {i}: {:#010x} != {:#010x}",
+                out[i],
+                want(i)
+            );
+        }
+        rows.push(Row {
+            name: k,
+            cases: N,
+            bound: "0 (exact)",
+            max: 0.0,
+        });
+    };
+    check("k___shfl_sync", &|i| shfl(i, (y[i] & 31) as usize));
+    check("k___shfl_sync_w8", &|i| {
+        let l = i % 32;
+        shfl(i, (l / 8) * 8 + (y[i] & 31) as usize % 8)
+    });
+    let up = |i: usize, d: usize, w: usize| {
+        let l = i % 32;
+        if l % w >= d {
+            shfl(i, l - d)
+        } else {
+            x[i]
+        }
+    };
+    let down = |i: usize, d: usize, w: usize| {
+        let l = i % 32;
+        if l % w + d < w {
+            shfl(i, l + d)
+        } else {
+            x[i]
+        }
+    };
+    let xor = |i: usize, m: usize, w: usize| {
+        let l = i % 32;
+        // A source lane in a later segment returns the caller's own value.
+        if (l ^ m) < (l / w + 1) * w {
+            shfl(i, l ^ m)
+        } else {
+            x[i]
+        }
+    };
+    check("k___shfl_up_sync", &|i| up(i, 3, 32));
+    check("k___shfl_up_sync_w16", &|i| up(i, 5, 16));
+    check("k___shfl_down_sync", &|i| down(i, 7, 32));
+    check("k___shfl_down_sync_w8", &|i| down(i, 3, 8));
+    check("k___shfl_xor_sync", &|i| xor(i, 5, 32));
+    check("k___shfl_xor_sync_w4", &|i| xor(i, 1, 4));
+    let odd = |j: usize| x[j] & 1 == 1;
+    check("k___ballot_sync", &|i| lanes_where(i, &odd));
+    check("k___all_sync", &|i| {
+        (lanes_where(i, &odd) == u32::MAX) as u32
+    });
+    check("k___any_sync", &|i| (lanes_where(i, &odd) != 0) as u32);
+    check("k___uni_sync", &|i| {
+        let m = lanes_where(i, &odd);
+        (m == 0 || m == u32::MAX) as u32
+    });
+    // __activemask in a branch taken by the odd-x lanes: the Guide guarantees only that the
+    // calling lane is in it (which lanes are converged is the scheduler's); the simulator
+    // answers the warp's lanes that have not exited (exec.rs `Op::Activemask`).
+    {
+        let out = run32("k___activemask", &x, &y, &y);
+        for i in 0..N {
+            if odd(i) {
+                assert!(
+                    out[i] & (1 << (i % 32)) != 0,
+                    "k___activemask: thread {i}: {:#x}",
+                    out[i]
+                );
+            } else {
+                assert_eq!(out[i], 7, "k___activemask: thread {i}");
+            }
+        }
+    }
+    let red = |i: usize, f: &dyn Fn(u32, u32) -> u32| {
+        (1..32).fold(x[warp(i)], |a, l| f(a, x[warp(i) + l]))
+    };
+    check("k___reduce_add_sync", &|i| {
+        red(i, &|a, b| a.wrapping_add(b))
+    });
+    check("k___reduce_min_sync", &|i| {
+        red(i, &|a, b| (a as i32).min(b as i32) as u32)
+    });
+    check("k___reduce_max_sync", &|i| red(i, &|a, b| a.max(b)));
+    check("k___reduce_and_sync", &|i| red(i, &|a, b| a & b));
+    check("k___reduce_or_sync", &|i| red(i, &|a, b| a | b));
+    check("k___reduce_xor_sync", &|i| red(i, &|a, b| a ^ b));
+    check("k___match_any_sync", &|i| {
+        lanes_where(i, &|j| x[j] & 3 == x[i] & 3)
+    });
+    check("k___match_all_sync", &|i| {
+        let all = lanes_where(i, &|j| y[j] & 1 == y[i] & 1) == u32::MAX;
+        // m ^ pred: the full mask and 1, or 0 and 0.
+        if all {
+            u32::MAX ^ 1
+        } else {
+            0
+        }
+    });
+    check("k_lanemask_lt", &|i| (1u32 << (i % 32)) - 1);
+
+    // Partial masks in divergent code: only the named lanes take part.
+    check("k___shfl_sync_partial", &|i| {
+        if i % 2 == 1 {
+            shfl(i, (y[i] & 15) as usize * 2 + 1)
+        } else {
+            x[i].wrapping_add(1)
+        }
+    });
+    check("k___ballot_sync_div", &|i| {
+        if i % 32 < 20 {
+            lanes_where(i, &|j| j % 32 < 20 && odd(j))
+        } else {
+            9
+        }
+    });
+    check("k___match_any_sync_div", &|i| {
+        if i % 2 == 1 {
+            lanes_where(i, &|j| j % 2 == 1 && x[j] & 3 == x[i] & 3)
+        } else if i % 32 < 16 {
+            lanes_where(i, &|j| j % 2 == 0 && j % 32 < 16 && x[j] & 1 == x[i] & 1)
+        } else {
+            5
+        }
+    });
+    check("k___match_all_sync_div", &|i| {
+        if (i % 32) % 3 != 0 {
+            return 11;
+        }
+        let m = lanes_where(i, &|j| (j % 32) % 3 == 0);
+        let same = lanes_where(i, &|j| (j % 32) % 3 == 0 && y[j] & 1 == y[i] & 1) == m;
+        if same {
+            m ^ (1 << 31)
+        } else {
+            0
+        }
+    });
+    check("k___reduce_add_sync_div", &|i| {
+        if i % 32 >= 8 {
+            (8..32).fold(0u32, |a, l| a.wrapping_add(x[warp(i) + l]))
+        } else {
+            1
+        }
+    });
+    check("k___match_any_sync_64", &|i| {
+        lanes_where(i, &|j| x[j] & 1 == x[i] & 1 && y[j] & 1 == y[i] & 1)
+    });
+    rows.push(Row {
+        name: "k___activemask",
+        cases: N,
+        bound: "contains the caller's lane",
+        max: 0.0,
+    });
+    table(&rows);
+}
+
+/// Whether the old values `olds` returned by contending atomics `new = f(old, v)` started at
+/// `init` form one valid order (each thread saw the value its predecessor left) ending at
+/// `fin`; `seen(cur, old)`: whether a thread's recorded old matches memory `cur`.
+fn valid_order(
+    init: u64,
+    vals: &[u64],
+    olds: &[u64],
+    fin: u64,
+    f: &dyn Fn(u64, u64) -> u64,
+    seen: &dyn Fn(u64, u64) -> bool,
+) -> bool {
+    fn go(
+        cur: u64,
+        used: &mut Vec<bool>,
+        left: usize,
+        c: &(
+            &[u64],
+            &[u64],
+            u64,
+            &dyn Fn(u64, u64) -> u64,
+            &dyn Fn(u64, u64) -> bool,
+        ),
+        budget: &mut u32,
+    ) -> bool {
+        if left == 0 {
+            return cur == c.2;
+        }
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        let mut tried = Vec::new();
+        for i in 0..used.len() {
+            let next = (c.3)(cur, c.0[i]);
+            if !used[i] && (c.4)(cur, c.1[i]) && !tried.contains(&next) {
+                // Threads that saw `cur` and leave the same value are interchangeable.
+                tried.push(next);
+                used[i] = true;
+                if go(next, used, left - 1, c, budget) {
+                    return true;
+                }
+                used[i] = false;
+            }
+        }
+        false
+    }
+    let mut used = vec![false; vals.len()];
+    let mut budget = 1_000_000;
+    go(
+        init,
+        &mut used,
+        vals.len(),
+        &(vals, olds, fin, f, seen),
+        &mut budget,
+    )
+}
+
+#[test]
+fn contending_atomics_give_the_sequential_result_in_a_valid_order() {
+    // Guide, "Atomic Functions": each is one indivisible read-modify-write, so the final
+    // value is the fold of all operands in some order and the olds are that order's prefix.
+    let mut rows = Vec::new();
+    let small: Vec<u32> = (0..N as u32).map(|i| (i * 37 + 5) % 61).collect();
+    let rnd = sweep_u32(51);
+    let floats: Vec<u32> = (0..N)
+        .map(|i| ((i as f32 - 20.0) * 0.37 + 1e-3 * i as f32).to_bits())
+        .collect();
+    let h2: Vec<u32> = (0..N as u32)
+        .map(|i| (0x3C00 + i * 13) | ((0xB800 + i * 7) << 16))
+        .collect();
+    let b2: Vec<u32> = (0..N as u32)
+        .map(|i| (0x3F80 + i * 3) | ((0xBF00 + i * 5) << 16))
+        .collect();
+    let hadd = |c: u64, v: u64| {
+        lanes2(c as u32, v as u32, 0, |a, b, _| {
+            to_h(h2f(a) + h2f(b), 0, Rd::N)
+        }) as u64
+    };
+    let badd = |c: u64, v: u64| {
+        lanes2(c as u32, v as u32, 0, |a, b, _| {
+            to_b(b2f(a) + b2f(b), 0, Rd::N)
+        }) as u64
+    };
+    type F = Box<dyn Fn(u64, u64) -> u64>;
+    let cases: Vec<(&'static str, &Vec<u32>, u32, F)> = vec![
+        (
+            "k_atomicAdd_int",
+            &rnd,
+            7,
+            Box::new(|c, v| (c as u32).wrapping_add(v as u32) as u64),
+        ),
+        (
+            "k_atomicAdd_uint",
+            &rnd,
+            9,
+            Box::new(|c, v| (c as u32).wrapping_add(v as u32) as u64),
+        ),
+        (
+            "k_atomicSub",
+            &rnd,
+            9,
+            Box::new(|c, v| (c as u32).wrapping_sub(v as u32) as u64),
+        ),
+        (
+            "k_atomicAdd_float",
+            &floats,
+            0x3F80_0000,
+            Box::new(|c, v| {
+                round32(
+                    f32::from_bits(c as u32) as f64 + f32::from_bits(v as u32) as f64,
+                    0,
+                    Rd::N,
+                )
+                .to_bits() as u64
+            }),
+        ),
+        ("k_atomicAdd_half2", &h2, 0x3C00_3C00, Box::new(hadd)),
+        ("k_atomicAdd_bf162", &b2, 0x3F80_3F80, Box::new(badd)),
+        ("k_atomicExch", &rnd, 3, Box::new(|_, v| v)),
+        (
+            "k_atomicMin",
+            &rnd,
+            0x4000_0000,
+            Box::new(|c, v| (c as u32 as i32).min(v as u32 as i32) as u32 as u64),
+        ),
+        ("k_atomicMax", &rnd, 5, Box::new(|c, v| c.max(v))),
+        (
+            "k_atomicMax_int",
+            &rnd,
+            5,
+            Box::new(|c, v| (c as u32 as i32).max(v as u32 as i32) as u32 as u64),
+        ),
+        (
+            "k_atomicMin_uint",
+            &rnd,
+            0xF000_0000,
+            Box::new(|c, v| c.min(v)),
+        ),
+        ("k_atomicAnd", &rnd, 0xFFFF_FFFF, Box::new(|c, v| c & v)),
+        ("k_atomicOr", &rnd, 0, Box::new(|c, v| c | v)),
+        ("k_atomicXor", &rnd, 0x5555_5555, Box::new(|c, v| c ^ v)),
+        // inc: old >= v ? 0 : old + 1; dec: old == 0 || old > v ? v : old - 1 (Guide).
+        (
+            "k_atomicInc",
+            &small,
+            17,
+            Box::new(|c, v| if c >= v { 0 } else { c + 1 }),
+        ),
+        (
+            "k_atomicDec",
+            &small,
+            17,
+            Box::new(|c, v| if c == 0 || c > v { v } else { c - 1 }),
+        ),
+    ];
+    for (k, a, init, f) in cases {
+        let mut initv = vec![0u32; N + 2];
+        initv[N] = init;
+        let o = words32(&launch(
+            k,
+            &bytes32(a),
+            &bytes32(&[init]),
+            &bytes32(a),
+            &bytes32(&initv),
+        ));
+        let vals: Vec<u64> = a.iter().map(|&v| v as u64).collect();
+        let olds: Vec<u64> = o[..N].iter().map(|&v| v as u64).collect();
+        // The global word: a valid order of the recorded olds that ends at its final value.
+        assert!(
+            valid_order(init as u64, &vals, &olds, o[N] as u64, &*f, &|c, old| c
+                == old),
+            "{k}: the olds {olds:x?} and final {:#x} are no sequential order",
+            o[N]
+        );
+        // The shared word: its final value is that of some order (for the commutative ops
+        // every order's).
+        let fin_shared = o[N + 1] as u64;
+        let commutative = !matches!(
+            k,
+            "k_atomicExch"
+                | "k_atomicInc"
+                | "k_atomicDec"
+                | "k_atomicAdd_float"
+                | "k_atomicAdd_half2"
+                | "k_atomicAdd_bf162"
+        );
+        if commutative {
+            let seq = vals.iter().fold(init as u64, |c, &v| f(c, v));
+            assert_eq!(fin_shared, seq, "{k}: shared final");
+            assert_eq!(o[N] as u64, seq, "{k}: global final");
+        } else if k == "k_atomicExch" {
+            assert!(
+                vals.contains(&fin_shared),
+                "{k}: shared final {fin_shared:#x}"
+            );
+        }
+        rows.push(Row {
+            name: k,
+            cases: N,
+            bound: "0 (sequential order)",
+            max: 0.0,
+        });
+    }
+    // atomicCAS(&w, i, i + 1) from 0: the successful threads are exactly 0..final-1.
+    let o = words32(&launch(
+        "k_atomicCAS",
+        &bytes32(&small),
+        &bytes32(&small),
+        &bytes32(&small),
+        &vec![0u8; 4 * (N + 2)],
+    ));
+    let fin = o[N];
+    for i in 0..N as u32 {
+        assert_eq!(
+            o[i as usize] == i,
+            i < fin,
+            "k_atomicCAS: thread {i} saw {} (final {fin})",
+            o[i as usize]
+        );
+        assert!(o[i as usize] <= fin);
+    }
+    rows.push(Row {
+        name: "k_atomicCAS",
+        cases: N,
+        bound: "0 (sequential order)",
+        max: 0.0,
+    });
+    // A CAS loop on shared memory: every increment lands once.
+    let o = words32(&launch(
+        "k_atomicCAS_shared",
+        &bytes32(&small),
+        &bytes32(&small),
+        &bytes32(&small),
+        &vec![0u8; 4 * (N + 2)],
+    ));
+    let vals: Vec<u64> = small.iter().map(|&v| v as u64).collect();
+    let olds: Vec<u64> = o[..N].iter().map(|&v| v as u64).collect();
+    let total: u64 = vals.iter().sum();
+    assert_eq!(o[N + 1] as u64, total, "k_atomicCAS_shared final");
+    assert!(
+        valid_order(0, &vals, &olds, total, &|c, v| c + v, &|c, old| c == old),
+        "k_atomicCAS_shared order"
+    );
+    rows.push(Row {
+        name: "k_atomicCAS_shared",
+        cases: N,
+        bound: "0 (sequential order)",
+        max: 0.0,
+    });
+    // 64-bit add: the olds' high bits (old >> 20) in a valid order, the exact sum.
+    let o = launch(
+        "k_atomicAdd_ull",
+        &bytes32(&rnd),
+        &bytes32(&small),
+        &bytes32(&small),
+        &vec![0u8; 4 * (N + 2)],
+    );
+    let w = words32(&o);
+    let vals: Vec<u64> = (0..N)
+        .map(|i| ((rnd[i] as u64) << 20) | small[i] as u64)
+        .collect();
+    let fin = u64::from_le_bytes(o[4 * N..4 * N + 8].try_into().unwrap_or([0; 8]));
+    let total = vals.iter().fold(0u64, |c, &v| c.wrapping_add(v));
+    assert_eq!(fin, total, "k_atomicAdd_ull final");
+    let olds: Vec<u64> = w[..N].iter().map(|&v| v as u64).collect();
+    assert!(
+        valid_order(
+            0,
+            &vals,
+            &olds,
+            total,
+            &|c, v| c.wrapping_add(v),
+            &|c, old| (c >> 20) as u32 as u64 == old
+        ),
+        "k_atomicAdd_ull order"
+    );
+    rows.push(Row {
+        name: "k_atomicAdd_ull",
+        cases: N,
+        bound: "0 (sequential order)",
+        max: 0.0,
+    });
+    // f64 adds of small integers are exact in any order.
+    let o = launch(
+        "k_atomicAdd_double",
+        &bytes32(&small),
+        &bytes32(&small),
+        &bytes32(&small),
+        &vec![0u8; 4 * (N + 4)],
+    );
+    let d = |k: usize| f64::from_le_bytes(o[4 * k..4 * k + 8].try_into().unwrap_or([0; 8]));
+    assert_eq!(
+        d(N),
+        small.iter().map(|&v| v as f64).sum::<f64>(),
+        "k_atomicAdd_double"
+    );
+    assert_eq!(d(N + 2), 32.0, "k_atomicAdd_double (block scope)");
+    rows.push(Row {
+        name: "k_atomicAdd_double",
+        cases: N,
+        bound: "0 (exact sums)",
+        max: 0.0,
+    });
+    let o = words32(&launch(
+        "k_atomic_sem",
+        &bytes32(&small),
+        &bytes32(&small),
+        &bytes32(&small),
+        &vec![0u8; 4 * (N + 4)],
+    ));
+    let vals: Vec<u64> = small.iter().map(|&v| v as u64).collect();
+    let olds: Vec<u64> = o[..N].iter().map(|&v| v as u64).collect();
+    let total: u64 = vals.iter().sum();
+    assert!(
+        valid_order(0, &vals, &olds, total, &|c, v| c + v, &|c, old| c == old)
+            && o[N] as u64 == total,
+        "k_atomic_sem"
+    );
+    assert_eq!(
+        (o[N + 1], o[N + 2]),
+        (64, 128),
+        "k_atomic_sem: system and block scope adds"
+    );
+    rows.push(Row {
+        name: "k_atomic_sem",
+        cases: N,
+        bound: "0 (sequential order)",
+        max: 0.0,
+    });
+    table(&rows);
+}
