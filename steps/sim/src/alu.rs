@@ -1012,7 +1012,9 @@ fn felem(f: &FInstr, fmt: Fmt, x: &[u64]) -> u64 {
             } else {
                 s
             };
-            (fp::overflow_fix(s, a.is_finite() && b.is_finite(), mode), r)
+            // x/0 is an exact infinity (division by zero), not an overflow.
+            let finite = a.is_finite() && b.is_finite() && !(op == Arith::Div && b == 0.0);
+            (fp::overflow_fix(s, finite, mode), r)
         }
         FOp::Fma => {
             let (a, b, c) = (v(0), v(1), v(2));
@@ -1026,7 +1028,15 @@ fn felem(f: &FInstr, fmt: Fmt, x: &[u64]) -> u64 {
                 r,
             )
         }
-        FOp::Rcp if !f.approx => fp::arith(Arith::Div, 1.0, v(0)),
+        FOp::Rcp if !f.approx => {
+            // 1/x of a tiny x overflows like a division (IEEE 754 7.4: .rz gives the largest
+            // finite value).
+            let (s, r) = fp::arith(Arith::Div, 1.0, v(0));
+            (
+                fp::overflow_fix(s, v(0).is_finite() && v(0) != 0.0, mode),
+                r,
+            )
+        }
         FOp::Sqrt if !f.approx => fp::sqrt(v(0)),
         // Approximations, computed to f64 accuracy and rounded to nearest (module comment).
         FOp::Rcp => (1.0 / v(0), 0),

@@ -298,7 +298,9 @@ pub fn round(fmt: Fmt, s: f64, r: i8, mode: Mode) -> u64 {
         let out = match mode {
             Mode::Rp if up => step64(s, true),
             Mode::Rm if !up => step64(s, false),
-            Mode::Rz if (r > 0) == neg && s != 0.0 => step64(s, !neg),
+            // The remainder points toward zero: truncation is the neighbour toward zero,
+            // which is upward (toward +inf) for a negative s.
+            Mode::Rz if (r > 0) == neg && s != 0.0 => step64(s, neg),
             _ => s,
         };
         return out.to_bits();
