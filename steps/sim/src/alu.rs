@@ -133,6 +133,29 @@ pub enum IOp {
     },
     Lop3,
     Prmt(int::PrmtMode),
+    /// `add`/`sub`/`min`/`max` on two 16-bit halves (`.u16x2`, `.s16x2`; `half`) or one
+    /// 32-bit value (`min.relu.s32`, `max.relu.s32`); the type's signedness is the lanes'.
+    Lanes {
+        op: LaneOp,
+        half: bool,
+        relu: bool,
+    },
+    /// `vabsdiff4.dtype.atype.btype{.sat} d, a, b, c`: the merge form with the default masks.
+    VAbsDiff4 {
+        sd: bool,
+        sa: bool,
+        sb: bool,
+        sat: bool,
+    },
+}
+
+/// The operation of [`IOp::Lanes`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneOp {
+    Add,
+    Sub,
+    Min,
+    Max,
 }
 
 /// A decoded arithmetic instruction (see the module comment).
@@ -240,7 +263,63 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
     let ty = mods.iter().rev().find_map(|m| Ty::parse(m));
     let has = |m: &str| mods.contains(&m);
     let fty = ty.filter(|t| float_ty(*t));
+    let x2 = has("u16x2") || has("s16x2");
     match base {
+        // PTX ISA "Integer Arithmetic Instructions: add, sub, min, max": `.u16x2`/`.s16x2`
+        // operate on the two halves of a .b32 (add/sub wrap); `min{.relu}`/`max{.relu}` take
+        // `.relu` only on `.s16x2` and `.s32` (a negative result becomes 0).
+        "add" | "sub" | "min" | "max" if x2 || (has("relu") && fty.is_none()) => Some((|| {
+            only(mods, &["u16x2", "s16x2", "relu"])?;
+            let signed = if x2 {
+                has("s16x2")
+            } else {
+                ty == Some(Ty::S32)
+            };
+            let minmax = matches!(base, "min" | "max");
+            let ok = if x2 {
+                ty.is_none() && (!has("relu") || (minmax && signed))
+            } else {
+                minmax && ty == Some(Ty::S32)
+            };
+            if !ok {
+                return Err(());
+            }
+            let op = match base {
+                "add" => LaneOp::Add,
+                "sub" => LaneOp::Sub,
+                "min" => LaneOp::Min,
+                _ => LaneOp::Max,
+            };
+            Ok(Alu::Int(
+                IOp::Lanes {
+                    op,
+                    half: x2,
+                    relu: has("relu"),
+                },
+                if signed { Ty::S32 } else { Ty::U32 },
+            ))
+        })()),
+        // PTX ISA "SIMD Video Instructions: vabsdiff4" (merge form; the `.mask`, `.asel` and
+        // `.bsel` selectors and the `.add` accumulate form are not modelled).
+        "vabsdiff4" => Some((|| {
+            only(mods, &["sat"])?;
+            let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+            let [td, ta, tb] = tys[..] else {
+                return Err(());
+            };
+            if ![td, ta, tb].iter().all(|t| matches!(t, Ty::U32 | Ty::S32)) {
+                return Err(());
+            }
+            Ok(Alu::Int(
+                IOp::VAbsDiff4 {
+                    sd: td == Ty::S32,
+                    sa: ta == Ty::S32,
+                    sb: tb == Ty::S32,
+                    sat: has("sat"),
+                },
+                Ty::U32,
+            ))
+        })()),
         "add" | "sub" | "mul" | "fma" | "mad" | "div" | "min" | "max" | "neg" | "abs"
             if fty.is_some() =>
         {
@@ -688,7 +767,11 @@ impl Alu {
                 _ => (2, 2),
             },
             Alu::Int(op, _) => match op {
-                IOp::AddC { .. } | IOp::AddSat | IOp::SubSat | IOp::Mul24 { .. } => (3, 3),
+                IOp::AddC { .. }
+                | IOp::AddSat
+                | IOp::SubSat
+                | IOp::Mul24 { .. }
+                | IOp::Lanes { .. } => (3, 3),
                 IOp::Bfind { .. } => (2, 2),
                 IOp::Lop3 => (5, 5),
                 _ => (4, 4),
@@ -922,27 +1005,38 @@ fn felem(f: &FInstr, fmt: Fmt, x: &[u64]) -> u64 {
             let (s, r) = fp::arith(op, a, b);
             let bneg = if op == Arith::Sub { -b } else { b };
             let s = if matches!(op, Arith::Add | Arith::Sub) {
-                let both_neg_zero =
-                    a == 0.0 && bneg == 0.0 && a.is_sign_negative() && bneg.is_sign_negative();
-                fp::zero_sign(s, r, mode, both_neg_zero)
+                let same_zero =
+                    (a == 0.0 && bneg == 0.0 && a.is_sign_negative() == bneg.is_sign_negative())
+                        .then_some(a.is_sign_negative());
+                fp::zero_sign(s, r, mode, same_zero)
             } else {
                 s
             };
-            (fp::overflow_fix(s, a.is_finite() && b.is_finite(), mode), r)
+            // x/0 is an exact infinity (division by zero), not an overflow.
+            let finite = a.is_finite() && b.is_finite() && !(op == Arith::Div && b == 0.0);
+            (fp::overflow_fix(s, finite, mode), r)
         }
         FOp::Fma => {
             let (a, b, c) = (v(0), v(1), v(2));
             let (s, r) = fp::fma(a, b, c);
             let p = a * b;
-            let both_neg_zero =
-                p == 0.0 && c == 0.0 && p.is_sign_negative() && c.is_sign_negative();
-            let s = fp::zero_sign(s, r, mode, both_neg_zero);
+            let same_zero = (p == 0.0 && c == 0.0 && p.is_sign_negative() == c.is_sign_negative())
+                .then_some(p.is_sign_negative());
+            let s = fp::zero_sign(s, r, mode, same_zero);
             (
                 fp::overflow_fix(s, a.is_finite() && b.is_finite() && c.is_finite(), mode),
                 r,
             )
         }
-        FOp::Rcp if !f.approx => fp::arith(Arith::Div, 1.0, v(0)),
+        FOp::Rcp if !f.approx => {
+            // 1/x of a tiny x overflows like a division (IEEE 754 7.4: .rz gives the largest
+            // finite value).
+            let (s, r) = fp::arith(Arith::Div, 1.0, v(0));
+            (
+                fp::overflow_fix(s, v(0).is_finite() && v(0) != 0.0, mode),
+                r,
+            )
+        }
         FOp::Sqrt if !f.approx => fp::sqrt(v(0)),
         // Approximations, computed to f64 accuracy and rounded to nearest (module comment).
         FOp::Rcp => (1.0 / v(0), 0),
@@ -1349,4 +1443,3 @@ pub fn redux(op: Redux, ty: Ty, abs: bool, nan: bool, vals: &[u64]) -> u64 {
     }
     acc as u64
 }
-

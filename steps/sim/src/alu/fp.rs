@@ -298,7 +298,9 @@ pub fn round(fmt: Fmt, s: f64, r: i8, mode: Mode) -> u64 {
         let out = match mode {
             Mode::Rp if up => step64(s, true),
             Mode::Rm if !up => step64(s, false),
-            Mode::Rz if (r > 0) == neg && s != 0.0 => step64(s, !neg),
+            // The remainder points toward zero: truncation is the neighbour toward zero,
+            // which is upward (toward +inf) for a negative s.
+            Mode::Rz if (r > 0) == neg && s != 0.0 => step64(s, neg),
             _ => s,
         };
         return out.to_bits();
@@ -432,11 +434,14 @@ pub fn sqrt(a: f64) -> (f64, i8) {
     (s, sgn((-s).mul_add(s, a)))
 }
 
-/// Zero results of an exact cancellation take the sign IEEE 754 gives them: -0 when rounding
-/// toward -inf, +0 otherwise (unless both addends are -0).
-pub fn zero_sign(s: f64, r: i8, mode: Mode, both_neg_zero: bool) -> f64 {
+/// The sign of an exactly zero sum (IEEE 754-2008 6.3, which the PTX ISA's add/sub/fma
+/// follow): `x + x` keeps the sign of `x` even when zero (`same_zero`: Some(sign is negative)
+/// when both addends are zeros of one sign); any other exact zero sum is +0, or -0 when
+/// rounding toward -inf (`.rm`).
+pub fn zero_sign(s: f64, r: i8, mode: Mode, same_zero: Option<bool>) -> f64 {
     if s == 0.0 && r == 0 {
-        if both_neg_zero || (mode == Mode::Rm) {
+        let neg = same_zero.unwrap_or(mode == Mode::Rm);
+        if neg {
             -0.0
         } else {
             0.0

@@ -4,7 +4,7 @@
 //! Instructions: prmt, cvt").
 
 use super::fp::Mode;
-use super::IOp;
+use super::{IOp, LaneOp};
 use crate::decode::{Cmp, Ty};
 
 /// `prmt` modes (PTX ISA `prmt`): the default (selector nibbles) or one of the five fixed
@@ -260,6 +260,32 @@ pub fn eval(op: IOp, t: Ty, x: &[u64], cc: &mut bool) -> u64 {
         IOp::Bfind { shiftamt } => bfind(t, g(0), shiftamt),
         IOp::Lop3 => lop3(g(0), g(1), g(2), g(3) & 0xFF),
         IOp::Prmt(m) => prmt(m, g(0), g(1), g(2)),
+        IOp::Lanes { op, half, relu } => {
+            let (bits, n) = if half { (16, 2) } else { (32, 1) };
+            let s = t.signed();
+            (0..n).fold(0, |acc, i| {
+                let (a, b) = (lane(g(0), bits, i, s), lane(g(1), bits, i, s));
+                let r = match op {
+                    LaneOp::Add => a.wrapping_add(b),
+                    LaneOp::Sub => a.wrapping_sub(b),
+                    LaneOp::Min => a.min(b),
+                    LaneOp::Max => a.max(b),
+                };
+                let r = if relu { r.max(0) } else { r };
+                acc | (mask(r as u64, bits) << (bits * i))
+            })
+        }
+        IOp::VAbsDiff4 { sd, sa, sb, sat } => (0..4).fold(0, |acc, i| {
+            // Each byte pair, sign- or zero-extended by its type, gives |a - b|; `.sat`
+            // clamps it to the destination type's byte range, else it is truncated.
+            let r = (lane(g(0), 8, i, sa) - lane(g(1), 8, i, sb)).abs();
+            let r = match (sat, sd) {
+                (true, true) => r.min(127),
+                (true, false) => r.min(255),
+                _ => r,
+            };
+            acc | (mask(r as u64, 8) << (8 * i))
+        }),
     }
 }
 

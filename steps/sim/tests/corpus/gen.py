@@ -4,7 +4,11 @@ common::compile::compile_ptx for sm_100a (tests/tests/sim_corpus.rs checks the r
 Usage: WORKBOOK_CUDA_CACHE=/work/cuda-cache python3 gen.py"""
 import ctypes, os, sys
 here = os.path.dirname(os.path.abspath(__file__))
+# The workbook compiles from the checkout root: the .file lines name math.cu from there.
+os.chdir(os.path.join(here, "../../../.."))
 cache = os.environ.get("WORKBOOK_CUDA_CACHE", "/work/cuda-cache")
+# NVRTC dlopens its builtins library by name: load it first so no LD_LIBRARY_PATH is needed.
+ctypes.CDLL(os.path.join(cache, "nvidia/cu13/lib/libnvrtc-builtins.so.13.0"), mode=ctypes.RTLD_GLOBAL)
 lib = ctypes.CDLL(os.path.join(cache, "nvidia/cu13/lib/libnvrtc.so.13"))
 src = open(os.path.join(here, "math.cu"), "rb").read()
 prog = ctypes.c_void_p()
