@@ -307,7 +307,9 @@ AT(k_atomicMax_int, int, atomicMax)
 AT(k_atomicMin_uint, unsigned, atomicMin)
 extern "C" __global__ void k_atomicCAS_shared(const unsigned* A, const unsigned* B, const unsigned* C, unsigned* O)
   { unsigned& s = *(unsigned*)&s_word; int i = threadIdx.x; if (i == 0) s = 0; __syncthreads();
-    unsigned old, cur = s; do { old = cur; cur = atomicCAS(&s, old, old + A[i]); } while (cur != old);
+    // The first read is atomic too: a plain read racing with the other threads' CAS is a data
+    // race in the PTX memory model (the happens-before checker reports it).
+    unsigned old, cur = atomicAdd(&s, 0u); do { old = cur; cur = atomicCAS(&s, old, old + A[i]); } while (cur != old);
     O[i] = old; __syncthreads(); if (i == 0) O[65] = s; }
 extern "C" __global__ void k_atomicAdd_ull(const unsigned* A, const unsigned* B, const unsigned* C, unsigned* O)
   { int i = threadIdx.x; unsigned long long v = ((unsigned long long)A[i] << 20) | B[i];
