@@ -10,18 +10,16 @@ use crate::decode::{
     Space, Sreg, Sym, Ty, Un, Vote,
 };
 use crate::error::SimError;
-use crate::glue::{self, MapId, Tmem};
+use crate::glue::{self, MapId};
 use crate::launch::{Launch, Param};
-use crate::machine::{
-    BarState, Cta, Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why,
-};
+use crate::machine::{Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why};
 use crate::mem::{
     Device, CTA_OFFSET_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES,
 };
-use crate::rule_state::{CtaRules, Global, ThreadRules};
+use crate::rule_state::ThreadRules;
 use crate::rules;
 use crate::sched::Policy;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 /// Shared memory the hardware reserves below the kernel's own (1 KiB on sm_90/sm_100): the
 /// kernel's shared variables start here, so a kernel that aligns its storage must do so itself.
@@ -75,6 +73,9 @@ impl<'a> Machine<'a> {
     }
 
     pub fn block(&mut self, t: u32, why: Why) {
+        if why != Why::Collective {
+            self.progress = self.steps;
+        }
         self.threads[t as usize].st = St::Block(why);
         self.unrun(t);
     }
@@ -251,8 +252,12 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
+                if self.xr.on() {
+                    self.global_access(t, a, n as u64, false)?;
+                }
             }
             Loc::Shared(c, o) => {
+                self.check_init(t, c, o, n as u32, "")?;
                 out.copy_from_slice(&self.ctas[c as usize].smem[o as usize..o as usize + n]);
             }
             Loc::Local(o) => {
@@ -298,6 +303,7 @@ impl<'a> Machine<'a> {
 
     fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
         let n = data.len();
+        self.progress = self.steps;
         match loc {
             Loc::Global(a) => {
                 if !self.dev.write(a, data) {
@@ -308,10 +314,14 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
+                if self.xr.on() {
+                    self.global_access(t, a, n as u64, true)?;
+                }
             }
             Loc::Shared(c, o) => {
                 rules::generic_smem_write(self, t, c, o, n as u32)?;
                 self.ctas[c as usize].smem[o as usize..o as usize + n].copy_from_slice(data);
+                self.ctas[c as usize].init.mark(o, n as u32);
             }
             Loc::Local(o) => {
                 let th = &mut self.threads[t as usize];
@@ -478,7 +488,7 @@ impl<'a> Machine<'a> {
     /// to one execution of its warp, and one lane's executions are distinct ones, so this never
     /// exceeds what the warp executed; it is exact where one lane issues (an elected thread) or
     /// the lanes go together.
-    fn fold_warp_counts(&mut self) {
+    pub(crate) fn fold_warp_counts(&mut self) {
         let n = self.k.opcodes.len();
         let per_cta = self.nthreads as usize;
         for cta in self.threads.chunks(per_cta) {
@@ -1107,6 +1117,7 @@ impl<'a> Machine<'a> {
 
     fn exit_thread(&mut self, t: u32) -> Result<(), SimError> {
         rules::on_exit(self, t)?;
+        self.progress = self.steps;
         let th = &mut self.threads[t as usize];
         th.st = St::Done;
         let cta = th.cta as usize;
@@ -1235,6 +1246,7 @@ impl<'a> Machine<'a> {
                 );
                 // Generic-proxy view: the barrier word is written.
                 rules::generic_smem_write(self, t, c, off, 8)?;
+                self.ctas[c as usize].init.mark(off, 8);
             }
             MbarOp::Inval => {
                 self.count(t, ins);
@@ -1901,6 +1913,7 @@ impl<'a> Machine<'a> {
 
     /// Retire pending event number `i` (in the order TMA loads, stores, tcgen05 queues).
     pub fn retire(&mut self, i: usize) -> Result<(), SimError> {
+        self.progress = self.steps;
         if i < self.tma.len() {
             let j = self.tma.swap_remove(i);
             return self.retire_tma(j);
@@ -1936,7 +1949,8 @@ impl<'a> Machine<'a> {
             }
             let desc = &self.maps[j.map].1;
             let smem = &mut self.ctas[c as usize].smem;
-            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o) {
+            let mut seen = self.xr.on().then(Vec::new);
+            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o, seen.as_mut()) {
                 return Err(SimError::Fault {
                     cta: self.cta_linear(who.0),
                     warp: who.1,
@@ -1945,6 +1959,11 @@ impl<'a> Machine<'a> {
                     source_line: j.line.1,
                     detail: format!("TMA load: {e}"),
                 });
+            }
+            // The whole box is written, out-of-bound elements included (their fill is defined).
+            self.ctas[c as usize].init.mark(o, j.bytes);
+            if let Some(seen) = seen {
+                self.global_ranges(j.thread, j.line, &seen, false)?;
             }
             let (bc, bo) = j.mbar[k];
             if bc != who.0 && self.ctas[bc as usize].mbars.contains_key(&bo) {
@@ -1968,8 +1987,21 @@ impl<'a> Machine<'a> {
 
     fn retire_store(&mut self, s: StoreJob) -> Result<(), SimError> {
         let desc = &self.maps[s.map].1;
+        let bytes = glue::box_bytes(desc);
+        let th = &self.threads[s.thread as usize];
+        let (by, warp) = (th.cta, th.warp);
+        self.check_init_at(
+            s.line,
+            by,
+            warp,
+            s.cta,
+            &[(s.src, s.src.saturating_add(bytes))],
+            "a TMA store (its source)",
+        )?;
+        let desc = &self.maps[s.map].1;
         let smem = &self.ctas[s.cta as usize].smem;
-        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev) {
+        let mut seen = self.xr.on().then(Vec::new);
+        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev, seen.as_mut()) {
             return Err(SimError::Fault {
                 cta: self.cta_linear(s.cta),
                 warp: self.threads[s.thread as usize].warp,
@@ -1978,6 +2010,9 @@ impl<'a> Machine<'a> {
                 source_line: s.line.1,
                 detail: format!("TMA store: {e}"),
             });
+        }
+        if let Some(seen) = seen {
+            self.global_ranges(s.thread, s.line, &seen, true)?;
         }
         self.store_done[s.id as usize] = true;
         // A thread waiting in cp.async.bulk.wait_group may go on.
@@ -2012,6 +2047,7 @@ impl<'a> Machine<'a> {
                 seq,
                 line,
             } => {
+                self.check_mma_operands(t, cta, cg2, idesc, a, b, line)?;
                 let r = if cg2 {
                     let (lo, hi) = self.ctas.split_at_mut(cta as usize + 1);
                     let c0 = &mut lo[cta as usize];
@@ -2087,6 +2123,7 @@ impl<'a> Machine<'a> {
                 bytes,
                 line,
             } => {
+                self.check_cp_source(t, cta, desc, bytes, line)?;
                 let c = &mut self.ctas[cta as usize];
                 if let Err(e) = glue::tc_cp(&mut c.tmem, &c.smem, taddr, desc, bytes) {
                     return Err(SimError::Fault {
@@ -2451,124 +2488,4 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
         }
     }
     addrs
-}
-
-impl<'a> Machine<'a> {
-    /// Run one cluster (`cid` in cluster units) to completion, alone: the clusters of a launch
-    /// run one after another (the crate's "What sequential clusters cannot show" lists what
-    /// that hides: interactions of clusters through global memory).
-    pub fn run_cluster(&mut self, cid: [u32; 3]) -> Result<(), SimError> {
-        let l = self.l;
-        let cl = l.cluster;
-        self.cluster_id = cid;
-        self.ctas.clear();
-        self.threads.clear();
-        self.runnable.clear();
-        self.rpos.clear();
-        self.tcq.clear();
-        self.tc_active.clear();
-        self.tma.clear();
-        self.stores.clear();
-        self.store_done.clear();
-        self.rg = Global::default();
-        self.cluster_phase = 0;
-        self.cluster_arrivals = 0;
-        self.cluster_waiters.clear();
-        let mut rank = 0;
-        for z in 0..cl[2] {
-            for y in 0..cl[1] {
-                for x in 0..cl[0] {
-                    let ctaid = [cid[0] * cl[0] + x, cid[1] * cl[1] + y, cid[2] * cl[2] + z];
-                    self.ctas.push(Cta {
-                        rank,
-                        ctaid,
-                        smem: vec![0u8; self.smem_bytes as usize],
-                        mbars: HashMap::new(),
-                        bars: vec![BarState::default(); 16],
-                        tmem: Tmem::new(),
-                        live: self.nthreads,
-                        rules: CtaRules::new(self.smem_bytes),
-                    });
-                    for i in 0..self.nthreads {
-                        let th = new_thread(self.k, rank, i, l.block);
-                        self.threads.push(th);
-                    }
-                    rank += 1;
-                }
-            }
-        }
-        let n = self.threads.len();
-        self.rpos = vec![NONE; n];
-        self.tcq = vec![VecDeque::new(); n];
-        for t in 0..n as u32 {
-            self.rpos[t as usize] = t;
-            self.runnable.push(t);
-            self.threads[t as usize].prio = self.rng.next_u64();
-        }
-        if let Policy::Pct { depth } = self.o.policy {
-            // Change points spread over an estimate of the run's length.
-            let est = 2000 * n as u64;
-            self.pct_changes = (0..depth)
-                .map(|_| self.steps + self.rng.below(est))
-                .collect();
-        }
-        self.schedule()?;
-        self.fold_warp_counts();
-        Ok(())
-    }
-
-    fn schedule(&mut self) -> Result<(), SimError> {
-        loop {
-            let nr = self.runnable.len();
-            let ne = self.pending_events();
-            if nr == 0 && ne == 0 {
-                if self.threads.iter().all(|t| t.st == St::Done) {
-                    return Ok(());
-                }
-                return Err(SimError::Deadlock {
-                    report: crate::deadlock::deadlock_report(self),
-                });
-            }
-            let retire = match self.o.policy {
-                _ if nr == 0 => true,
-                _ if ne == 0 => false,
-                Policy::AsyncLate => false,
-                Policy::AsyncEarly => true,
-                Policy::Random | Policy::Pct { .. } => self.rng.chance(1, 8),
-            };
-            if retire {
-                let i = self.rng.below(ne as u64) as usize;
-                if matches!(self.o.policy, Policy::AsyncLate) || nr == 0 {
-                    self.report.retired_late += 1;
-                } else {
-                    self.report.retired_early += 1;
-                }
-                self.retire(i)?;
-                continue;
-            }
-            let t = match self.o.policy {
-                Policy::Pct { .. } => {
-                    // Highest priority runnable thread; at a change point it drops to the bottom.
-                    let mut best = self.runnable[0];
-                    for &x in &self.runnable {
-                        if self.threads[x as usize].prio > self.threads[best as usize].prio {
-                            best = x;
-                        }
-                    }
-                    if let Some(p) = self.pct_changes.iter().position(|&c| c <= self.steps) {
-                        self.pct_changes.swap_remove(p);
-                        self.threads[best as usize].prio = self.rng.below(1000);
-                        self.report.priority_changes += 1;
-                    }
-                    best
-                }
-                _ => self.runnable[self.rng.below(nr as u64) as usize],
-            };
-            let q = match self.o.policy {
-                Policy::Pct { .. } => 64,
-                _ => 1 + self.rng.below(64) as u32,
-            };
-            self.run_thread(t, q)?;
-        }
-    }
 }

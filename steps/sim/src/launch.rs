@@ -47,6 +47,10 @@ pub struct Options {
     /// own loops count).
     pub max_steps: u64,
     pub trace: bool,
+    /// SMs of the simulated GPU: with one CTA resident per SM, `sms / cluster size` clusters
+    /// run at the same time (the rest wait until one finishes, as on the GPU). The default is
+    /// a B200's 148. Clusters interleave instruction by instruction under the one scheduler.
+    pub sms: u32,
 }
 
 impl Default for Options {
@@ -56,6 +60,7 @@ impl Default for Options {
             policy: Policy::Random,
             max_steps: 400_000_000,
             trace: false,
+            sms: 148,
         }
     }
 }

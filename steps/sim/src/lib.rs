@@ -69,6 +69,7 @@
 //! integer `.sat` arithmetic. Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
+mod cluster;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -78,11 +79,14 @@ mod launch;
 mod machine;
 pub mod mem;
 pub mod parse;
+mod poison;
+pub mod prove;
 mod report;
 mod rule_state;
 mod rules;
 pub mod sched;
 pub mod units;
+mod xrace;
 
 pub use decode::Program;
 pub use error::SimError;
@@ -143,6 +147,31 @@ pub fn run_traced(
     l: &Launch,
     o: &Options,
 ) -> Result<RunReport, Stopped> {
+    run_with(p, dev, l, o, None).0
+}
+
+/// [`run_traced`] with the proving mode's chooser in place of the seeded choices; gives the
+/// chooser back with the choices it made.
+pub(crate) fn run_with(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+    chooser: Option<prove::Chooser>,
+) -> (Result<RunReport, Stopped>, Option<prove::Chooser>) {
+    let mut chooser = chooser;
+    let r = run_inner(p, dev, l, o, &mut chooser);
+    (r, chooser)
+}
+
+fn run_inner(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+    chooser_slot: &mut Option<prove::Chooser>,
+) -> Result<RunReport, Stopped> {
+    let chooser = chooser_slot.take();
     let no_trace = |error| Stopped {
         error,
         trace: Vec::new(),
@@ -196,31 +225,29 @@ pub fn run_traced(
         trace: Vec::new(),
         trace_dropped: 0,
         rg: rule_state::Global::default(),
+        slots: Vec::new(),
+        cur: cluster::NO_SLOT,
+        next_cluster: 0,
+        ncl_total: 0,
+        resident_max: 1,
+        progress: 0,
+        xr: xrace::XRace::default(),
+        prove: chooser,
     };
-    let ncl = [
-        l.grid[0] / l.cluster[0],
-        l.grid[1] / l.cluster[1],
-        l.grid[2] / l.cluster[2],
-    ];
-    for z in 0..ncl[2] {
-        for y in 0..ncl[1] {
-            for x in 0..ncl[0] {
-                if let Err(error) = m.run_cluster([x, y, z]) {
-                    let mut trace = take_trace(&mut m);
-                    if o.trace {
-                        // The stop itself, last: the deadlock report's lines each on its own.
-                        let text = error.to_string();
-                        let mut lines = text.lines();
-                        let first = lines.next().unwrap_or("");
-                        trace.push(format!("{:>10} stopped: {first}", m.steps));
-                        trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
-                    }
-                    return Err(Stopped { error, trace });
-                }
-                m.report.clusters += 1;
-            }
+    if let Err(error) = m.run_grid() {
+        let mut trace = take_trace(&mut m);
+        if o.trace {
+            // The stop itself, last: the deadlock report's lines each on its own.
+            let text = error.to_string();
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("");
+            trace.push(format!("{:>10} stopped: {first}", m.steps));
+            trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
         }
+        *chooser_slot = m.prove.take();
+        return Err(Stopped { error, trace });
     }
+    *chooser_slot = m.prove.take();
     let _ = m.prog;
     let mut r = std::mem::take(&mut m.report);
     r.instructions = m.steps;

@@ -102,6 +102,8 @@ pub(crate) struct Cta {
     pub tmem: Tmem,
     pub live: u32,
     pub rules: CtaRules,
+    /// Which shared-memory bytes something wrote in this launch (`poison.rs`).
+    pub init: crate::poison::Written,
 }
 
 /// A queued tcgen05 operation of one thread (they complete in issue order).
@@ -205,6 +207,19 @@ pub(crate) struct Machine<'a> {
     /// the ones that explain a failure.
     pub trace_dropped: u64,
     pub rg: Global,
+    /// Resident clusters other than the active one (`cluster.rs`); `cur` is the active one's
+    /// slot, whose fields live in the ones above (`threads`, `ctas`, ...).
+    pub slots: Vec<crate::cluster::Cluster>,
+    pub cur: usize,
+    pub next_cluster: u32,
+    pub ncl_total: u32,
+    pub resident_max: usize,
+    /// The last step that wrote memory, completed an operation, blocked or ended a thread.
+    pub progress: u64,
+    /// Races on global memory between clusters (`xrace.rs`).
+    pub xr: crate::xrace::XRace,
+    /// The proving mode's choices (`prove.rs`), replacing the seeded ones.
+    pub prove: Option<crate::prove::Chooser>,
 }
 
 impl Machine<'_> {
