@@ -13,9 +13,7 @@ use crate::error::SimError;
 use crate::glue::{self, MapId};
 use crate::launch::{Launch, Param};
 use crate::machine::{Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why};
-use crate::mem::{
-    Device, CTA_OFFSET_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES,
-};
+use crate::mem::{Device, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::rule_state::ThreadRules;
 use crate::rules;
 use crate::sched::Policy;
@@ -184,20 +182,21 @@ impl<'a> Machine<'a> {
         }
         let a = a as u32;
         let own = self.threads[t as usize].cta;
-        let (cta, off) = match a >> CTA_SHIFT {
-            0 => (own, a),
-            r => (r - 1, a & CTA_OFFSET_MASK),
+        let (cta, off) = match crate::dsmem::decode(a, self.cl_size) {
+            crate::dsmem::Place::Own(o) => (own, o),
+            crate::dsmem::Place::Rank(r, o) => (r, o),
+            crate::dsmem::Place::Undefined => {
+                let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
+                return Err(self.rule(t, "cluster-address-undefined", d));
+            }
         };
-        if cta >= self.cl_size {
-            return Err(self.fault(
-                t,
-                format!(
-                    "shared::cluster address {a:#x} names CTA rank {cta}, but the cluster has {}",
-                    self.cl_size
-                ),
-            ));
+        let past = off as u64 + len as u64 > self.smem_bytes as u64;
+        if past && (off >= 1 << 24 || a >= crate::dsmem::WINDOW_BASE) {
+            // Past the memory a window maps: arithmetic between windows, not an overrun.
+            let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
+            return Err(self.rule(t, "cluster-address-undefined", d));
         }
-        if off < SMEM_RESERVED || off as u64 + len as u64 > self.smem_bytes as u64 {
+        if off < SMEM_RESERVED || past {
             return Err(self.fault(
                 t,
                 format!(
@@ -806,18 +805,21 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
-                let off = if *generic {
+                let sv = if *generic {
                     if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v) {
                         return Err(self.fault(
                             t,
                             format!("mapa of {v:#x}, not a shared-memory generic address"),
                         ));
                     }
-                    (v - SHARED_WINDOW) as u32 & CTA_OFFSET_MASK
+                    v - SHARED_WINDOW
                 } else {
-                    v as u32 & CTA_OFFSET_MASK
+                    v
                 };
-                let c = ((r + 1) << CTA_SHIFT) | off;
+                // The operand's place (its own CTA's or a mapped one), then the same offset in
+                // CTA r (PTX ISA, mapa: "an address in CTA b corresponding to" the operand).
+                let (_, off) = self.shared_loc(t, sv, 1)?;
+                let c = crate::dsmem::encode(r, off);
                 let out = if *generic {
                     SHARED_WINDOW + c as u64
                 } else {
@@ -1019,11 +1021,9 @@ impl<'a> Machine<'a> {
                         format!("cvta.to.shared of {v:#x}, not a shared-memory generic address"),
                     ));
                 }
-                let c = (v - SHARED_WINDOW) as u32;
                 let own = self.threads[t as usize].cta;
-                match c >> CTA_SHIFT {
-                    0 => c as u64,
-                    r if r - 1 == own => (c & CTA_OFFSET_MASK) as u64,
+                match self.shared_loc(t, v - SHARED_WINDOW, 1)? {
+                    (c, off) if c == own => off as u64,
                     _ => {
                         return Err(self.fault(t, format!("cvta.to.shared::cta of {v:#x}, an address in another CTA's shared memory")))
                     }

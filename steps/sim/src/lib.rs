@@ -72,6 +72,7 @@
 mod cluster;
 mod deadlock;
 pub mod decode;
+pub mod dsmem;
 pub mod error;
 mod exec;
 mod glue;

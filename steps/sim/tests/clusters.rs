@@ -232,3 +232,69 @@ $L_end:";
         "{text}"
     );
 }
+
+fn go_cluster(body: &str) -> (Result<sim::RunReport, SimError>, Device, u64) {
+    let p = Program::parse(&kernel(body)).unwrap();
+    let mut dev = Device::new();
+    let out = dev.alloc(256);
+    let l = Launch {
+        kernel: "k".into(),
+        grid: [2, 1, 1],
+        block: [32, 1, 1],
+        cluster: [2, 1, 1],
+        dynamic_smem: 0,
+        params: vec![Param::U64(out)],
+        barrier_names: vec![],
+        sources: vec![],
+    };
+    let r = run(&p, &mut dev, &l, &opts(7, Policy::Random));
+    (r, dev, out)
+}
+
+/// Rank 1 reads rank 0's `buf[1]` through `mapa` plus an offset inside the variable (control:
+/// the ISA defines it); through `buf | rank << 24` or a mapa result moved by a rank-sized
+/// stride (planted: the ISA defines no layout between CTAs) it is `cluster-address-undefined`.
+#[test]
+fn shared_cluster_addresses_follow_mapa_and_rank_arithmetic_is_reported() {
+    let template = "
+	mov.u32 %r4, %cluster_ctarank;
+	mov.u32 %r5, buf;
+	setp.ne.u32 %p1, %r1, 0;
+	@%p1 bra $L_sync;
+	setp.ne.u32 %p2, %r4, 0;
+	@%p2 bra $L_sync;
+	mov.u32 %r6, 77;
+	st.shared.u32 [%r5+4], %r6;
+$L_sync:
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	setp.ne.u32 %p3, %r4, 1;
+	@%p3 bra $L_done;
+	@%p1 bra $L_done;
+ADDRESS
+	ld.shared::cluster.u32 %r8, [%r7];
+	st.global.u32 [%rd2], %r8;
+$L_done:
+	barrier.cluster.arrive.release.aligned;
+	barrier.cluster.wait.acquire.aligned;";
+    let control = template.replace(
+        "ADDRESS",
+        "\tmapa.shared::cluster.u32 %r9, %r5, 0;\n\tadd.s32 %r7, %r9, 4;",
+    );
+    let (r, dev, out) = go_cluster(&control);
+    r.unwrap();
+    assert_eq!(word(&dev, out), 77);
+    for planted in [
+        // One GPU's rank bits, OR-ed into a shared::cta address.
+        "\tadd.s32 %r9, %r5, 4;\n\tor.b32 %r7, %r9, 16777216;",
+        // A mapa result of rank 1 moved down by a guessed 16 MiB per rank.
+        "\tmapa.shared::cluster.u32 %r9, %r5, 1;\n\tsub.s32 %r10, %r9, 16777216;\n\tadd.s32 %r7, %r10, 4;",
+    ] {
+        let (r, _, _) = go_cluster(&template.replace("ADDRESS", planted));
+        let e = r.unwrap_err();
+        assert!(
+            matches!(e, SimError::Rule { rule: "cluster-address-undefined", .. }),
+            "{planted}: {e}"
+        );
+    }
+}
