@@ -18,6 +18,8 @@ use crate::sched::Policy;
 use std::collections::{HashMap, VecDeque};
 
 const NONE: u32 = u32::MAX;
+/// The error text of a run the proving mode stopped (not a finding).
+pub(crate) const PRUNED: &str = "the proving mode stopped this run: its order was covered";
 /// `Machine::cur` when no cluster is swapped in.
 pub(crate) const NO_SLOT: usize = usize::MAX;
 
@@ -237,15 +239,23 @@ impl Machine<'_> {
                 nr += r;
                 ne += e;
             }
+            if self.prove.is_some() {
+                if !self.prove_step()? {
+                    // The proving mode's chooser ended the run (an order already covered).
+                    return Err(SimError::Launch(PRUNED.into()));
+                }
+                self.spin_check()?;
+                continue;
+            }
             let retire = match self.o.policy {
                 _ if nr == 0 => true,
                 _ if ne == 0 => false,
                 Policy::AsyncLate => false,
                 Policy::AsyncEarly => true,
-                Policy::Random | Policy::Pct { .. } => self.choose_chance(1, 8),
+                Policy::Random | Policy::Pct { .. } => self.rng.chance(1, 8),
             };
             if retire {
-                let mut i = self.choose(ne as u64) as usize;
+                let mut i = self.rng.below(ne as u64) as usize;
                 if matches!(self.o.policy, Policy::AsyncLate) || nr == 0 {
                     self.report.retired_late += 1;
                 } else {
@@ -282,7 +292,7 @@ impl Machine<'_> {
                     (best.0, best.1)
                 }
                 _ => {
-                    let mut i = self.choose(nr as u64) as usize;
+                    let mut i = self.rng.below(nr as u64) as usize;
                     let mut s = 0;
                     while i >= loads[s].0 {
                         i -= loads[s].0;
@@ -297,29 +307,18 @@ impl Machine<'_> {
                 Policy::Pct { .. } => 64,
                 _ => 1 + self.rng.below(64) as u32,
             };
-            let q = if self.prove.is_some() { 1 } else { q };
             self.run_thread(t, q)?;
-            if self.next_cluster < self.ncl_total && self.steps - self.progress > SPIN_WINDOW {
-                return Err(SimError::Deadlock {
-                    report: self.spin_report(),
-                });
-            }
+            self.spin_check()?;
         }
     }
 
-    /// A random choice in `0..n`, or the proving mode's (see `prove.rs`).
-    fn choose(&mut self, n: u64) -> u64 {
-        match self.prove.as_mut() {
-            Some(p) => p.choose(n),
-            None => self.rng.below(n),
+    fn spin_check(&mut self) -> Result<(), SimError> {
+        if self.next_cluster < self.ncl_total && self.steps - self.progress > SPIN_WINDOW {
+            return Err(SimError::Deadlock {
+                report: self.spin_report(),
+            });
         }
-    }
-
-    fn choose_chance(&mut self, num: u64, den: u64) -> bool {
-        match self.prove.as_mut() {
-            Some(p) => p.choose(2) == 1,
-            None => self.rng.chance(num, den),
-        }
+        Ok(())
     }
 
     /// Every resident thread has only polled for [`SPIN_WINDOW`] instructions while clusters

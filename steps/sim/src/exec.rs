@@ -1,9 +1,8 @@
 //! The interpreter: per-thread register machines grouped in warps, CTAs grouped in a cluster,
 //! one scheduler that owns every interleaving choice and every asynchronous completion.
 //!
-//! Clusters run one after another (CTAs of different clusters cannot synchronise with each
-//! other, so any order of whole clusters is a legal schedule); inside a cluster every thread
-//! and every pending asynchronous operation is interleaved by the seeded scheduler.
+//! Works on the active cluster's state; `cluster.rs` keeps the resident clusters and the
+//! scheduler that interleaves their threads and asynchronous operations.
 
 use crate::decode::{
     AtomOp, Base, Bin, BoolOp, Cmp, Fence, Instr, Kernel, MbarOp, Op, Opd, Program, Rnd, Shfl,
@@ -95,7 +94,7 @@ impl<'a> Machine<'a> {
     // ---------------------------------------------------------------------------------------
 
     #[inline]
-    fn rv(&self, t: u32, o: &Opd) -> u64 {
+    pub(crate) fn rv(&self, t: u32, o: &Opd) -> u64 {
         match o {
             Opd::Reg(r) => self.threads[t as usize].regs[*r as usize],
             Opd::Imm(v) => *v,
@@ -968,7 +967,7 @@ impl<'a> Machine<'a> {
     }
 
     /// The address an `[addr]` operand names (or a register/immediate used as one).
-    fn addr_of(&self, t: u32, o: &Opd) -> (u64, bool) {
+    pub(crate) fn addr_of(&self, t: u32, o: &Opd) -> (u64, bool) {
         match o {
             Opd::Addr(b, off) => (self.base_value(t, b).wrapping_add(*off as u64), true),
             o => (self.rv(t, o), false),

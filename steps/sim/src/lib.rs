@@ -23,32 +23,37 @@
 //! # Model
 //! Every thread is its own interpreter over the pre-decoded instruction array; warps rendezvous
 //! at warp-collective instructions (every lane of the mask arrives before any proceeds), so no
-//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another. One
-//! seeded scheduler picks which thread runs and for how long, and when each asynchronous
-//! operation (TMA load or store, tcgen05.mma, tcgen05.commit) completes. A thread whose
-//! `mbarrier.try_wait` would fail blocks until the phase completes.
+//! SIMT stack is needed. All CTAs of a cluster are resident together, and several clusters run
+//! at the same time: at most `Options::sms / cluster size` (one CTA per SM, 148 SMs by
+//! default), the next cluster of the grid becoming resident when one finishes, as on the GPU.
+//! One seeded scheduler picks which thread of which resident cluster runs and for how long,
+//! and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
+//! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
 //!
-//! # What sequential clusters cannot show
+//! # What concurrent clusters show
 //! Clusters share nothing a kernel can synchronise on but global memory (no barrier, mbarrier
-//! or distributed shared memory spans two clusters), so a kernel whose clusters only read the
-//! inputs and write disjoint tiles of C, as every stock kernel does (a persistent cluster's
-//! tiles are a fixed function of its cluster id), behaves the same whatever the order of its
-//! clusters. What one cluster after another cannot show is any interaction through global
-//! memory while two clusters run:
-//! - a lost update: two clusters adding into the same C elements with a plain load, add and
-//!   store (split-K without `red`/`atom`), or taking tiles from a counter with a non-atomic
-//!   fetch-and-increment: each cluster's read-modify-write is over before the next starts;
-//! - a dynamic tile scheduler's split of tiles: with an atomic tile counter the first cluster
-//!   takes every tile and the others none, so a bug in how two clusters share the counter never
-//!   runs;
-//! - a wait on another cluster: a flag or grid-wide barrier set by a later cluster spins until
-//!   the step limit (`StepLimit`, not an explained deadlock) where a GPU with both resident
-//!   finishes; one set by an earlier cluster always passes;
-//! - the memory model between clusters: a missing `fence` or release/acquire at gpu scope
-//!   cannot show, since each cluster sees all of an earlier cluster's writes;
-//! - two clusters writing the same tile (an overlapping tile index): the last one wins, so
-//!   only a tile computed with different values, or one never written (C is NaN-poisoned),
-//!   fails.
+//! or distributed shared memory spans two clusters). Running them at the same time, under one
+//! scheduler, shows what one cluster after another could not:
+//! - a race on global memory between clusters (rule `cross-cluster-race`, naming both accesses
+//!   and their source lines): two clusters writing the same C elements (an overlapping tile
+//!   index, a split-K without `red`/`atom`), or one reading what another writes, with no
+//!   gpu-scope release/acquire (or atomic) between them. It is decided from what orders the
+//!   accesses, not from the order they happened to run in (`xrace.rs`);
+//! - a lost update through a non-atomic read-modify-write, or a dynamic tile scheduler's split
+//!   of tiles between clusters: the clusters' instructions interleave;
+//! - a wait on another cluster: a flag or grid-wide barrier set by another cluster passes when
+//!   both are resident; when the setter can never be resident while the waiters spin (more
+//!   clusters than `Options::sms` holds), the run stops with a "waits on another cluster"
+//!   report instead of running to the step limit.
+//!
+//! What it still does not show: a race between CTAs of one cluster on global memory (the
+//! happens-before checker's), and weak-memory outcomes (each access is seen by all at once).
+//!
+//! # Uninitialised memory
+//! Shared memory starts each launch as 0xFF bytes, and a read of bytes nothing wrote in the
+//! launch (a load, an MMA operand, a TMA store's or tcgen05.cp's source) is rule
+//! `uninitialised-read` (`poison.rs`). A `.shared::cluster` address that is neither the CTA's
+//! own nor inside what `mapa` mapped is rule `cluster-address-undefined` (`dsmem.rs`).
 //!
 //! # Ordering rules
 //! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
