@@ -116,8 +116,12 @@ pub(crate) enum Obj {
     Queue(u32, u32),
     Bulk(u32, u32),
     Warp(u32, u32, u32),
-    Tmem(u32, u32),
+    /// The tensor-memory allocator of a CTA, used by a warp: the lanes of one warp take part
+    /// in one allocation, so only different warps' uses conflict.
+    Tmem(u32, u32, u32),
     Global(u64),
+    /// Everything of a cluster (`u32::MAX`: of every cluster).
+    Cluster(u32),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,10 +131,79 @@ pub(crate) enum Mode {
     Write,
 }
 
-pub(crate) type Fp = Vec<(Obj, Mode)>;
+/// A transition's footprint: up to four objects (more collapse into their whole cluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fp {
+    n: u8,
+    items: [(Obj, Mode); 4],
+}
+
+impl Default for Fp {
+    fn default() -> Fp {
+        Fp {
+            n: 0,
+            items: [(Obj::Global(0), Mode::Read); 4],
+        }
+    }
+}
+
+impl Fp {
+    pub(crate) fn of(v: &[(Obj, Mode)]) -> Fp {
+        let mut f = Fp::default();
+        for &x in v {
+            f.push(x);
+        }
+        f
+    }
+
+    fn push(&mut self, x: (Obj, Mode)) {
+        if (self.n as usize) < self.items.len() {
+            self.items[self.n as usize] = x;
+            self.n += 1;
+        } else {
+            // Too many objects to name: everything of the cluster, written.
+            let cl = match self.items[0].0 {
+                Obj::Mbar(c, ..)
+                | Obj::Bar(c, ..)
+                | Obj::ClusterBar(c)
+                | Obj::Queue(c, _)
+                | Obj::Bulk(c, _)
+                | Obj::Warp(c, ..)
+                | Obj::Tmem(c, ..)
+                | Obj::Cluster(c) => c,
+                Obj::Global(_) => u32::MAX,
+            };
+            *self = Fp::default();
+            self.items[0] = (Obj::Cluster(cl), Mode::Write);
+            self.n = 1;
+        }
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Obj, Mode)> {
+        self.items[..self.n as usize].iter()
+    }
+}
+
+fn cluster_of(o: Obj) -> Option<u32> {
+    match o {
+        Obj::Mbar(c, ..)
+        | Obj::Bar(c, ..)
+        | Obj::ClusterBar(c)
+        | Obj::Queue(c, _)
+        | Obj::Bulk(c, _)
+        | Obj::Warp(c, ..)
+        | Obj::Tmem(c, ..)
+        | Obj::Cluster(c) => Some(c),
+        Obj::Global(_) => None,
+    }
+}
 
 fn same(a: Obj, b: Obj) -> bool {
     match (a, b) {
+        (Obj::Tmem(c1, k1, w1), Obj::Tmem(c2, k2, w2)) => c1 == c2 && k1 == k2 && w1 != w2,
+        (Obj::Cluster(c), o) | (o, Obj::Cluster(c)) => {
+            c == u32::MAX || cluster_of(o).is_none_or(|x| x == c)
+        }
         (Obj::Bar(c1, k1, i), Obj::Bar(c2, k2, j)) => {
             c1 == c2 && k1 == k2 && (i == j || i == u32::MAX || j == u32::MAX)
         }
@@ -159,6 +232,8 @@ struct Node {
     /// Choices that must be explored from here (dynamic partial-order reduction): a later
     /// transition that is dependent with this node's choice and of another agent.
     backtrack: Vec<Tr>,
+    /// Threads at a wait that could not pass here.
+    stuck: Vec<Tr>,
 }
 
 /// Who makes a transition: a thread, or one asynchronous operation (a queue, a load, a store).
@@ -191,6 +266,19 @@ pub struct Chooser {
     pub(crate) diverged: bool,
 }
 
+/// Whether `c` is the thread transition that issued the asynchronous operation `e` (its
+/// footprint `fp`): the issue enables the completion, which can never come before it.
+fn issued_by(e: Tr, fp: &Fp, c: Tr) -> bool {
+    let Tr::Thread { cl, t } = c else {
+        return false;
+    };
+    match e {
+        Tr::Tc { cl: a, t: x } | Tr::Load { cl: a, t: x, .. } => a == cl && x == t,
+        Tr::Store { cl: a, .. } => a == cl && fp.iter().any(|&(o, _)| o == Obj::Bulk(cl, t)),
+        Tr::Thread { .. } => false,
+    }
+}
+
 impl Chooser {
     /// Record the choice `e` (footprint `fp`) at the current depth, after adding it to the
     /// backtrack set of the latest earlier choice of another agent it depends on (Flanagan and
@@ -206,6 +294,9 @@ impl Chooser {
                             if !n.backtrack.contains(&e) {
                                 n.backtrack.push(e);
                             }
+                        } else if n.stuck.contains(&e) || issued_by(e, &fp, self.path[k]) {
+                            // e waited for what this choice completed (the latest transition
+                            // on its object): its enabler, no race to reverse.
                         } else {
                             for (t, _) in &n.enabled {
                                 if !n.backtrack.contains(t) {
@@ -223,7 +314,7 @@ impl Chooser {
     }
 
     /// Pick one of `enabled` (never empty); None: stop this run (pruned or diverged).
-    pub(crate) fn pick(&mut self, enabled: Vec<(Tr, Fp)>) -> Option<Tr> {
+    pub(crate) fn pick(&mut self, enabled: Vec<(Tr, Fp)>, stuck: Vec<Tr>) -> Option<Tr> {
         let d = self.depth;
         self.depth += 1;
         self.transitions += 1;
@@ -286,6 +377,7 @@ impl Chooser {
             sleep,
             done: vec![pick],
             backtrack: vec![pick],
+            stuck,
         });
         self.record(pick, fp);
         Some(pick)
@@ -494,7 +586,7 @@ impl Machine<'_> {
         let cl = self.slots[self.cur].linear;
         let (cta, warp) = (th.cta, th.warp);
         let a = &ins.args;
-        let one = |o: Obj, m: Mode| Some((vec![(o, m)], true));
+        let one = |o: Obj, m: Mode| Some((Fp::of(&[(o, m)]), true));
         match &ins.op {
             Op::Mbar(kind, space) => {
                 let i = match kind {
@@ -504,7 +596,7 @@ impl Machine<'_> {
                 let (v, _) = self.addr_of(t, a.get(i)?);
                 let v = if *space == Space::Generic {
                     if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v) {
-                        return Some((Vec::new(), true));
+                        return Some((Fp::default(), true));
                     }
                     v - SHARED_WINDOW
                 } else {
@@ -512,18 +604,18 @@ impl Machine<'_> {
                 };
                 let Ok((c, off)) = self.shared_loc(t, v, 8) else {
                     // It faults when it runs.
-                    return Some((Vec::new(), true));
+                    return Some((Fp::default(), true));
                 };
                 let o = Obj::Mbar(cl, c, off);
                 match kind {
                     MbarOp::Init | MbarOp::Inval => one(o, Mode::Write),
                     MbarOp::TryWait | MbarOp::TryWaitParity => {
                         let Some(b) = self.ctas[c as usize].mbars.get(&off) else {
-                            return Some((Vec::new(), true));
+                            return Some((Fp::default(), true));
                         };
                         let parity = (self.rv(t, a.get(2)?) & 1) as u32;
                         let passes = (b.phase & 1) as u32 != parity;
-                        Some((vec![(o, Mode::Read)], passes))
+                        Some((Fp::of(&[(o, Mode::Read)]), passes))
                     }
                     MbarOp::TestWait | MbarOp::TestWaitParity => one(o, Mode::Read),
                     _ => one(o, Mode::Commute),
@@ -536,7 +628,7 @@ impl Machine<'_> {
             Op::ClusterBarrier { wait } => {
                 if *wait {
                     let passes = matches!(th.cluster_arrived, Some(p) if p < self.cluster_phase);
-                    Some((vec![(Obj::ClusterBar(cl), Mode::Read)], passes))
+                    Some((Fp::of(&[(Obj::ClusterBar(cl), Mode::Read)]), passes))
                 } else {
                     one(Obj::ClusterBar(cl), Mode::Commute)
                 }
@@ -545,15 +637,15 @@ impl Machine<'_> {
             | Op::TcMma { .. }
             | Op::TcCommit { .. }
             | Op::TcCp { .. }
-            | Op::TcShift { .. } => one(Obj::Queue(cl, t), Mode::Write),
-            Op::TmaStore { .. } | Op::BulkCommit | Op::BulkWait { .. } => {
-                one(Obj::Bulk(cl, t), Mode::Write)
-            }
+            | Op::TcShift { .. } => one(Obj::Queue(cl, t), Mode::Commute),
+            // Appending to a queue commutes with completing its front; a wait reads it.
+            Op::TmaStore { .. } | Op::BulkCommit => one(Obj::Bulk(cl, t), Mode::Commute),
+            Op::BulkWait { .. } => one(Obj::Bulk(cl, t), Mode::Read),
             Op::TcAlloc { .. } | Op::TcDealloc { .. } | Op::TcRelinquish { .. } => Some((
-                vec![
+                Fp::of(&[
                     (Obj::Warp(cl, cta, warp), Mode::Commute),
-                    (Obj::Tmem(cl, cta), Mode::Write),
-                ],
+                    (Obj::Tmem(cl, cta, warp), Mode::Write),
+                ]),
                 true,
             )),
             Op::ElectSync
@@ -565,11 +657,11 @@ impl Machine<'_> {
             | Op::TcWaitLd
             | Op::TcWaitSt => one(Obj::Warp(cl, cta, warp), Mode::Commute),
             Op::Ret | Op::Exit => Some((
-                vec![
+                Fp::of(&[
                     (Obj::Bar(cl, cta, u32::MAX), Mode::Commute),
                     (Obj::ClusterBar(cl), Mode::Commute),
                     (Obj::Warp(cl, cta, warp), Mode::Commute),
-                ],
+                ]),
                 true,
             )),
             Op::Atom { space, .. } | Op::Ld { space, .. } | Op::St { space, .. }
@@ -614,6 +706,7 @@ impl Machine<'_> {
     pub(crate) fn prove_step(&mut self) -> Result<bool, SimError> {
         let mut enabled: Vec<(Tr, Fp)> = Vec::new();
         let mut stuck: Option<(usize, u32)> = None;
+        let mut stuck_trs: Vec<Tr> = Vec::new();
         for s in 0..self.slots.len() {
             self.switch_to(s);
             let cl = self.slots[s].linear;
@@ -624,8 +717,11 @@ impl Machine<'_> {
                 if self.threads[t as usize].st == St::Run {
                     match self.sync_fp(t) {
                         Some((fp, true)) => enabled.push((Tr::Thread { cl, t }, fp)),
-                        Some((_, false)) => stuck = stuck.or(Some((s, t))),
-                        None => enabled.push((Tr::Thread { cl, t }, Vec::new())),
+                        Some((_, false)) => {
+                            stuck = stuck.or(Some((s, t)));
+                            stuck_trs.push(Tr::Thread { cl, t });
+                        }
+                        None => enabled.push((Tr::Thread { cl, t }, Fp::default())),
                     }
                 }
                 // run_ahead may have removed t from the runnable set (blocked or exited).
@@ -634,11 +730,10 @@ impl Machine<'_> {
                 }
             }
             for j in &self.tma {
-                let fp = j
-                    .mbar
-                    .iter()
-                    .map(|&(c, o)| (Obj::Mbar(cl, c, o), Mode::Commute))
-                    .collect();
+                let mut fp = Fp::default();
+                for &(c, o) in &j.mbar {
+                    fp.push((Obj::Mbar(cl, c, o), Mode::Commute));
+                }
                 enabled.push((
                     Tr::Load {
                         cl,
@@ -651,19 +746,17 @@ impl Machine<'_> {
             for st in &self.stores {
                 enabled.push((
                     Tr::Store { cl, id: st.id },
-                    vec![(Obj::Bulk(cl, st.thread), Mode::Write)],
+                    Fp::of(&[(Obj::Bulk(cl, st.thread), Mode::Commute)]),
                 ));
             }
             for &t in &self.tc_active {
-                let mut fp = vec![(Obj::Queue(cl, t), Mode::Write)];
+                let mut fp = Fp::of(&[(Obj::Queue(cl, t), Mode::Commute)]);
                 if let Some(crate::machine::TcJob::Commit { targets, .. }) =
                     self.tcq[t as usize].front()
                 {
-                    fp.extend(
-                        targets
-                            .iter()
-                            .map(|&(c, o)| (Obj::Mbar(cl, c, o), Mode::Commute)),
-                    );
+                    for &(c, o) in targets {
+                        fp.push((Obj::Mbar(cl, c, o), Mode::Commute));
+                    }
                 }
                 enabled.push((Tr::Tc { cl, t }, fp));
             }
@@ -676,7 +769,7 @@ impl Machine<'_> {
             }
             return Ok(true);
         }
-        let Some(pick) = self.prove.as_mut().and_then(|c| c.pick(enabled)) else {
+        let Some(pick) = self.prove.as_mut().and_then(|c| c.pick(enabled, stuck_trs)) else {
             return Ok(false);
         };
         self.take(pick)?;
@@ -746,14 +839,20 @@ mod tests {
     fn commuting_and_reading_pairs_are_independent() {
         let m = Obj::Mbar(0, 0, 8);
         assert!(!dependent(
-            &vec![(m, Mode::Commute)],
-            &vec![(m, Mode::Commute)]
+            &Fp::of(&[(m, Mode::Commute)]),
+            &Fp::of(&[(m, Mode::Commute)])
         ));
-        assert!(!dependent(&vec![(m, Mode::Read)], &vec![(m, Mode::Read)]));
-        assert!(dependent(&vec![(m, Mode::Read)], &vec![(m, Mode::Commute)]));
+        assert!(!dependent(
+            &Fp::of(&[(m, Mode::Read)]),
+            &Fp::of(&[(m, Mode::Read)])
+        ));
         assert!(dependent(
-            &vec![(Obj::Bar(0, 1, u32::MAX), Mode::Write)],
-            &vec![(Obj::Bar(0, 1, 3), Mode::Commute)]
+            &Fp::of(&[(m, Mode::Read)]),
+            &Fp::of(&[(m, Mode::Commute)])
+        ));
+        assert!(dependent(
+            &Fp::of(&[(Obj::Bar(0, 1, u32::MAX), Mode::Write)]),
+            &Fp::of(&[(Obj::Bar(0, 1, 3), Mode::Commute)])
         ));
     }
 }
