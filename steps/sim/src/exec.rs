@@ -1725,7 +1725,7 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
-    fn bulk_wait_done(&self, t: u32, n: u32) -> bool {
+    pub(crate) fn bulk_wait_done(&self, t: u32, n: u32) -> bool {
         let th = &self.threads[t as usize];
         let pending = th
             .bulk_groups

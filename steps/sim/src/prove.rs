@@ -107,7 +107,7 @@ impl std::str::FromStr for Witness {
 }
 
 /// A synchronisation object.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Obj {
     Mbar(u32, u32, u32),
     /// A CTA barrier (`u32::MAX`: all sixteen, as an exit touches them).
@@ -124,7 +124,7 @@ pub(crate) enum Obj {
     Cluster(u32),
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Mode {
     Read,
     Commute,
@@ -224,16 +224,35 @@ fn dependent(a: &Fp, b: &Fp) -> bool {
 /// One choice point of the depth-first search.
 #[derive(Debug, Clone)]
 struct Node {
-    enabled: Vec<(Tr, Fp)>,
+    enabled: Vec<Tr>,
     /// The sleep set on entry.
     sleep: Vec<(Tr, Fp)>,
-    /// Choices explored from here, the current one last.
+    /// Choices explored from here, the current one last, and their footprints (the last one's
+    /// is filled in when a run first takes it).
     done: Vec<Tr>,
+    done_fp: Vec<Fp>,
     /// Choices that must be explored from here (dynamic partial-order reduction): a later
     /// transition that is dependent with this node's choice and of another agent.
     backtrack: Vec<Tr>,
     /// Threads at a wait that could not pass here.
     stuck: Vec<Tr>,
+}
+
+type Agent = (u8, u32, u32, u32);
+
+/// The latest two transitions on the path that touched an object in a mode, of two different
+/// agents (the latest, then the latest of any other agent): the latest dependent transition of
+/// another agent is one of them.
+#[derive(Debug, Clone, Copy)]
+struct Last([Option<(usize, Agent)>; 2]);
+
+/// The key an object is indexed by, and the agent its use counts for: the tensor-memory
+/// allocator is used by a warp (its lanes take part in one allocation).
+fn key_of(o: Obj, a: Agent) -> (Obj, Agent) {
+    match o {
+        Obj::Tmem(c, k, w) => (Obj::Tmem(c, k, 0), (9, c, k, w)),
+        _ => (o, a),
+    }
 }
 
 /// Who makes a transition: a thread, or one asynchronous operation (a queue, a load, a store).
@@ -260,6 +279,10 @@ pub struct Chooser {
     /// The choices this run made, and their footprints.
     pub(crate) path: Vec<Tr>,
     path_fp: Vec<Fp>,
+    /// Per object and mode, the latest uses on the path (see [`Last`]).
+    last: std::collections::HashMap<(Obj, Mode), Last>,
+    /// Path indices whose footprint names a whole cluster.
+    wild: Vec<usize>,
     pub(crate) transitions: u64,
     new_states: u64,
     /// The prefix could not be followed (the kernel depends on something not replayed).
@@ -279,7 +302,58 @@ fn issued_by(e: Tr, fp: &Fp, c: Tr) -> bool {
     }
 }
 
+/// The thread transition that issues the asynchronous operation `e` (footprint `fp`).
+fn issuer(e: Tr, fp: &Fp) -> Option<Tr> {
+    match e {
+        Tr::Tc { cl, t } | Tr::Load { cl, t, .. } => Some(Tr::Thread { cl, t }),
+        Tr::Store { cl, .. } => fp.iter().find_map(|&(o, _)| match o {
+            Obj::Bulk(c, t) if c == cl => Some(Tr::Thread { cl, t }),
+            _ => None,
+        }),
+        Tr::Thread { .. } => None,
+    }
+}
+
 impl Chooser {
+    /// The latest transition on the path, of another agent, that is dependent with `e`.
+    fn latest_dependent(&self, e: Tr, fp: &Fp) -> Option<usize> {
+        let me = agent(e);
+        if fp.iter().any(|&(o, _)| matches!(o, Obj::Cluster(_))) {
+            return (0..self.path.len())
+                .rev()
+                .find(|&k| agent(self.path[k]) != me && dependent(&self.path_fp[k], fp));
+        }
+        let mut best: Option<usize> = None;
+        for &(o, m) in fp.iter() {
+            let (key, a) = key_of(o, me);
+            for other in [Mode::Read, Mode::Commute, Mode::Write] {
+                if (m == Mode::Read && other == Mode::Read)
+                    || (m == Mode::Commute && other == Mode::Commute)
+                {
+                    continue;
+                }
+                if let Some(l) = self.last.get(&(key, other)) {
+                    let pick = match l.0[0] {
+                        Some((k, b)) if b != a => Some(k),
+                        _ => l.0[1].map(|(k, _)| k),
+                    };
+                    if let Some(k) = pick {
+                        // An agent's own earlier transitions are in program order with it.
+                        if agent(self.path[k]) != me {
+                            best = best.max(Some(k));
+                        }
+                    }
+                }
+            }
+        }
+        for &k in &self.wild {
+            if agent(self.path[k]) != me && dependent(&self.path_fp[k], fp) {
+                best = best.max(Some(k));
+            }
+        }
+        best
+    }
+
     /// Record the choice `e` (footprint `fp`) at the current depth, after adding it to the
     /// backtrack set of the latest earlier choice of another agent it depends on (Flanagan and
     /// Godefroid, POPL 2005; the latest dependent choice stands in for the one not ordered
@@ -287,25 +361,45 @@ impl Chooser {
     fn record(&mut self, e: Tr, fp: Fp) {
         if !self.replay {
             let me = agent(e);
-            for k in (0..self.path.len()).rev() {
-                if agent(self.path[k]) != me && dependent(&self.path_fp[k], &fp) {
-                    if let Some(n) = self.nodes.get_mut(k) {
-                        if n.enabled.iter().any(|(t, _)| *t == e) {
-                            if !n.backtrack.contains(&e) {
-                                n.backtrack.push(e);
-                            }
-                        } else if n.stuck.contains(&e) || issued_by(e, &fp, self.path[k]) {
-                            // e waited for what this choice completed (the latest transition
-                            // on its object): its enabler, no race to reverse.
-                        } else {
-                            for (t, _) in &n.enabled {
-                                if !n.backtrack.contains(t) {
-                                    n.backtrack.push(*t);
-                                }
+            if let Some(k) = self.latest_dependent(e, &fp) {
+                let issued = issued_by(e, &fp, self.path[k]);
+                if let Some(n) = self.nodes.get_mut(k) {
+                    if n.enabled.contains(&e) {
+                        if !n.backtrack.contains(&e) {
+                            n.backtrack.push(e);
+                        }
+                    } else if n.stuck.contains(&e) || issued {
+                        // e waited for what this choice completed (the latest transition on
+                        // its object), or this choice issued it: its enabler, no race.
+                    } else if let Some(i) = issuer(e, &fp).filter(|i| n.enabled.contains(i)) {
+                        // An asynchronous operation issued after this choice: the race is
+                        // with its issuing thread, which may run first.
+                        if !n.backtrack.contains(&i) {
+                            n.backtrack.push(i);
+                        }
+                    } else {
+                        for t in &n.enabled {
+                            if !n.backtrack.contains(t) {
+                                n.backtrack.push(*t);
                             }
                         }
                     }
-                    break;
+                }
+            }
+            let i = self.path.len();
+            for &(o, m) in fp.iter() {
+                if matches!(o, Obj::Cluster(_)) {
+                    self.wild.push(i);
+                    continue;
+                }
+                let (key, a) = key_of(o, me);
+                let l = self.last.entry((key, m)).or_insert(Last([None, None]));
+                match l.0[0] {
+                    Some((_, b)) if b == a => l.0[0] = Some((i, a)),
+                    _ => {
+                        l.0[1] = l.0[0];
+                        l.0[0] = Some((i, a));
+                    }
                 }
             }
         }
@@ -332,8 +426,13 @@ impl Chooser {
             let fp = enabled
                 .iter()
                 .find(|(t, _)| *t == want)
-                .map(|(_, f)| f.clone())
+                .map(|(_, f)| *f)
                 .unwrap_or_default();
+            if let Some(n) = self.nodes.get_mut(d) {
+                if n.done_fp.len() < n.done.len() {
+                    n.done_fp.push(fp);
+                }
+            }
             self.record(want, fp);
             return Some(want);
         }
@@ -346,15 +445,14 @@ impl Chooser {
             None => Vec::new(),
             Some(parent) => {
                 let chosen = *parent.done.last().expect("a parent has a choice");
-                let fp_of = |t: Tr| parent.enabled.iter().find(|(u, _)| *u == t).map(|(_, f)| f);
-                let cfp = fp_of(chosen).cloned().unwrap_or_default();
+                let cfp = self.path_fp.get(d - 1).copied().unwrap_or_default();
                 let mut s: Vec<(Tr, Fp)> = Vec::new();
-                let earlier = &parent.done[..parent.done.len() - 1];
-                for (u, f) in parent.sleep.iter().cloned().chain(
-                    earlier
-                        .iter()
-                        .filter_map(|&u| fp_of(u).map(|f| (u, f.clone()))),
-                ) {
+                let k = parent.done.len() - 1;
+                let earlier = parent.done[..k]
+                    .iter()
+                    .copied()
+                    .zip(parent.done_fp[..k].iter().copied());
+                for (u, f) in parent.sleep.iter().copied().chain(earlier) {
                     let same_thread = matches!((u, chosen), (Tr::Thread { cl: a, t: x }, Tr::Thread { cl: b, t: y }) if a == b && x == y);
                     if !same_thread && !dependent(&f, &cfp) && !s.iter().any(|(v, _)| *v == u) {
                         s.push((u, f));
@@ -367,15 +465,16 @@ impl Chooser {
         let pick = enabled
             .iter()
             .find(|(t, _)| !sleep.iter().any(|(u, _)| u == t))
-            .map(|(t, f)| (*t, f.clone()));
+            .map(|(t, f)| (*t, *f));
         let Some((pick, fp)) = pick else {
             self.pruned = true;
             return None;
         };
         self.nodes.push(Node {
-            enabled,
+            enabled: enabled.into_iter().map(|(t, _)| t).collect(),
             sleep,
             done: vec![pick],
+            done_fp: vec![fp],
             backtrack: vec![pick],
             stuck,
         });
@@ -409,6 +508,8 @@ impl Chooser {
         self.diverged = false;
         self.path.clear();
         self.path_fp.clear();
+        self.last.clear();
+        self.wild.clear();
     }
 }
 
@@ -627,8 +728,11 @@ impl Machine<'_> {
             }
             Op::ClusterBarrier { wait } => {
                 if *wait {
+                    // The cluster barrier's phase only grows, so a wait that passes passes in
+                    // any order with the arrivals and exits after it: it touches nothing. One
+                    // that cannot pass yet waits for its enabler.
                     let passes = matches!(th.cluster_arrived, Some(p) if p < self.cluster_phase);
-                    Some((Fp::of(&[(Obj::ClusterBar(cl), Mode::Read)]), passes))
+                    Some((Fp::default(), passes))
                 } else {
                     one(Obj::ClusterBar(cl), Mode::Commute)
                 }
@@ -640,7 +744,12 @@ impl Machine<'_> {
             | Op::TcShift { .. } => one(Obj::Queue(cl, t), Mode::Commute),
             // Appending to a queue commutes with completing its front; a wait reads it.
             Op::TmaStore { .. } | Op::BulkCommit => one(Obj::Bulk(cl, t), Mode::Commute),
-            Op::BulkWait { .. } => one(Obj::Bulk(cl, t), Mode::Read),
+            // Stores only complete, so a wait that passes passes in any order with them (it
+            // touches nothing); one that cannot pass yet waits for its enabler.
+            Op::BulkWait { .. } => {
+                let n = self.rv(t, a.first()?) as u32;
+                Some((Fp::default(), self.bulk_wait_done(t, n)))
+            }
             Op::TcAlloc { .. } | Op::TcDealloc { .. } | Op::TcRelinquish { .. } => Some((
                 Fp::of(&[
                     (Obj::Warp(cl, cta, warp), Mode::Commute),

@@ -119,3 +119,96 @@ fn steps_3_and_5_at_their_smallest_shapes() {
     prove_step(3, 256, 256, 128, 60);
     prove_step(5, 256, 256, 128, 60);
 }
+
+/// Every seeded bug of steps 3 and 6 (`tests/ptx/mut`) under the proving mode at a small shape:
+/// each is an error with a witness that replays to the same error; the harmless one is not.
+/// Step 6's persistent kernel takes all four tiles of 512 x 512 in one cluster, so that its
+/// accumulator stages are reused (the bugs of the accumulator hand-back need that). About a
+/// minute: run with --ignored.
+#[test]
+#[ignore]
+fn the_seeded_bugs_are_errors_with_witnesses_that_replay() {
+    let names = [
+        "wrong-sbo",
+        "skip-acc-wait",
+        "skip-acc-commit",
+        "no-fence-after-wait",
+        "wrong-parity",
+        "no-wait-ld",
+        "early-acc-release",
+        "skip-load-full-wait",
+        "tma-wrong-cta-barrier",
+        "wrong-acc-parity",
+        "no-producer-tail",
+        "no-first-round-guard",
+        "no-proxy-fence",
+        "single-staging-buffer",
+        "wait-ld-after-use",
+        "alloc-cta-group-1",
+        "acc-empty-extra-arrival",
+        "expect-tx-too-many",
+    ];
+    let mut missed = Vec::new();
+    for name in names {
+        for step in [3, 6] {
+            let Some(ptx) = gemm::mutant(name, step) else {
+                continue;
+            };
+            let prog = Program::parse(&ptx).unwrap();
+            // K of 8 k-blocks refills the ring; step 6 takes two tiles in one cluster.
+            let (m, n, k) = if step == 3 {
+                (256, 256, 512)
+            } else {
+                (512, 512, 256)
+            };
+            let mut pr = Problem::new(m, n, k, Dtype::F16, 3);
+            let l = pr.launch(&facts(step), 1).unwrap();
+            let dev = std::mem::take(&mut pr.dev);
+            let start = Instant::now();
+            let o = Options::default();
+            let proof = explore_all(
+                &prog,
+                &dev,
+                &l,
+                &o,
+                Bounds::default(),
+                &mut |d| match pr.verify(d).0 {
+                    0 => Ok(()),
+                    bad => Err(format!("{bad} wrong elements")),
+                },
+                &mut || start.elapsed() > Duration::from_secs(60),
+            );
+            eprintln!(
+                "{name} step {step}: {proof} ({:.1} s)",
+                start.elapsed().as_secs_f64()
+            );
+            match (&proof.verdict, name) {
+                (Verdict::Error { .. }, "no-first-round-guard") => {
+                    missed.push(format!("{name}: harmless, but {proof}"))
+                }
+                (
+                    Verdict::Error {
+                        witness,
+                        cause: Some(e),
+                        ..
+                    },
+                    _,
+                ) => {
+                    let again = replay(&prog, &mut dev.clone(), &l, &o, witness).unwrap_err();
+                    // The same stop (rule or kind, CTA, warp, line); which of several barriers
+                    // a detail names can vary (the rules scan a hash map).
+                    let head =
+                        |e: &sim::SimError| e.to_string().chars().take(70).collect::<String>();
+                    assert_eq!(
+                        head(&again.error),
+                        head(e),
+                        "{name}: the witness replays the error"
+                    );
+                }
+                (Verdict::Error { .. }, _) | (_, "no-first-round-guard") => {}
+                _ => missed.push(format!("{name} step {step}: {proof}")),
+            }
+        }
+    }
+    assert!(missed.is_empty(), "{missed:#?}");
+}
