@@ -155,6 +155,7 @@ impl Machine<'_> {
                         live: self.nthreads,
                         rules: CtaRules::new(self.smem_bytes),
                         init: crate::poison::Written::new(self.smem_bytes as usize),
+                        tinit: crate::poison::TmemWritten::default(),
                     });
                     for i in 0..self.nthreads {
                         c.threads.push(new_thread(self.k, rank, i, l.block));

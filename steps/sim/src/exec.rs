@@ -1539,6 +1539,7 @@ impl<'a> Machine<'a> {
                     let taddr = self.rv(x, &a[1]) as u32;
                     rules::on_tcgen05(self, x, "tcgen05.ld")?;
                     rules::check_tmem_read(self, x, taddr, *n as u32)?;
+                    self.check_tmem_init(x, taddr, *n as u32)?;
                     let th = &self.threads[x as usize];
                     let cta = th.cta;
                     let vals = self.ctas[cta as usize]
@@ -1574,6 +1575,11 @@ impl<'a> Machine<'a> {
                         .tmem
                         .st_32x32b(w % 4, l, taddr, &vals[..*n as usize])
                         .map_err(|e| self.fault(x, e.to_string()))?;
+                    let row = crate::units::tmem::taddr_lane(taddr) + l;
+                    let col = crate::units::tmem::taddr_col(taddr);
+                    self.ctas[cta as usize]
+                        .tinit
+                        .mark(row..row + 1, col, *n as u32);
                 }
             }
             Op::TcWaitLd => {
@@ -2047,6 +2053,7 @@ impl<'a> Machine<'a> {
                 line,
             } => {
                 self.check_mma_operands(t, cta, cg2, idesc, a, b, line)?;
+                self.mma_accumulator(t, cta, cg2, idesc, d, acc, line)?;
                 let r = if cg2 {
                     let (lo, hi) = self.ctas.split_at_mut(cta as usize + 1);
                     let c0 = &mut lo[cta as usize];
@@ -2123,6 +2130,8 @@ impl<'a> Machine<'a> {
                 line,
             } => {
                 self.check_cp_source(t, cta, desc, bytes, line)?;
+                let col = crate::units::tmem::taddr_col(taddr);
+                self.ctas[cta as usize].tinit.mark(0..128, col, bytes / 4);
                 let c = &mut self.ctas[cta as usize];
                 if let Err(e) = glue::tc_cp(&mut c.tmem, &c.smem, taddr, desc, bytes) {
                     return Err(SimError::Fault {

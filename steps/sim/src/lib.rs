@@ -52,8 +52,17 @@
 //! # Uninitialised memory
 //! Shared memory starts each launch as 0xFF bytes, and a read of bytes nothing wrote in the
 //! launch (a load, an MMA operand, a TMA store's or tcgen05.cp's source) is rule
-//! `uninitialised-read` (`poison.rs`). A `.shared::cluster` address that is neither the CTA's
-//! own nor inside what `mapa` mapped is rule `cluster-address-undefined` (`dsmem.rs`).
+//! `uninitialised-read` (`poison.rs`), as is a `tcgen05.ld` of tensor memory no MMA, st or cp
+//! wrote, and an MMA that accumulates into such columns. A `.shared::cluster` address that is
+//! neither the CTA's own nor inside what `mapa` mapped is rule `cluster-address-undefined`
+//! (`dsmem.rs`).
+//!
+//! # Proving mode
+//! [`prove::explore_all`] runs every distinct order of the synchronisation events (which
+//! thread reaches its next barrier operation first, when each asynchronous operation
+//! completes), with dynamic partial-order reduction and sleep sets, bounded by states, runs
+//! and the caller's clock. Its verdict is clean, incomplete (with what was covered) or an
+//! error with a [`prove::Witness`] that [`prove::replay`] runs again.
 //!
 //! # Ordering rules
 //! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
@@ -63,7 +72,8 @@
 //! `wait-ld-before-handoff`, `fence-before-handoff`, `proxy-fence-before-store`,
 //! `wait-read-before-reuse`, `wait-read-before-exit`, `wait-for-peer-commits`,
 //! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
-//! `tcgen05.wait::ld`), which only the simulator checks.
+//! `tcgen05.wait::ld`), which only the simulator checks. Beside them: `cross-cluster-race`,
+//! `uninitialised-read` and `cluster-address-undefined` (above).
 //!
 //! # Not modelled (an error naming the instruction, never a silent skip)
 //! `.func` calls, textures and surfaces, `tcgen05.cp` other than `.cta_group::1` with the

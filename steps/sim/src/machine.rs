@@ -104,6 +104,8 @@ pub(crate) struct Cta {
     pub rules: CtaRules,
     /// Which shared-memory bytes something wrote in this launch (`poison.rs`).
     pub init: crate::poison::Written,
+    /// Which tensor-memory cells something wrote in this launch (`poison.rs`).
+    pub tinit: crate::poison::TmemWritten,
 }
 
 /// A queued tcgen05 operation of one thread (they complete in issue order).

@@ -10,7 +10,11 @@
 //! bytes), and a TMA load's whole box, out-of-bound elements included (the ISA defines them:
 //! zeros or the NaN the tensor map's fill mode asks for).
 //!
-//! Tensor memory is not tracked yet (a `tcgen05.ld` of columns nothing wrote is not reported).
+//! Tensor memory: PTX ISA, "Tensor Memory Allocation" (9.7.16.1.2) and `tcgen05.alloc` define
+//! which columns an allocation gives and nothing about what they hold, so columns nothing
+//! wrote in this launch (a `tcgen05.mma`, `tcgen05.st` or `tcgen05.cp`) hold no defined value:
+//! a `tcgen05.ld` of them, or an MMA that accumulates into them (`enable_input_d` set on the
+//! first MMA of a tile, a classic bug), is `uninitialised-read` too ([`TmemWritten`]).
 //!
 //! Local memory: its owner calls [`poison_region`] on a thread's frame at launch and keeps a
 //! [`Written`] beside it, as shared memory does here.
@@ -76,8 +80,49 @@ impl Written {
     }
 }
 
+/// Written cells of tensor memory: 128 lanes of 512 columns, one bit each.
+#[derive(Debug, Clone)]
+pub struct TmemWritten {
+    lanes: Vec<Written>,
+}
+
+impl Default for TmemWritten {
+    fn default() -> TmemWritten {
+        TmemWritten {
+            lanes: (0..128).map(|_| Written::new(512)).collect(),
+        }
+    }
+}
+
+impl TmemWritten {
+    /// Columns `col..col + n` of lanes `lanes` were written.
+    pub fn mark(&mut self, lanes: std::ops::Range<u32>, col: u32, n: u32) {
+        let n = n.min(512u32.saturating_sub(col));
+        for l in lanes {
+            if let Some(w) = self.lanes.get_mut(l as usize) {
+                w.mark(col, n);
+            }
+        }
+    }
+
+    /// The first (lane, column) of the block nothing wrote.
+    pub fn first_unwritten(
+        &self,
+        lanes: std::ops::Range<u32>,
+        col: u32,
+        n: u32,
+    ) -> Option<(u32, u32)> {
+        let n = n.min(512u32.saturating_sub(col));
+        lanes.into_iter().find_map(|l| {
+            let w = self.lanes.get(l as usize)?;
+            w.first_unwritten(col, n).map(|c| (l, c))
+        })
+    }
+}
+
 use crate::error::SimError;
 use crate::machine::Machine;
+use crate::units::tmem::{taddr_col, taddr_lane};
 
 impl Machine<'_> {
     /// `what` by thread `t` reads `len` shared bytes of cluster CTA `cta` at `off`.
@@ -171,6 +216,61 @@ impl Machine<'_> {
         let warp = self.threads[t as usize].warp;
         let own = self.threads[t as usize].cta;
         self.check_init_at(line, own, warp, cta, &ranges, "tcgen05.cp (source)")
+    }
+}
+
+impl Machine<'_> {
+    /// The accumulator an MMA of CTA `cta` (and its peer with `cg2`) writes at `d`: checked
+    /// first when it accumulates, then marked written. Lanes: all 128 of each CTA for M = 128
+    /// and M = 256 (a pair); other shapes are marked but not checked (their lane layout is
+    /// not modelled here, and a check must not report what the MMA did write).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn mma_accumulator(
+        &mut self,
+        t: u32,
+        cta: u32,
+        cg2: bool,
+        idesc: u32,
+        d: u32,
+        acc: bool,
+        line: (u32, u32),
+    ) -> Result<(), SimError> {
+        let f = crate::units::descriptors::decode_idesc(idesc);
+        let col = taddr_col(d);
+        // An f32 accumulator takes a column an element; f16 packs two.
+        let cols = if f.d_format == 1 { f.n } else { f.n / 2 };
+        let full = f.m == 128 || (cg2 && f.m == 256);
+        let ctas = if cg2 { cta..cta + 2 } else { cta..cta + 1 };
+        if acc && full && taddr_lane(d) == 0 {
+            let th = &self.threads[t as usize];
+            let (by, warp) = (th.cta, th.warp);
+            for c in ctas.clone() {
+                if let Some((l, k)) = self.ctas[c as usize]
+                    .tinit
+                    .first_unwritten(0..128, col, cols)
+                {
+                    return Err(self.rule_at(line, by, warp, "uninitialised-read", format!("tcgen05.mma accumulates into tensor memory lane {l}, column {k} of CTA rank {c}, which nothing wrote in this launch: an allocation's columns hold no defined value (PTX ISA, Tensor Memory Allocation), so the first MMA of a tile must not accumulate (enable_input_d false)")));
+                }
+            }
+        }
+        for c in ctas {
+            if let Some(x) = self.ctas.get_mut(c as usize) {
+                x.tinit.mark(0..128, col, f.n.max(cols));
+            }
+        }
+        Ok(())
+    }
+
+    /// A `tcgen05.ld` of `n` columns at `taddr` by lane thread `x` (its row: the address's lane
+    /// plus the thread's lane).
+    pub(crate) fn check_tmem_init(&self, x: u32, taddr: u32, n: u32) -> Result<(), SimError> {
+        let th = &self.threads[x as usize];
+        let row = taddr_lane(taddr) + th.lane;
+        let col = taddr_col(taddr);
+        match self.ctas[th.cta as usize].tinit.first_unwritten(row..row + 1, col, n) {
+            None => Ok(()),
+            Some((l, k)) => Err(self.rule(x, "uninitialised-read", format!("tcgen05.ld reads tensor memory lane {l}, column {k}, which nothing wrote in this launch (no tcgen05.mma, st or cp): an allocation's columns hold no defined value (PTX ISA, Tensor Memory Allocation)"))),
+        }
     }
 }
 

@@ -2,6 +2,9 @@
 //! between clusters, a cluster that waits on another one (resident or not), and reads of shared
 //! memory nothing wrote in the launch. Each class has a planted bug and a harmless control.
 
+mod gemm;
+
+use gemm::{facts, fixture, Dtype, Problem};
 use sim::{run, Device, Launch, Options, Param, Policy, Program, SimError};
 
 const HEAD: &str = ".version 9.0\n.target sm_100a\n.address_size 64\n";
@@ -296,5 +299,85 @@ $L_done:
             matches!(e, SimError::Rule { rule: "cluster-address-undefined", .. }),
             "{planted}: {e}"
         );
+    }
+}
+
+/// Step 2 stages C in shared memory and TMA-stores it. Without one of its eight staging
+/// stores (planted: the last `st.shared.v4.u32`), the first TMA store reads 16 bytes a row
+/// nothing wrote: `uninitialised-read` at the store; the stock kernel (control) verifies.
+#[test]
+fn a_tma_store_of_staging_bytes_never_written_is_reported() {
+    let stock = fixture("step2.f16");
+    let last = stock
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with("st.shared.v4.u32"))
+        .expect("step 2 writes its staging buffer")
+        .to_string();
+    let planted = stock.replacen(&format!("{last}\n"), "", 1);
+    assert_ne!(planted, stock);
+    for (ptx, bug) in [(&stock, false), (&planted, true)] {
+        let prog = Program::parse(ptx).unwrap();
+        let mut p = Problem::new(128, 256, 128, Dtype::F16, 4);
+        let l = p.launch(&facts(2), 148).unwrap();
+        let mut dev = std::mem::take(&mut p.dev);
+        let r = run(&prog, &mut dev, &l, &opts(4, Policy::Random));
+        if bug {
+            let e = r.unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(
+                    e,
+                    SimError::Rule {
+                        rule: "uninitialised-read",
+                        ..
+                    }
+                ),
+                "{text}"
+            );
+            assert!(text.contains("TMA store"), "{text}");
+        } else {
+            r.unwrap();
+            assert_eq!(p.verify(&dev).0, 0);
+        }
+    }
+}
+
+/// Step 1's first MMA of a tile starts the accumulator (`enable_input_d` false). Planted: it
+/// accumulates, into tensor-memory columns nothing wrote: `uninitialised-read` at the MMA;
+/// the stock kernel (control) verifies, its tcgen05.ld reads only what the MMAs wrote.
+#[test]
+fn an_mma_accumulating_into_unwritten_tensor_memory_is_reported() {
+    let stock = fixture("step1.f16");
+    let planted = stock.replacen(
+        "selp.u32 \t%r56, 1, 0, %p10;",
+        "selp.u32 \t%r56, 1, 1, %p10;",
+        1,
+    );
+    assert_ne!(planted, stock, "the accumulate flag of the first MMA");
+    for (ptx, bug) in [(&stock, false), (&planted, true)] {
+        let prog = Program::parse(ptx).unwrap();
+        let mut p = Problem::new(128, 256, 128, Dtype::F16, 5);
+        let l = p.launch(&facts(1), 148).unwrap();
+        let mut dev = std::mem::take(&mut p.dev);
+        let r = run(&prog, &mut dev, &l, &opts(5, Policy::Random));
+        if bug {
+            let e = r.unwrap_err();
+            let text = e.to_string();
+            assert!(
+                matches!(
+                    e,
+                    SimError::Rule {
+                        rule: "uninitialised-read",
+                        ..
+                    }
+                ),
+                "{text}"
+            );
+            assert!(text.contains("tcgen05.mma accumulates"), "{text}");
+        } else {
+            r.unwrap();
+            assert_eq!(p.verify(&dev).0, 0);
+        }
     }
 }
