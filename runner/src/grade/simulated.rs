@@ -101,6 +101,7 @@ fn launch(
         policy: POLICY,
         max_steps: budget,
         trace: false,
+        ..sim::Options::default()
     };
     let report = match sim::run(program, &mut l.device, &l.launch, &options) {
         Ok(r) => r,
