@@ -187,7 +187,9 @@ fn run_inner(
     o: &Options,
     chooser_slot: &mut Option<prove::Chooser>,
 ) -> Result<RunReport, Stopped> {
-    let chooser = chooser_slot.take();
+    let chooser = chooser_slot
+        .take()
+        .or_else(|| o.replay.as_ref().map(prove::Chooser::replaying));
     let no_trace = |error| Stopped {
         error,
         trace: Vec::new(),

@@ -315,6 +315,15 @@ fn issuer(e: Tr, fp: &Fp) -> Option<Tr> {
 }
 
 impl Chooser {
+    /// A chooser that follows `w`, then takes the first enabled transition each time.
+    pub(crate) fn replaying(w: &Witness) -> Chooser {
+        Chooser {
+            prefix: w.0.clone(),
+            replay: true,
+            ..Chooser::default()
+        }
+    }
+
     /// The latest transition on the path, of another agent, that is dependent with `e`.
     fn latest_dependent(&self, e: Tr, fp: &Fp) -> Option<usize> {
         let me = agent(e);
@@ -661,12 +670,7 @@ pub fn replay(
     o: &Options,
     witness: &Witness,
 ) -> Result<RunReport, crate::Stopped> {
-    let ch = Chooser {
-        prefix: witness.0.clone(),
-        replay: true,
-        ..Chooser::default()
-    };
-    crate::run_with(p, dev, l, o, Some(ch)).0
+    crate::run_with(p, dev, l, o, Some(Chooser::replaying(witness))).0
 }
 
 // -------------------------------------------------------------------------------------------

@@ -56,6 +56,13 @@ fn an_order_dependent_trap_is_found_and_replayed_and_its_control_is_clean() {
     let w: Witness = witness.to_string().parse().unwrap();
     let e = replay(&p, &mut dev.clone(), &l, &o, &w).unwrap_err();
     assert!(e.error.to_string().contains("trap"), "{}", e.error);
+    // The same through `Options::replay`, as a runner's replay policy sets it.
+    let with = Options {
+        replay: Some(w.clone()),
+        ..Options::default()
+    };
+    let e = sim::run(&p, &mut dev.clone(), &l, &with).unwrap_err();
+    assert!(e.to_string().contains("trap"), "{e}");
     let p = Program::parse(&flag_kernel(2)).unwrap();
     let proof = explore_all(
         &p,
@@ -107,8 +114,13 @@ fn prove_step(step: u32, m: u32, n: u32, k: u32, secs: u64) -> sim::prove::Proof
 
 #[test]
 fn step1_at_one_tile_gets_a_verdict() {
-    // One 128 x 256 tile, 4 k-blocks.
-    prove_step(1, 128, 256, 256, 20);
+    // One 128 x 256 tile, 4 k-blocks (the fixture's ring has 4 stages): every order ran.
+    let proof = prove_step(1, 128, 256, 256, 60);
+    assert!(matches!(proof.verdict, Verdict::Clean), "{proof}");
+    assert!(
+        proof.runs > 1 && proof.states > proof.max_depth as u64,
+        "{proof}"
+    );
 }
 
 /// Steps 3 and 5 at their smallest shapes (run with --ignored: a minute each).
