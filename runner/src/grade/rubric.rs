@@ -436,11 +436,21 @@ impl Rubric {
             .tests
             .iter()
             .filter(|t| t.kind == Kind::Correctness)
-            .map(|t| (format!("test {:?}", t.name), t.shape, t.sets as f64 * schedules))
+            .map(|t| {
+                (
+                    format!("test {:?}", t.name),
+                    t.shape,
+                    t.sets as f64 * schedules,
+                )
+            })
             .collect();
         if let Some(s) = self.measure_shape {
             // One measured launch per dtype build.
-            launches.push(("the measured launch of the executed requirements".into(), s, 2.0));
+            launches.push((
+                "the measured launch of the executed requirements".into(),
+                s,
+                2.0,
+            ));
         }
         let mut total = 0.0;
         for (what, shape, n) in &launches {
@@ -1025,19 +1035,28 @@ trace = "loads-by-producer-only"
         // The shipped rubric fits, its performance test (not simulated) included.
         Rubric::parse(&stock).unwrap().check_simulated().unwrap();
         let big = stock.replacen("shape = [256, 512, 256]", "shape = [4096, 4096, 4096]", 1);
-        let e = format!("{:#}", Rubric::parse(&big).unwrap().check_simulated().unwrap_err());
+        let e = format!(
+            "{:#}",
+            Rubric::parse(&big).unwrap().check_simulated().unwrap_err()
+        );
         assert!(e.contains("limits.sim_steps"), "{e}");
         assert!(e.contains("public-gaussian-f16"), "{e}");
         // Within the steps, past the wall clock of one launch.
         let slow = big.replacen("[limits]\n", "[limits]\nsim_steps = 100000000000\n", 1);
-        let e = format!("{:#}", Rubric::parse(&slow).unwrap().check_simulated().unwrap_err());
+        let e = format!(
+            "{:#}",
+            Rubric::parse(&slow).unwrap().check_simulated().unwrap_err()
+        );
         assert!(e.contains("limits.launch_seconds"), "{e}");
         // Every launch fits, their sum does not fit run_seconds.
         let many = stock
             .replacen("seed = 21", "seed = 21\nsets = 16", 1)
             .replacen("shape = [256, 512, 256]", "shape = [1024, 1024, 1024]", 1)
             .replacen("run_seconds = 300", "run_seconds = 5", 1);
-        let e = format!("{:#}", Rubric::parse(&many).unwrap().check_simulated().unwrap_err());
+        let e = format!(
+            "{:#}",
+            Rubric::parse(&many).unwrap().check_simulated().unwrap_err()
+        );
         assert!(e.contains("limits.run_seconds"), "{e}");
     }
 }

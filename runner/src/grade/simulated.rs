@@ -132,6 +132,7 @@ fn launch(
         deadline: Some(sim::budget::Deadline::new(move || {
             started.elapsed() > limit
         })),
+        ..sim::Options::default()
     };
     let report = match sim::run(program, &mut l.device, &l.launch, &options) {
         Ok(r) => r,

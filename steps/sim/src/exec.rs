@@ -1,28 +1,23 @@
 //! The interpreter: per-thread register machines grouped in warps, CTAs grouped in a cluster,
 //! one scheduler that owns every interleaving choice and every asynchronous completion.
 //!
-//! Clusters run one after another (CTAs of different clusters cannot synchronise with each
-//! other, so any order of whole clusters is a legal schedule); inside a cluster every thread
-//! and every pending asynchronous operation is interleaved by the seeded scheduler.
+//! Works on the active cluster's state; `cluster.rs` keeps the resident clusters and the
+//! scheduler that interleaves their threads and asynchronous operations.
 
 use crate::decode::{
     AtomOp, Base, Bin, BoolOp, Cmp, Fence, Instr, Kernel, MbarOp, Op, Opd, Program, Rnd, Shfl,
     Space, Sreg, Sym, Ty, Un, Vote,
 };
 use crate::error::SimError;
-use crate::glue::{self, MapId, Tmem};
+use crate::glue::{self, MapId};
 use crate::launch::{Launch, Param};
-use crate::machine::{
-    BarState, Cta, Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why,
-};
-use crate::mem::{
-    Device, CTA_OFFSET_MASK, CTA_SHIFT, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES,
-};
+use crate::machine::{Machine, Mbar, ParamMaps, St, StoreJob, TcJob, Thread, TmaJob, Why};
+use crate::mem::{Device, LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_BYTES};
 use crate::observe::{Access, Agent, AsyncKind, Event, FenceKind, Mem, Proxy, Scope};
-use crate::rule_state::{CtaRules, Global, ThreadRules};
+use crate::rule_state::ThreadRules;
 use crate::rules;
 use crate::sched::Policy;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 mod alu;
 
@@ -83,6 +78,9 @@ impl<'a> Machine<'a> {
     }
 
     pub fn block(&mut self, t: u32, why: Why) {
+        if why != Why::Collective {
+            self.progress = self.steps;
+        }
         self.threads[t as usize].st = St::Block(why);
         self.unrun(t);
     }
@@ -104,7 +102,7 @@ impl<'a> Machine<'a> {
     // ---------------------------------------------------------------------------------------
 
     #[inline]
-    fn rv(&self, t: u32, o: &Opd) -> u64 {
+    pub(crate) fn rv(&self, t: u32, o: &Opd) -> u64 {
         match o {
             Opd::Reg(r) => self.threads[t as usize].regs[*r as usize],
             Opd::Imm(v) => *v,
@@ -192,20 +190,21 @@ impl<'a> Machine<'a> {
         }
         let a = a as u32;
         let own = self.threads[t as usize].cta;
-        let (cta, off) = match a >> CTA_SHIFT {
-            0 => (own, a),
-            r => (r - 1, a & CTA_OFFSET_MASK),
+        let (cta, off) = match crate::dsmem::decode(a, self.cl_size) {
+            crate::dsmem::Place::Own(o) => (own, o),
+            crate::dsmem::Place::Rank(r, o) => (r, o),
+            crate::dsmem::Place::Undefined => {
+                let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
+                return Err(self.rule(t, "cluster-address-undefined", d));
+            }
         };
-        if cta >= self.cl_size {
-            return Err(self.fault(
-                t,
-                format!(
-                    "shared::cluster address {a:#x} names CTA rank {cta}, but the cluster has {}",
-                    self.cl_size
-                ),
-            ));
+        let past = off as u64 + len as u64 > self.smem_bytes as u64;
+        if past && (off >= 1 << 24 || a >= crate::dsmem::WINDOW_BASE) {
+            // Past the memory a window maps: arithmetic between windows, not an overrun.
+            let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
+            return Err(self.rule(t, "cluster-address-undefined", d));
         }
-        if off < SMEM_RESERVED || off as u64 + len as u64 > self.smem_bytes as u64 {
+        if off < SMEM_RESERVED || past {
             return Err(self.fault(
                 t,
                 format!(
@@ -266,11 +265,15 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
+                if self.xr.on() {
+                    self.global_access(t, a, n as u64, false)?;
+                }
             }
             Loc::Shared(c, o) => {
                 if !self.cpa.unordered.is_empty() {
                     self.cp_async_check_read(t, c, o, n as u32)?;
                 }
+                self.check_init(t, c, o, n as u32, "")?;
                 out.copy_from_slice(&self.ctas[c as usize].smem[o as usize..o as usize + n]);
             }
             Loc::Local(o) => {
@@ -316,6 +319,7 @@ impl<'a> Machine<'a> {
 
     pub(crate) fn write_bytes(&mut self, t: u32, loc: Loc, data: &[u8]) -> Result<(), SimError> {
         let n = data.len();
+        self.progress = self.steps;
         match loc {
             Loc::Global(a) => {
                 if !self.dev.write(a, data) {
@@ -326,10 +330,14 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
+                if self.xr.on() {
+                    self.global_access(t, a, n as u64, true)?;
+                }
             }
             Loc::Shared(c, o) => {
                 rules::generic_smem_write(self, t, c, o, n as u32)?;
                 self.ctas[c as usize].smem[o as usize..o as usize + n].copy_from_slice(data);
+                self.ctas[c as usize].init.mark(o, n as u32);
             }
             Loc::Local(o) => {
                 let th = &mut self.threads[t as usize];
@@ -500,7 +508,7 @@ impl<'a> Machine<'a> {
     /// to one execution of its warp, and one lane's executions are distinct ones, so this never
     /// exceeds what the warp executed; it is exact where one lane issues (an elected thread) or
     /// the lanes go together.
-    fn fold_warp_counts(&mut self) {
+    pub(crate) fn fold_warp_counts(&mut self) {
         let n = self.k.opcodes.len();
         let per_cta = self.nthreads as usize;
         for cta in self.threads.chunks(per_cta) {
@@ -850,18 +858,21 @@ impl<'a> Machine<'a> {
                         ),
                     ));
                 }
-                let off = if *generic {
+                let sv = if *generic {
                     if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v) {
                         return Err(self.fault(
                             t,
                             format!("mapa of {v:#x}, not a shared-memory generic address"),
                         ));
                     }
-                    (v - SHARED_WINDOW) as u32 & CTA_OFFSET_MASK
+                    v - SHARED_WINDOW
                 } else {
-                    v as u32 & CTA_OFFSET_MASK
+                    v
                 };
-                let c = ((r + 1) << CTA_SHIFT) | off;
+                // The operand's place (its own CTA's or a mapped one), then the same offset in
+                // CTA r (PTX ISA, mapa: "an address in CTA b corresponding to" the operand).
+                let (_, off) = self.shared_loc(t, sv, 1)?;
+                let c = crate::dsmem::encode(r, off);
                 let out = if *generic {
                     SHARED_WINDOW + c as u64
                 } else {
@@ -1013,7 +1024,7 @@ impl<'a> Machine<'a> {
     }
 
     /// The address an `[addr]` operand names (or a register/immediate used as one).
-    fn addr_of(&self, t: u32, o: &Opd) -> (u64, bool) {
+    pub(crate) fn addr_of(&self, t: u32, o: &Opd) -> (u64, bool) {
         match o {
             Opd::Addr(b, off) => (self.base_value(t, b).wrapping_add(*off as u64), true),
             o => (self.rv(t, o), false),
@@ -1066,11 +1077,9 @@ impl<'a> Machine<'a> {
                         format!("cvta.to.shared of {v:#x}, not a shared-memory generic address"),
                     ));
                 }
-                let c = (v - SHARED_WINDOW) as u32;
                 let own = self.threads[t as usize].cta;
-                match c >> CTA_SHIFT {
-                    0 => c as u64,
-                    r if r - 1 == own => (c & CTA_OFFSET_MASK) as u64,
+                match self.shared_loc(t, v - SHARED_WINDOW, 1)? {
+                    (c, off) if c == own => off as u64,
                     _ => {
                         return Err(self.fault(t, format!("cvta.to.shared::cta of {v:#x}, an address in another CTA's shared memory")))
                     }
@@ -1176,6 +1185,7 @@ impl<'a> Machine<'a> {
 
     fn exit_thread(&mut self, t: u32) -> Result<(), SimError> {
         rules::on_exit(self, t)?;
+        self.progress = self.steps;
         let th = &mut self.threads[t as usize];
         th.st = St::Done;
         let cta = th.cta as usize;
@@ -1310,6 +1320,7 @@ impl<'a> Machine<'a> {
                 // Generic-proxy view: the barrier word is written.
                 rules::generic_smem_write(self, t, c, off, 8)?;
                 self.emit(Event::MbarInit { by: t, cta: c, off })?;
+                self.ctas[c as usize].init.mark(off, 8);
             }
             MbarOp::Inval => {
                 self.count(t, ins);
@@ -1667,6 +1678,7 @@ impl<'a> Machine<'a> {
                     let taddr = self.rv(x, &a[1]) as u32;
                     rules::on_tcgen05(self, x, "tcgen05.ld")?;
                     rules::check_tmem_read(self, x, taddr, *n as u32)?;
+                    self.check_tmem_init(x, taddr, *n as u32)?;
                     let th = &self.threads[x as usize];
                     let (cta, q) = (th.cta, th.warp % 4);
                     self.emit(Event::Tmem {
@@ -1720,6 +1732,11 @@ impl<'a> Machine<'a> {
                         .tmem
                         .st_32x32b(w % 4, l, taddr, &vals[..*n as usize])
                         .map_err(|e| self.fault(x, e.to_string()))?;
+                    let row = crate::units::tmem::taddr_lane(taddr) + l;
+                    let col = crate::units::tmem::taddr_col(taddr);
+                    self.ctas[cta as usize]
+                        .tinit
+                        .mark(row..row + 1, col, *n as u32);
                 }
             }
             Op::TcWaitLd => {
@@ -1918,7 +1935,7 @@ impl<'a> Machine<'a> {
         self.after_issue()
     }
 
-    fn bulk_wait_done(&self, t: u32, n: u32) -> bool {
+    pub(crate) fn bulk_wait_done(&self, t: u32, n: u32) -> bool {
         let th = &self.threads[t as usize];
         let pending = th
             .bulk_groups
@@ -2173,6 +2190,7 @@ impl<'a> Machine<'a> {
 
     /// Retire pending event number `i` (in the order TMA loads, stores, tcgen05 queues).
     pub fn retire(&mut self, i: usize) -> Result<(), SimError> {
+        self.progress = self.steps;
         if i < self.tma.len() {
             let j = self.tma.swap_remove(i);
             return self.retire_tma(j);
@@ -2211,7 +2229,8 @@ impl<'a> Machine<'a> {
             }
             let desc = &self.maps[j.map].1;
             let smem = &mut self.ctas[c as usize].smem;
-            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o) {
+            let mut seen = self.xr.on().then(Vec::new);
+            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o, seen.as_mut()) {
                 return Err(SimError::Fault {
                     cta: self.cta_linear(who.0),
                     warp: who.1,
@@ -2220,6 +2239,11 @@ impl<'a> Machine<'a> {
                     source_line: j.line.1,
                     detail: format!("TMA load: {e}"),
                 });
+            }
+            // The whole box is written, out-of-bound elements included (their fill is defined).
+            self.ctas[c as usize].init.mark(o, j.bytes);
+            if let Some(seen) = seen {
+                self.global_ranges(j.thread, j.line, &seen, false)?;
             }
             let (bc, bo) = j.mbar[k];
             if bc != who.0 && self.ctas[bc as usize].mbars.contains_key(&bo) {
@@ -2254,8 +2278,21 @@ impl<'a> Machine<'a> {
 
     fn retire_store(&mut self, s: StoreJob) -> Result<(), SimError> {
         let desc = &self.maps[s.map].1;
+        let bytes = glue::box_bytes(desc);
+        let th = &self.threads[s.thread as usize];
+        let (by, warp) = (th.cta, th.warp);
+        self.check_init_at(
+            s.line,
+            by,
+            warp,
+            s.cta,
+            &[(s.src, s.src.saturating_add(bytes))],
+            "a TMA store (its source)",
+        )?;
+        let desc = &self.maps[s.map].1;
         let smem = &self.ctas[s.cta as usize].smem;
-        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev) {
+        let mut seen = self.xr.on().then(Vec::new);
+        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev, seen.as_mut()) {
             return Err(SimError::Fault {
                 cta: self.cta_linear(s.cta),
                 warp: self.threads[s.thread as usize].warp,
@@ -2264,6 +2301,9 @@ impl<'a> Machine<'a> {
                 source_line: s.line.1,
                 detail: format!("TMA store: {e}"),
             });
+        }
+        if let Some(seen) = seen {
+            self.global_ranges(s.thread, s.line, &seen, true)?;
         }
         self.store_done[s.id as usize] = true;
         self.emit(Event::Retire {
@@ -2301,6 +2341,8 @@ impl<'a> Machine<'a> {
                 seq,
                 line,
             } => {
+                self.check_mma_operands(t, cta, cg2, idesc, a, b, line)?;
+                self.mma_accumulator(t, cta, cg2, idesc, d, acc, line)?;
                 let r = if cg2 {
                     let (lo, hi) = self.ctas.split_at_mut(cta as usize + 1);
                     let c0 = &mut lo[cta as usize];
@@ -2390,7 +2432,12 @@ impl<'a> Machine<'a> {
             } => {
                 // cta_group::2: each CTA of the pair copies from its own shared memory at the
                 // descriptor's offsets, as an MMA's operands are split (see units::mma).
+                let col = crate::units::tmem::taddr_col(taddr);
                 for c in std::iter::once(cta).chain(peer) {
+                    self.check_cp_source(t, c, desc, shape.rows(), shape.row_bytes(), line)?;
+                    self.ctas[c as usize]
+                        .tinit
+                        .mark(0..128, col, shape.row_bytes() / 4);
                     let cc = &mut self.ctas[c as usize];
                     if let Err(e) = glue::tc_cp(&mut cc.tmem, &cc.smem, taddr, desc, shape) {
                         return Err(SimError::Fault {
@@ -2760,130 +2807,4 @@ pub(crate) fn globals_addrs(p: &Program, dev: &mut Device) -> Vec<u64> {
         }
     }
     addrs
-}
-
-impl<'a> Machine<'a> {
-    /// Run one cluster (`cid` in cluster units) to completion, alone: the clusters of a launch
-    /// run one after another (the crate's "What sequential clusters cannot show" lists what
-    /// that hides: interactions of clusters through global memory).
-    pub fn run_cluster(&mut self, cid: [u32; 3]) -> Result<(), SimError> {
-        let l = self.l;
-        let cl = l.cluster;
-        self.cluster_id = cid;
-        self.ctas.clear();
-        self.threads.clear();
-        self.runnable.clear();
-        self.rpos.clear();
-        self.tcq.clear();
-        self.tc_active.clear();
-        self.tma.clear();
-        self.stores.clear();
-        self.store_done.clear();
-        self.rg = Global::default();
-        self.cluster_phase = 0;
-        self.cluster_arrivals = 0;
-        self.cluster_waiters.clear();
-        let mut rank = 0;
-        for z in 0..cl[2] {
-            for y in 0..cl[1] {
-                for x in 0..cl[0] {
-                    let ctaid = [cid[0] * cl[0] + x, cid[1] * cl[1] + y, cid[2] * cl[2] + z];
-                    self.ctas.push(Cta {
-                        rank,
-                        ctaid,
-                        smem: vec![0u8; self.smem_bytes as usize],
-                        mbars: HashMap::new(),
-                        bars: vec![BarState::default(); 16],
-                        tmem: Tmem::new(),
-                        live: self.nthreads,
-                        rules: CtaRules::new(self.smem_bytes),
-                    });
-                    for i in 0..self.nthreads {
-                        let th = new_thread(self.k, rank, i, l.block);
-                        self.threads.push(th);
-                    }
-                    rank += 1;
-                }
-            }
-        }
-        let n = self.threads.len();
-        self.rpos = vec![NONE; n];
-        self.tcq = vec![VecDeque::new(); n];
-        for t in 0..n as u32 {
-            self.rpos[t as usize] = t;
-            self.runnable.push(t);
-            self.threads[t as usize].prio = self.rng.next_u64();
-        }
-        let (threads, ctas, smem) = (n as u32, self.ctas.len() as u32, self.smem_bytes);
-        self.emit(Event::ClusterStart {
-            threads,
-            ctas,
-            smem,
-        })?;
-        if let Policy::Pct { depth } = self.o.policy {
-            // Change points spread over an estimate of the run's length.
-            let est = 2000 * n as u64;
-            self.pct_changes = (0..depth)
-                .map(|_| self.steps + self.rng.below(est))
-                .collect();
-        }
-        self.schedule()?;
-        self.fold_warp_counts();
-        Ok(())
-    }
-
-    fn schedule(&mut self) -> Result<(), SimError> {
-        loop {
-            let nr = self.runnable.len();
-            let ne = self.pending_events();
-            if nr == 0 && ne == 0 {
-                if self.threads.iter().all(|t| t.st == St::Done) {
-                    return Ok(());
-                }
-                return Err(SimError::Deadlock {
-                    report: crate::deadlock::deadlock_report(self),
-                });
-            }
-            let retire = match self.o.policy {
-                _ if nr == 0 => true,
-                _ if ne == 0 => false,
-                Policy::AsyncLate => false,
-                Policy::AsyncEarly => true,
-                Policy::Random | Policy::Pct { .. } => self.rng.chance(1, 8),
-            };
-            if retire {
-                let i = self.rng.below(ne as u64) as usize;
-                if matches!(self.o.policy, Policy::AsyncLate) || nr == 0 {
-                    self.report.retired_late += 1;
-                } else {
-                    self.report.retired_early += 1;
-                }
-                self.retire(i)?;
-                continue;
-            }
-            let t = match self.o.policy {
-                Policy::Pct { .. } => {
-                    // Highest priority runnable thread; at a change point it drops to the bottom.
-                    let mut best = self.runnable[0];
-                    for &x in &self.runnable {
-                        if self.threads[x as usize].prio > self.threads[best as usize].prio {
-                            best = x;
-                        }
-                    }
-                    if let Some(p) = self.pct_changes.iter().position(|&c| c <= self.steps) {
-                        self.pct_changes.swap_remove(p);
-                        self.threads[best as usize].prio = self.rng.below(1000);
-                        self.report.priority_changes += 1;
-                    }
-                    best
-                }
-                _ => self.runnable[self.rng.below(nr as u64) as usize],
-            };
-            let q = match self.o.policy {
-                Policy::Pct { .. } => 64,
-                _ => 1 + self.rng.below(64) as u32,
-            };
-            self.run_thread(t, q)?;
-        }
-    }
 }

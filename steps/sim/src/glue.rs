@@ -18,29 +18,43 @@ pub fn box_bytes(d: &MapDesc) -> u32 {
 }
 
 /// A TMA load of the box at `coords` into the CTA's shared memory `smem` at `addr` (the
-/// swizzle follows the address, as on the hardware).
+/// swizzle follows the address, as on the hardware); the global (address, length) runs it
+/// reads go to `seen`, when given (the cross-cluster race check).
 pub fn tma_load(
     d: &MapDesc,
     coords: &[i32; 5],
     dev: &Device,
     smem: &mut [u8],
     addr: u32,
+    mut seen: Option<&mut Vec<(u64, u64)>>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
-    let mut read = |a: u64, out: &mut [u8]| dev.read(a, out);
+    let mut read = |a: u64, out: &mut [u8]| {
+        if let Some(s) = seen.as_mut() {
+            s.push((a, out.len() as u64));
+        }
+        dev.read(a, out)
+    };
     d.load_box_at(&coords[..rank], &mut read, smem, addr)
 }
 
-/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`.
+/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`; the
+/// global runs it writes go to `seen`, when given.
 pub fn tma_store(
     d: &MapDesc,
     coords: &[i32; 5],
     smem: &[u8],
     addr: u32,
     dev: &mut Device,
+    mut seen: Option<&mut Vec<(u64, u64)>>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
-    let mut write = |a: u64, data: &[u8]| dev.write(a, data);
+    let mut write = |a: u64, data: &[u8]| {
+        if let Some(s) = seen.as_mut() {
+            s.push((a, data.len() as u64));
+        }
+        dev.write(a, data)
+    };
     d.store_box_at(&coords[..rank], smem, addr, &mut write)
 }
 

@@ -51,6 +51,14 @@ pub struct Options {
     /// The host's wall-clock deadline, asked every few milliseconds of simulation (see
     /// [`crate::budget`]): the run stops with `SimError::Deadline` once it says so.
     pub deadline: Option<crate::budget::Deadline>,
+    /// SMs of the simulated GPU: with one CTA resident per SM, `sms / cluster size` clusters
+    /// run at the same time (the rest wait until one finishes, as on the GPU). The default is
+    /// a B200's 148. Clusters interleave instruction by instruction under the one scheduler.
+    pub sms: u32,
+    /// Replay a schedule the proving mode found ([`crate::prove::explore_all`]'s witness; its
+    /// text form parses with `str::parse`) instead of the seeded choices: what a runner's
+    /// `--sim-policy replay:WITNESS` sets.
+    pub replay: Option<crate::prove::Witness>,
 }
 
 impl Default for Options {
@@ -61,6 +69,8 @@ impl Default for Options {
             max_steps: 400_000_000,
             trace: false,
             deadline: None,
+            sms: 148,
+            replay: None,
         }
     }
 }

@@ -23,32 +23,46 @@
 //! # Model
 //! Every thread is its own interpreter over the pre-decoded instruction array; warps rendezvous
 //! at warp-collective instructions (every lane of the mask arrives before any proceeds), so no
-//! SIMT stack is needed. CTAs of one cluster run together; clusters run one after another. One
-//! seeded scheduler picks which thread runs and for how long, and when each asynchronous
-//! operation (TMA load or store, tcgen05.mma, tcgen05.commit) completes. A thread whose
-//! `mbarrier.try_wait` would fail blocks until the phase completes.
+//! SIMT stack is needed. All CTAs of a cluster are resident together, and several clusters run
+//! at the same time: at most `Options::sms / cluster size` (one CTA per SM, 148 SMs by
+//! default), the next cluster of the grid becoming resident when one finishes, as on the GPU.
+//! One seeded scheduler picks which thread of which resident cluster runs and for how long,
+//! and when each asynchronous operation (TMA load or store, tcgen05.mma, tcgen05.commit)
+//! completes. A thread whose `mbarrier.try_wait` would fail blocks until the phase completes.
 //!
-//! # What sequential clusters cannot show
+//! # What concurrent clusters show
 //! Clusters share nothing a kernel can synchronise on but global memory (no barrier, mbarrier
-//! or distributed shared memory spans two clusters), so a kernel whose clusters only read the
-//! inputs and write disjoint tiles of C, as every stock kernel does (a persistent cluster's
-//! tiles are a fixed function of its cluster id), behaves the same whatever the order of its
-//! clusters. What one cluster after another cannot show is any interaction through global
-//! memory while two clusters run:
-//! - a lost update: two clusters adding into the same C elements with a plain load, add and
-//!   store (split-K without `red`/`atom`), or taking tiles from a counter with a non-atomic
-//!   fetch-and-increment: each cluster's read-modify-write is over before the next starts;
-//! - a dynamic tile scheduler's split of tiles: with an atomic tile counter the first cluster
-//!   takes every tile and the others none, so a bug in how two clusters share the counter never
-//!   runs;
-//! - a wait on another cluster: a flag or grid-wide barrier set by a later cluster spins until
-//!   the step limit (`StepLimit`, not an explained deadlock) where a GPU with both resident
-//!   finishes; one set by an earlier cluster always passes;
-//! - the memory model between clusters: a missing `fence` or release/acquire at gpu scope
-//!   cannot show, since each cluster sees all of an earlier cluster's writes;
-//! - two clusters writing the same tile (an overlapping tile index): the last one wins, so
-//!   only a tile computed with different values, or one never written (C is NaN-poisoned),
-//!   fails.
+//! or distributed shared memory spans two clusters). Running them at the same time, under one
+//! scheduler, shows what one cluster after another could not:
+//! - a race on global memory between clusters (rule `cross-cluster-race`, naming both accesses
+//!   and their source lines): two clusters writing the same C elements (an overlapping tile
+//!   index, a split-K without `red`/`atom`), or one reading what another writes, with no
+//!   gpu-scope release/acquire (or atomic) between them. It is decided from what orders the
+//!   accesses, not from the order they happened to run in (`xrace.rs`);
+//! - a lost update through a non-atomic read-modify-write, or a dynamic tile scheduler's split
+//!   of tiles between clusters: the clusters' instructions interleave;
+//! - a wait on another cluster: a flag or grid-wide barrier set by another cluster passes when
+//!   both are resident; when the setter can never be resident while the waiters spin (more
+//!   clusters than `Options::sms` holds), the run stops with a "waits on another cluster"
+//!   report instead of running to the step limit.
+//!
+//! What it still does not show: a race between CTAs of one cluster on global memory (the
+//! happens-before checker's), and weak-memory outcomes (each access is seen by all at once).
+//!
+//! # Uninitialised memory
+//! Shared memory starts each launch as 0xFF bytes, and a read of bytes nothing wrote in the
+//! launch (a load, an MMA operand, a TMA store's or tcgen05.cp's source) is rule
+//! `uninitialised-read` (`poison.rs`), as is a `tcgen05.ld` of tensor memory no MMA, st or cp
+//! wrote, and an MMA that accumulates into such columns. A `.shared::cluster` address that is
+//! neither the CTA's own nor inside what `mapa` mapped is rule `cluster-address-undefined`
+//! (`dsmem.rs`).
+//!
+//! # Proving mode
+//! [`prove::explore_all`] runs every distinct order of the synchronisation events (which
+//! thread reaches its next barrier operation first, when each asynchronous operation
+//! completes), with dynamic partial-order reduction and sleep sets, bounded by states, runs
+//! and the caller's clock. Its verdict is clean, incomplete (with what was covered) or an
+//! error with a [`prove::Witness`] that [`prove::replay`] runs again.
 //!
 //! # Ordering rules
 //! Checked from what orders what (a wait observed, a fence executed, a commit arrived), not
@@ -58,7 +72,8 @@
 //! `wait-ld-before-handoff`, `fence-before-handoff`, `proxy-fence-before-store`,
 //! `wait-read-before-reuse`, `wait-read-before-exit`, `wait-for-peer-commits`,
 //! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
-//! `tcgen05.wait::ld`), which only the simulator checks.
+//! `tcgen05.wait::ld`), which only the simulator checks. Beside them: `cross-cluster-race`,
+//! `uninitialised-read` and `cluster-address-undefined` (above).
 //!
 //! # Functions, local memory, printf and assert
 //! A kernel's code is its entry then every `.func` it calls (`link.rs`); `call`/`ret` keep a
@@ -89,11 +104,13 @@
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;
+pub mod budget;
 mod calls;
 mod check;
-pub mod budget;
+mod cluster;
 mod deadlock;
 pub mod decode;
+pub mod dsmem;
 pub mod error;
 mod exec;
 mod forms;
@@ -104,12 +121,15 @@ mod machine;
 pub mod mem;
 mod observe;
 pub mod parse;
+mod poison;
 pub mod printf;
+pub mod prove;
 mod report;
 mod rule_state;
 mod rules;
 pub mod sched;
 pub mod units;
+mod xrace;
 
 pub use decode::Program;
 pub use error::{Assertion, SimError};
@@ -173,6 +193,33 @@ pub fn run_traced(
     l: &Launch,
     o: &Options,
 ) -> Result<RunReport, Stopped> {
+    run_with(p, dev, l, o, None).0
+}
+
+/// [`run_traced`] with the proving mode's chooser in place of the seeded choices; gives the
+/// chooser back with the choices it made.
+pub(crate) fn run_with(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+    chooser: Option<prove::Chooser>,
+) -> (Result<RunReport, Stopped>, Option<prove::Chooser>) {
+    let mut chooser = chooser;
+    let r = run_inner(p, dev, l, o, &mut chooser);
+    (r, chooser)
+}
+
+fn run_inner(
+    p: &Program,
+    dev: &mut Device,
+    l: &Launch,
+    o: &Options,
+    chooser_slot: &mut Option<prove::Chooser>,
+) -> Result<RunReport, Stopped> {
+    let chooser = chooser_slot
+        .take()
+        .or_else(|| o.replay.as_ref().map(prove::Chooser::replaying));
     let no_trace = |error| Stopped {
         error,
         trace: Vec::new(),
@@ -237,37 +284,36 @@ pub fn run_traced(
         trace_dropped: 0,
         rg: rule_state::Global::default(),
         cpa: Default::default(),
-        observers: vec![Box::new(check::hb::Hb::default())],
+        observers: Vec::new(),
+        slots: Vec::new(),
+        cur: cluster::NO_SLOT,
+        next_cluster: 0,
+        ncl_total: 0,
+        resident_max: 1,
+        progress: 0,
+        uninit: Default::default(),
+        xr: xrace::XRace::default(),
+        prove: chooser,
     };
-    let ncl = [
-        l.grid[0] / l.cluster[0],
-        l.grid[1] / l.cluster[1],
-        l.grid[2] / l.cluster[2],
-    ];
-    for z in 0..ncl[2] {
-        for y in 0..ncl[1] {
-            for x in 0..ncl[0] {
-                if let Err(error) = m.run_cluster([x, y, z]) {
-                    let mut trace = take_trace(&mut m);
-                    if o.trace {
-                        // The stop itself, last: the deadlock report's lines each on its own.
-                        let text = error.to_string();
-                        let mut lines = text.lines();
-                        let first = lines.next().unwrap_or("");
-                        trace.push(format!("{:>10} stopped: {first}", m.steps));
-                        trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
-                    }
-                    let printf = std::mem::take(&mut m.report.printf);
-                    return Err(Stopped {
-                        error,
-                        trace,
-                        printf,
-                    });
-                }
-                m.report.clusters += 1;
-            }
+    if let Err(error) = m.run_grid() {
+        let mut trace = take_trace(&mut m);
+        if o.trace {
+            // The stop itself, last: the deadlock report's lines each on its own.
+            let text = error.to_string();
+            let mut lines = text.lines();
+            let first = lines.next().unwrap_or("");
+            trace.push(format!("{:>10} stopped: {first}", m.steps));
+            trace.extend(lines.map(|l| format!("{:>10} {}", "", l.trim_start())));
         }
+        *chooser_slot = m.prove.take();
+        let printf = std::mem::take(&mut m.report.printf);
+        return Err(Stopped {
+            error,
+            trace,
+            printf,
+        });
     }
+    *chooser_slot = m.prove.take();
     let _ = m.prog;
     let mut r = std::mem::take(&mut m.report);
     r.instructions = m.steps;

@@ -109,6 +109,10 @@ pub(crate) struct Cta {
     pub tmem: Tmem,
     pub live: u32,
     pub rules: CtaRules,
+    /// Which shared-memory bytes something wrote in this launch (`poison.rs`).
+    pub init: crate::poison::Written,
+    /// Which tensor-memory cells something wrote in this launch (`poison.rs`).
+    pub tinit: crate::poison::TmemWritten,
 }
 
 /// A queued tcgen05 operation of one thread (they complete in issue order).
@@ -224,6 +228,22 @@ pub(crate) struct Machine<'a> {
     pub cpa: crate::exec::async_copy::CpaState,
     /// What watches execution (`observe.rs`): the happens-before checker.
     pub observers: Vec<Box<dyn crate::observe::Observer>>,
+    /// Resident clusters other than the active one (`cluster.rs`); `cur` is the active one's
+    /// slot, whose fields live in the ones above (`threads`, `ctas`, ...).
+    pub slots: Vec<crate::cluster::Cluster>,
+    pub cur: usize,
+    pub next_cluster: u32,
+    pub ncl_total: u32,
+    pub resident_max: usize,
+    /// The last step that wrote memory, completed an operation, blocked or ended a thread.
+    pub progress: u64,
+    /// The first read of shared memory nothing wrote (`poison.rs`): reported when its
+    /// cluster finishes, unless another finding (a race with the write) stops the run first.
+    pub uninit: std::cell::RefCell<Option<SimError>>,
+    /// Races on global memory between clusters (`xrace.rs`).
+    pub xr: crate::xrace::XRace,
+    /// The proving mode's choices (`prove.rs`), replacing the seeded ones.
+    pub prove: Option<crate::prove::Chooser>,
 }
 
 impl Machine<'_> {

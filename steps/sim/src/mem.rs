@@ -3,9 +3,9 @@
 //! Generic addresses (what `cvta` produces and generic `ld`/`st` use) are split into windows:
 //! global allocations from [`GLOBAL_BASE`], the cluster's shared memory from [`SHARED_WINDOW`]
 //! (plus a shared::cluster address), the thread's local memory from [`LOCAL_WINDOW`] and the
-//! kernel's parameters from [`PARAM_WINDOW`]. A shared::cluster address is
-//! `(rank + 1) << 24 | offset`; a shared::cta address is the offset alone (rank bits 0), which
-//! names the executing CTA, as the PTX ISA's shared::cta window inside shared::cluster does.
+//! kernel's parameters from [`PARAM_WINDOW`]. A shared::cta address is the offset alone, which
+//! names the executing CTA, as the PTX ISA's shared::cta window inside shared::cluster does;
+//! another CTA's memory is at the address `mapa` gives (`crate::dsmem`).
 
 /// First global address handed out.
 pub const GLOBAL_BASE: u64 = 0x0000_0001_0000_0000;
@@ -14,9 +14,6 @@ pub const LOCAL_WINDOW: u64 = 0x0000_7100_0000_0000;
 pub const PARAM_WINDOW: u64 = 0x0000_7200_0000_0000;
 /// Width of each non-global window.
 pub const WINDOW_BYTES: u64 = 0x0000_0001_0000_0000;
-/// Bits of a shared::cluster address that hold the offset inside one CTA.
-pub const CTA_SHIFT: u32 = 24;
-pub const CTA_OFFSET_MASK: u32 = (1 << CTA_SHIFT) - 1;
 
 /// The device's global memory: allocations are carved from one growing buffer.
 #[derive(Debug, Default, Clone)]

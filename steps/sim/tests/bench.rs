@@ -114,3 +114,38 @@ fn deadlock_latency() {
         (w - u).max(0.0)
     );
 }
+
+/// Every stock step (f16) at the runner's default shapes (256 x 256 x 512, persistent kernels
+/// 768 x 512 x 512 with up to 148 clusters), one seeded run each: the wall time of each
+/// simulation (run with `-- --ignored --nocapture`; `SIM_SMS=2` runs one cluster at a time).
+#[test]
+#[ignore]
+fn default_shapes() {
+    for step in 0..=6 {
+        let f = facts(step);
+        let (m, n, k) = if f.persistent {
+            (768, 512, 512)
+        } else {
+            (256, 256, 512)
+        };
+        let prog = Program::parse(&fixture(&format!("step{step}.f16"))).unwrap();
+        let mut p = Problem::new(m, n, k, Dtype::F16, 1);
+        let l = p.launch(&f, 148).unwrap();
+        let mut dev = std::mem::take(&mut p.dev);
+        let t = Instant::now();
+        let o = Options {
+            sms: std::env::var("SIM_SMS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(148),
+            ..Options::default()
+        };
+        let r = sim::run(&prog, &mut dev, &l, &o).unwrap();
+        let s = t.elapsed().as_secs_f64();
+        assert_eq!(p.verify(&dev).0, 0);
+        eprintln!(
+            "default shape step {step} {m}x{n}x{k}: {s:.3} s, {} instructions, {} clusters",
+            r.instructions, r.clusters
+        );
+    }
+}

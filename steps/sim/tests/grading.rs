@@ -67,12 +67,15 @@ fn warp_level_counts_take_the_busiest_lane_of_each_warp_and_skip_false_guards() 
 
 #[test]
 fn a_pointer_initialised_with_a_strings_address_points_at_it() {
+    // One thread of CTA 0 stores: the same store from both CTAs would be a race between them.
     let globals = ".global .align 1 .b8 $str[3] = {104, 105, 0};\n.global .align 8 .u64 note = generic($str);\n";
     let body = "
 	ld.global.u64 %rd3, [note];
 	ld.u8 %rs1, [%rd3+1];
 	cvt.u32.u16 %r2, %rs1;
-	setp.eq.u32 %p1, %r1, 0;
+	mov.u32 %r5, %ctaid.x;
+	or.b32 %r6, %r1, %r5;
+	setp.eq.u32 %p1, %r6, 0;
 	@%p1 st.global.u32 [%rd2], %r2;";
     let p = Program::parse(&kernel(globals, body)).unwrap();
     let mut dev = Device::new();

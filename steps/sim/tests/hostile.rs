@@ -82,7 +82,7 @@ fn random_edits_of_stock_kernels_never_panic() {
                     policy: Policy::Random,
                     max_steps: 3_000_000,
                     trace: false,
-                    deadline: None,
+                    ..Options::default()
                 };
                 match sim::run(&p, &mut dev, &l, &o) {
                     Ok(_) => 2,
