@@ -268,9 +268,6 @@ impl<'a> Machine<'a> {
                 }
             }
             Loc::Shared(c, o) => {
-                if !self.cpa.unordered.is_empty() {
-                    self.cp_async_check_read(t, c, o, n as u32)?;
-                }
                 out.copy_from_slice(&self.ctas[c as usize].smem[o as usize..o as usize + n]);
             }
             Loc::Local(o) => {
@@ -373,7 +370,7 @@ impl<'a> Machine<'a> {
                 who.0,
                 who.1,
                 "wait-for-peer-commits",
-                format!("{kind} on the barrier at shared-memory offset {off:#x} of CTA rank {cta} after that CTA exited: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail)"),
+                format!("{kind} on {} after that CTA exited: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail)", crate::deadlock::barrier_words(self, cta, off)),
             ));
         }
         let Some(b) = self.mbar_mut(cta, off) else {
@@ -386,7 +383,8 @@ impl<'a> Machine<'a> {
         let phase = b.phase;
         if n > b.pending {
             let (count, pending) = (b.count, b.pending);
-            let e = format!("{kind} of {n} on the barrier at shared-memory offset {off:#x}, which expects only {pending} more of its {count} arrivals in this phase (PTX ISA: the pending count must not underflow)");
+            let bar = crate::deadlock::barrier_words(self, cta, off);
+            let e = format!("{kind} of {n} on {bar}, which expects only {pending} more of its {count} arrivals in this phase (PTX ISA: the pending count must not underflow)");
             return Err(match by {
                 Some(t) => self.fault(t, e),
                 None => self.rule_at((who.2, who.3), who.0, who.1, "mbarrier-arrivals", e),
@@ -783,7 +781,11 @@ impl<'a> Machine<'a> {
                     self.seq += 1;
                     let s = self.seq;
                     self.threads[t as usize].rules.proxy_fence_seq = s;
-                } else if *f == Fence::MbarrierInit {
+                } else if *f == Fence::MbarrierInit
+                    || (*f == Fence::Memory
+                        && self.scope_of(ins.key) >= crate::observe::Scope::Cluster)
+                {
+                    // A full fence at cluster scope orders the inits as well.
                     self.seq += 1;
                     let s = self.seq;
                     self.threads[t as usize].rules.mbar_init_fence_seq = s;
@@ -1416,13 +1418,14 @@ impl<'a> Machine<'a> {
                         phase - 1
                     };
                     rules::observe(self, t, c, off, completed);
-                    let scope = self.scope_of(ins.key);
+                    let (scope, acquire) = (self.scope_of(ins.key), !self.relaxed(ins.key));
                     self.emit(Event::MbarObserve {
                         by: t,
                         cta: c,
                         off,
                         phase: completed as i64 - 1,
                         scope,
+                        acquire,
                     })?;
                     self.threads[t as usize].rules.synced = Some("an mbarrier wait");
                     let d = a[0].clone();
@@ -2061,8 +2064,9 @@ impl<'a> Machine<'a> {
             by: t,
             barrier: None,
         })?;
-        // 128 lanes, `bytes` of each row: bytes / 4 columns (the shared-memory source is not
-        // tracked).
+        // Its shared-memory source (async proxy) and 128 lanes of `bytes` per row: bytes / 4
+        // columns.
+        self.observe_tc_cp_source(id, cta, desc, bytes)?;
         self.emit(Event::Tmem {
             agent: Agent::Async(id),
             cta,
@@ -2107,6 +2111,7 @@ impl<'a> Machine<'a> {
                 "tcgen05.shift.cta_group::2 issued by a CTA that is not the even rank of a pair",
             ));
         }
+        self.observe_tc_shift(t, cta, cg2, taddr)?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Shift {
             cta,
@@ -2180,15 +2185,20 @@ impl<'a> Machine<'a> {
             }
             let desc = &self.maps[j.map].1;
             let smem = &mut self.ctas[c as usize].smem;
-            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o) {
+            let mut log = Vec::new();
+            if let Err(e) = glue::tma_load_logged(desc, &j.coords, self.dev, smem, o, &mut log) {
                 return Err(SimError::Fault {
                     cta: self.cta_linear(who.0),
                     warp: who.1,
                     lane: self.threads[j.thread as usize].lane,
                     ptx_line: j.line.0,
                     source_line: j.line.1,
-                    detail: format!("TMA load: {e}"),
+                    detail: crate::glue::unit_message("TMA load", &e),
                 });
+            }
+            if k == 0 {
+                // The global bytes it read (once for all multicast destinations).
+                self.observe_tma_global(j.id, log, Access::Read)?;
             }
             let (bc, bo) = j.mbar[k];
             if bc != who.0 && self.ctas[bc as usize].mbars.contains_key(&bo) {
@@ -2224,17 +2234,19 @@ impl<'a> Machine<'a> {
     fn retire_store(&mut self, s: StoreJob) -> Result<(), SimError> {
         let desc = &self.maps[s.map].1;
         let smem = &self.ctas[s.cta as usize].smem;
-        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev) {
+        let mut log = Vec::new();
+        if let Err(e) = glue::tma_store_logged(desc, &s.coords, smem, s.src, self.dev, &mut log) {
             return Err(SimError::Fault {
                 cta: self.cta_linear(s.cta),
                 warp: self.threads[s.thread as usize].warp,
                 lane: self.threads[s.thread as usize].lane,
                 ptx_line: s.line.0,
                 source_line: s.line.1,
-                detail: format!("TMA store: {e}"),
+                detail: crate::glue::unit_message("TMA store", &e),
             });
         }
         self.store_done[s.id as usize] = true;
+        self.observe_tma_global(crate::observe::store_op_id(s.id), log, Access::Write)?;
         self.emit(Event::Retire {
             id: crate::observe::store_op_id(s.id),
         })?;
@@ -2294,7 +2306,7 @@ impl<'a> Machine<'a> {
                     lane: self.threads[t as usize].lane,
                     ptx_line: line.0,
                     source_line: line.1,
-                    detail: format!("tcgen05.mma: {e}"),
+                    detail: crate::glue::unit_message("tcgen05.mma", &e),
                 })?;
                 rules::mma_done(self, seq);
                 if self.o.trace {
@@ -2364,7 +2376,7 @@ impl<'a> Machine<'a> {
                         lane: self.threads[t as usize].lane,
                         ptx_line: line.0,
                         source_line: line.1,
-                        detail: format!("tcgen05.cp: {e}"),
+                        detail: crate::glue::unit_message("tcgen05.cp", &e),
                     });
                 }
                 if self.o.trace {
@@ -2389,7 +2401,7 @@ impl<'a> Machine<'a> {
                             lane: self.threads[t as usize].lane,
                             ptx_line: line.0,
                             source_line: line.1,
-                            detail: format!("tcgen05.shift: {e}"),
+                            detail: crate::glue::unit_message("tcgen05.shift", &e),
                         });
                     }
                 }

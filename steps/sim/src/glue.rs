@@ -9,6 +9,17 @@ use crate::units::UnitError;
 pub use crate::units::tensormap::TensorMapDesc as MapDesc;
 pub use crate::units::tmem::TensorMemory as Tmem;
 
+/// A unit's error as the text of a fault of instruction `what`: the unit's message already
+/// starts with the instruction's name most of the time ("tcgen05.mma: ..."); never doubled.
+pub fn unit_message(what: &str, e: &UnitError) -> String {
+    let s = e.to_string();
+    if s.starts_with(what) {
+        s
+    } else {
+        format!("{what}: {s}")
+    }
+}
+
 /// Index of a tensor-map parameter of the launch.
 pub type MapId = usize;
 
@@ -18,29 +29,39 @@ pub fn box_bytes(d: &MapDesc) -> u32 {
 }
 
 /// A TMA load of the box at `coords` into the CTA's shared memory `smem` at `addr` (the
-/// swizzle follows the address, as on the hardware).
-pub fn tma_load(
+/// swizzle follows the address, as on the hardware), listing in `log` the global byte ranges
+/// it read (for the happens-before checker).
+pub fn tma_load_logged(
     d: &MapDesc,
     coords: &[i32; 5],
     dev: &Device,
     smem: &mut [u8],
     addr: u32,
+    log: &mut Vec<(u64, u64)>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
-    let mut read = |a: u64, out: &mut [u8]| dev.read(a, out);
+    let mut read = |a: u64, out: &mut [u8]| {
+        log.push((a, a + out.len() as u64));
+        dev.read(a, out)
+    };
     d.load_box_at(&coords[..rank], &mut read, smem, addr)
 }
 
-/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`.
-pub fn tma_store(
+/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`, listing in
+/// `log` the global byte ranges it wrote.
+pub fn tma_store_logged(
     d: &MapDesc,
     coords: &[i32; 5],
     smem: &[u8],
     addr: u32,
     dev: &mut Device,
+    log: &mut Vec<(u64, u64)>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
-    let mut write = |a: u64, data: &[u8]| dev.write(a, data);
+    let mut write = |a: u64, data: &[u8]| {
+        log.push((a, a + data.len() as u64));
+        dev.write(a, data)
+    };
     d.store_box_at(&coords[..rank], smem, addr, &mut write)
 }
 
