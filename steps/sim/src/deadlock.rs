@@ -176,7 +176,9 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
     if let Some(i) = root_waiter(m, &groups) {
         let (line, _, _) = groups[i];
         let text = lines[line].clone();
-        lines.push(format!("root waiter (its barrier misses arrivals no other blocked thread will make): {text}"));
+        lines.push(format!(
+            "root waiter (its barrier misses arrivals no other blocked thread will make): {text}"
+        ));
     }
     if m.pending_events() > 0 {
         lines.push(format!(
@@ -197,7 +199,9 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
 fn root_waiter(m: &Machine, groups: &[(usize, u32, Why)]) -> Option<usize> {
     let blocked = |cta_rank: u32, warp: u32| {
         m.threads.iter().any(|o| {
-            matches!(o.st, St::Block(_)) && m.ctas[o.cta as usize].rank == cta_rank && o.warp == warp
+            matches!(o.st, St::Block(_))
+                && m.ctas[o.cta as usize].rank == cta_rank
+                && o.warp == warp
         })
     };
     let mbar_root = groups.iter().position(|&(_, _, why)| {
@@ -219,9 +223,10 @@ fn root_waiter(m: &Machine, groups: &[(usize, u32, Why)]) -> Option<usize> {
         groups.iter().position(|&(_, t, why)| {
             let th = &m.threads[t as usize];
             match why {
-                Why::Bar(_) => !m.threads.iter().any(|o| {
-                    o.cta == th.cta && matches!(o.st, St::Block(w) if w != why)
-                }),
+                Why::Bar(_) => !m
+                    .threads
+                    .iter()
+                    .any(|o| o.cta == th.cta && matches!(o.st, St::Block(w) if w != why)),
                 Why::ClusterWait => !m
                     .threads
                     .iter()

@@ -19,7 +19,11 @@ fn deadlock_of(body: &str, threads: u32) -> Vec<String> {
         cluster: [1, 1, 1],
         dynamic_smem: 1024,
         params: vec![Param::U64(out)],
-        barrier_names: vec![(0, "full".into()), (8, "empty".into()), (16, "bytes".into())],
+        barrier_names: vec![
+            (0, "full".into()),
+            (8, "empty".into()),
+            (16, "bytes".into()),
+        ],
         sources: vec![],
     };
     match run(&p, &mut dev, &l, &Options::default()) {
@@ -113,7 +117,10 @@ fn bytes_that_came_before_their_expect_tx_are_reported() {
     );
     let report = deadlock_of(&body, 32);
     let text = report.join("\n");
-    assert!(text.contains("64 transaction bytes arrived before"), "{text}");
+    assert!(
+        text.contains("64 transaction bytes arrived before"),
+        "{text}"
+    );
     assert!(text.contains("waits on bytes"), "{text}");
     assert!(text.contains("root waiter"), "{text}");
 }

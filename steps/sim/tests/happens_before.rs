@@ -815,3 +815,148 @@ fn cp_async_barrier(wait: bool) -> String {
 	cp.async.wait_all;"
     )
 }
+
+/// `try_wait.parity` loop on the barrier at `reg` for `parity`, with its own labels.
+fn wait_loop(label: &str, reg: &str, parity: u32) -> String {
+    format!(
+        "
+	{label}:
+	{{
+	.reg .pred w;
+	mbarrier.try_wait.parity.shared::cta.b64 w, [{reg}], {parity};
+	selp.u32 %r4, 1, 0, w;
+	}}
+	setp.eq.u32 %p9, %r4, 0;
+	@%p9 bra {label};"
+    )
+}
+
+/// A one-slot TMA ring: thread 0 loads a 512-byte box into the slot (barrier `full`), waiting
+/// on `empty` before each refill as `producer` says; thread 32 waits on `full` with parity 0
+/// then 1, reading the slot after each and arriving on `empty`. Run under `o`.
+fn one_slot_ring(producer: &str, o: Options) -> Result<(), SimError> {
+    let load = "
+	mbarrier.arrive.expect_tx.shared::cta.b64 _, [%r2], 512;
+	cp.async.bulk.tensor.2d.shared::cta.global.mbarrier::complete_tx::bytes [%r8], [%rd6, {%r22, %r22}], [%r2];";
+    let producer = producer.replace("LOAD", load);
+    let ptx = format!(
+        "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];
+.visible .entry k(
+	.param .u64 k_param_0,
+	.param .align 64 .b8 k_param_1[128]
+)
+{{
+	.reg .pred %p<16>;
+	.reg .b32 %r<64>;
+	.reg .b64 %rd<16>;
+	ld.param.u64 %rd1, [k_param_0];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	mul.wide.u32 %rd3, %r1, 4;
+	add.s64 %rd4, %rd2, %rd3;
+	mov.u32 %r2, smem_raw;
+	add.s32 %r3, %r2, 8;
+	add.s32 %r8, %r2, 1024;
+	mov.b64 %rd5, k_param_1;
+	cvta.param.u64 %rd6, %rd5;
+	mov.u32 %r22, 0;
+	setp.eq.u32 %p1, %r1, 0;
+	@%p1 mbarrier.init.shared::cta.b64 [%r2], 1;
+	@%p1 mbarrier.init.shared::cta.b64 [%r3], 1;
+	bar.sync 0;
+	setp.eq.u32 %p2, %r1, 32;
+	@%p2 bra $L_consumer;
+	@!%p1 bra $L_end;
+	{producer}
+	bra.uni $L_end;
+	$L_consumer:
+	{}
+	ld.shared.u32 %r10, [%r8];
+	mbarrier.arrive.shared::cta.b64 _, [%r3];
+	{}
+	ld.shared.u32 %r11, [%r8];
+	mbarrier.arrive.shared::cta.b64 _, [%r3];
+	st.global.u32 [%rd4], %r11;
+	$L_end:
+	ret;
+}}
+",
+        wait_loop("$L_c0", "%r2", 0),
+        wait_loop("$L_c1", "%r2", 1),
+    );
+    let p = Program::parse(&ptx)?;
+    let mut dev = Device::new();
+    let out = dev.alloc(4 * 64);
+    let data = dev.alloc(32 * 32);
+    use sim::units::tensormap::*;
+    let map = TensorMapDesc::encode_tiled(
+        TmaDtype::Bf16,
+        2,
+        data,
+        &[16, 32],
+        &[32],
+        &[8, 32],
+        &[1, 1],
+        TmaInterleave::None,
+        TmaSwizzle::None,
+        TmaL2Promotion::None,
+        TmaOobFill::None,
+    )
+    .expect("tensor map");
+    let l = Launch {
+        kernel: "k".into(),
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        cluster: [1, 1, 1],
+        dynamic_smem: 4096,
+        params: vec![Param::U64(out), Param::TensorMap(map)],
+        barrier_names: vec![(0, "full".into()), (8, "empty".into())],
+        sources: vec![],
+    };
+    let o = Options {
+        max_steps: 1_000_000,
+        ..o
+    };
+    run(&p, &mut dev, &l, &o).map(|_| ())
+}
+
+#[test]
+fn a_waiter_two_phases_behind_is_prior_generation_wait_on_every_schedule() {
+    // Control: the producer refills after waiting for the consumer's release of the phase.
+    // (The producer also waits for each phase of `full` to complete before arming the next,
+    // as an arrive beyond a phase's count is not allowed while its bytes are in flight, and
+    // for the last before it exits.)
+    let good = format!(
+        "LOAD\n{}\n{}\nLOAD\n{}",
+        wait_loop("$L_f0", "%r2", 0),
+        wait_loop("$L_p0", "%r3", 0),
+        wait_loop("$L_f1", "%r2", 1)
+    );
+    // Planted: after the first refill the producer stops waiting on `empty` and loads phases
+    // 2 and 3 ahead of the consumer, which ends two phases behind. Its parity-1 wait then
+    // either observes phase 1 while the refill of phase 2 or 3 may overwrite the slot (the
+    // data belongs to a newer phase than the one it consumed), or observes phase 3 (the
+    // parity aliases a newer phase than the phase 1 it meant): both are prior-generation
+    // consumption, whatever the schedule.
+    let bad = format!(
+        "LOAD\n{}\n{}\nLOAD\n{}\nLOAD\n{}\nLOAD\n{}",
+        wait_loop("$L_f0", "%r2", 0),
+        wait_loop("$L_p0", "%r3", 0),
+        wait_loop("$L_f1", "%r2", 1),
+        wait_loop("$L_f2", "%r2", 0),
+        wait_loop("$L_f3", "%r2", 1)
+    );
+    let mut kinds = Vec::new();
+    for o in schedules() {
+        let what = format!("seed {} {:?}", o.seed, o.policy);
+        let r = one_slot_ring(&good, o.clone());
+        assert_eq!(rule_of(r), "passed", "control, {what}");
+        let r = one_slot_ring(&bad, o);
+        let text = format!("{r:?}");
+        kinds.push(text.contains("matched a newer phase"));
+        assert_eq!(rule_of(r), "prior-generation-wait", "{what}: {text}");
+    }
+    // Both cases occur among the schedules: an older phase consumed (a race with the refill)
+    // and a newer one (the parity matched phase 3).
+    assert!(kinds.contains(&true) && kinds.contains(&false), "{kinds:?}");
+}

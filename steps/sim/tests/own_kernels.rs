@@ -86,13 +86,17 @@ fn case(base: &str, dev: &mut Device) -> Case {
                 grid: 1,
                 block: 32,
                 cluster: 1,
-                check: expect_u32(dst, 512, move |i| {
-                    if i % 16 < 8 {
-                        src[i] + 1
-                    } else {
-                        src[i] * 2
-                    }
-                }),
+                check: expect_u32(
+                    dst,
+                    512,
+                    move |i| {
+                        if i % 16 < 8 {
+                            src[i] + 1
+                        } else {
+                            src[i] * 2
+                        }
+                    },
+                ),
             }
         }
         "handoff" | "smem_operands" => {

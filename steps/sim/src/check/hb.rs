@@ -565,7 +565,58 @@ impl Hb {
         if let (Agent::Thread(t), true) = (agent, sem & STRONG != 0) {
             self.flag(m, t, mem, lo, access, sem);
         }
+        if access == Access::Read {
+            if let Mem::Shared(cta) = mem {
+                self.newer_phase(m, by, e, cta, lo)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Prior-generation consumption, the newer-phase case (design note "Phases"): thread `by`
+    /// reads data a TMA load completed in phase P of barrier B, its last wait on B consumed
+    /// phase P, but its wait before that consumed P - 3 or earlier with the parity alternating
+    /// (an odd gap): its wait meant the phase after the earlier one, and the parity matched a
+    /// phase two (or more) later, whose data it now reads (the reads are ordered; the data
+    /// belongs to another phase than the wait was for).
+    fn newer_phase(
+        &self,
+        m: &Machine,
+        by: u32,
+        e: Epoch,
+        cta: u32,
+        lo: u64,
+    ) -> Result<(), SimError> {
+        let Some(c) = self
+            .smem
+            .get(cta as usize)
+            .and_then(|s| s.get((lo / 4) as usize))
+        else {
+            return Ok(());
+        };
+        let w = if c.sub != 0 {
+            self.split[c.sub as usize - 1][(lo % 4) as usize].w
+        } else {
+            c.w
+        };
+        let Some(Dim::TmaLoad(_, bc, bo)) = self.kinds.get(w.dim as usize).copied() else {
+            return Ok(());
+        };
+        let Some(&p) = self.load_phase.get(&(w.dim, w.clock)) else {
+            return Ok(());
+        };
+        let Some(&(_, cur, prev)) = self
+            .th
+            .get(by as usize)
+            .and_then(|t| t.consumed.iter().find(|(k, _, _)| *k == (bc, bo)))
+        else {
+            return Ok(());
+        };
+        if cur != p as i64 || prev < 0 || cur - prev < 3 || (cur - prev) % 2 == 0 {
+            return Ok(());
+        }
+        let meant = prev + 1;
+        Err(m.rule(by, "prior-generation-wait", format!("this read by {} of shared-memory bytes {lo:#x}.. of CTA rank {} reads data {} completed in phase {cur}, but the thread's waits on that barrier consumed phase {prev} and then, with the other parity, phase {cur}: the wait meant phase {meant} and its parity matched a newer phase, {} phase(s) later (the waiter is two phases behind: parity aliasing); the data belongs to another phase than the one waited for", self.describe(m, e), m.ctas[cta as usize].rank, self.describe(m, w), cur - meant)))
     }
 
     /// Flag synchronisation through a strong access of thread `t` (PTX ISA "Memory Consistency
