@@ -1895,6 +1895,14 @@ impl<'a> Machine<'a> {
             lo: off as u64,
             hi: (off + bytes) as u64,
         })?;
+        // Its global writes, checked from its issue (a box the store cannot write faults when
+        // it executes).
+        if !self.observers.is_empty() {
+            let smem = &self.ctas[c as usize].smem;
+            if let Ok(ranges) = glue::tma_store_ranges(&self.maps[map].1, &coords, smem, off) {
+                self.observe_tma_global(op, ranges, Access::Write)?;
+            }
+        }
         let line = self.line_of(t);
         self.stores.push(StoreJob {
             id,
@@ -2234,8 +2242,7 @@ impl<'a> Machine<'a> {
     fn retire_store(&mut self, s: StoreJob) -> Result<(), SimError> {
         let desc = &self.maps[s.map].1;
         let smem = &self.ctas[s.cta as usize].smem;
-        let mut log = Vec::new();
-        if let Err(e) = glue::tma_store_logged(desc, &s.coords, smem, s.src, self.dev, &mut log) {
+        if let Err(e) = glue::tma_store(desc, &s.coords, smem, s.src, self.dev) {
             return Err(SimError::Fault {
                 cta: self.cta_linear(s.cta),
                 warp: self.threads[s.thread as usize].warp,
@@ -2246,7 +2253,6 @@ impl<'a> Machine<'a> {
             });
         }
         self.store_done[s.id as usize] = true;
-        self.observe_tma_global(crate::observe::store_op_id(s.id), log, Access::Write)?;
         self.emit(Event::Retire {
             id: crate::observe::store_op_id(s.id),
         })?;

@@ -47,22 +47,35 @@ pub fn tma_load_logged(
     d.load_box_at(&coords[..rank], &mut read, smem, addr)
 }
 
-/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`, listing in
-/// `log` the global byte ranges it wrote.
-pub fn tma_store_logged(
+/// A TMA store of the box at `coords` from the CTA's shared memory `smem` at `addr`.
+pub fn tma_store(
     d: &MapDesc,
     coords: &[i32; 5],
     smem: &[u8],
     addr: u32,
     dev: &mut Device,
-    log: &mut Vec<(u64, u64)>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
-    let mut write = |a: u64, data: &[u8]| {
-        log.push((a, a + data.len() as u64));
-        dev.write(a, data)
-    };
+    let mut write = |a: u64, data: &[u8]| dev.write(a, data);
     d.store_box_at(&coords[..rank], smem, addr, &mut write)
+}
+
+/// The global byte ranges the TMA store of the box at `coords` will write (for the
+/// happens-before checker, at the store's issue): the store's traversal, writing nothing.
+pub fn tma_store_ranges(
+    d: &MapDesc,
+    coords: &[i32; 5],
+    smem: &[u8],
+    addr: u32,
+) -> Result<Vec<(u64, u64)>, UnitError> {
+    let rank = d.rank as usize;
+    let mut log = Vec::new();
+    let mut record = |a: u64, data: &[u8]| {
+        log.push((a, a + data.len() as u64));
+        true
+    };
+    d.store_box_at(&coords[..rank], smem, addr, &mut record)?;
+    Ok(log)
 }
 
 /// `tcgen05.mma.cta_group::{1,2}.kind::f16`.

@@ -418,8 +418,9 @@ impl Machine<'_> {
         self.emit(Event::Retire { id })
     }
 
-    /// The global bytes a TMA load read or a TMA store wrote (operation `id`; async proxy),
-    /// emitted when it completes: the checks treat them as possible anywhere since the issue.
+    /// The global bytes a TMA load reads (emitted when it completes) or a TMA store writes
+    /// (emitted at its issue), operation `id`, async proxy: the checks treat them as possible
+    /// anywhere between issue and completion.
     pub(crate) fn observe_tma_global(
         &mut self,
         id: u64,

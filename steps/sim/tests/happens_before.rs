@@ -752,6 +752,26 @@ fn each_finding_fires_on_every_first_schedule_with_one_rule_name() {
             "proxy-fence-before-async",
         ),
         (
+            "tcgen05.shift covered by the commit",
+            handoff(&format!(
+                "{WARP0_WAITS}\n\tbar.sync 0;\n\ttcgen05.fence::after_thread_sync;"
+            ))
+            .replace(COMMIT, &format!("{SHIFT}\n\t{COMMIT}")),
+            128,
+            1,
+            "passed",
+        ),
+        (
+            "tcgen05.shift issued after the commit",
+            handoff(&format!(
+                "{WARP0_WAITS}\n\tbar.sync 0;\n\ttcgen05.fence::after_thread_sync;"
+            ))
+            .replace(COMMIT, &format!("{COMMIT}\n\t{SHIFT}")),
+            128,
+            1,
+            "ld-after-commit-wait",
+        ),
+        (
             "cp.async read before its barrier phase",
             cp_async_barrier(false),
             32,
@@ -775,6 +795,12 @@ fn each_finding_fires_on_every_first_schedule_with_one_rule_name() {
         }
     }
 }
+
+/// The commit of [`handoff`], and a tcgen05.shift of lane quarter 0 of the copied columns
+/// (PTX ISA "tcgen05.shift": asynchronous, tracked by a later tcgen05.commit).
+const COMMIT: &str =
+    "@%p1 tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [%r30];";
+const SHIFT: &str = "@%p1 tcgen05.shift.cta_group::1.down [%r3];";
 
 /// Thread 0 copies 16 bytes of global memory into shared memory with cp.async, tracked by
 /// `cp.async.mbarrier.arrive.noinc`; thread 32 (another warp) waits on the barrier's phase
@@ -959,4 +985,97 @@ fn a_waiter_two_phases_behind_is_prior_generation_wait_on_every_schedule() {
     // Both cases occur among the schedules: an older phase consumed (a race with the refill)
     // and a newer one (the parity matched phase 3).
     assert!(kinds.contains(&true) && kinds.contains(&false), "{kinds:?}");
+}
+
+/// Thread 0 stages a 512-byte box in shared memory and stores it to global memory with a TMA
+/// store (`cp.async.bulk.tensor` shared -> global), then runs `after_store`; thread 32 runs
+/// `sync` and then writes the first word the store writes.
+fn tma_store_and_a_write(after_store: &str, sync: &str, o: Options) -> Result<(), SimError> {
+    let ptx = format!(
+        "{HEAD}.extern .shared .align 1024 .b8 smem_raw[];
+.visible .entry k(
+	.param .align 64 .b8 k_param_0[128],
+	.param .u64 k_param_1
+)
+{{
+	.reg .pred %p<16>;
+	.reg .b32 %r<64>;
+	.reg .b64 %rd<16>;
+	ld.param.u64 %rd1, [k_param_1];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.u32 %r1, %tid.x;
+	mov.u32 %r2, smem_raw;
+	mov.b64 %rd5, k_param_0;
+	cvta.param.u64 %rd6, %rd5;
+	mov.u32 %r22, 0;
+	setp.eq.u32 %p1, %r1, 0;
+	setp.eq.u32 %p2, %r1, 32;
+	@!%p1 bra $L_other;
+	mov.u32 %r5, 0;
+	$L_fill:
+	add.s32 %r6, %r2, %r5;
+	st.shared.u32 [%r6], %r5;
+	add.s32 %r5, %r5, 4;
+	setp.lt.u32 %p3, %r5, 512;
+	@%p3 bra $L_fill;
+	fence.proxy.async.shared::cta;
+	cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd6, {{%r22, %r22}}], [%r2];
+	cp.async.bulk.commit_group;
+	{after_store}
+	$L_other:
+	{sync}
+	@%p2 st.global.u32 [%rd2], 5;
+	ret;
+}}
+"
+    );
+    let p = Program::parse(&ptx)?;
+    let mut dev = Device::new();
+    let c = dev.alloc(32 * 32);
+    use sim::units::tensormap::*;
+    let map = TensorMapDesc::encode_tiled(
+        TmaDtype::Bf16,
+        2,
+        c,
+        &[16, 32],
+        &[32],
+        &[8, 32],
+        &[1, 1],
+        TmaInterleave::None,
+        TmaSwizzle::None,
+        TmaL2Promotion::None,
+        TmaOobFill::None,
+    )
+    .expect("tensor map");
+    let l = Launch {
+        kernel: "k".into(),
+        grid: [1, 1, 1],
+        block: [64, 1, 1],
+        cluster: [1, 1, 1],
+        dynamic_smem: 4096,
+        params: vec![Param::TensorMap(map), Param::U64(c)],
+        barrier_names: vec![],
+        sources: vec![],
+    };
+    run(&p, &mut dev, &l, &o).map(|_| ())
+}
+
+#[test]
+fn a_tma_store_races_with_an_unordered_write_of_its_global_bytes() {
+    for o in schedules() {
+        let what = format!("seed {} {:?}", o.seed, o.policy);
+        // Control: the store is waited for (wait_group 0: its writes are complete), then a
+        // bar.sync orders the other thread's write after it.
+        let r = tma_store_and_a_write("cp.async.bulk.wait_group 0;", "bar.sync 0;", o.clone());
+        assert_eq!(rule_of(r), "passed", "control, {what}");
+        // Planted: no wait and no synchronisation: the write may land before or after the
+        // TMA engine's (async-proxy) write of the same bytes.
+        let r = tma_store_and_a_write("cp.async.bulk.wait_group 0;", "", o.clone());
+        let text = format!("{r:?}");
+        assert_eq!(rule_of(r), "data-race", "{what}: {text}");
+        assert!(text.contains("TMA store"), "{text}");
+        // Planted: bar.sync without the wait: the store may still be writing.
+        let r = tma_store_and_a_write("", "bar.sync 0;", o);
+        assert_eq!(rule_of(r), "data-race", "{what}");
+    }
 }
