@@ -1079,3 +1079,45 @@ fn a_tma_store_races_with_an_unordered_write_of_its_global_bytes() {
         assert_eq!(rule_of(r), "data-race", "{what}");
     }
 }
+
+#[test]
+fn a_relaxed_cluster_barrier_carries_the_tcgen05_fences() {
+    // Warp 1 allocates 32 columns (column 0: the first allocation), then every thread runs
+    // `before`, a relaxed cluster barrier and tcgen05.fence::after_thread_sync; warp 0 then
+    // writes column 0 of its lanes. The tcgen05 fences pair with any thread synchronisation:
+    // the relaxed barrier orders execution, which is what they need.
+    let body = |before: &str| {
+        format!(
+            "
+	mov.u32 %r2, smem_raw;
+	shr.u32 %r5, %r1, 5;
+	setp.eq.u32 %p1, %r5, 1;
+	setp.eq.u32 %p2, %r5, 0;
+	@%p1 tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [%r2], 32;
+	@%p1 tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;
+	{before}
+	barrier.cluster.arrive.relaxed.aligned;
+	barrier.cluster.wait.acquire.aligned;
+	tcgen05.fence::after_thread_sync;
+	mov.u32 %r3, 0;
+	@%p2 tcgen05.st.sync.aligned.32x32b.x1.b32 [%r3], {{%r1}};
+	@%p2 tcgen05.wait::st.sync.aligned;
+	tcgen05.fence::before_thread_sync;
+	bar.sync 0;
+	tcgen05.fence::after_thread_sync;
+	@%p1 tcgen05.dealloc.cta_group::1.sync.aligned.b32 %r3, 32;"
+        )
+    };
+    for o in schedules() {
+        let what = format!("seed {} {:?}", o.seed, o.policy);
+        let r = run_body_with(
+            &body("tcgen05.fence::before_thread_sync;"),
+            64,
+            1,
+            o.clone(),
+        );
+        assert_eq!(rule_of(r), "passed", "{what}");
+        let r = run_body_with(&body(""), 64, 1, o);
+        assert_eq!(rule_of(r), "fence-before-handoff", "{what}");
+    }
+}

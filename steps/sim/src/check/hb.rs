@@ -115,6 +115,11 @@ struct Th {
     /// acquire's scope been wide enough; with the arrive and wait that missed them.
     missed: Vc,
     missed_at: Option<Missed>,
+    /// The tcgen05 dimensions its `tcgen05.fence::before_thread_sync` fences raised: carried by
+    /// any thread synchronisation that follows, relaxed or not (execution ordering suffices
+    /// for the tcgen05 fences, PTX ISA "tcgen05 Memory Consistency Model": "Specialized
+    /// Inter-thread Synchronization").
+    tcx: Vc,
 }
 
 /// A release and an acquire on one mbarrier whose scopes did not include each other's thread.
@@ -1047,7 +1052,14 @@ impl Observer for Hb {
                         let rel = if release {
                             Some((th.c.clone(), scope))
                         } else {
-                            th.relv.clone().map(|(v, s)| (v, s.min(scope)))
+                            // A relaxed arrive still orders execution: the tcgen05 operations
+                            // its thread fenced with before_thread_sync.
+                            let mut v = th.tcx.clone();
+                            if let Some((r, _)) = &th.relv {
+                                v.join(r);
+                            }
+                            let s = th.relv.as_ref().map_or(scope, |(_, s)| scope.min(*s));
+                            Some((v, s))
                         };
                         (
                             rel,
@@ -1184,8 +1196,11 @@ impl Observer for Hb {
                 if let Some(&x) = th.init_fences.last() {
                     self.cluster_init.entry(phase).or_default().raise(by, x);
                 }
+                let tcx = self.th[by as usize].tcx.clone();
+                let ph = self.cluster.entry(phase).or_default();
+                ph.join(&tcx);
                 if let Some(v) = rel {
-                    self.cluster.entry(phase).or_default().join(&v);
+                    ph.join(&v);
                 }
                 self.bump(by);
             }
@@ -1225,6 +1240,7 @@ impl Observer for Hb {
                     let d = self.dim(Dim::TcWarp(th.cta, th.warp));
                     let k = self.counters[d as usize];
                     self.th[by as usize].c.raise(d, k);
+                    self.th[by as usize].tcx.raise(d, k);
                 }
                 FenceKind::TcAfter => {
                     let c = self.th[by as usize].c.clone();
