@@ -702,6 +702,18 @@ fn each_finding_fires_on_every_first_schedule_with_one_rule_name() {
             "mbarrier-before-init",
         ),
         (
+            "init released without fence.mbarrier_init",
+            cluster_handoff(
+                "barrier.cluster.arrive.release.aligned;",
+                PEER_STORE,
+                ARRIVE_CLUSTER,
+                WAIT_CLUSTER,
+            ),
+            32,
+            2,
+            "fence-mbarrier-init",
+        ),
+        (
             "flag without acquire fence",
             flag_handoff(
                 "fence.acq_rel.gpu;\n\tst.relaxed.gpu.global.u32 [%rd10], 1;",
