@@ -60,7 +60,7 @@ fn barrier_name(m: &Machine, cta: u32, off: u32) -> Option<String> {
     }
 }
 
-fn barrier_words(m: &Machine, cta: u32, off: u32) -> String {
+pub(crate) fn barrier_words(m: &Machine, cta: u32, off: u32) -> String {
     let rank = m.ctas[cta as usize].rank;
     match barrier_name(m, cta, off) {
         Some(name) => format!("{name} of CTA rank {rank} (shared-memory offset {off:#x})"),
@@ -68,21 +68,46 @@ fn barrier_words(m: &Machine, cta: u32, off: u32) -> String {
     }
 }
 
-/// One line per blocked warp and what it waits for.
+/// The lanes of a group as ranges ("0-3, 7").
+fn lane_list(mut lanes: Vec<u32>) -> String {
+    lanes.sort_unstable();
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < lanes.len() {
+        let mut j = i;
+        while j + 1 < lanes.len() && lanes[j + 1] == lanes[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            lanes[i].to_string()
+        } else {
+            format!("{}-{}", lanes[i], lanes[j])
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// One line per group of blocked lanes (a warp's lanes at one place waiting on one thing: lanes
+/// of one warp at different places are different lines) and what it waits for; then the root
+/// waiter (see [`root_waiter`]).
 pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
     let mut lines = Vec::new();
-    let mut seen: Vec<(u32, u32)> = Vec::new();
-    for th in &m.threads {
+    let mut seen: Vec<(u32, u32, u32, St)> = Vec::new();
+    let mut groups: Vec<(usize, u32, Why)> = Vec::new();
+    for (ti, th) in m.threads.iter().enumerate() {
         let St::Block(why) = th.st else { continue };
-        if seen.contains(&(th.cta, th.warp)) {
+        let key = (th.cta, th.warp, th.pc, th.st);
+        if seen.contains(&key) {
             continue;
         }
-        seen.push((th.cta, th.warp));
-        let lanes = m
+        seen.push(key);
+        let lanes: Vec<u32> = m
             .threads
             .iter()
-            .filter(|o| o.cta == th.cta && o.warp == th.warp && o.st == th.st)
-            .count();
+            .filter(|o| o.cta == th.cta && o.warp == th.warp && o.st == th.st && o.pc == th.pc)
+            .map(|o| o.lane)
+            .collect();
         let ins = m.k.code.get(th.pc as usize);
         let at = ins.map_or(String::new(), |i| {
             format!(
@@ -92,11 +117,12 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
             )
         });
         let who = format!(
-            "CTA {} (cluster rank {}), warp {} ({}), {lanes} lane(s){at}",
+            "CTA {} (cluster rank {}), warp {} ({}), lane(s) {}{at}",
             m.cta_linear(th.cta),
             m.ctas[th.cta as usize].rank,
             th.warp,
-            m.role(th.warp)
+            m.role(th.warp),
+            lane_list(lanes)
         );
         let what = match why {
             Why::Mbar { cta, off, parity } => {
@@ -105,7 +131,9 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
                     continue;
                 };
                 let got = b.count - b.pending;
-                let state = if b.pending > 0 && b.tx > 0 {
+                let state = if b.tx < 0 {
+                    format!("it is in phase {}, with {got} of its {} arrivals; {} missing, and {} transaction bytes arrived before an arrive.expect_tx announced them (complete_tx before expect_tx: the tx-count went below zero, so the phase cannot complete with the bytes the expect_tx will add)", b.phase, b.count, b.pending, -b.tx)
+                } else if b.pending > 0 && b.tx > 0 {
                     format!("it is in phase {}, with {got} of its {} arrivals; {} missing, and {} transaction bytes are missing (announced by arrive.expect_tx, not yet delivered)", b.phase, b.count, b.pending, b.tx)
                 } else if b.pending > 0 {
                     format!("it is in phase {}, with {got} of its {} arrivals; {} missing", b.phase, b.count, b.pending)
@@ -142,7 +170,15 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
                 th.coll_mask
             ),
         };
+        groups.push((lines.len(), ti as u32, why));
         lines.push(format!("{who} {what}"));
+    }
+    if let Some(i) = root_waiter(m, &groups) {
+        let (line, _, _) = groups[i];
+        let text = lines[line].clone();
+        lines.push(format!(
+            "root waiter (its barrier misses arrivals no other blocked thread will make): {text}"
+        ));
     }
     if m.pending_events() > 0 {
         lines.push(format!(
@@ -151,4 +187,52 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
         ));
     }
     lines
+}
+
+/// The root waiter among the blocked groups (line, a thread, why): the first whose missing
+/// arrivals come from no other blocked thread. For an mbarrier: its phase misses only
+/// transaction bytes (a TMA load that was never issued, or bytes that came before their
+/// expect_tx), or the warp that last arrived on it is not blocked (it exited or went past its
+/// arrive: nothing blocked will arrive again), or nothing ever arrived. Every other mbarrier
+/// waiter waits for a warp that is itself blocked (downstream of the root). A bar.sync or
+/// cluster-barrier waiter is a root when no thread of its CTA (cluster) is blocked elsewhere.
+fn root_waiter(m: &Machine, groups: &[(usize, u32, Why)]) -> Option<usize> {
+    let blocked = |cta_rank: u32, warp: u32| {
+        m.threads.iter().any(|o| {
+            matches!(o.st, St::Block(_))
+                && m.ctas[o.cta as usize].rank == cta_rank
+                && o.warp == warp
+        })
+    };
+    let mbar_root = groups.iter().position(|&(_, _, why)| {
+        let Why::Mbar { cta, off, .. } = why else {
+            return false;
+        };
+        let Some(b) = m.ctas[cta as usize].mbars.get(&off) else {
+            return true;
+        };
+        if b.tx < 0 || (b.pending == 0 && b.tx != 0) {
+            return true;
+        }
+        match b.last {
+            None => true,
+            Some((_, rank, w, ..)) => !blocked(rank, w),
+        }
+    });
+    mbar_root.or_else(|| {
+        groups.iter().position(|&(_, t, why)| {
+            let th = &m.threads[t as usize];
+            match why {
+                Why::Bar(_) => !m
+                    .threads
+                    .iter()
+                    .any(|o| o.cta == th.cta && matches!(o.st, St::Block(w) if w != why)),
+                Why::ClusterWait => !m
+                    .threads
+                    .iter()
+                    .any(|o| matches!(o.st, St::Block(w) if w != Why::ClusterWait)),
+                _ => false,
+            }
+        })
+    })
 }

@@ -270,9 +270,6 @@ impl<'a> Machine<'a> {
                 }
             }
             Loc::Shared(c, o) => {
-                if !self.cpa.unordered.is_empty() {
-                    self.cp_async_check_read(t, c, o, n as u32)?;
-                }
                 self.check_init(t, c, o, n as u32, "")?;
                 out.copy_from_slice(&self.ctas[c as usize].smem[o as usize..o as usize + n]);
             }
@@ -381,7 +378,7 @@ impl<'a> Machine<'a> {
                 who.0,
                 who.1,
                 "wait-for-peer-commits",
-                format!("{kind} on the barrier at shared-memory offset {off:#x} of CTA rank {cta} after that CTA exited: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail)"),
+                format!("{kind} on {} after that CTA exited: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail)", crate::deadlock::barrier_words(self, cta, off)),
             ));
         }
         let Some(b) = self.mbar_mut(cta, off) else {
@@ -394,7 +391,8 @@ impl<'a> Machine<'a> {
         let phase = b.phase;
         if n > b.pending {
             let (count, pending) = (b.count, b.pending);
-            let e = format!("{kind} of {n} on the barrier at shared-memory offset {off:#x}, which expects only {pending} more of its {count} arrivals in this phase (PTX ISA: the pending count must not underflow)");
+            let bar = crate::deadlock::barrier_words(self, cta, off);
+            let e = format!("{kind} of {n} on {bar}, which expects only {pending} more of its {count} arrivals in this phase (PTX ISA: the pending count must not underflow)");
             return Err(match by {
                 Some(t) => self.fault(t, e),
                 None => self.rule_at((who.2, who.3), who.0, who.1, "mbarrier-arrivals", e),
@@ -789,7 +787,11 @@ impl<'a> Machine<'a> {
                     self.seq += 1;
                     let s = self.seq;
                     self.threads[t as usize].rules.proxy_fence_seq = s;
-                } else if *f == Fence::MbarrierInit {
+                } else if *f == Fence::MbarrierInit
+                    || (*f == Fence::Memory
+                        && self.scope_of(ins.key) >= crate::observe::Scope::Cluster)
+                {
+                    // A full fence at cluster scope orders the inits as well.
                     self.seq += 1;
                     let s = self.seq;
                     self.threads[t as usize].rules.mbar_init_fence_seq = s;
@@ -1425,13 +1427,14 @@ impl<'a> Machine<'a> {
                         phase - 1
                     };
                     rules::observe(self, t, c, off, completed);
-                    let scope = self.scope_of(ins.key);
+                    let (scope, acquire) = (self.scope_of(ins.key), !self.relaxed(ins.key));
                     self.emit(Event::MbarObserve {
                         by: t,
                         cta: c,
                         off,
                         phase: completed as i64 - 1,
                         scope,
+                        acquire,
                     })?;
                     self.threads[t as usize].rules.synced = Some("an mbarrier wait");
                     let d = a[0].clone();
@@ -1910,6 +1913,14 @@ impl<'a> Machine<'a> {
             lo: off as u64,
             hi: (off + bytes) as u64,
         })?;
+        // Its global writes, checked from its issue (a box the store cannot write faults when
+        // it executes).
+        if !self.observers.is_empty() {
+            let smem = &self.ctas[c as usize].smem;
+            if let Ok(ranges) = glue::tma_store_ranges(&self.maps[map].1, &coords, smem, off) {
+                self.observe_tma_global(op, ranges, Access::Write)?;
+            }
+        }
         let line = self.line_of(t);
         self.stores.push(StoreJob {
             id,
@@ -2106,9 +2117,10 @@ impl<'a> Machine<'a> {
             by: t,
             barrier: None,
         })?;
-        // Every lane the shape reaches, `row_bytes` of each: row_bytes / 4 columns, in this CTA
-        // and the peer (the shared-memory source is not tracked).
+        // Per CTA (the peer too with cta_group::2): its shared-memory source (async proxy) and
+        // the lanes of `row_bytes` per row: row_bytes / 4 columns.
         for c in std::iter::once(cta).chain(peer) {
+            self.observe_tc_cp_source(id, c, desc, shape.rows(), shape.row_bytes())?;
             self.emit(Event::Tmem {
                 agent: Agent::Async(id),
                 cta: c,
@@ -2155,6 +2167,7 @@ impl<'a> Machine<'a> {
                 "tcgen05.shift.cta_group::2 issued by a CTA that is not the even rank of a pair",
             ));
         }
+        self.observe_tc_shift(t, cta, cg2, taddr)?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Shift {
             cta,
@@ -2229,21 +2242,27 @@ impl<'a> Machine<'a> {
             }
             let desc = &self.maps[j.map].1;
             let smem = &mut self.ctas[c as usize].smem;
-            let mut seen = self.xr.on().then(Vec::new);
-            if let Err(e) = glue::tma_load(desc, &j.coords, self.dev, smem, o, seen.as_mut()) {
+            let mut log = Vec::new();
+            if let Err(e) = glue::tma_load_logged(desc, &j.coords, self.dev, smem, o, &mut log) {
                 return Err(SimError::Fault {
                     cta: self.cta_linear(who.0),
                     warp: who.1,
                     lane: self.threads[j.thread as usize].lane,
                     ptx_line: j.line.0,
                     source_line: j.line.1,
-                    detail: format!("TMA load: {e}"),
+                    detail: crate::glue::unit_message("TMA load", &e),
                 });
             }
             // The whole box is written, out-of-bound elements included (their fill is defined).
             self.ctas[c as usize].init.mark(o, j.bytes);
-            if let Some(seen) = seen {
-                self.global_ranges(j.thread, j.line, &seen, false)?;
+            if k == 0 {
+                // The global bytes it read (once for all multicast destinations): between
+                // clusters (xrace, as (address, length)) and within this one (happens-before).
+                if self.xr.on() {
+                    let seen: Vec<(u64, u64)> = log.iter().map(|&(a, b)| (a, b - a)).collect();
+                    self.global_ranges(j.thread, j.line, &seen, false)?;
+                }
+                self.observe_tma_global(j.id, log, Access::Read)?;
             }
             let (bc, bo) = j.mbar[k];
             if bc != who.0 && self.ctas[bc as usize].mbars.contains_key(&bo) {
@@ -2299,7 +2318,7 @@ impl<'a> Machine<'a> {
                 lane: self.threads[s.thread as usize].lane,
                 ptx_line: s.line.0,
                 source_line: s.line.1,
-                detail: format!("TMA store: {e}"),
+                detail: crate::glue::unit_message("TMA store", &e),
             });
         }
         if let Some(seen) = seen {
@@ -2367,7 +2386,7 @@ impl<'a> Machine<'a> {
                     lane: self.threads[t as usize].lane,
                     ptx_line: line.0,
                     source_line: line.1,
-                    detail: format!("tcgen05.mma: {e}"),
+                    detail: crate::glue::unit_message("tcgen05.mma", &e),
                 })?;
                 let _ = seq;
                 if self.o.trace {
@@ -2446,7 +2465,7 @@ impl<'a> Machine<'a> {
                             lane: self.threads[t as usize].lane,
                             ptx_line: line.0,
                             source_line: line.1,
-                            detail: format!("tcgen05.cp: {e}"),
+                            detail: crate::glue::unit_message("tcgen05.cp", &e),
                         });
                     }
                 }
@@ -2472,7 +2491,7 @@ impl<'a> Machine<'a> {
                             lane: self.threads[t as usize].lane,
                             ptx_line: line.0,
                             source_line: line.1,
-                            detail: format!("tcgen05.shift: {e}"),
+                            detail: crate::glue::unit_message("tcgen05.shift", &e),
                         });
                     }
                 }

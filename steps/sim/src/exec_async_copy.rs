@@ -3,22 +3,28 @@
 //! global to shared memory that complete asynchronously, whenever the scheduler retires them (as
 //! TMA jobs), and at the latest when the issuing thread waits for their group.
 //!
-//! Where the copies start and end (for happens-before bookkeeping):
-//! - issue: [`Machine::cp_async_issue`] pushes a [`CpaJob`] and an [`Unordered`] record of the
-//!   destination bytes;
+//! Where the copies start and end, for the happens-before checker (`check/hb.rs`, through the
+//! event seam `observe.rs`):
+//! - issue: [`Machine::cp_async_issue`] pushes a [`CpaJob`] and emits `Issue` (an asynchronous
+//!   operation of the thread's cp.async queue) with its destination write (shared memory) and
+//!   source read (global memory), generic proxy (PTX ISA "cp.async": a non-bulk copy is not an
+//!   async-proxy operation);
 //! - completion: [`Machine::retire_cp_async`] (a scheduler event, index after the TMA, store and
-//!   tcgen05 events) or [`Machine::cp_async_wait`] (forced at the wait) write the bytes;
-//! - ordering: the destination record is dropped when the issuing thread's `wait_group` covers
-//!   the copy, or when a `cp.async.mbarrier.arrive` that tracks it arrives on its barrier (a
-//!   reader then orders after the copy through that barrier's phase). A read of recorded bytes
-//!   before either is the rule `cp-async-wait-before-read`: the PTX ISA gives no ordering of the
-//!   copy's writes before `cp.async.wait_group` ("cp.async.wait_group ... Ordering": the writes
-//!   are made visible to the executing thread only by the wait) or the mbarrier completion.
-//!   Checked from what orders what, not from whether the scheduler already retired the copy.
+//!   tcgen05 events) or [`Machine::cp_async_wait`] (forced at the wait) write the bytes and emit
+//!   `Retire`;
+//! - ordering: `cp.async.wait_group`/`wait_all` orders the copies of the groups it waits for
+//!   before the thread's later accesses (a `BulkWait` event naming them); the arrive-on of
+//!   `cp.async.mbarrier.arrive` happens after every earlier copy of the thread completed and
+//!   releases them into the barrier's phase (an `MbarArrive` of its own operation). An access
+//!   of the bytes not ordered after the copy by either is the rule `cp-async-wait-before-read`
+//!   (PTX ISA "cp.async.wait_group ... Ordering": the writes are made visible to the executing
+//!   thread only by the wait; "cp.async.mbarrier.arrive"), decided from what orders what, not
+//!   from whether the scheduler already retired the copy.
 
 use crate::decode::{FormOp, Instr, Op, Opd};
 use crate::error::SimError;
 use crate::machine::Machine;
+use crate::observe::{cp_async_op_id, Access, Agent, AsyncKind, Event, Mem, Proxy, Scope};
 use crate::rules;
 use std::collections::{HashMap, VecDeque};
 
@@ -48,17 +54,6 @@ pub(crate) enum CpaKind {
     Arrive { cta: u32, off: u32 },
 }
 
-/// Destination bytes of a copy not yet ordered before other accesses.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Unordered {
-    pub cta: u32,
-    pub lo: u32,
-    pub hi: u32,
-    pub thread: u32,
-    pub id: u64,
-    pub line: u32,
-}
-
 #[derive(Debug, Clone, Default)]
 struct ThreadGroups {
     open: Vec<u64>,
@@ -69,7 +64,6 @@ struct ThreadGroups {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct CpaState {
     pub jobs: Vec<CpaJob>,
-    pub unordered: Vec<Unordered>,
     next: u64,
     groups: HashMap<u32, ThreadGroups>,
 }
@@ -141,14 +135,31 @@ impl Machine<'_> {
             },
             line,
         });
-        self.cpa.unordered.push(Unordered {
-            cta,
-            lo: off,
-            hi: off + bytes,
-            thread: t,
-            id,
-            line: line.0,
-        });
+        let op = cp_async_op_id(id);
+        self.emit(Event::Issue {
+            id: op,
+            kind: AsyncKind::CpAsync,
+            by: t,
+            barrier: None,
+        })?;
+        self.emit(Event::Mem {
+            agent: Agent::Async(op),
+            mem: Mem::Shared(cta),
+            proxy: Proxy::Generic,
+            access: Access::Write,
+            lo: u64::from(off),
+            hi: u64::from(off + bytes),
+        })?;
+        if src_bytes > 0 {
+            self.emit(Event::Mem {
+                agent: Agent::Async(op),
+                mem: Mem::Global,
+                proxy: Proxy::Generic,
+                access: Access::Read,
+                lo: src,
+                hi: src + u64::from(src_bytes),
+            })?;
+        }
         self.cpa.groups.entry(t).or_default().open.push(id);
         if self.o.trace {
             self.ev(
@@ -187,8 +198,8 @@ impl Machine<'_> {
                 self.complete_cp_async(job)?;
             }
         }
-        self.cpa.unordered.retain(|u| !done.contains(&u.id));
-        Ok(())
+        let ops: Vec<u64> = done.iter().map(|&i| cp_async_op_id(i)).collect();
+        self.emit(Event::BulkWait { by: t, ops: &ops })
     }
 
     pub(super) fn cp_async_arrive(
@@ -209,6 +220,12 @@ impl Machine<'_> {
         }
         let id = self.cpa.next;
         self.cpa.next += 1;
+        self.emit(Event::Issue {
+            id: cp_async_op_id(id),
+            kind: AsyncKind::CpAsyncArrive,
+            by: t,
+            barrier: Some((cta, off)),
+        })?;
         let line = self.line_of(t);
         self.cpa.jobs.push(CpaJob {
             id,
@@ -267,6 +284,11 @@ impl Machine<'_> {
                 rules::generic_smem_write(self, t, cta, dst, bytes)?;
                 self.ctas[cta as usize].smem[dst as usize..(dst + bytes) as usize]
                     .copy_from_slice(&buf[..bytes as usize]);
+                // Written, zero-filled bytes past src-size included (the ISA defines them).
+                self.ctas[cta as usize].init.mark(dst, bytes);
+                self.emit(Event::Retire {
+                    id: cp_async_op_id(job.id),
+                })?;
                 if self.o.trace {
                     self.ev(
                         Some(t),
@@ -277,11 +299,19 @@ impl Machine<'_> {
             CpaKind::Arrive { cta, off } => {
                 let th = &self.threads[t as usize];
                 let who = (th.cta, th.warp, job.line.0, job.line.1);
+                let op = cp_async_op_id(job.id);
+                if self.ctas[cta as usize].mbars.contains_key(&off) {
+                    // The barrier's phase now orders every earlier copy of the thread.
+                    self.emit(Event::MbarArrive {
+                        agent: Agent::Async(op),
+                        cta,
+                        off,
+                        scope: Scope::Cta,
+                        release: true,
+                    })?;
+                }
                 self.mbar_arrive(None, cta, off, 1, "cp.async.mbarrier.arrive", who)?;
-                // The barrier's phase now orders every earlier copy of the thread.
-                self.cpa
-                    .unordered
-                    .retain(|u| !(u.thread == t && u.id < job.id));
+                self.emit(Event::Retire { id: op })?;
                 if self.o.trace {
                     self.ev(
                         Some(t),
@@ -294,31 +324,6 @@ impl Machine<'_> {
             }
         }
         self.report.async_retired += 1;
-        Ok(())
-    }
-
-    /// A read of shared bytes `off..off + n` of CTA `cta` by thread `t`: refused while a
-    /// `cp.async` writing them is not yet ordered before it.
-    pub(super) fn cp_async_check_read(
-        &self,
-        t: u32,
-        cta: u32,
-        off: u32,
-        n: u32,
-    ) -> Result<(), SimError> {
-        if let Some(u) = self
-            .cpa
-            .unordered
-            .iter()
-            .find(|u| u.cta == cta && u.lo < off + n && off < u.hi)
-        {
-            let th = &self.threads[u.thread as usize];
-            return Err(self.rule(
-                t,
-                "cp-async-wait-before-read",
-                format!("a read of shared-memory bytes {off:#x}..{:#x} that a cp.async (PTX line {}, warp {} lane {}) writes, before cp.async.wait_group/wait_all (or a cp.async.mbarrier.arrive phase) ordered the copy: the PTX ISA makes the copy's writes visible only after the wait", off + n, u.line, th.warp, th.lane),
-            ));
-        }
         Ok(())
     }
 }

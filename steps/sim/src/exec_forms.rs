@@ -73,6 +73,7 @@ impl Machine<'_> {
                     let x = lanes[ldmatrix::row_lane(i as u32 / 8, i as u32 % 8) as usize];
                     let loc = self.matrix_row(x, &a[1], space)?;
                     let mut b = [0u8; 16];
+                    self.observe_mem(x, loc, 16, crate::observe::Access::Read)?;
                     self.read_bytes(x, loc, &mut b)?;
                     for (e, p) in row.iter_mut().zip(b.chunks_exact(2)) {
                         *e = u16::from_le_bytes([p[0], p[1]]);
@@ -105,6 +106,7 @@ impl Machine<'_> {
                     for (p, e) in b.chunks_exact_mut(2).zip(row) {
                         p.copy_from_slice(&e.to_le_bytes());
                     }
+                    self.observe_mem(x, loc, 16, crate::observe::Access::Write)?;
                     self.write_bytes(x, loc, &b)?;
                 }
                 Ok(())
@@ -191,6 +193,7 @@ impl Machine<'_> {
                                 .tmem
                                 .write(l, cc, 0x7FC0_0000 | half);
                             w.map_err(|e| self.fault(x, e.to_string()))?;
+                            self.ctas[cta as usize].tinit.mark(l..l + 1, cc, 1);
                         }
                     } else {
                         let tm = &self.ctas[cta as usize].tmem;
@@ -208,6 +211,8 @@ impl Machine<'_> {
                     let tm = &mut self.ctas[cta as usize].tmem;
                     tm.write(lane0 + dl, col0 + dc, v)
                         .map_err(|e| self.fault(x, e.to_string()))?;
+                    let l = lane0 + dl;
+                    self.ctas[cta as usize].tinit.mark(l..l + 1, col0 + dc, 1);
                 } else {
                     let v = self.ctas[cta as usize]
                         .tmem

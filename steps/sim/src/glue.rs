@@ -9,6 +9,17 @@ use crate::units::UnitError;
 pub use crate::units::tensormap::TensorMapDesc as MapDesc;
 pub use crate::units::tmem::TensorMemory as Tmem;
 
+/// A unit's error as the text of a fault of instruction `what`: the unit's message already
+/// starts with the instruction's name most of the time ("tcgen05.mma: ..."); never doubled.
+pub fn unit_message(what: &str, e: &UnitError) -> String {
+    let s = e.to_string();
+    if s.starts_with(what) {
+        s
+    } else {
+        format!("{what}: {s}")
+    }
+}
+
 /// Index of a tensor-map parameter of the launch.
 pub type MapId = usize;
 
@@ -18,21 +29,19 @@ pub fn box_bytes(d: &MapDesc) -> u32 {
 }
 
 /// A TMA load of the box at `coords` into the CTA's shared memory `smem` at `addr` (the
-/// swizzle follows the address, as on the hardware); the global (address, length) runs it
-/// reads go to `seen`, when given (the cross-cluster race check).
-pub fn tma_load(
+/// swizzle follows the address, as on the hardware), listing in `log` the global byte ranges
+/// it read (for the happens-before checker).
+pub fn tma_load_logged(
     d: &MapDesc,
     coords: &[i32; 5],
     dev: &Device,
     smem: &mut [u8],
     addr: u32,
-    mut seen: Option<&mut Vec<(u64, u64)>>,
+    log: &mut Vec<(u64, u64)>,
 ) -> Result<(), UnitError> {
     let rank = d.rank as usize;
     let mut read = |a: u64, out: &mut [u8]| {
-        if let Some(s) = seen.as_mut() {
-            s.push((a, out.len() as u64));
-        }
+        log.push((a, a + out.len() as u64));
         dev.read(a, out)
     };
     d.load_box_at(&coords[..rank], &mut read, smem, addr)
@@ -56,6 +65,24 @@ pub fn tma_store(
         dev.write(a, data)
     };
     d.store_box_at(&coords[..rank], smem, addr, &mut write)
+}
+
+/// The global byte ranges the TMA store of the box at `coords` will write (for the
+/// happens-before checker, at the store's issue): the store's traversal, writing nothing.
+pub fn tma_store_ranges(
+    d: &MapDesc,
+    coords: &[i32; 5],
+    smem: &[u8],
+    addr: u32,
+) -> Result<Vec<(u64, u64)>, UnitError> {
+    let rank = d.rank as usize;
+    let mut log = Vec::new();
+    let mut record = |a: u64, data: &[u8]| {
+        log.push((a, a + data.len() as u64));
+        true
+    };
+    d.store_box_at(&coords[..rank], smem, addr, &mut record)?;
+    Ok(log)
 }
 
 /// `tcgen05.mma.cta_group::{1,2}.kind::f16`.

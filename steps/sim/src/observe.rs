@@ -39,6 +39,9 @@ pub(crate) enum Access {
     Write,
     /// A read-modify-write by `atom`/`red`: atomic with respect to other atomics.
     Atomic,
+    /// A strong (relaxed/acquire/volatile) load: morally strong with other strong accesses
+    /// (the checker derives it from the opcode; execution emits `Read`).
+    AtomicRead,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -57,6 +60,11 @@ pub(crate) enum AsyncKind {
     /// `tcgen05.mma`, `tcgen05.cp`, `tcgen05.shift`, `tcgen05.commit`: the issuing thread's
     /// tcgen05 queue, which completes in issue order.
     Tcgen05,
+    /// A non-bulk `cp.async` copy: seen complete by `cp.async.wait_group`/`wait_all`.
+    CpAsync,
+    /// The arrive-on of `cp.async.mbarrier.arrive` on `barrier`, after the thread's earlier
+    /// copies.
+    CpAsyncArrive,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,6 +164,9 @@ pub(crate) enum Event<'a> {
         off: u32,
         phase: i64,
         scope: Scope,
+        /// `.acquire` (the default); false for `.relaxed` waits, which acquire only through a
+        /// later fence.
+        acquire: bool,
     },
     /// `bar.sync`/`bar.arrive` arrival of `by` on CTA barrier `id`.
     BarArrive {
@@ -229,7 +240,8 @@ impl Machine<'_> {
                 return Scope::Cluster;
             }
         }
-        if op.split('.').any(|p| p == "gpu" || p == "sys") {
+        // `membar.gl` is `fence.sc.gpu` (PTX ISA "membar/fence").
+        if op.split('.').any(|p| p == "gpu" || p == "sys" || p == "gl") {
             return Scope::Gpu;
         }
         Scope::Cta
@@ -241,6 +253,11 @@ impl Machine<'_> {
             .split('.')
             .any(|p| p == "relaxed")
     }
+}
+
+/// The `Issue` id of non-bulk `cp.async` job number `i` (`CpaJob::id`).
+pub(crate) fn cp_async_op_id(i: u64) -> u64 {
+    (1 << 62) | i
 }
 
 /// The `Issue` id of TMA store number `i` (`Machine::store_done` index): stores are numbered
@@ -299,7 +316,7 @@ impl Machine<'_> {
         })?;
         let group = if cg2 { 2 } else { 1 };
         let reads = crate::glue::mma_reads(idesc, a, b, group)
-            .map_err(|e| self.fault(t, format!("tcgen05.mma: {e}")))?;
+            .map_err(|e| self.fault(t, crate::glue::unit_message("tcgen05.mma", &e)))?;
         let n = crate::units::descriptors::decode_idesc(idesc).n;
         for c in cta..cta + group {
             for &(lo, hi) in &reads {
@@ -323,4 +340,117 @@ impl Machine<'_> {
         }
         self.emit(Event::Retire { id })
     }
+}
+
+impl Machine<'_> {
+    /// The shared-memory bytes `tcgen05.cp` (operation `id`) reads: 16-byte chunks of each of
+    /// the 128 rows the descriptor describes (PTX ISA "tcgen05.cp": the source matrix is read
+    /// from shared memory through the async proxy). A descriptor that does not decode is
+    /// reported when the copy executes.
+    pub(crate) fn observe_tc_cp_source(
+        &mut self,
+        id: u64,
+        cta: u32,
+        desc: u64,
+        rows: u32,
+        bytes: u32,
+    ) -> Result<(), SimError> {
+        if self.observers.is_empty() {
+            return Ok(());
+        }
+        let Ok(op) = crate::units::descriptors::KMajorOperand::decode(desc) else {
+            return Ok(());
+        };
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        for r in 0..rows {
+            for &a in op.chunk_addrs(r).iter().take((bytes / 16) as usize) {
+                ranges.push((a as u64, a as u64 + 16));
+            }
+        }
+        for (lo, hi) in merge(ranges) {
+            self.emit(Event::Mem {
+                agent: Agent::Async(id),
+                mem: Mem::Shared(cta),
+                proxy: Proxy::Async,
+                access: Access::Read,
+                lo,
+                hi,
+            })?;
+        }
+        Ok(())
+    }
+
+    /// `tcgen05.shift` issued by `t`: an asynchronous tcgen05 operation of its queue that reads
+    /// and rewrites the 32 lanes of the address's lane quarter, 256 bits (8 columns) each
+    /// (PTX ISA "tcgen05.shift": rows shift down by one within the warp's 32 lanes), in the CTA
+    /// and, with `.cta_group::2`, its peer.
+    pub(crate) fn observe_tc_shift(
+        &mut self,
+        t: u32,
+        cta: u32,
+        cg2: bool,
+        taddr: u32,
+    ) -> Result<(), SimError> {
+        if self.observers.is_empty() {
+            return Ok(());
+        }
+        self.seq += 1;
+        let id = self.seq;
+        self.emit(Event::Issue {
+            id,
+            kind: AsyncKind::Tcgen05,
+            by: t,
+            barrier: None,
+        })?;
+        let quarters = 1u8 << ((taddr >> 16) / 32).min(3);
+        let col = taddr & 0xFFFF;
+        for c in cta..cta + if cg2 { 2 } else { 1 } {
+            for access in [Access::Read, Access::Write] {
+                self.emit(Event::Tmem {
+                    agent: Agent::Async(id),
+                    cta: c,
+                    quarters,
+                    lo: col,
+                    hi: col + 8,
+                    access,
+                })?;
+            }
+        }
+        self.emit(Event::Retire { id })
+    }
+
+    /// The global bytes a TMA load reads (emitted when it completes) or a TMA store writes
+    /// (emitted at its issue), operation `id`, async proxy: the checks treat them as possible
+    /// anywhere between issue and completion.
+    pub(crate) fn observe_tma_global(
+        &mut self,
+        id: u64,
+        ranges: Vec<(u64, u64)>,
+        access: Access,
+    ) -> Result<(), SimError> {
+        for (lo, hi) in merge(ranges) {
+            self.emit(Event::Mem {
+                agent: Agent::Async(id),
+                mem: Mem::Global,
+                proxy: Proxy::Async,
+                access,
+                lo,
+                hi,
+            })?;
+        }
+        Ok(())
+    }
+}
+
+/// Sorted, overlapping or touching ranges joined.
+pub(crate) fn merge(mut r: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+    r.sort_unstable();
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+    for (lo, hi) in r {
+        match out.last_mut() {
+            Some(l) if lo <= l.1 => l.1 = l.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
 }

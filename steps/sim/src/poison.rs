@@ -137,11 +137,23 @@ impl Machine<'_> {
         match self.ctas[cta as usize].init.first_unwritten(off, len) {
             None => Ok(()),
             Some(b) => {
-                let op = match self.k.code.get(self.threads[t as usize].pc as usize) {
-                    Some(i) if what.is_empty() => self.k.opcodes[i.key as usize].as_str(),
-                    _ => what,
-                };
-                Err(self.rule(t, "uninitialised-read", unwritten(op, cta, b, self.dyn_off)))
+                // Kept, not raised at once: a read of bytes nothing wrote yet may be one side
+                // of a race with the write that comes later (two warps without a barrier), and
+                // that race, reported when the write comes, is the bug to name. The first such
+                // read is reported when its cluster finishes, unless something stops it first.
+                let mut pending = self.uninit.borrow_mut();
+                if pending.is_none() {
+                    let op = match self.k.code.get(self.threads[t as usize].pc as usize) {
+                        Some(i) if what.is_empty() => self.k.opcodes[i.key as usize].as_str(),
+                        _ => what,
+                    };
+                    *pending = Some(self.rule(
+                        t,
+                        "uninitialised-read",
+                        unwritten(op, cta, b, self.dyn_off),
+                    ));
+                }
+                Ok(())
             }
         }
     }
@@ -276,9 +288,21 @@ impl Machine<'_> {
         let th = &self.threads[x as usize];
         let row = taddr_lane(taddr) + th.lane;
         let col = taddr_col(taddr);
-        match self.ctas[th.cta as usize].tinit.first_unwritten(row..row + 1, col, n) {
+        match self.ctas[th.cta as usize]
+            .tinit
+            .first_unwritten(row..row + 1, col, n)
+        {
             None => Ok(()),
-            Some((l, k)) => Err(self.rule(x, "uninitialised-read", format!("tcgen05.ld reads tensor memory lane {l}, column {k}, which nothing wrote in this launch (no tcgen05.mma, st or cp): an allocation's columns hold no defined value (PTX ISA, Tensor Memory Allocation)"))),
+            Some((l, k)) => {
+                // Kept until the cluster finishes, as for shared memory: a load before the MMA
+                // that writes these columns is a missing wait, which the ordering checks name
+                // when the MMA completes.
+                let mut pending = self.uninit.borrow_mut();
+                if pending.is_none() {
+                    *pending = Some(self.rule(x, "uninitialised-read", format!("tcgen05.ld reads tensor memory lane {l}, column {k}, which nothing wrote in this launch (no tcgen05.mma, st or cp): an allocation's columns hold no defined value (PTX ISA, Tensor Memory Allocation)")));
+                }
+                Ok(())
+            }
         }
     }
 }

@@ -79,6 +79,8 @@ pub fn generic_smem_write(
         let gr = &mut m.ctas[cta as usize].rules.gran[g];
         gr.gen_seq = seq;
         gr.gen_writer = t;
+        // The bytes are no longer what a TMA load wrote.
+        gr.tma = 0;
     }
     Ok(())
 }
@@ -158,7 +160,7 @@ pub fn mma_issue(
     let warp = m.threads[t as usize].warp;
     // The bytes the MMA reads, from the unit's decoding of the descriptors (one definition).
     let reads = crate::glue::mma_reads(idesc, a, b, ctas.len() as u32)
-        .map_err(|e| m.fault(t, format!("tcgen05.mma: {e}")))?;
+        .map_err(|e| m.fault(t, crate::glue::unit_message("tcgen05.mma", &e)))?;
     let _ = b;
     for &c in &ctas {
         {
@@ -168,8 +170,15 @@ pub fn mma_issue(
                 }
                 for g in grans(lo, hi) {
                     let gr = m.ctas[c as usize].rules.gran[g];
-                    let why = if gr.tma == 0 {
-                        Some("no TMA load has written it".to_string())
+                    let why = if gr.tma == 0 && gr.gen_seq != 0 {
+                        // Written by ordinary stores: legal when a fence.proxy.async in the
+                        // writing thread and a synchronisation order the writes before the MMA
+                        // (PTX ISA "Proxies", "membar/fence": fence.proxy.async). The
+                        // happens-before checker decides that (proxy-fence-before-async,
+                        // data-race), not this TMA-only bookkeeping.
+                        None
+                    } else if gr.tma == 0 {
+                        Some("no TMA load and no store has written it".to_string())
                     } else {
                         let r = &m.ctas[c as usize].rules.tma[gr.tma as usize - 1];
                         if !r.landed || observed(m, t, r.mbar) <= r.phase {
@@ -230,7 +239,7 @@ pub fn mma_issue(
                 let rank = m.ctas[c as usize].rank;
                 let why = match r.handed {
                     None => format!("warp {} (lane quarter {}) has read them and not handed them over (tcgen05.wait::ld, tcgen05.fence::before_thread_sync, arrive, and the MMA warp waiting for that arrival)", r.warp, r.warp % 4),
-                    Some((hc, ho, hp)) => format!("warp {} read them and handed them over in phase {hp} of the barrier at shared-memory offset {ho:#x} of CTA {hc}, but the MMA warp has not waited for that phase", r.warp),
+                    Some((hc, ho, hp)) => format!("warp {} read them and handed them over in phase {hp} of {}, but the MMA warp has not waited for that phase", r.warp, crate::deadlock::barrier_words(m, hc, ho)),
                 };
                 m.rg.readers = keep;
                 return Err(m.rule(
@@ -555,17 +564,19 @@ pub fn on_dealloc(m: &mut Machine, t: u32) -> Result<(), SimError> {
         }
     }
     if let Some((off, p)) = unseen {
+        let bar = crate::deadlock::barrier_words(m, cta, off);
         return Err(m.rule(
             t,
             "wait-for-peer-commits",
-            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on the barrier at shared-memory offset {off:#x} in phase {p}, and no thread of this CTA waited for that phase: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
+            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA arrived on {bar} in phase {p}, and no thread of this CTA waited for that phase: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
         ));
     }
     if let Some(off) = pending_peer_commit(m, cta) {
+        let bar = crate::deadlock::barrier_words(m, cta, off);
         return Err(m.rule(
             t,
             "wait-for-peer-commits",
-            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA has still to arrive on the barrier at shared-memory offset {off:#x}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
+            format!("tcgen05.dealloc (the CTA is about to exit) while a tcgen05.commit from another CTA has still to arrive on {bar}: an arrival that lands after the CTA exited writes into shared memory that is no longer its own; the producer must wait for the last load_empty phases (a producer tail, CUTLASS's load_tail)"),
         ));
     }
     Ok(())
@@ -591,7 +602,8 @@ pub fn on_cta_exit(m: &mut Machine, cta: u32) -> Result<(), SimError> {
         return Err(m.rule_at(line, cta, warp, "wait-read-before-exit", "the CTA exited while its TMA store is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0".to_string()));
     }
     if let Some(off) = pending_peer_commit(m, cta) {
-        return Err(m.rule_at((0, 0), cta, 0, "wait-for-peer-commits", format!("the CTA exited while a tcgen05.commit from another CTA has still to arrive on its barrier at shared-memory offset {off:#x}: the producer must wait for the last load_empty phases (a producer tail)")));
+        let bar = crate::deadlock::barrier_words(m, cta, off);
+        return Err(m.rule_at((0, 0), cta, 0, "wait-for-peer-commits", format!("the CTA exited while a tcgen05.commit from another CTA has still to arrive on its barrier {bar}: the producer must wait for the last load_empty phases (a producer tail)")));
     }
     Ok(())
 }
@@ -612,13 +624,13 @@ pub fn remote_barrier_use(
     };
     let (by, at) = (b.init_by, b.init_seq);
     if m.threads[by as usize].rules.mbar_init_fence_seq < at {
-        let rank = m.ctas[cta as usize].rank;
+        let bar = crate::deadlock::barrier_words(m, cta, off);
         return Err(m.rule_at(
             (who.2, who.3),
             who.0,
             who.1,
             "fence-mbarrier-init",
-            format!("{what} from another CTA reaches the barrier at shared-memory offset {off:#x} of CTA rank {rank}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init: the initialisation is not ordered before operations from other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[by as usize].warp),
+            format!("{what} from another CTA reaches {bar}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init: the initialisation is not ordered before operations from other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[by as usize].warp),
         ));
     }
     Ok(())

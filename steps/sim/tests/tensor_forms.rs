@@ -431,7 +431,11 @@ fn a_read_of_cp_async_data_before_its_wait_is_a_rule_and_after_it_is_correct() {
 #[test]
 fn cp_async_zero_fill_src_size_and_ignore_src() {
     let input: Vec<u32> = (0..8).map(|i| 0x1111_1111 * (i + 1)).collect();
+    // Bytes 24..32 are read below but no copy writes them: zeroed first, so the read is
+    // of initialised memory.
     let body = "
+	mov.u32 %r20, 0;
+	st.shared.v2.b32 [%r2+24], {%r20, %r20};
 	mov.u32 %r6, 5;
 	cp.async.ca.shared.global [%r2], [%rd1], 16, %r6;
 	setp.eq.u32 %p2, %r1, 0;
@@ -597,6 +601,9 @@ fn tcgen05_ld_st_16_lane_shapes_map_lanes_and_columns_as_the_isa_figures() {
         }
         body += &format!(
             "
+	mov.u32 %r9, 0;
+	tcgen05.st.sync.aligned.32x32b.x16.b32 [%r3], {{%r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9, %r9}};
+	tcgen05.wait::st.sync.aligned;
 	tcgen05.st.sync.aligned.{shape}.x{num}.b32 [%r3]{imm}, {{{}}};
 	tcgen05.wait::st.sync.aligned;
 	tcgen05.ld.sync.aligned.32x32b.x16.b32 {{{}}}, [%r3];

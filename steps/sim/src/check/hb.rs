@@ -60,6 +60,9 @@ enum Dim {
     TmaLoad(u32, u32, u32),
     /// TMA stores of a thread.
     Store(u32),
+    /// Non-bulk cp.async copies (and cp.async.mbarrier.arrive) of a thread, in issue order:
+    /// `cp.async.wait_group` completes a prefix of them.
+    CpAsync(u32),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -70,6 +73,10 @@ struct Cell {
     r: Epoch,
     /// Index + 1 into `Hb::sets` of unordered reads; 0: none.
     rset: u32,
+    /// Index + 1 into `Hb::split` once accesses narrower than the 4-byte cell reached it: its
+    /// four bytes are then tracked one by one (different bytes are different memory locations,
+    /// PTX ISA "Memory Consistency Model": "Memory operations", overlap is per byte); 0: whole.
+    sub: u32,
 }
 
 impl Default for Cell {
@@ -80,6 +87,7 @@ impl Default for Cell {
             w_atomic: false,
             r: Epoch::NONE,
             rset: 0,
+            sub: 0,
         }
     }
 }
@@ -92,9 +100,56 @@ struct Th {
     tv: Vc,
     proxy_fences: Vec<u32>,
     init_fences: Vec<u32>,
-    /// Per barrier, the phase this thread's last successful wait consumed.
-    consumed: Vec<((u32, u32), i64)>,
+    /// Per barrier, the phase this thread's last successful wait consumed, and the one before.
+    consumed: Vec<((u32, u32), i64, i64)>,
+    /// The thread's clock at its last release fence (`fence.acq_rel`/`fence.sc`) and the fence's
+    /// scope: a later relaxed (strong) write or arrive releases this clock (a release pattern).
+    relv: Option<(Vc, Scope)>,
+    /// What relaxed reads and relaxed waits observed: acquired at the next acquire fence (an
+    /// acquire pattern).
+    pend: Vc,
+    /// The barrier inits this thread may use: mbarrier inits released to it by a
+    /// `fence.mbarrier_init.release.cluster` + cluster-barrier arrive (which orders only inits).
+    iv: Vc,
+    /// Clocks a release would have carried to this thread had the release's or its own
+    /// acquire's scope been wide enough; with the arrive and wait that missed them.
+    missed: Vc,
+    missed_at: Option<Missed>,
+    /// The tcgen05 dimensions its `tcgen05.fence::before_thread_sync` fences raised: carried by
+    /// any thread synchronisation that follows, relaxed or not (execution ordering suffices
+    /// for the tcgen05 fences, PTX ISA "tcgen05 Memory Consistency Model": "Specialized
+    /// Inter-thread Synchronization").
+    tcx: Vc,
 }
+
+/// A release and an acquire on one mbarrier whose scopes did not include each other's thread.
+#[derive(Debug, Clone, Copy)]
+struct Missed {
+    peer: u32,
+    arrive_pc: u32,
+    rel_scope: Scope,
+    wait_pc: u32,
+    wait_scope: Scope,
+    cta: u32,
+    off: u32,
+}
+
+/// A location used for flag synchronisation by strong (relaxed, acquire, release, volatile,
+/// atomic) operations: the clock its last release made available, at what scope, from which
+/// CTA.
+struct Flag {
+    v: Vc,
+    scope: Scope,
+    cta: u32,
+}
+
+/// Semantics of a thread's memory instruction (cached per opcode): bit 0 strong (morally strong
+/// candidate: `.relaxed`/`.acquire`/`.release`/`.volatile`, or `atom`/`red`), bit 1 acquire,
+/// bit 2 release, bits 3..5 the scope (0 cta, 1 cluster, 2 gpu/sys).
+const STRONG: u8 = 1;
+const ACQ: u8 = 2;
+const REL: u8 = 4;
+const UNKNOWN: u8 = 0xFF;
 
 struct Op {
     e: Epoch,
@@ -108,12 +163,21 @@ struct Mb {
     init_by: u32,
     cur: Vc,
     cur_remote: Vc,
-    done: Vc,
-    done_remote: Vc,
     /// A thread of another CTA arrived in the current / last completed phase: (thread, scope).
-    cur_remote_by: Option<(u32, Scope)>,
-    last_remote_by: Option<(u32, Scope)>,
+    cur_remote_by: Arriver,
+    /// Releases by threads of another CTA whose scope was `.cta` (they synchronise with no
+    /// thread of this CTA), joined per phase like `cur`.
+    cur_missed: Vc,
+    cur_missed_by: Arriver,
+    /// The last two completed phases: (phase, cumulative local, remote and missed clocks, the
+    /// remote arriver): a wait acquires exactly the phases up to the one it observed.
+    hist: [Hist; 2],
 }
+
+/// A remote arriver of a phase: (thread, its arrive's pc, the release's scope).
+type Arriver = Option<(u32, u32, Scope)>;
+/// One completed phase and the clocks of phases up to it: local, remote, missed, and who.
+type Hist = (i64, Vc, Vc, Vc, Arriver);
 
 const TMEM_COLS: u32 = 512;
 
@@ -134,8 +198,15 @@ pub(crate) struct Hb {
     free_sets: Vec<u32>,
     ops: HashMap<u64, Op>,
     mbars: HashMap<(u32, u32), Mb>,
-    bars: HashMap<(u32, u32), Vc>,
+    bars: HashMap<(u32, u32), (Vc, Vc)>,
     cluster: HashMap<u64, Vc>,
+    /// Per cluster-barrier phase, the mbarrier inits released by fence.mbarrier_init + arrive.
+    cluster_init: HashMap<u64, Vc>,
+    split: Vec<[Cell; 4]>,
+    flags: HashMap<(u32, u64), Flag>,
+    sem: Vec<u8>,
+    /// The phase each TMA load (its dimension and clock) completes in: (dim, clock) -> phase.
+    load_phase: HashMap<(u32, u32), u64>,
 }
 
 /// What an access found.
@@ -200,9 +271,18 @@ impl Hb {
         e: Epoch,
         access: Access,
         proxy: Proxy,
+        kinds: &[Dim],
     ) -> Option<Conflict> {
+        let owner = |d: u32| match kinds.get(d as usize) {
+            Some(Dim::Thread(t)) => Some((*t, true)),
+            Some(Dim::CpAsync(t)) => Some((*t, false)),
+            _ => None,
+        };
         let ordered = |p: Epoch| p.is_none() || p.dim == e.dim || v.covers(p);
-        let atomic = access == Access::Atomic;
+        // Morally strong accesses (atomics, relaxed/acquire/release/volatile loads and stores)
+        // do not race with each other (PTX ISA "Memory Consistency Model": "Data races" are
+        // between overlapping operations that are not morally strong).
+        let atomic = matches!(access, Access::Atomic | Access::AtomicRead);
         // The last write against any access.
         if !(ordered(c.w) || (atomic && c.w_atomic)) {
             return Some(Conflict {
@@ -214,11 +294,20 @@ impl Hb {
         if proxy == Proxy::Async && !c.w.is_none() && !c.w_async && c.w.dim != e.dim {
             // A generic write by thread `c.w.dim`: some fence.proxy.async of that thread after
             // the write must itself be ordered before this access.
-            let fenced = th.get(c.w.dim as usize).is_some_and(|w| {
-                let f = &w.proxy_fences;
-                let i = f.partition_point(|&x| x < c.w.clock);
-                f.get(i).is_some_and(|&x| x <= v.get(c.w.dim))
-            });
+            let fenced = match owner(c.w.dim) {
+                // A thread's write: a fence of it after the write, ordered before this access.
+                Some((wt, true)) => th.get(wt as usize).is_some_and(|w| {
+                    let f = &w.proxy_fences;
+                    let i = f.partition_point(|&x| x < c.w.clock);
+                    f.get(i).is_some_and(|&x| x <= v.get(wt))
+                }),
+                // A cp.async copy's: some fence of its issuing thread ordered before this
+                // access (the thread fences after waiting for the copy).
+                Some((wt, false)) => th
+                    .get(wt as usize)
+                    .is_some_and(|w| w.proxy_fences.iter().any(|&x| x <= v.get(wt))),
+                None => false,
+            };
             if !fenced {
                 return Some(Conflict {
                     prior: c.w,
@@ -226,6 +315,11 @@ impl Hb {
                     proxy: true,
                 });
             }
+        }
+        if access == Access::AtomicRead {
+            // A strong read of a flag: not recorded as a read (a later write by another strong
+            // operation does not race with it; plain writes racing with it go unreported).
+            return None;
         }
         if access != Access::Read {
             if !ordered(c.r) {
@@ -313,6 +407,102 @@ impl Hb {
         }
     }
 
+    /// One 4-byte cell against an access of its bytes `b0..b1`: whole while every access
+    /// covers it whole, else byte by byte. Returns the conflict.
+    #[allow(clippy::too_many_arguments)]
+    fn word(
+        sets: &mut Vec<Vec<Epoch>>,
+        free: &mut Vec<u32>,
+        split: &mut Vec<[Cell; 4]>,
+        th: &[Th],
+        c: &mut Cell,
+        (b0, b1): (u64, u64),
+        v: &Vc,
+        e: Epoch,
+        access: Access,
+        proxy: Proxy,
+        kinds: &[Dim],
+    ) -> Option<Conflict> {
+        if c.sub == 0 {
+            if b0 == 0 && b1 == 4 {
+                return Self::cell(sets, free, th, c, v, e, access, proxy, kinds);
+            }
+            // Split: each byte starts with the word's history (its read set copied).
+            let mut bytes = [*c; 4];
+            if c.rset != 0 {
+                for b in bytes.iter_mut().skip(1) {
+                    let copy = sets[c.rset as usize - 1].clone();
+                    let i = match free.pop() {
+                        Some(i) => {
+                            sets[i as usize - 1] = copy;
+                            i
+                        }
+                        None => {
+                            sets.push(copy);
+                            sets.len() as u32
+                        }
+                    };
+                    b.rset = i;
+                }
+            }
+            split.push(bytes);
+            *c = Cell {
+                sub: split.len() as u32,
+                ..Cell::default()
+            };
+        }
+        let s = &mut split[c.sub as usize - 1];
+        for b in &mut s[b0 as usize..b1 as usize] {
+            if let Some(x) = Self::cell(sets, free, th, b, v, e, access, proxy, kinds) {
+                return Some(x);
+            }
+        }
+        None
+    }
+
+    /// The semantics bits of thread `t`'s current memory instruction (see [`STRONG`]).
+    fn sem_of(&mut self, m: &Machine, t: u32, access: Access) -> u8 {
+        let Some(ins) = m.k.code.get(m.threads[t as usize].pc as usize) else {
+            return 0;
+        };
+        let key = ins.key as usize;
+        if self.sem.len() <= key {
+            self.sem.resize(m.k.opcodes.len().max(key + 1), UNKNOWN);
+        }
+        if self.sem[key] == UNKNOWN {
+            let op = &m.k.opcodes[key];
+            let has = |q: &str| op.split('.').any(|p| p == q);
+            let rmw = op.starts_with("atom") || op.starts_with("red");
+            let mut b = 0;
+            // PTX ISA "Memory Consistency Model" ("Operation types", "Morally strong
+            // operations"): .relaxed/.acquire/.release are strong; .volatile is treated as
+            // .relaxed.sys; atom/red are strong, .relaxed unless a semantics is given.
+            if rmw || has("relaxed") || has("acquire") || has("release") || has("volatile") {
+                b |= STRONG;
+            }
+            if has("acquire") || has("acq_rel") {
+                b |= ACQ;
+            }
+            if has("release") || has("acq_rel") {
+                b |= REL;
+            }
+            let scope = if has("volatile")
+                || has("gpu")
+                || has("sys")
+                || (rmw && !has("cta") && !has("cluster"))
+            {
+                2
+            } else if has("cluster") {
+                1
+            } else {
+                0
+            };
+            self.sem[key] = b | (scope << 3);
+        }
+        let _ = access;
+        self.sem[key]
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn mem(
         &mut self,
@@ -327,9 +517,19 @@ impl Hb {
         let Some((v, e, by)) = self.agent(m, agent, false) else {
             return Ok(());
         };
+        let sem = match agent {
+            Agent::Thread(t) => self.sem_of(m, t, access),
+            Agent::Async(_) => 0,
+        };
+        let acc = match access {
+            Access::Read if sem & STRONG != 0 => Access::AtomicRead,
+            Access::Write if sem & STRONG != 0 => Access::Atomic,
+            a => a,
+        };
         let (g0, g1) = (lo / 4, hi.div_ceil(4));
         for g in g0..g1 {
-            let hit = match mem {
+            let bytes = (lo.max(g * 4) - g * 4, hi.min(g * 4 + 4) - g * 4);
+            let cell = match mem {
                 Mem::Shared(cta) => {
                     let Some(c) = self
                         .smem
@@ -338,45 +538,160 @@ impl Hb {
                     else {
                         continue;
                     };
-                    Self::cell(
-                        &mut self.sets,
-                        &mut self.free_sets,
-                        &self.th,
-                        c,
-                        &v,
-                        e,
-                        access,
-                        proxy,
-                    )
+                    c
                 }
-                Mem::Global => {
-                    let c = self.global.entry(g).or_default();
-                    Self::cell(
-                        &mut self.sets,
-                        &mut self.free_sets,
-                        &self.th,
-                        c,
-                        &v,
-                        e,
-                        access,
-                        proxy,
-                    )
-                }
+                Mem::Global => self.global.entry(g).or_default(),
             };
+            let hit = Self::word(
+                &mut self.sets,
+                &mut self.free_sets,
+                &mut self.split,
+                &self.th,
+                cell,
+                bytes,
+                &v,
+                e,
+                acc,
+                proxy,
+                &self.kinds,
+            );
             if let Some(c) = hit {
+                let (a, b) = (g * 4 + bytes.0, g * 4 + bytes.1);
                 let place = match mem {
                     Mem::Shared(cta) => format!(
-                        "shared-memory bytes {:#x}..{:#x} of CTA rank {}",
-                        g * 4,
-                        g * 4 + 4,
+                        "shared-memory bytes {a:#x}..{b:#x} of CTA rank {}",
                         m.ctas[cta as usize].rank
                     ),
-                    Mem::Global => format!("global-memory bytes {:#x}..{:#x}", g * 4, g * 4 + 4),
+                    Mem::Global => format!("global-memory bytes {a:#x}..{b:#x}"),
                 };
                 return Err(self.report(m, agent, by, e, access, proxy, &c, &place));
             }
         }
+        if let (Agent::Thread(t), true) = (agent, sem & STRONG != 0) {
+            self.flag(m, t, mem, lo, access, sem);
+        }
+        if access == Access::Read {
+            if let Mem::Shared(cta) = mem {
+                self.newer_phase(m, by, e, cta, lo)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Prior-generation consumption, the newer-phase case (design note "Phases"): thread `by`
+    /// reads data a TMA load completed in phase P of barrier B, its last wait on B consumed
+    /// phase P, but its wait before that consumed P - 3 or earlier with the parity alternating
+    /// (an odd gap): its wait meant the phase after the earlier one, and the parity matched a
+    /// phase two (or more) later, whose data it now reads (the reads are ordered; the data
+    /// belongs to another phase than the wait was for).
+    fn newer_phase(
+        &self,
+        m: &Machine,
+        by: u32,
+        e: Epoch,
+        cta: u32,
+        lo: u64,
+    ) -> Result<(), SimError> {
+        let Some(c) = self
+            .smem
+            .get(cta as usize)
+            .and_then(|s| s.get((lo / 4) as usize))
+        else {
+            return Ok(());
+        };
+        let w = if c.sub != 0 {
+            self.split[c.sub as usize - 1][(lo % 4) as usize].w
+        } else {
+            c.w
+        };
+        let Some(Dim::TmaLoad(_, bc, bo)) = self.kinds.get(w.dim as usize).copied() else {
+            return Ok(());
+        };
+        let Some(&p) = self.load_phase.get(&(w.dim, w.clock)) else {
+            return Ok(());
+        };
+        let Some(&(_, cur, prev)) = self
+            .th
+            .get(by as usize)
+            .and_then(|t| t.consumed.iter().find(|(k, _, _)| *k == (bc, bo)))
+        else {
+            return Ok(());
+        };
+        if cur != p as i64 || prev < 0 || cur - prev < 3 || (cur - prev) % 2 == 0 {
+            return Ok(());
+        }
+        let meant = prev + 1;
+        Err(m.rule(by, "prior-generation-wait", format!("this read by {} of shared-memory bytes {lo:#x}.. of CTA rank {} reads data {} completed in phase {cur}, but the thread's waits on that barrier consumed phase {prev} and then, with the other parity, phase {cur}: the wait meant phase {meant} and its parity matched a newer phase, {} phase(s) later (the waiter is two phases behind: parity aliasing); the data belongs to another phase than the one waited for", self.describe(m, e), m.ctas[cta as usize].rank, self.describe(m, w), cur - meant)))
+    }
+
+    /// Flag synchronisation through a strong access of thread `t` (PTX ISA "Memory Consistency
+    /// Model": "Release and acquire patterns", "Synchronizes-with"): a release write (or a
+    /// relaxed one after a release fence: a release pattern) makes the writer's clock (at the
+    /// release) available at the location; an acquire read takes it, a relaxed read keeps it
+    /// for the next acquire fence (an acquire pattern). Release and acquire synchronise only if
+    /// each one's scope includes the other thread (scope `.cta` does not reach another CTA).
+    fn flag(&mut self, m: &Machine, t: u32, mem: Mem, lo: u64, access: Access, sem: u8) {
+        let key = (
+            match mem {
+                Mem::Shared(c) => c,
+                Mem::Global => u32::MAX,
+            },
+            lo / 4,
+        );
+        let scope = match sem >> 3 {
+            0 => Scope::Cta,
+            1 => Scope::Cluster,
+            _ => Scope::Gpu,
+        };
+        let cta = m.threads[t as usize].cta;
+        let reads = access != Access::Write;
+        let writes = access != Access::Read;
+        if reads {
+            if let Some(f) = self.flags.get(&key) {
+                let reach = f.cta == cta || (f.scope >= Scope::Cluster && scope >= Scope::Cluster);
+                if reach {
+                    let v = f.v.clone();
+                    let th = &mut self.th[t as usize];
+                    if sem & ACQ != 0 {
+                        th.c.join(&v);
+                    } else {
+                        th.pend.join(&v);
+                    }
+                }
+            }
+        }
+        if writes {
+            let th = &self.th[t as usize];
+            let rel = if sem & REL != 0 {
+                Some((th.c.clone(), scope))
+            } else {
+                th.relv.clone().map(|(v, s)| (v, s.min(scope)))
+            };
+            let rmw = access == Access::Atomic;
+            match (rel, rmw) {
+                (Some((v, s)), true) => {
+                    // A read-modify-write continues the release sequence of the location.
+                    let f = self.flags.entry(key).or_insert(Flag {
+                        v: Vc::default(),
+                        scope: s,
+                        cta,
+                    });
+                    f.v.join(&v);
+                    f.scope = f.scope.min(s);
+                    if f.cta != cta {
+                        f.scope = f.scope.min(s);
+                    }
+                }
+                (Some((v, s)), false) => {
+                    self.flags.insert(key, Flag { v, scope: s, cta });
+                }
+                (None, false) => {
+                    self.flags.remove(&key);
+                }
+                (None, true) => {}
+            }
+            self.bump(t);
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -411,6 +726,7 @@ impl Hb {
                     e,
                     access,
                     Proxy::Generic,
+                    &self.kinds,
                 ) {
                     let place = format!(
                         "tensor-memory column {col}, lanes {}..{} of CTA rank {}",
@@ -450,11 +766,12 @@ impl Hb {
                 m.ctas[*c as usize].rank
             ),
             Some(Dim::TmaLoad(t, bc, bo)) => format!(
-                "a TMA load issued by {} completing on the barrier at offset {bo:#x} of CTA rank {} ({at})",
+                "a TMA load issued by {} completing on {} ({at})",
                 who(*t),
-                m.ctas[*bc as usize].rank
+                crate::deadlock::barrier_words(m, *bc, *bo)
             ),
             Some(Dim::Store(t)) => format!("a TMA store issued by {} ({at})", who(*t)),
+            Some(Dim::CpAsync(t)) => format!("a cp.async copy issued by {} ({at})", who(*t)),
             None => format!("an access ({at})"),
         }
     }
@@ -492,15 +809,52 @@ impl Hb {
             };
             return m.rule(by, rule, format!("{this} of {place} goes through the async proxy, but {prior} is an ordinary (generic-proxy) write not followed by fence.proxy.async in its thread before the synchronisation that orders it: the async proxy may read stale data (PTX ISA \"Proxies\", \"membar/fence\": fence.proxy.async)"));
         }
-        // Prior-generation consumption: the racing data is a TMA load's, completing on a barrier
-        // whose older phase this thread (or the issuer of this operation) last consumed.
-        let consumed = |bc: u32, bo: u32| {
-            self.th[by as usize]
+        // Prior-generation consumption (design note "Phases"): the racing data is a TMA
+        // load's, completing on a barrier whose older phase this thread last consumed; or this
+        // is a TMA load overwriting what a thread read after consuming an older phase.
+        let consumed = |t: u32, bc: u32, bo: u32| {
+            self.th
+                .get(t as usize)?
                 .consumed
                 .iter()
-                .find(|(k, _)| *k == (bc, bo))
-                .map(|(_, p)| *p)
+                .find(|(k, _, _)| *k == (bc, bo))
+                .map(|(_, p, _)| *p)
         };
+        let load_phase = |ep: Epoch| self.load_phase.get(&(ep.dim, ep.clock)).copied();
+        let generation = match (cur_kind, prior_kind) {
+            (_, Some(Dim::TmaLoad(_, bc, bo))) => consumed(by, bc, bo)
+                .zip(load_phase(c.prior))
+                .filter(|&(cp, lp)| cp < lp as i64),
+            (Some(Dim::TmaLoad(_, bc, bo)), Some(Dim::Thread(pt))) => consumed(pt, bc, bo)
+                .zip(load_phase(e))
+                .filter(|&(cp, lp)| cp < lp as i64),
+            _ => None,
+        };
+        if let (Agent::Thread(_), Some(ms)) = (agent, self.th[by as usize].missed_at) {
+            if self.th[by as usize].missed.covers(c.prior) {
+                let line = |pc: u32| {
+                    m.k.code
+                        .get(pc as usize)
+                        .map_or((0, 0), |i| (i.ptx_line, m.src_line(i)))
+                };
+                let (al, wl) = (line(ms.arrive_pc), line(ms.wait_pc));
+                let peer = &m.threads[ms.peer as usize];
+                let bname = crate::deadlock::barrier_words(m, ms.cta, ms.off);
+                let (side, fix) = if ms.wait_scope < Scope::Cluster {
+                    (
+                        "the wait acquires only at .cta scope",
+                        "wait with mbarrier.try_wait.parity.acquire.cluster",
+                    )
+                } else {
+                    (
+                        "the peer's arrive releases only at .cta scope",
+                        "arrive with mbarrier.arrive.release.cluster.shared::cluster",
+                    )
+                };
+                let _ = ms.rel_scope;
+                return m.rule(by, "cluster-scope-sync", format!("{this} and {prior} of {place} would be ordered by the arrive of warp {} of CTA rank {} (another CTA; PTX line {}, source line {}) on {bname} and the wait (PTX line {}, source line {}) that observed it, but {side}: a release and an acquire synchronise only if each one's scope includes the other thread (PTX ISA \"Memory Consistency Model\": scope, morally strong operations); {fix}", peer.warp, m.ctas[peer.cta as usize].rank, al.0, al.1, wl.0, wl.1));
+            }
+        }
         let prior_alloc = matches!(prior_kind, Some(Dim::TcWarp(..)))
             && m.k
                 .code
@@ -512,26 +866,29 @@ impl Hb {
             (Some(Dim::TcQueue(_)), Some(Dim::TcWarp(..)), _) => "release-before-overwrite",
             (Some(Dim::TcQueue(_)), Some(Dim::TmaLoad(..)), _) => "operand-loaded",
             (Some(Dim::TmaLoad(..)), Some(Dim::TcQueue(_)), _) => "no-refill-in-flight",
-            (Some(Dim::Thread(_)), Some(Dim::Store(_)), _) => "wait-read-before-reuse",
-            (_, Some(Dim::TmaLoad(_, bc, bo)), _) if consumed(bc, bo).is_some() => {
-                "prior-generation-wait"
+            // A staging buffer rewritten while a TMA store may read it; in global memory it is
+            // an ordinary race with the store's writes.
+            (Some(Dim::Thread(_)), Some(Dim::Store(_)), _) if !place.starts_with("global") => {
+                "wait-read-before-reuse"
             }
+            (_, Some(Dim::CpAsync(_)), _) | (Some(Dim::CpAsync(_)), _, _) => {
+                "cp-async-wait-before-read"
+            }
+            _ if generation.is_some() => "prior-generation-wait",
             _ => "data-race",
         };
         let why = match rule {
             "prior-generation-wait" => {
-                let Some(Dim::TmaLoad(_, bc, bo)) = prior_kind else {
-                    unreachable!("matched above")
-                };
-                let p = consumed(bc, bo).unwrap_or(-1);
+                let (p, lp) = generation.unwrap_or((-1, 0));
                 let ph = if p < 0 {
                     "no phase at all (a parity-1 wait on a fresh barrier passes at once)".to_string()
                 } else {
                     format!("phase {p}")
                 };
-                format!("the last wait of this thread on that barrier consumed {ph}, an older generation than the one the load completes in: the wait's parity names another phase than the data's (parity aliasing)")
+                format!("the last wait on that barrier of the thread that reads consumed {ph}, an older generation than phase {lp} the load completes in: the wait's parity names another phase than the data's (parity aliasing: the waiter is two phases behind)")
             }
             "fence-before-handoff" => "the allocating warp hands its tensor-memory columns to other warps without tcgen05.fence::before_thread_sync before the thread synchronisation (the canonical pattern: tcgen05.alloc; tcgen05.fence::before_thread_sync; bar.sync or the cluster barrier; tcgen05.fence::after_thread_sync; use)".to_string(),
+            "cp-async-wait-before-read" => "a cp.async copy's writes are ordered before other accesses only by cp.async.wait_group/wait_all in the issuing thread (then a synchronisation for other threads) or by the phase of the barrier a cp.async.mbarrier.arrive tracking it arrived on (PTX ISA \"cp.async.wait_group\", \"cp.async.mbarrier.arrive\")".to_string(),
             "ld-after-commit-wait" => "the reader has not waited (itself, or through a thread synchronisation followed by tcgen05.fence::after_thread_sync) for the barrier phase the tcgen05.commit covering that MMA arrived on".to_string(),
             _ => "no synchronisation orders them (an mbarrier phase, bar.sync, the cluster barrier, with tcgen05 fences for tcgen05 operations)".to_string(),
         };
@@ -553,21 +910,23 @@ impl Hb {
         what: &str,
     ) -> Result<(), SimError> {
         let own = m.threads[by as usize].cta;
-        let rank = m.ctas[cta as usize].rank;
         let Some(b) = self.mbars.get(&(cta, off)) else {
             let _ = (own, agent);
-            return Err(m.rule(by, "mbarrier-before-init", format!("{what} names the barrier at shared-memory offset {off:#x} of CTA rank {rank}, which no mbarrier.init has initialised yet: its init must happen before every use (PTX ISA \"mbarrier\": behaviour of operations on an uninitialised mbarrier is undefined); initialise, fence.mbarrier_init.release.cluster, then a cluster barrier before a peer uses it")));
+            return Err(m.rule(by, "mbarrier-before-init", format!("{what} names {}, which no mbarrier.init has initialised yet: its init must happen before every use (PTX ISA \"mbarrier\": behaviour of operations on an uninitialised mbarrier is undefined); initialise, fence.mbarrier_init.release.cluster, then a cluster barrier before a peer uses it", crate::deadlock::barrier_words(m, cta, off))));
         };
         let Some(init) = b.init else { return Ok(()) };
         let v = &self.th[by as usize].c;
-        if !v.covers(init) {
-            return Err(m.rule(by, "mbarrier-before-init", format!("{what} uses the barrier at shared-memory offset {off:#x} of CTA rank {rank}, but its mbarrier.init ({}) is not ordered before this use by happens-before: the use may reach an uninitialised barrier. Within a CTA order them with bar.sync; from another CTA with fence.mbarrier_init.release.cluster then barrier.cluster.arrive.release / wait.acquire (PTX ISA \"mbarrier\", \"membar/fence\")", self.describe(m, init))));
+        let iv = &self.th[by as usize].iv;
+        if !v.covers(init) && !iv.covers(init) {
+            return Err(m.rule(by, "mbarrier-before-init", format!("{what} uses {}, but its mbarrier.init ({}) is not ordered before this use by happens-before: the use may reach an uninitialised barrier. Within a CTA order them with bar.sync; from another CTA with fence.mbarrier_init.release.cluster then barrier.cluster.arrive.release / wait.acquire (PTX ISA \"mbarrier\", \"membar/fence\")", crate::deadlock::barrier_words(m, cta, off), self.describe(m, init))));
         }
         if own != cta {
             let f = &self.th[b.init_by as usize].init_fences;
             let i = f.partition_point(|&x| x < init.clock);
-            if f.get(i).is_none_or(|&x| x > v.get(b.init_by)) {
-                return Err(m.rule(by, "fence-mbarrier-init", format!("{what} from another CTA reaches the barrier at shared-memory offset {off:#x} of CTA rank {rank}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init that is ordered before this use: the initialisation is not visible to other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", m.threads[b.init_by as usize].warp)));
+            if f.get(i)
+                .is_none_or(|&x| x > v.get(b.init_by).max(iv.get(b.init_by)))
+            {
+                return Err(m.rule(by, "fence-mbarrier-init", format!("{what} from another CTA reaches {}, whose initialising thread (warp {}) executed no fence.mbarrier_init.release.cluster after mbarrier.init that is ordered before this use: the initialisation is not visible to other CTAs of the cluster (PTX ISA \"membar/fence\": fence.mbarrier_init); initialise, fence.mbarrier_init, then a cluster barrier", crate::deadlock::barrier_words(m, cta, off), m.threads[b.init_by as usize].warp)));
             }
         }
         Ok(())
@@ -612,6 +971,7 @@ impl Observer for Hb {
                     }
                     AsyncKind::TmaStore => Dim::Store(by),
                     AsyncKind::Tcgen05 => Dim::TcQueue(by),
+                    AsyncKind::CpAsync | AsyncKind::CpAsyncArrive => Dim::CpAsync(by),
                 });
                 self.counters[d as usize] += 1;
                 let e = Epoch {
@@ -626,15 +986,28 @@ impl Observer for Hb {
                     let w = self.dim(Dim::TcWarp(th.cta, th.warp));
                     v.raise(w, self.counters[w as usize]);
                     v
+                } else if kind == AsyncKind::CpAsyncArrive {
+                    // Its arrive-on releases the thread's earlier copies (their dimension),
+                    // not the thread's own accesses (PTX ISA "cp.async.mbarrier.arrive").
+                    Vc::default()
                 } else {
                     self.th[by as usize].c.clone()
                 };
                 vc.set(d, e.clock);
+                if let (AsyncKind::TmaLoad, Some((bc, bo))) = (kind, barrier) {
+                    // The phase its complete_tx counts towards: the barrier's current one.
+                    if let Some(b) = m.ctas.get(bc as usize).and_then(|c| c.mbars.get(&bo)) {
+                        self.load_phase.insert((d, e.clock), b.phase);
+                    }
+                }
                 self.ops.insert(id, Op { e, vc, by });
             }
             Event::Retire { id } => {
                 if let Some(o) = self.ops.get_mut(&id) {
-                    if matches!(self.kinds.get(o.e.dim as usize), Some(Dim::Store(_))) {
+                    if matches!(
+                        self.kinds.get(o.e.dim as usize),
+                        Some(Dim::Store(_) | Dim::CpAsync(_))
+                    ) {
                         // Only its epoch is needed any more (for cp.async.bulk.wait_group).
                         o.vc = Vc::default();
                     } else {
@@ -670,39 +1043,68 @@ impl Observer for Hb {
                 scope,
                 release,
             } => {
-                let (v, remote) = match agent {
-                    Agent::Thread(t) => (
-                        self.th[t as usize].c.clone(),
-                        Some(t).filter(|&t| m.threads[t as usize].cta != cta),
-                    ),
+                // What the arrive releases: the thread's clock (a release arrive), or its
+                // clock at its last release fence (a relaxed arrive after fence.acq_rel or
+                // fence.sc: a release pattern), at the narrower of the two scopes.
+                let (rel, remote, pc) = match agent {
+                    Agent::Thread(t) => {
+                        let th = &self.th[t as usize];
+                        let rel = if release {
+                            Some((th.c.clone(), scope))
+                        } else {
+                            // A relaxed arrive still orders execution: the tcgen05 operations
+                            // its thread fenced with before_thread_sync.
+                            let mut v = th.tcx.clone();
+                            if let Some((r, _)) = &th.relv {
+                                v.join(r);
+                            }
+                            let s = th.relv.as_ref().map_or(scope, |(_, s)| scope.min(*s));
+                            Some((v, s))
+                        };
+                        (
+                            rel,
+                            Some(t).filter(|&t| m.threads[t as usize].cta != cta),
+                            m.threads[t as usize].pc,
+                        )
+                    }
                     Agent::Async(id) => match self.ops.get(&id) {
-                        Some(o) => (o.vc.clone(), None),
+                        Some(o) => (Some((o.vc.clone(), Scope::Cluster)), None, o.e.pc),
                         None => return Ok(()),
                     },
                 };
                 if let Some(b) = self.mbars.get_mut(&(cta, off)) {
-                    match remote {
-                        None if release => b.cur.join(&v),
-                        None => {}
-                        Some(t) => {
-                            if release && scope >= Scope::Cluster {
-                                b.cur_remote.join(&v);
-                            }
-                            b.cur_remote_by = Some((t, if release { scope } else { Scope::Cta }));
+                    match (remote, rel) {
+                        (None, Some((v, _))) => b.cur.join(&v),
+                        (None, None) => {}
+                        (Some(t), Some((v, s))) if s >= Scope::Cluster => {
+                            b.cur_remote.join(&v);
+                            b.cur_remote_by = Some((t, pc, s));
                         }
+                        (Some(t), Some((v, s))) => {
+                            b.cur_missed.join(&v);
+                            b.cur_missed_by = Some((t, pc, s));
+                        }
+                        (Some(_), None) => {}
                     }
                 }
                 if let Agent::Thread(t) = agent {
                     self.bump(t);
                 }
             }
-            Event::MbarPhase { cta, off, .. } => {
+            Event::MbarPhase { cta, off, phase } => {
                 if let Some(b) = self.mbars.get_mut(&(cta, off)) {
                     let cur = std::mem::take(&mut b.cur);
-                    b.done.join(&cur);
-                    let cur = std::mem::take(&mut b.cur_remote);
-                    b.done_remote.join(&cur);
-                    b.last_remote_by = b.cur_remote_by.take();
+                    let rem = std::mem::take(&mut b.cur_remote);
+                    let mis = std::mem::take(&mut b.cur_missed);
+                    let prev = &b.hist[1];
+                    let (mut d, mut r, mut x) = (prev.1.clone(), prev.2.clone(), prev.3.clone());
+                    d.join(&cur);
+                    r.join(&rem);
+                    x.join(&mis);
+                    let who = b.cur_missed_by.take().or(b.cur_remote_by.take());
+                    b.cur_remote_by = None;
+                    b.hist.swap(0, 1);
+                    b.hist[1] = (phase as i64, d, r, x, who);
                 }
             }
             Event::MbarObserve {
@@ -711,11 +1113,15 @@ impl Observer for Hb {
                 off,
                 phase,
                 scope,
+                acquire,
             } => {
                 let th = &mut self.th[by as usize];
-                match th.consumed.iter_mut().find(|(k, _)| *k == (cta, off)) {
-                    Some((_, p)) => *p = phase,
-                    None => th.consumed.push(((cta, off), phase)),
+                match th.consumed.iter_mut().find(|(k, _, _)| *k == (cta, off)) {
+                    Some((_, p, q)) => {
+                        *q = *p;
+                        *p = phase;
+                    }
+                    None => th.consumed.push(((cta, off), phase, i64::MIN)),
                 }
                 if phase < 0 {
                     return Ok(());
@@ -723,55 +1129,89 @@ impl Observer for Hb {
                 let Some(b) = self.mbars.get(&(cta, off)) else {
                     return Ok(());
                 };
-                let (done, remote, last) =
-                    (b.done.clone(), b.done_remote.clone(), b.last_remote_by);
-                self.th[by as usize].c.join(&done);
+                // The cumulative clocks up to the observed phase (a wait whose parity names
+                // phase p acquires phases 0..=p, not a later one that completed since).
+                let Some(h) = b.hist.iter().rev().find(|h| h.0 <= phase && h.0 >= 0) else {
+                    return Ok(());
+                };
+                let (done, remote, missed, who) = (h.1.clone(), h.2.clone(), h.3.clone(), h.4);
+                let wait_pc = m.threads[by as usize].pc;
+                let th = &mut self.th[by as usize];
+                let into = if acquire { &mut th.c } else { &mut th.pend };
+                into.join(&done);
+                // PTX ISA "Memory Consistency Model" ("Scope", "Morally strong operations"):
+                // a release and an acquire synchronise only if each one's scope includes the
+                // other thread. What a scope kept apart is remembered: a race it would have
+                // ordered is reported as cluster-scope-sync.
                 if scope >= Scope::Cluster {
-                    self.th[by as usize].c.join(&remote);
+                    into.join(&remote);
+                } else {
+                    th.missed.join(&remote);
                 }
-                if let Some((t, rs)) = last {
-                    if scope < Scope::Cluster || rs < Scope::Cluster {
-                        let rank = m.ctas[cta as usize].rank;
-                        let peer = &m.threads[t as usize];
-                        let (side, fix) = if scope < Scope::Cluster {
-                            (
-                                "this wait acquires only at .cta scope",
-                                "wait with mbarrier.try_wait.parity.acquire.cluster",
-                            )
-                        } else {
-                            (
-                                "the peer's arrive releases only at .cta scope (or is .relaxed)",
-                                "arrive with mbarrier.arrive.release.cluster.shared::cluster",
-                            )
-                        };
-                        return Err(m.rule(by, "cluster-scope-sync", format!("this wait observes phase {phase} of the barrier at shared-memory offset {off:#x} of CTA rank {rank}, which an arrive by warp {} of CTA rank {} (another CTA) completed, but {side}: a release and an acquire synchronise only if each one's scope includes the other thread (PTX ISA \"Memory Consistency Model\": scope, morally strong operations), so the peer's writes are not ordered before what follows; {fix}", peer.warp, m.ctas[peer.cta as usize].rank)));
+                th.missed.join(&missed);
+                if let Some((peer, arrive_pc, rel_scope)) = who {
+                    if scope < Scope::Cluster || rel_scope < Scope::Cluster {
+                        th.missed_at = Some(Missed {
+                            peer,
+                            arrive_pc,
+                            rel_scope,
+                            wait_pc,
+                            wait_scope: scope,
+                            cta,
+                            off,
+                        });
                     }
                 }
             }
             Event::BarArrive { by, cta, id } => {
-                let v = self.th[by as usize].c.clone();
-                self.bars.entry((cta, id)).or_default().join(&v);
+                let th = &self.th[by as usize];
+                let (c, iv) = (th.c.clone(), th.iv.clone());
+                let e = self.bars.entry((cta, id)).or_default();
+                e.0.join(&c);
+                e.1.join(&iv);
                 self.bump(by);
             }
             Event::BarRelease { cta, id, threads } => {
-                let v = self.bars.remove(&(cta, id)).unwrap_or_default();
+                let (v, iv) = self.bars.remove(&(cta, id)).unwrap_or_default();
                 for &t in threads {
                     self.th[t as usize].c.join(&v);
+                    self.th[t as usize].iv.join(&iv);
                 }
             }
             Event::ClusterArrive { by, phase, release } => {
-                if release {
-                    let v = self.th[by as usize].c.clone();
-                    self.cluster.entry(phase).or_default().join(&v);
-                    self.bump(by);
+                // barrier.cluster.arrive releases unless .relaxed; a relaxed arrive after a
+                // release fence at cluster scope or wider is a release pattern; after
+                // fence.mbarrier_init.release.cluster it releases the thread's prior
+                // mbarrier inits only (PTX ISA "barrier.cluster", "membar/fence":
+                // fence.mbarrier_init, "Release and acquire patterns").
+                let th = &self.th[by as usize];
+                let rel = if release {
+                    Some(th.c.clone())
+                } else {
+                    th.relv
+                        .as_ref()
+                        .filter(|(_, s)| *s >= Scope::Cluster)
+                        .map(|(v, _)| v.clone())
+                };
+                if let Some(&x) = th.init_fences.last() {
+                    self.cluster_init.entry(phase).or_default().raise(by, x);
                 }
+                let tcx = self.th[by as usize].tcx.clone();
+                let ph = self.cluster.entry(phase).or_default();
+                ph.join(&tcx);
+                if let Some(v) = rel {
+                    ph.join(&v);
+                }
+                self.bump(by);
             }
             Event::ClusterWait { by, phase, acquire } => {
-                if acquire {
-                    if let Some(v) = self.cluster.get(&phase) {
-                        let v = v.clone();
-                        self.th[by as usize].c.join(&v);
-                    }
+                let th = &mut self.th[by as usize];
+                let target = if acquire { &mut th.c } else { &mut th.pend };
+                if let Some(v) = self.cluster.get(&phase) {
+                    target.join(v);
+                }
+                if let Some(v) = self.cluster_init.get(&phase) {
+                    th.iv.join(v);
                 }
             }
             Event::WarpSync { lanes } => {
@@ -800,13 +1240,29 @@ impl Observer for Hb {
                     let d = self.dim(Dim::TcWarp(th.cta, th.warp));
                     let k = self.counters[d as usize];
                     self.th[by as usize].c.raise(d, k);
+                    self.th[by as usize].tcx.raise(d, k);
                 }
                 FenceKind::TcAfter => {
                     let c = self.th[by as usize].c.clone();
                     self.th[by as usize].tv = c;
                 }
-                // A fence alone creates no edge: the kernels' flags go through mbarriers.
-                FenceKind::AcqRel(_) => {}
+                // fence.acq_rel / fence.sc / membar (PTX ISA "membar/fence", "Release and
+                // acquire patterns"): as an acquire it takes what earlier relaxed reads and
+                // waits observed; as a release its clock is what later relaxed writes and
+                // arrives release.
+                FenceKind::AcqRel(scope) => {
+                    let th = &mut self.th[by as usize];
+                    let p = std::mem::take(&mut th.pend);
+                    th.c.join(&p);
+                    th.relv = Some((th.c.clone(), scope));
+                    if scope >= Scope::Cluster {
+                        // A full fence at cluster scope orders the thread's mbarrier inits
+                        // too (fence.mbarrier_init is its light-weight form for them only).
+                        let c = th.c.get(by);
+                        th.init_fences.push(c);
+                    }
+                    self.bump(by);
+                }
             },
             Event::BulkWait { by, ops } => {
                 for id in ops {
