@@ -89,9 +89,10 @@
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;
+pub mod attrib;
+pub mod budget;
 mod calls;
 mod check;
-pub mod budget;
 mod deadlock;
 pub mod decode;
 pub mod error;
@@ -227,6 +228,7 @@ pub fn run_traced(
         cluster_id: [0; 3],
         rng: sched::Rng::new(o.seed),
         steps: 0,
+        instructions: 0,
         next_check: 0,
         seq: 0,
         report: RunReport::default(),
@@ -238,6 +240,7 @@ pub fn run_traced(
         rg: rule_state::Global::default(),
         cpa: Default::default(),
         observers: vec![Box::new(check::hb::Hb::default())],
+        attrib: Default::default(),
     };
     let ncl = [
         l.grid[0] / l.cluster[0],
@@ -270,7 +273,8 @@ pub fn run_traced(
     }
     let _ = m.prog;
     let mut r = std::mem::take(&mut m.report);
-    r.instructions = m.steps;
+    r.instructions = m.instructions;
+    r.steps = m.steps;
     let n = k.opcodes.len();
     for (i, op) in k.opcodes.iter().enumerate() {
         let total: u64 = (0..nwarps as usize).map(|w| m.counts[w * n + i]).sum();
