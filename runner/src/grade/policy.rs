@@ -441,10 +441,8 @@ pub fn check(text: &str) -> Result<(), Violation> {
             if tok == Tok::Hash && at_start {
                 let toks = rest_of_line(&mut lx)?;
                 if let Some((Tok::Ident(d), _)) = toks.first() {
-                    conditional(&mut groups, d, &toks[1..], true, &lx.last_number).map_err(|m| Violation {
-                        line,
-                        message: m,
-                    })?;
+                    conditional(&mut groups, d, &toks[1..], true, &lx.last_number)
+                        .map_err(|m| Violation { line, message: m })?;
                 }
             }
             continue;
@@ -462,10 +460,8 @@ pub fn check(text: &str) -> Result<(), Violation> {
                 let toks = rest_of_line(&mut lx)?;
                 directive(&mut lx, line, toks.clone(), &headers, &mut includes_allowed)?;
                 if let Some((Tok::Ident(d), _)) = toks.first() {
-                    conditional(&mut groups, d, &toks[1..], false, &lx.last_number).map_err(|m| Violation {
-                        line,
-                        message: m,
-                    })?;
+                    conditional(&mut groups, d, &toks[1..], false, &lx.last_number)
+                        .map_err(|m| Violation { line, message: m })?;
                 }
             }
             Tok::Hash => return lx.err(

@@ -405,10 +405,7 @@ fn measured(dtype: Dtype, graded: Graded) -> Measured {
             graded.launches.len()
         ),
         counts: Counts::Ptx(PtxCounts {
-            source: format!(
-                "the PTX simulator, in the {} graded launches of the tests (sm_100a PTX; each technique instruction attributed to its cluster, cluster tile and k-block)",
-                graded.launches.len()
-            ),
+            source: "the PTX simulator, in the graded launches of the tests (sm_100a PTX; each technique instruction attributed to its cluster, cluster tile and k-block)".into(),
             per_opcode,
             launches: graded.launches,
         }),
