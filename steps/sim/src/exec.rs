@@ -1961,7 +1961,7 @@ impl<'a> Machine<'a> {
         self.seq += 1;
         let seq = self.seq;
         rules::mma_issue(self, t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
-        crate::attrib::mma(self, t, cta, ins.key as u32, ad, bd);
+        crate::attrib::mma(self, t, cta, ins.key, ad, bd);
         self.observe_mma(t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Mma {
@@ -2032,7 +2032,7 @@ impl<'a> Machine<'a> {
         rules::commit_issued(self, t);
         let mask = multicast.then(|| self.rv(t, &a[1]) as u16);
         let cta = self.threads[t as usize].cta;
-        crate::attrib::commit(self, t, cta, ins.key as u32, mask);
+        crate::attrib::commit(self, t, cta, ins.key, mask);
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
         let warp = th.warp;
