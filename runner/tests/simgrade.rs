@@ -108,7 +108,7 @@ fn the_stock_step3_kernel_earns_every_point_the_simulator_can_award() {
             q["detail"]
                 .as_str()
                 .unwrap()
-                .contains("the PTX simulator's warp-level executed counts"),
+                .contains("in every cluster of every graded launch; the PTX simulator, in the graded launches of the tests"),
             "{q:#}"
         );
     }
@@ -152,10 +152,11 @@ __device__ __forceinline__ void cheat_commit_each_cta(u64* bar) {
     assert_eq!(q["status"], "failed", "{q:#}");
     assert_eq!(q["score"], 0.0);
     assert_eq!(q["flags"][0]["name"], "technique-not-executed");
-    // Executed once per cluster tile (the accumulator's commit), where every k-block needs one.
+    // Executed once per cluster tile (the accumulator's commit, covering no MMA of its own),
+    // where every k-block of every cluster needs one.
     let detail = q["detail"].as_str().unwrap();
     assert!(
-        detail.contains("executed 4 tcgen05.commit.cta_group::2.multicast"),
+        detail.contains("cluster 0 executed 0 tcgen05.commit.cta_group::2.multicast that did the technique's work for cluster tile (0, 0), k-block 0"),
         "{detail}"
     );
     assert_eq!(
@@ -176,10 +177,14 @@ fn step0s_kernel_is_right_and_loses_exactly_the_2cta_points() {
         assert_eq!(q["status"], "failed", "{q:#}");
         assert_eq!(q["flags"][0]["name"], "technique-not-executed");
         assert!(
-            q["detail"]
-                .as_str()
-                .unwrap()
-                .contains(": no such instruction executed"),
+            q["detail"].as_str().unwrap().contains(&format!(
+                "executed 0 {} that did the technique's work",
+                if q["name"] == "2cta-mma" {
+                    "tcgen05.mma.cta_group::2"
+                } else {
+                    "tcgen05.commit.cta_group::2.multicast"
+                }
+            )),
             "{q:#}"
         );
     }
@@ -215,7 +220,7 @@ fn a_kernel_that_spins_ends_over_its_budget_not_as_a_hung_grader() {
             t["detail"]
                 .as_str()
                 .unwrap()
-                .contains("exceeded its budget of 2000000 simulated instructions"),
+                .contains("exceeded its budget of 2000000 simulated steps"),
             "{t:#}"
         );
     }

@@ -245,6 +245,39 @@ pub trait CountSource {
 pub struct PtxCounts {
     pub source: String,
     pub per_opcode: Vec<(String, u64)>,
+    /// The graded launches these counts come from, each with its technique instructions
+    /// attributed to their units ([`LaunchUnits`]): a per-unit requirement is decided on these,
+    /// launch by launch (`super::executed`).
+    #[serde(default)]
+    pub launches: Vec<LaunchUnits>,
+}
+
+/// One graded launch on the simulator: its shape, and each technique instruction that did the
+/// technique's work, attributed to the cluster that issued it, the cluster tile and the k-block
+/// (`sim::attrib`, turned into units with the step's tile facts in `super::simulated`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LaunchUnits {
+    /// The test and input set (and schedule) of the launch, for messages.
+    pub test: String,
+    /// M, N, K.
+    pub shape: [usize; 3],
+    /// Warp-level executed counts per opcode in this launch.
+    pub per_opcode: Vec<(String, u64)>,
+    /// The (cluster, cluster tile) pairs the launch multiplied: a tile is a cluster's when it
+    /// issued an MMA whose A and B came from that tile's rows and columns.
+    pub processed: Vec<(u32, [u32; 2])>,
+    /// Attributed executions.
+    pub records: Vec<UnitRecord>,
+}
+
+/// `n` executions of `op` by cluster `cluster` for cluster tile `tile`, k-block `kb`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct UnitRecord {
+    pub op: String,
+    pub cluster: u32,
+    pub tile: [u32; 2],
+    pub kb: u32,
+    pub n: u64,
 }
 
 impl CountSource for PtxCounts {

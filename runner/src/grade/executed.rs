@@ -44,7 +44,9 @@
 //! most executions of any one lane with a true guard ([`super::counts::PtxCounts`]). Both sources answer through
 //! [`CountSource`], and [`check`] decides the same way from either.
 
-use super::counts::{BuildMeasured, CountSource, InstructionClass, Measured};
+use super::counts::{
+    BuildMeasured, CountSource, Counts, InstructionClass, Measured, PtxClass, PtxCounts,
+};
 use super::vocab::{Flag, Status};
 use anyhow::{anyhow, bail, Result};
 use common::step::{KernelShape, OutputArg};
@@ -200,6 +202,7 @@ pub fn check(
         return error(format!("{what} not checked: no build was measured"));
     }
     let mut found = Vec::new();
+    let mut all_per_unit = true;
     for b in builds {
         let counts = match &b.measured {
             Measured::Error(why) => {
@@ -230,6 +233,18 @@ pub fn check(
             }
             Measured::Ran { counts, .. } => counts,
         };
+        if let (Counts::Ptx(p), InstructionClass::Ptx(pc)) = (counts, class) {
+            if !p.launches.is_empty() {
+                match per_unit(what, pc, e, k, &b.build, p) {
+                    Ok(shown) => {
+                        found.push(shown);
+                        continue;
+                    }
+                    Err(v) => return v,
+                }
+            }
+        }
+        all_per_unit = false;
         let Some(c) = counts.count(class) else {
             return error(format!(
                 "{what} not checked: {} cannot count {class}",
@@ -297,11 +312,144 @@ pub fn check(
             _ => None,
         })
         .unwrap_or_default();
+    let need = if all_per_unit {
+        format!(
+            "{} {} in every cluster of every graded launch",
+            e.at_most.filter(|m| *m != e.at_least).map_or(
+                format!("at least {}", e.at_least),
+                |m| format!("{} to {m}", e.at_least)
+            ),
+            e.per.words()
+        )
+    } else {
+        need
+    };
     ExecutedVerdict {
         status: Status::Passed,
         flags: Vec::new(),
         detail: format!("{what}: executed {} ({need}; {source})", found.join(", ")),
     }
+}
+
+/// A requirement on the simulator's graded launches (`p.launches`), decided unit by unit in
+/// every launch: each cluster, in each cluster tile it multiplied and (per `cluster-k-block`)
+/// each k-block of it, must show `at_least` (at most `at_most`) attributed executions of the
+/// class, and every cluster tile of the shape must have been multiplied by some cluster. The
+/// attribution (which executions did the technique's work, and for which unit) is
+/// `super::simulated::units_of`'s. `per = "launch"` counts each launch's executions against its
+/// own shape; the per-CTA and per-box units have no attribution on the simulator and count the
+/// same way (the launch's total against the launch's number of units). `Ok`: what was shown.
+fn per_unit(
+    what: &str,
+    class: &PtxClass,
+    e: &Executed,
+    k: &KernelShape,
+    build: &str,
+    p: &PtxCounts,
+) -> std::result::Result<String, ExecutedVerdict> {
+    let fail = |shown: u64, detail: String| ExecutedVerdict {
+        status: Status::Failed,
+        flags: vec![Flag::new(
+            if shown < e.at_least {
+                "technique-not-executed"
+            } else {
+                "technique-forbidden"
+            },
+            format!("{shown} {class} executed in one unit of the {build} build"),
+        )],
+        detail: format!("{what}: {detail}"),
+    };
+    let need = match e.at_most {
+        Some(m) if m == e.at_least => format!("exactly {m}"),
+        Some(m) => format!("{} to {m}", e.at_least),
+        None => format!("at least {}", e.at_least),
+    };
+    let out_of = |n: u64| n < e.at_least || e.at_most.is_some_and(|m| n > m);
+    let mut least: Option<u64> = None;
+    for l in &p.launches {
+        let s = Shape {
+            m: l.shape[0],
+            n: l.shape[1],
+            k: l.shape[2],
+        };
+        let at = format!("in the launch of {} ({}x{}x{})", l.test, s.m, s.n, s.k);
+        match e.per {
+            Unit::ClusterKBlock | Unit::ClusterTile => {
+                let (ctm, ctn) = (
+                    k.cluster_tile.0.max(1) as usize,
+                    k.cluster_tile.1.max(1) as usize,
+                );
+                let kbs = (s.k / k.tile_k.max(1) as usize) as u32;
+                for tm in 0..(s.m / ctm) as u32 {
+                    for tn in 0..(s.n / ctn) as u32 {
+                        if !l.processed.iter().any(|(_, t)| *t == [tm, tn]) {
+                            return Err(fail(0, format!("the {build} build: no cluster multiplied cluster tile ({tm}, {tn}) from TMA loads of A and B {at}, so no unit of it shows {class}; the rubric requires {need} {}", e.per.words())));
+                        }
+                    }
+                }
+                for &(cluster, tile) in &l.processed {
+                    let n_of = |kb: Option<u32>| -> u64 {
+                        l.records
+                            .iter()
+                            .filter(|r| {
+                                r.cluster == cluster
+                                    && r.tile == tile
+                                    && kb.is_none_or(|kb| r.kb == kb)
+                                    && class.matches(&r.op)
+                            })
+                            .map(|r| r.n)
+                            .sum()
+                    };
+                    let units: Vec<Option<u32>> = if e.per == Unit::ClusterKBlock {
+                        (0..kbs).map(Some).collect()
+                    } else {
+                        vec![None]
+                    };
+                    for kb in units {
+                        let n = n_of(kb);
+                        least = Some(least.map_or(n, |x| x.min(n)));
+                        if out_of(n) {
+                            let unit = match kb {
+                                Some(kb) => {
+                                    format!("cluster tile ({}, {}), k-block {kb}", tile[0], tile[1])
+                                }
+                                None => format!("cluster tile ({}, {})", tile[0], tile[1]),
+                            };
+                            return Err(fail(n, format!(
+                                "the {build} build: cluster {cluster} executed {n} {class} that did the technique's work for {unit} {at}; the rubric requires {need} {} in every cluster and every unit (an MMA counts for the tile and k-block its TMA-loaded operands came from; a commit for the MMAs it covers, and only if it arrived on a barrier the producer or the epilogue waited on and, multicast, its CTA mask names both CTAs of the pair)",
+                                e.per.words()
+                            )));
+                        }
+                    }
+                }
+            }
+            _ => {
+                let (fewest, most) = e.bounds(k, s).map_err(|err| ExecutedVerdict {
+                    status: Status::Error,
+                    flags: vec![Flag::new("grader-error", format!("{err:#}"))],
+                    detail: format!("{what} not checked: {err:#}"),
+                })?;
+                let n: u64 = l
+                    .per_opcode
+                    .iter()
+                    .filter(|(op, _)| class.matches(op))
+                    .map(|(_, n)| n)
+                    .sum();
+                least = Some(least.map_or(n, |x| x.min(n)));
+                if n < fewest || most.is_some_and(|m| n > m) {
+                    return Err(fail(
+                        if n < fewest { 0 } else { u64::MAX },
+                        format!("the {build} build executed {n} {class} {at}; the rubric requires {need} {} ({} of them)", e.per.words(), e.per.count(k, s).unwrap_or(0)),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(format!(
+        "at least {} per unit in each of the {} graded launches of the {build} build",
+        least.unwrap_or(0),
+        p.launches.len()
+    ))
 }
 
 #[cfg(test)]
@@ -370,6 +518,7 @@ mod tests {
                         ("tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64".into(), n),
                         ("tcgen05.mma.cta_group::2.kind::f16".into(), 128),
                     ],
+                    launches: Vec::new(),
                 }),
             },
         }

@@ -639,6 +639,19 @@ impl Grader {
         if !measured {
             self.measure(&mut g.r, &mut g.evidence, g.dir, g.device, plan.job);
         }
+        if runs.sim_measured {
+            // Every build's graded launches, from both children: a requirement holds only if
+            // it holds in every one of them.
+            let builds = merge_builds(std::mem::take(&mut runs.sim_builds));
+            let outcome = runs.last_outcome.clone();
+            self.apply_sim_measured(
+                &mut g.r,
+                &mut g.evidence,
+                plan.job,
+                builds,
+                outcome.as_ref(),
+            );
+        }
         if plan.sim_measure.is_some() && !runs.sim_measured {
             g.evidence.executions =
                 Executions::Skipped("the grading stopped before the measured launch".into());
@@ -668,7 +681,10 @@ impl Grader {
         // The traced launch runs in the visible tests' child (its inputs are public), which
         // then runs even where the rubric has no visible test.
         let trace = plan.trace.clone().filter(|_| !hidden);
-        let measure = plan.sim_measure.clone().filter(|_| !hidden);
+        // On the simulator both children report what their tests' launches executed (the
+        // requirements are decided on every graded launch); the visible one runs even without
+        // a visible test only for the traced launch.
+        let measure = plan.sim_measure.clone().filter(|_| !class_tests.is_empty());
         if class_tests.is_empty() && trace.is_none() && measure.is_none() {
             return Some(false);
         }
@@ -687,8 +703,7 @@ impl Grader {
         run_job.target = plan.job.target.clone();
         run_job.trace = trace;
         if let Some(m) = measure {
-            // Every build the compile made, measured once each.
-            run_job.dtypes = plan.job.dtypes.clone();
+            // Each build this child grades reports its launches' counts.
             run_job.measure = Some(m);
         }
         let limit = Duration::from_secs(self.rubric.limits.run_seconds);
@@ -731,8 +746,8 @@ impl Grader {
         r.grading_flags.extend(foreign);
         if run_job.measure.is_some() {
             runs.sim_measured = true;
-            let builds = super::simulated::measured_builds(&lines);
-            self.apply_sim_measured(r, &mut g.evidence, plan.job, builds, &outcome);
+            runs.sim_builds
+                .extend(super::simulated::measured_builds(&lines));
         }
         // Tests a run never finished are named by its outcome.
         let done: Vec<&str> = lines
@@ -845,8 +860,10 @@ struct Runs {
     last_outcome: Option<Outcome>,
     /// The visibility class of the run that was cut short, if one was.
     cut_class: Option<bool>,
-    /// Whether a simulating child made the measured launches.
+    /// Whether a simulating child reported its graded launches' counts.
     sim_measured: bool,
+    /// What the simulating children reported, build by build (merged when scored).
+    sim_builds: Vec<BuildMeasured>,
 }
 
 /// Every row's detail, where the grading stopped before running anything: why.
@@ -895,6 +912,56 @@ fn traced_facts(lines: &[RunLine], unfinished: bool, outcome: &Outcome) -> Facts
     }
 }
 
+/// The builds the simulating children reported, one per build: a build both reported is the
+/// union of their graded launches; a failure or an error in either is the build's.
+fn merge_builds(builds: Vec<BuildMeasured>) -> Vec<BuildMeasured> {
+    use super::counts::Counts;
+    let mut out: Vec<BuildMeasured> = Vec::new();
+    for b in builds {
+        let Some(have) = out.iter_mut().find(|x| x.build == b.build) else {
+            out.push(b);
+            continue;
+        };
+        let merged = match (
+            std::mem::replace(&mut have.measured, Measured::Error(String::new())),
+            b.measured,
+        ) {
+            (Measured::Error(e), _) | (_, Measured::Error(e)) => Measured::Error(e),
+            (f @ Measured::Failed { .. }, _) | (_, f @ Measured::Failed { .. }) => f,
+            (
+                Measured::Ran {
+                    flags,
+                    summary,
+                    counts: Counts::Ptx(mut p),
+                },
+                Measured::Ran {
+                    flags: f2,
+                    summary: s2,
+                    counts: Counts::Ptx(q),
+                },
+            ) => {
+                for (op, n) in q.per_opcode {
+                    match p.per_opcode.iter_mut().find(|(o, _)| *o == op) {
+                        Some(e) => e.1 += n,
+                        None => p.per_opcode.push((op, n)),
+                    }
+                }
+                p.launches.extend(q.launches);
+                let mut flags = flags;
+                flags.extend(f2);
+                Measured::Ran {
+                    flags,
+                    summary: format!("{summary}; {s2}"),
+                    counts: Counts::Ptx(p),
+                }
+            }
+            (m, _) => m,
+        };
+        have.measured = merged;
+    }
+    out
+}
+
 impl Grader {
     /// Measure the requirements present in the binary whose executions are still to count,
     /// and score them into `r`: the measured launches of [`Self::measure_builds`].
@@ -919,7 +986,7 @@ impl Grader {
         evidence: &mut Evidence,
         job: &Job,
         mut builds: Vec<BuildMeasured>,
-        outcome: &Outcome,
+        outcome: Option<&Outcome>,
     ) {
         for d in &job.dtypes {
             if !builds.iter().any(|b| &b.build == d) {
@@ -927,8 +994,8 @@ impl Grader {
                     build: d.clone(),
                     measured: Measured::Failed {
                         detail: format!(
-                            "the simulating child {} before its measured launch reported",
-                            outcome.describe()
+                            "no graded launch of the {d} build reported its counts (the simulating child {})",
+                            outcome.map_or("did not run".to_string(), |o| o.describe())
                         ),
                         flags: Vec::new(),
                     },

@@ -115,6 +115,8 @@ struct Lexer {
     i: usize,
     /// Set by a newline anywhere (also inside a block comment), cleared by any token.
     at_line_start: bool,
+    /// The text of the last number token (a conditional's literal: `#if 0`).
+    last_number: String,
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -230,6 +232,7 @@ impl Lexer {
         }
         if c.is_ascii_digit() || (c == '.' && self.peek(1).is_some_and(|d| d.is_ascii_digit())) {
             // A pp-number: digits, letters, '.', digit separators and signed exponents.
+            let start = self.i;
             self.i += 1;
             while let Some(c) = self.peek(0) {
                 let signed_exponent =
@@ -243,6 +246,7 @@ impl Lexer {
                     break;
                 }
             }
+            self.last_number = self.s[start..self.i].iter().map(|c| c.c).collect();
             return Ok(Tok::Number);
         }
         match c {
@@ -420,11 +424,29 @@ pub fn check(text: &str) -> Result<(), Violation> {
         s: splice(text),
         i: 0,
         at_line_start: true,
+        last_number: String::new(),
     };
     // Includes come first: once code or another directive has run, a macro could change what
     // the workbook's headers (and the toolkit headers they pull in) do.
     let mut includes_allowed = true;
+    // The conditional groups open at this point, as the preprocessor tracks them: a group whose
+    // condition is the literal 0 (or whose earlier branch was the literal 1) is skipped, and in
+    // a skipped group only the conditional directives count (for the nesting); any other text,
+    // a `#` anywhere in it included, never reaches a build. A condition that is not a literal
+    // is assumed to hold (every branch of it is checked).
+    let mut groups: Vec<Group> = Vec::new();
     while let Some((tok, line, at_start)) = lx.next()? {
+        let skipping = groups.iter().any(|g| g.skipping);
+        if skipping {
+            if tok == Tok::Hash && at_start {
+                let toks = rest_of_line(&mut lx)?;
+                if let Some((Tok::Ident(d), _)) = toks.first() {
+                    conditional(&mut groups, d, &toks[1..], true, &lx.last_number)
+                        .map_err(|m| Violation { line, message: m })?;
+                }
+            }
+            continue;
+        }
         match tok {
             Tok::Newline => continue,
             Tok::Ident(_) => includes_allowed = false,
@@ -435,7 +457,12 @@ pub fn check(text: &str) -> Result<(), Violation> {
                 )
             }
             Tok::Hash if at_start => {
-                directive(&mut lx, line, &headers, &mut includes_allowed)?;
+                let toks = rest_of_line(&mut lx)?;
+                directive(&mut lx, line, toks.clone(), &headers, &mut includes_allowed)?;
+                if let Some((Tok::Ident(d), _)) = toks.first() {
+                    conditional(&mut groups, d, &toks[1..], false, &lx.last_number)
+                        .map_err(|m| Violation { line, message: m })?;
+                }
             }
             Tok::Hash => return lx.err(
                 line,
@@ -455,13 +482,77 @@ pub fn check(text: &str) -> Result<(), Violation> {
     Ok(())
 }
 
+/// One open conditional group (`#if` ... `#endif`).
+struct Group {
+    /// The current branch is skipped.
+    skipping: bool,
+    /// An earlier branch (or this one) may have been taken: every later branch may be live too
+    /// unless one was the literal 1 (`decided`).
+    decided: bool,
+    /// Inside a skipped group: the whole group is skipped, whatever its branches say.
+    outer_skipped: bool,
+}
+
+/// A condition's value when it is one decimal integer literal (`number`: its text): `0` is
+/// false, any other true; `None` for anything else (assumed to hold).
+fn literal_condition(rest: &[(Tok, usize)], number: &str) -> Option<bool> {
+    match rest {
+        [(Tok::Number, _)] if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) => {
+            Some(number.bytes().any(|b| b != b'0'))
+        }
+        _ => None,
+    }
+}
+
+/// Track conditional directive `d` (its operands `rest`) in `groups`; `in_skipped`: it sits
+/// in a skipped group. An `#else`, `#elif` or `#endif` with no open group is refused (the
+/// compiler refuses it too).
+fn conditional(
+    groups: &mut Vec<Group>,
+    d: &str,
+    rest: &[(Tok, usize)],
+    in_skipped: bool,
+    number: &str,
+) -> Result<(), String> {
+    let value = |rest: &[(Tok, usize)]| literal_condition(rest, number);
+    match d {
+        "if" | "ifdef" | "ifndef" => {
+            let v = if d == "if" { value(rest) } else { None };
+            groups.push(Group {
+                skipping: in_skipped || v == Some(false),
+                decided: v == Some(true),
+                outer_skipped: in_skipped,
+            });
+        }
+        "elif" | "else" | "endif" => {
+            let Some(g) = groups.last_mut() else {
+                return Err(format!("#{d} without a matching #if"));
+            };
+            match d {
+                "endif" => {
+                    groups.pop();
+                }
+                _ if g.outer_skipped => {}
+                "else" => g.skipping = g.decided,
+                _ => {
+                    let v = value(rest);
+                    g.skipping = g.decided || v == Some(false);
+                    g.decided |= v == Some(true);
+                }
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
 fn directive(
     lx: &mut Lexer,
     line: usize,
+    toks: Vec<(Tok, usize)>,
     headers: &[&str],
     includes_allowed: &mut bool,
 ) -> Result<(), Violation> {
-    let toks = rest_of_line(lx)?;
     let Some((first, _)) = toks.first() else {
         return Ok(()); // the null directive
     };
@@ -677,6 +768,7 @@ fn scan_header(text: &str, base: Region, emu_macros: &[&str]) -> HeaderScan {
         s: splice(text),
         i: 0,
         at_line_start: true,
+        last_number: String::new(),
     };
     // The conditional groups: (region of the group around, region of this branch).
     let mut groups: Vec<(Region, Region)> = Vec::new();
@@ -991,6 +1083,7 @@ fn check_arch_neutral_with(text: &str, names: &BuildNames) -> Result<(), Violati
         s: splice(text),
         i: 0,
         at_line_start: true,
+        last_number: String::new(),
     };
     let refuse = |line: usize, what: String| -> Result<(), Violation> {
         Err(Violation {
@@ -1032,6 +1125,7 @@ fn check_arch_neutral_with(text: &str, names: &BuildNames) -> Result<(), Violati
         s: splice(text),
         i: 0,
         at_line_start: true,
+        last_number: String::new(),
     };
     while let Some((tok, _line, at_start)) = lx.next()? {
         if !(tok == Tok::Hash && at_start) {
@@ -1221,6 +1315,40 @@ mod tests {
         let d = super::BuildNames::derive(&refs);
         assert!(d.anywhere.contains("WB_NEW_EMU_ONLY"));
         assert!(!d.anywhere.contains("WB_NEW_BOTH") && !d.conditional.contains("WB_NEW_BOTH"));
+    }
+
+    /// A skipped group is skipped as the preprocessor skips it: any `#` in it (mid-line, `##`,
+    /// an unknown directive) and an unterminated quote, with the nesting of #if/#elif/#else/
+    /// #endif tracked; the live branches are still checked.
+    #[test]
+    fn skipped_groups_tolerate_any_hash_and_live_ones_do_not() {
+        for src in [
+            "#if 0\n  a # b; 'unterminated\n#endif\n",
+            "#if 0\n#if 1\nx ## y # z\n#else\n#frobnicate\n#endif\n#line 3 \"f\"\n#endif\nint a;\n",
+            "#if 1\nint a;\n#else\n  a # b;\n#endif\n",
+            "#if 0\n#elif 0\n a # b\n#else\nint a;\n#endif\n",
+            "#if 1\n#elif 1\n # x\n#else\n # y\n#endif\n",
+            "#ifdef FOO\nint a;\n#elif 0\n # here\n#endif\n",
+        ] {
+            check(src).unwrap_or_else(|v| panic!("{src:?}: {v}"));
+        }
+        for (src, line) in [
+            // After the skipped group, a live # is checked again.
+            ("#if 0\n a # b\n#endif\n a # b\n", 4),
+            // The live branch of an #if 0 ... #else.
+            ("#if 0\n#else\n a # b\n#endif\n", 3),
+            // A condition that is not a literal: both branches are checked.
+            ("#if FOO\n a # b\n#endif\n", 2),
+            ("#if 0\n#elif FOO\n a # b\n#endif\n", 3),
+            // Nested: the inner #endif does not end the outer skip, the outer does.
+            ("#if 0\n#if 1\n#endif\n # ok\n#endif\n # no\n", 6),
+            // An #include in the live #else of an #if 0 is checked.
+            ("#if 0\n#else\n#include \"/etc/passwd\"\n#endif\n", 3),
+            ("#endif\n", 1),
+        ] {
+            let v = check(src).expect_err(src);
+            assert_eq!(v.line, line, "{src:?}: {v}");
+        }
     }
 
     #[test]

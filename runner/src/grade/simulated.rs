@@ -15,27 +15,24 @@
 //! the test's schedule seed, derived per student like the input seeds, and recorded in the
 //! instructor's report: `runner step N --sim --kernel FILE --sim-seed S` replays it.
 //!
-//! After its tests, a child given a [`MeasureJob`] makes the measured launch of the executed
-//! requirements (public inputs) for each build, and reports the simulator's warp-level executed
-//! counts per PTX opcode ([`PtxCounts`]).
+//! After its tests, a child given a [`super::job::MeasureJob`] reports, for each build it
+//! graded, what the tests' own launches executed: the simulator's warp-level counts per PTX
+//! opcode and each technique instruction attributed to its unit ([`PtxCounts`],
+//! [`LaunchUnits`]). There is no separate measured launch: the counts are the graded launches'.
 
-use super::counts::{BuildMeasured, Counts, Measured, PtxCounts};
+use super::counts::{BuildMeasured, Counts, LaunchUnits, Measured, PtxCounts, UnitRecord};
 use super::integrity::{classify, input_flag, Evidence};
-use super::job::{Job, JobTest, MeasureJob, ResultsWriter, RunLine, TestResult};
+use super::job::{Job, JobTest, ResultsWriter, RunLine, TestResult};
 use super::protocol::ptx_path;
 use super::vocab::{Flag, Kind, Status};
 use super::worker::{exactness_flag, spike, CPU_SAMPLES};
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use common::compile::KernelSource;
 use common::simulate::{failure_of, read_u16, sim_launch, Policy};
 use common::step::KernelSpec;
 use common::verify::{cpu_reference, verify};
 use common::{Dist, Dtype, Problem};
 use std::path::Path;
-
-/// The schedule policy of the measured launch: random interleavings and completion times, from
-/// the seed.
-pub const POLICY: Policy = Policy::Random;
 
 /// The schedules every input set of a correctness test runs under, in order: random
 /// interleavings, asynchronous operations completing at the last legal moment (a wait that is
@@ -59,7 +56,7 @@ enum Launched {
     Ran {
         flags: Vec<Flag>,
         summary: String,
-        per_opcode_warps: Vec<(String, u64)>,
+        units: LaunchUnits,
     },
     /// The simulator stopped it: the flag and the simulator's message.
     Stopped(Flag),
@@ -114,6 +111,7 @@ fn launch(
     problem: &Problem,
     (seed, policy): (u64, Policy),
     bounds: Bounds,
+    label: &str,
 ) -> Result<Launched> {
     let budget = bounds.steps;
     let shape = problem.shape;
@@ -170,11 +168,109 @@ fn launch(
             same_buffers: None,
         }));
     }
+    let units = units_of(&report, (l.a, l.b), &k, problem, label);
     Ok(Launched::Ran {
         flags,
         summary: v.summary(),
-        per_opcode_warps: report.per_opcode_warps,
+        units,
     })
+}
+
+/// The technique instructions of a launch that did the technique's work, attributed to units
+/// with the step's tile facts (`k`, never the submission's): the definitions the rubric docs
+/// state (`rubrics/step3-blackwell.toml`).
+///
+/// - An MMA belongs to (its cluster, the cluster tile, the k-block) of the data it multiplied:
+///   the TMA loads that last wrote the first bytes of its A and its B operand (`sim::attrib`),
+///   A's from the A tensor at (k, row), B's from the B tensor at (k, column). The tile is
+///   (row / the cluster tile's rows, column / its columns), the k-block k / TILE_K. An MMA whose
+///   operands no TMA load of A and B wrote, or whose A and B are of different k, belongs to
+///   no unit.
+/// - A commit belongs to the units of the MMAs it covers (those its thread issued since its
+///   previous commit), once each, and counts only if it did a commit's work: it arrived, every
+///   arrival was waited on by a thread of that CTA that refills with TMA or reads the
+///   accumulator, and, multicast, its CTA mask names both CTAs of the issuing CTA's pair.
+fn units_of(
+    report: &sim::RunReport,
+    (a, b): (u64, u64),
+    k: &common::step::KernelShape,
+    problem: &Problem,
+    label: &str,
+) -> LaunchUnits {
+    let s = problem.shape;
+    let (ctm, ctn, tk) = (
+        k.cluster_tile.0.max(1),
+        k.cluster_tile.1.max(1),
+        k.tile_k.max(1),
+    );
+    let mut processed = Vec::new();
+    let mut records: Vec<UnitRecord> = Vec::new();
+    let mut add = |op: &str, cluster: u32, tile: [u32; 2], kb: u32| match records
+        .iter_mut()
+        .find(|r| r.op == op && r.cluster == cluster && r.tile == tile && r.kb == kb)
+    {
+        Some(r) => r.n += 1,
+        None => records.push(UnitRecord {
+            op: op.to_string(),
+            cluster,
+            tile,
+            kb,
+            n: 1,
+        }),
+    };
+    for (ci, c) in report.attribution.iter().enumerate() {
+        let ci = ci as u32;
+        let unit_of = |m: &sim::attrib::MmaRecord| -> Option<([u32; 2], u32)> {
+            let (oa, ob) = (m.a.as_ref()?, m.b.as_ref()?);
+            if oa.tensor != a || ob.tensor != b || oa.coords.len() < 2 || ob.coords.len() < 2 {
+                return None;
+            }
+            let (ka, row, kb_, col) = (oa.coords[0], oa.coords[1], ob.coords[0], ob.coords[1]);
+            if ka != kb_ || ka < 0 || row < 0 || col < 0 {
+                return None;
+            }
+            let tile = [row as u32 / ctm, col as u32 / ctn];
+            if tile[0] as usize >= s.m / ctm as usize || tile[1] as usize >= s.n / ctn as usize {
+                return None;
+            }
+            Some((tile, ka as u32 / tk))
+        };
+        let mma_units: Vec<Option<([u32; 2], u32)>> = c.mmas.iter().map(unit_of).collect();
+        for (m, u) in c.mmas.iter().zip(&mma_units) {
+            if let Some((tile, kb)) = *u {
+                add(&m.op, ci, tile, kb);
+                if !processed.contains(&(ci, tile)) {
+                    processed.push((ci, tile));
+                }
+            }
+        }
+        for cm in &c.commits {
+            let pair = cm.rank & !1;
+            let mask_ok = cm
+                .mask
+                .is_none_or(|mask| (u32::from(mask) >> pair) & 3 == 3);
+            if !(cm.arrived && cm.used && mask_ok) {
+                continue;
+            }
+            let mut units: Vec<([u32; 2], u32)> = cm
+                .covers
+                .iter()
+                .filter_map(|&i| mma_units.get(i as usize).copied().flatten())
+                .collect();
+            units.sort();
+            units.dedup();
+            for (tile, kb) in units {
+                add(&cm.op, ci, tile, kb);
+            }
+        }
+    }
+    LaunchUnits {
+        test: label.to_string(),
+        shape: [s.m, s.n, s.k],
+        per_opcode: report.per_opcode_warps.clone(),
+        processed,
+        records,
+    }
 }
 
 /// The inputs of input set `seed` of a test, as the GPU run draws them.
@@ -187,12 +283,21 @@ fn problem(t: &JobTest, seed: u64) -> Result<Problem> {
     Ok(p)
 }
 
+/// A build's graded launches so far: what they executed, per unit, or the first that failed
+/// (a wrong launch's counts prove nothing).
+#[derive(Default)]
+struct Graded {
+    launches: Vec<LaunchUnits>,
+    failed: Option<(String, Vec<Flag>)>,
+}
+
 fn correctness(
     program: &sim::Program,
     source: &KernelSource,
     spec: &KernelSpec,
     t: &JobTest,
     bounds: Bounds,
+    graded: &mut Graded,
 ) -> Result<TestResult> {
     let sets = t.seeds.sets.len();
     let mut launches = 0;
@@ -203,10 +308,27 @@ fn correctness(
         let schedule = t.seeds.schedule.wrapping_add(si as u64);
         let mut failed = None;
         for policy in POLICIES {
-            let outcome = launch(program, source, spec, &p, (schedule, policy), bounds)?;
+            let label = format!(
+                "{}, input set {} of {sets}, schedule seed {schedule}, policy {}",
+                t.name,
+                si + 1,
+                policy.name()
+            );
+            let outcome = launch(
+                program,
+                source,
+                spec,
+                &p,
+                (schedule, policy),
+                bounds,
+                &label,
+            )?;
             launches += 1;
             match outcome {
-                Launched::Ran { flags, .. } if flags.is_empty() => continue,
+                Launched::Ran { flags, units, .. } if flags.is_empty() => {
+                    graded.launches.push(units);
+                    continue;
+                }
                 Launched::Ran { flags, summary, .. } => {
                     let d = format!(
                         "{summary} (schedule seed {schedule}, policy {})",
@@ -224,7 +346,11 @@ fn correctness(
         let Some((flags, detail)) = failed else {
             continue;
         };
-        // An instruction the simulator does not model is its limit, not the kernel's fault.
+        if graded.failed.is_none() {
+            graded.failed = Some((format!("{}: {detail}", t.name), flags.clone()));
+        }
+        // A form the decoder let through and the simulator then could not run is its limit
+        // (a gap in the decode-time refusal), not the kernel's fault.
         let status = if flags.iter().any(|f| f.name == UNSUPPORTED) {
             Status::Error
         } else {
@@ -251,43 +377,49 @@ fn correctness(
     })
 }
 
-/// The measured launch of one build, with the simulator's counts.
-fn measured(
-    program: &sim::Program,
-    source: &KernelSource,
-    spec: &KernelSpec,
-    m: &MeasureJob,
-    dtype: Dtype,
-    bounds: Bounds,
-) -> Result<Measured> {
-    let t = m.as_test(dtype);
-    let p = problem(&t, m.seed)?;
-    Ok(match launch(program, source, spec, &p, (t.seeds.schedule, POLICY), bounds)? {
-        Launched::Ran {
+/// What one build's graded launches executed, as the requirements read it: the counts of every
+/// correctness launch of the build in this child (no separate measured launch: a kernel that
+/// turns a technique on only at a shape no test uses shows nothing).
+fn measured(dtype: Dtype, graded: Graded) -> Measured {
+    if let Some((detail, flags)) = graded.failed {
+        return Measured::Failed {
+            detail: format!(
+                "a graded launch of the {dtype} build failed ({detail}): its counts prove nothing"
+            ),
             flags,
-            summary,
-            per_opcode_warps,
-        } => Measured::Ran {
-            flags,
-            summary,
-            counts: Counts::Ptx(PtxCounts {
-                source: format!(
-                    "the PTX simulator's warp-level executed counts (sm_100a PTX, schedule seed {})",
-                    t.seeds.schedule
-                ),
-                per_opcode: per_opcode_warps,
-            }),
-        },
-        Launched::Stopped(f) if f.name == UNSUPPORTED => Measured::Error(f.detail),
-        Launched::Stopped(f) => Measured::Failed {
-            detail: format!("the simulator stopped the kernel: {}", f.detail),
-            flags: vec![f],
-        },
-    })
+        };
+    }
+    let mut per_opcode: Vec<(String, u64)> = Vec::new();
+    for l in &graded.launches {
+        for (op, n) in &l.per_opcode {
+            match per_opcode.iter_mut().find(|(o, _)| o == op) {
+                Some(e) => e.1 += n,
+                None => per_opcode.push((op.clone(), *n)),
+            }
+        }
+    }
+    per_opcode.sort();
+    Measured::Ran {
+        flags: Vec::new(),
+        summary: format!(
+            "{} graded launches of the {dtype} build, every one verified",
+            graded.launches.len()
+        ),
+        counts: Counts::Ptx(PtxCounts {
+            source: "the PTX simulator, in the graded launches of the tests (sm_100a PTX; each technique instruction attributed to its cluster, cluster tile and k-block)".into(),
+            per_opcode,
+            launches: graded.launches,
+        }),
+    }
 }
 
-/// The simulating child: every test of the job, then the measured launches, as lines of
-/// `results.jsonl` (the run child's format).
+/// The simulating child: every test of the job, then (with a [`MeasureJob`]) what each build's
+/// graded launches executed, as lines of `results.jsonl` (the run child's format).
+///
+/// Whether the simulator models the kernel is decided first, once per build, when its PTX is
+/// decoded (`sim::Program::parse` refuses every form it does not model, naming the PTX and
+/// source line): a build it cannot run has none of its tests run, each reported as not graded
+/// (never a per-test failure that depends on the inputs).
 pub fn run(job: &Job, dir: &Path) -> Result<()> {
     let mut results = ResultsWriter::create(dir)?;
     let spec = job.spec()?;
@@ -299,37 +431,35 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
         steps: job.sim_steps.max(1),
         seconds: job.launch_seconds,
     };
-    // Each build's PTX, decoded; `Err`: what the simulator cannot read (its limit: the tests of
-    // that build are the grader's error).
-    let mut programs: Vec<(Dtype, Result<sim::Program, String>)> = Vec::new();
+    let mut programs: Vec<(Dtype, Result<sim::Program, String>, Graded, bool)> = Vec::new();
     for dtype in job.dtypes()? {
         let path = ptx_path(dir, dtype);
         let ptx = std::fs::read_to_string(&path)
             .with_context(|| format!("no sm_100a PTX for {dtype} from the compile"))?;
-        let program = sim::Program::parse(&ptx).map_err(|e| {
-            format!("the simulator cannot run the {dtype} build's PTX: {e}; grade it on a GPU (--on-gpu)")
-        });
-        programs.push((dtype, program));
+        let program =
+            sim::Program::parse(&ptx).map_err(|e| unsupported_words(dtype, &e.to_string()));
+        programs.push((dtype, program, Graded::default(), false));
     }
-    let program_for = |d: Dtype| -> Result<&Result<sim::Program, String>> {
-        programs
-            .iter()
-            .find(|(x, _)| *x == d)
-            .map(|(_, p)| p)
-            .ok_or_else(|| anyhow!("internal: no {d} build in the simulating child"))
-    };
     for t in &job.tests {
-        let result = match (t.kind, program_for(t.dtype()?)?) {
+        let dtype = t.dtype()?;
+        let Some((_, program, graded, tested)) = programs.iter_mut().find(|(d, ..)| *d == dtype)
+        else {
+            anyhow::bail!("internal: no {dtype} build in the simulating child");
+        };
+        let result = match (t.kind, &*program) {
             (Kind::Correctness, Err(why)) => TestResult {
                 name: t.name.clone(),
                 status: Status::Error,
                 launches: 0,
                 flags: vec![Flag::new(UNSUPPORTED, why.clone())],
-                detail: format!("not run: {why}"),
+                detail: format!("not graded: {why}"),
                 timing: None,
             },
-            (Kind::Correctness, Ok(program)) => correctness(program, &source, &spec, t, bounds)
-                .with_context(|| format!("test {:?}", t.name))?,
+            (Kind::Correctness, Ok(program)) => {
+                *tested = true;
+                correctness(program, &source, &spec, t, bounds, graded)
+                    .with_context(|| format!("test {:?}", t.name))?
+            }
             (Kind::Performance, _) => TestResult {
                 name: t.name.clone(),
                 status: Status::Skipped,
@@ -344,12 +474,13 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
         };
         results.emit(&RunLine::Test(result))?;
     }
-    if let Some(m) = &job.measure {
-        for (dtype, program) in &programs {
+    if job.measure.is_some() {
+        for (dtype, program, graded, tested) in programs {
             let measured = match program {
-                Ok(program) => measured(program, &source, &spec, m, *dtype, bounds)
-                    .unwrap_or_else(|e| Measured::Error(format!("{e:#}"))),
-                Err(why) => Measured::Error(why.clone()),
+                Err(why) => Measured::Error(why),
+                // A build this child graded no test of: the other child reports it.
+                Ok(_) if !tested => continue,
+                Ok(_) => measured(dtype, graded),
             };
             results.emit(&RunLine::Measured {
                 build: dtype.to_string(),
@@ -358,6 +489,15 @@ pub fn run(job: &Job, dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a student and the instructor read when the simulator cannot run a build: what it does
+/// not model and where (the simulator's decode error names the PTX and source line), and how
+/// to grade it anyway.
+pub fn unsupported_words(dtype: Dtype, error: &str) -> String {
+    format!(
+        "the simulator does not model this kernel's {dtype} build: {error}. The kernel was not graded; the instructor can grade it on a GPU with --on-gpu"
+    )
 }
 
 /// The measured builds among a simulating child's lines.

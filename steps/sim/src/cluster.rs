@@ -54,6 +54,9 @@ pub(crate) struct Cluster {
     /// This cluster's observers (the happens-before checker): their state is indexed by this
     /// cluster's thread and CTA numbers, so each cluster has its own.
     pub observers: Vec<Box<dyn crate::observe::Observer>>,
+    /// What this cluster's technique instructions did so far (`attrib.rs`), keyed by its own
+    /// thread and CTA numbers.
+    pub attrib: crate::attrib::State,
 }
 
 /// How many clusters may be resident at once: one CTA per SM (the stock kernels' shared
@@ -82,6 +85,7 @@ impl Machine<'_> {
         swap(&mut self.rg, &mut s.rg);
         swap(&mut self.cpa, &mut s.cpa);
         swap(&mut self.observers, &mut s.observers);
+        swap(&mut self.attrib, &mut s.attrib);
     }
 
     /// Make slot `j` the active cluster.
@@ -202,6 +206,7 @@ impl Machine<'_> {
     /// The active cluster finished: count it and drop its state.
     fn retire_cluster(&mut self) {
         self.fold_warp_counts();
+        crate::attrib::cluster_done(self);
         self.report.clusters += 1;
         let lin = self.slots[self.cur].linear;
         self.xr.finish(lin);

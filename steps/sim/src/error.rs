@@ -87,7 +87,7 @@ impl fmt::Display for SimError {
             }
             SimError::StepLimit { steps } => write!(
                 f,
-                "the run exceeded its limit of {steps} executed instructions (raise Options::max_steps, or look for a spin loop that never ends)"
+                "the run exceeded its budget of {steps} steps (an instruction each, an MMA or a copy by its size: raise Options::max_steps, or look for a spin loop that never ends)"
             ),
             SimError::Deadline { steps } => write!(
                 f,

@@ -487,6 +487,7 @@ impl<'a> Machine<'a> {
                     continue;
                 }
             }
+            self.instructions += 1;
             if self.threads[t as usize].rules.ld_pending {
                 rules::check_ld_regs(self, t, ins)?;
             }
@@ -1834,7 +1835,9 @@ impl<'a> Machine<'a> {
         self.charge(u64::from(bytes) * dsts.len() as u64 / crate::budget::BYTES_PER_STEP)?;
         let mut recs = Vec::new();
         for &(c, o) in &dsts {
-            recs.push(rules::tma_load_issue(self, t, c, o, bytes)?);
+            let rec = rules::tma_load_issue(self, t, c, o, bytes)?;
+            crate::attrib::tma_load(self, c, rec, self.maps[map].1.base, &coords);
+            recs.push(rec);
         }
         self.seq += 1;
         let id = self.seq;
@@ -1986,6 +1989,7 @@ impl<'a> Machine<'a> {
         self.seq += 1;
         let seq = self.seq;
         rules::mma_issue(self, t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
+        crate::attrib::mma(self, t, cta, ins.key, ad, bd);
         self.observe_mma(t, cta, cg2, idesc, ad, bd, d as u32, seq)?;
         let line = self.line_of(t);
         self.tcq[t as usize].push_back(TcJob::Mma {
@@ -2054,6 +2058,9 @@ impl<'a> Machine<'a> {
             })?;
         }
         rules::commit_issued(self, t);
+        let mask = multicast.then(|| self.rv(t, &a[1]) as u16);
+        let cta = self.threads[t as usize].cta;
+        crate::attrib::commit(self, t, cta, ins.key, mask);
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
         let warp = th.warp;
@@ -2439,6 +2446,7 @@ impl<'a> Machine<'a> {
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);
+                crate::attrib::commit_arrived(self, t, &arrived);
                 self.emit(Event::Retire { id })?;
             }
             TcJob::Cp {

@@ -104,6 +104,7 @@
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;
+pub mod attrib;
 pub mod budget;
 mod calls;
 mod check;
@@ -274,6 +275,7 @@ fn run_inner(
         cluster_id: [0; 3],
         rng: sched::Rng::new(o.seed),
         steps: 0,
+        instructions: 0,
         next_check: 0,
         seq: 0,
         report: RunReport::default(),
@@ -285,6 +287,7 @@ fn run_inner(
         rg: rule_state::Global::default(),
         cpa: Default::default(),
         observers: Vec::new(),
+        attrib: Default::default(),
         slots: Vec::new(),
         cur: cluster::NO_SLOT,
         next_cluster: 0,
@@ -316,7 +319,8 @@ fn run_inner(
     *chooser_slot = m.prove.take();
     let _ = m.prog;
     let mut r = std::mem::take(&mut m.report);
-    r.instructions = m.steps;
+    r.instructions = m.instructions;
+    r.steps = m.steps;
     let n = k.opcodes.len();
     for (i, op) in k.opcodes.iter().enumerate() {
         let total: u64 = (0..nwarps as usize).map(|w| m.counts[w * n + i]).sum();

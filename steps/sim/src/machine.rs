@@ -210,6 +210,10 @@ pub(crate) struct Machine<'a> {
     pub cluster_id: [u32; 3],
     pub rng: Rng,
     pub steps: u64,
+    /// Instructions executed with a true guard (`RunReport::instructions`).
+    pub instructions: u64,
+    /// The technique instructions' attribution, while a cluster runs (`attrib.rs`).
+    pub(crate) attrib: crate::attrib::State,
     /// The step count at which the budget and deadline are next checked (`budget.rs`).
     pub next_check: u64,
     pub seq: u64,

@@ -6,6 +6,12 @@
 pub struct RunReport {
     /// Instructions executed (guards true), all threads.
     pub instructions: u64,
+    /// Budget steps charged (`budget.rs`): one per instruction issued (a false guard included),
+    /// plus an MMA's or a copy's charge by its size. What `Options::max_steps` bounds.
+    pub steps: u64,
+    /// Per cluster, what its technique instructions did (`attrib.rs`): the grader's per-unit
+    /// counts.
+    pub attribution: Vec<crate::attrib::ClusterAttribution>,
     /// Executed count per opcode with its modifiers, as written in the PTX.
     pub per_opcode: Vec<(String, u64)>,
     /// Warp-level executed count per opcode: per warp of every CTA, the most times any one of
