@@ -6,6 +6,7 @@
 //! runs natively. Without a GPU both compilations are reported. `--arch` picks one.
 
 mod sim;
+pub use sim::verdict as sim_verdict;
 
 use crate::{report, trace};
 use anyhow::{anyhow, bail, Result};
@@ -106,10 +107,15 @@ pub fn kernel_file(path: &Path) -> Result<KernelSource> {
 #[derive(Default)]
 struct Tally {
     failed: bool,
+    /// A simulated run that stopped: a broken rule or a fault (exit 2), a deadlock or a spin to
+    /// the instruction budget (exit 124); the first such verdict decides the exit status.
+    stopped: Option<Verdict>,
     /// Kernels only built (no GPU that runs them): the exit status says "in part", never
-    /// "verified".
-    not_run: usize,
+    /// "verified"; each with the reason, for the closing line.
+    not_run: Vec<String>,
     traced: usize,
+    /// Kernels that ran (on a GPU, under the emulation or on the simulator).
+    ran: usize,
     /// Runs under the emulation: without one, --emu-seed changed nothing.
     emulated: usize,
 }
@@ -131,8 +137,15 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             if !req.json && !first {
                 println!();
             }
-            let (v, passed, wrote_trace) = sim::run(req, spec, &opts, &status)?;
-            tally.failed |= !passed;
+            let (v, verdict, wrote_trace) = sim::run(req, spec, &opts, &status)?;
+            tally.ran += 1;
+            match verdict {
+                Verdict::Verified | Verdict::Partial => {}
+                Verdict::Failed => tally.failed = true,
+                v => {
+                    tally.stopped.get_or_insert(v);
+                }
+            }
             tally.traced += usize::from(wrote_trace);
             outputs.push(v);
             continue;
@@ -267,6 +280,7 @@ fn run_on_gpu(
     let r = run::run(spec, g, opts)
         .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
     tally.failed |= !r.verification.passed;
+    tally.ran += 1;
     let files = match (&req.trace, &r.trace) {
         (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
         _ => None,
@@ -313,7 +327,10 @@ fn build_only(
             spec.arch.name()
         );
     }
-    tally.not_run += 1;
+    tally.not_run.push(format!(
+        "step {n}'s {} was built, not run: {reason}",
+        spec.arch.name()
+    ));
     // Without a GPU, --emulate reports the emulation build (what CI checks).
     let target = if opts.emulate == EmulateMode::Always {
         Target::Sm90aEmulated
@@ -365,9 +382,24 @@ fn finish(
     if req.trace.is_some() && tally.traced == 0 {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");
     }
+    if let Some(v) = tally.stopped {
+        return Ok(v.into());
+    }
+    // Exit 3 is never silent: one line says what did not run, and why.
+    if !tally.failed && !tally.not_run.is_empty() {
+        eprintln!(
+            "note: exit status 3 (ran in part): {}{}",
+            tally.not_run.join("; "),
+            if tally.ran > 0 {
+                "; what ran verified"
+            } else {
+                ""
+            }
+        );
+    }
     Ok(if tally.failed {
         Verdict::Failed
-    } else if tally.not_run > 0 {
+    } else if !tally.not_run.is_empty() {
         Verdict::Partial
     } else {
         Verdict::Verified

@@ -90,15 +90,9 @@ pub fn run_case(case: &EmulationCase, kernels: &mut HashMap<Key, SimKernel>) -> 
     })
 }
 
-/// A simulated run as a child's exit: verified 0; a wrong result 1; a deadlock 124 (a hang,
-/// found rather than timed out); any other simulator finding 2 (as an emulator fault is).
+/// A simulated run as a child's exit: the same verdict `runner step` exits with.
 fn ran_of(r: &SimReport, seconds: f64) -> Result<Ran> {
-    let verdict = match (&r.failure, r.passed()) {
-        (None, true) => Verdict::Verified,
-        (None, false) => Verdict::Failed,
-        (Some(f), _) if f.kind == "deadlock" => Verdict::Hang,
-        (Some(_), _) => Verdict::Error,
-    };
+    let verdict = crate::step_cmd::sim_verdict(r);
     let stderr = match (&r.failure, &r.verification) {
         (Some(f), _) => format!(
             "error: {} (schedule seed {}, policy {})",

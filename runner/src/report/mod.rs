@@ -72,7 +72,7 @@ pub fn print_mutations(
             m.description
         );
     };
-    println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the emulation catches them):");
+    println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the CPU simulator, and the emulation on a GPU, catch them):");
     for m in ms {
         row(m, common::step::Arch::Blackwell, "caught");
     }
