@@ -1,0 +1,133 @@
+//! The laptop workshop end to end (issue 39): the instructor chapter's laptop plan is run, every
+//! command of its table in order, as a participant types it, on a machine without a GPU. The
+//! commands are read from the chapter itself (the table after the `laptop-plan` marker), so the
+//! plan a teacher prints is the plan this test runs.
+//!
+//! What each command must do: a command that plants a bug (`--mutate`) fails, as the bug is
+//! meant to, with the failure's exit status (1, 2 or 124) and its rule or deadlock in the
+//! report; every other command passes (0) or runs in part (3) with a line saying what did not
+//! run; none panics. On a machine with a GPU the same commands run there and must pass too.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn checkout() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the runner crate sits in the checkout")
+        .to_path_buf()
+}
+
+/// The `runner ...` and `cp ...` commands of the laptop plan's table, in order.
+fn plan_commands(chapter: &str) -> Vec<String> {
+    let start = chapter
+        .find("<!-- laptop-plan")
+        .expect("the instructor chapter holds the laptop plan's marker");
+    let mut cmds = Vec::new();
+    for line in chapter[start..].lines().skip(1) {
+        let line = line.trim();
+        if !line.starts_with('|') {
+            break;
+        }
+        // The last cell holds the commands, each in backticks.
+        let cell = line.trim_end_matches('|').rsplit('|').next().unwrap_or("");
+        for (i, part) in cell.split('`').enumerate() {
+            if i % 2 == 1 && (part.starts_with("runner ") || part.starts_with("cp ")) {
+                cmds.push(part.to_string());
+            }
+        }
+    }
+    cmds
+}
+
+#[test]
+fn the_laptop_plan_is_read_from_the_chapter() {
+    let md = std::fs::read_to_string(checkout().join("book/src/instructor.md")).unwrap();
+    let cmds = plan_commands(&md);
+    assert!(cmds.len() >= 15, "{cmds:?}");
+    assert_eq!(cmds[0], "runner workshop check", "the pre-flight first");
+    assert!(
+        cmds.iter().any(|c| c.starts_with("runner grade ")
+            && c.contains("rubrics/step3-blackwell.toml")
+            && c.contains("--public-only")),
+        "grade your own kernel on the Blackwell rubric: {cmds:?}"
+    );
+    // Every hands-on command is one the laptop runs: no GPU-only flag or Hopper rubric.
+    for c in &cmds {
+        for gpu_only in ["--on-gpu", "-hopper.toml", "--arch sm_90a", "bench", "--emulate"] {
+            assert!(!c.contains(gpu_only), "{c} needs a GPU");
+        }
+    }
+}
+
+/// Run `cmd` (a line of the plan) in `dir` with the built runner first on PATH.
+fn run_line(cmd: &str, dir: &Path) -> std::process::Output {
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_runner"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("WORKBOOK_ROOT", checkout())
+        .env_remove("PAGER")
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn every_command_of_the_laptop_plan_runs_as_the_plan_says() {
+    let root = checkout();
+    let md = std::fs::read_to_string(root.join("book/src/instructor.md")).unwrap();
+    // A participant's folder: the checkout's steps and rubrics as they see them, and room for
+    // their my.cu and grades/ (the test never writes into the checkout).
+    let dir = std::env::temp_dir().join(format!("workbook-laptop-plan-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for link in ["steps", "rubrics"] {
+        std::os::unix::fs::symlink(root.join(link), dir.join(link)).unwrap();
+    }
+    for cmd in plan_commands(&md) {
+        let o = run_line(&cmd, &dir);
+        let out = String::from_utf8_lossy(&o.stdout);
+        let err = String::from_utf8_lossy(&o.stderr);
+        let code = o.status.code();
+        assert!(
+            !err.contains("panicked") && code != Some(101),
+            "{cmd}: {err}"
+        );
+        if cmd.contains("--mutate") {
+            // A planted bug is caught: a rule (2), a deadlock (124) or a wrong result (1), with
+            // the report naming it.
+            assert!(matches!(code, Some(1 | 2 | 124)), "{cmd}: exit {code:?}\n{out}{err}");
+            assert!(
+                out.contains("rule ") || out.contains("deadlock") || out.contains("FAIL"),
+                "{cmd}: the report names the bug\n{out}{err}"
+            );
+            continue;
+        }
+        match code {
+            Some(0) => {}
+            // Ran in part: a line says what did not run, and why.
+            Some(3) => assert!(
+                err.contains("note: exit status 3 (ran in part)")
+                    || out.contains("was skipped here")
+                    || out.contains("ran only in part"),
+                "{cmd}: exit 3 without its line\n{out}{err}"
+            ),
+            other => panic!("{cmd}: exit {other:?}\n{out}{err}"),
+        }
+        if cmd.starts_with("runner grade ") {
+            assert!(out.contains("points"), "{cmd}: a grade\n{out}");
+            assert!(dir.join("grades/my/grade.json").is_file(), "{cmd}");
+        }
+        if cmd == "runner workshop check" {
+            assert!(out.contains("ready for the"), "{out}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
