@@ -595,12 +595,15 @@ fn run_kernel(
         "--json".into(),
         "--iters".into(),
         "0".into(),
-        "--emu-seed".into(),
-        seed.to_string().into(),
-        // Without a GPU the CPU simulator runs it: the same seed picks its schedule.
-        "--sim-seed".into(),
-        seed.to_string().into(),
     ];
+    // The seed goes to what runs the kernel (a flag that applies to nothing is refused): the
+    // emulation's schedule on a GPU, else the CPU simulator's.
+    a.push(if matches!(common::gpu::open(), common::gpu::GpuStatus::Present(_)) {
+        "--emu-seed".into()
+    } else {
+        "--sim-seed".into()
+    });
+    a.push(seed.to_string().into());
     for p in params {
         a.push("--param".into());
         a.push((*p).into());

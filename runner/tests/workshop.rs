@@ -131,3 +131,112 @@ fn every_command_of_the_laptop_plan_runs_as_the_plan_says() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+fn runner(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_runner"))
+        .args(args)
+        .output()
+        .expect("runner runs")
+}
+
+/// One `error:` line (after any `note:`), exit 2, naming `needle`, no panic.
+fn assert_refused(o: &std::process::Output, needle: &str) {
+    let err: String = String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .filter(|l| !l.starts_with("note: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains(needle), "expected {needle:?} in {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+/// N23: a FIFO or a device given as a kernel is refused at once (it used to block forever).
+#[test]
+fn fifos_and_devices_are_refused_as_inputs_at_once() {
+    let dir = std::env::temp_dir().join(format!("workbook-fifo-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let fifo = dir.join("fifo.cu");
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let f = fifo.to_str().unwrap();
+    let t0 = std::time::Instant::now();
+    assert_refused(&runner(&["step", "3", "--kernel", f]), "is a FIFO");
+    assert_refused(&runner(&["exercise", "2.2", "--kernel", f]), "is a FIFO");
+    assert_refused(&runner(&["inspect", "3", "--kernel", f]), "is a FIFO");
+    assert_refused(&runner(&["step", "3", "--kernel", "/dev/zero"]), "is a device");
+    assert!(t0.elapsed().as_secs() < 60, "refused at once");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// N11: `--trace` takes an existing folder or a file stem in one; it creates no folder and
+/// writes nothing beside a device.
+#[test]
+fn trace_takes_an_existing_folder_or_a_stem_in_one() {
+    let missing = std::env::temp_dir().join(format!("workbook-no-such-{}", std::process::id()));
+    let stem = missing.join("deeper/t");
+    assert_refused(
+        &runner(&["step", "3", "--trace", stem.to_str().unwrap()]),
+        "does not exist",
+    );
+    assert!(!missing.exists(), "no folder created");
+    assert_refused(&runner(&["step", "3", "--trace", "/dev/full"]), "is a device");
+    assert_refused(&runner(&["step", "3", "--trace", "/dev/t"]), "holds devices");
+}
+
+/// N12: a flag that cannot apply is a usage error saying why; every count has an upper bound.
+#[test]
+fn flags_that_cannot_apply_are_refused_and_counts_are_bounded() {
+    assert_refused(
+        &runner(&["step", "3", "--sim", "--iters", "5"]),
+        "never times",
+    );
+    assert_refused(
+        &runner(&["step", "3", "--explore", "2", "--warmup", "2"]),
+        "never times",
+    );
+    assert_refused(
+        &runner(&["step", "3", "--arch", "sm_90a", "--sim-seed", "5"]),
+        "Hopper twin",
+    );
+    assert_refused(
+        &runner(&["step", "3", "--explore", "2", "--sim-policy", "pct"]),
+        "--sim-policy",
+    );
+    assert_refused(&runner(&["step", "3", "--explore", "4294967295"]), "1 to 1000");
+    assert_refused(
+        &runner(&["check", "sim", "--jobs", "100000", "--out", "/tmp/never"]),
+        "1 to 256",
+    );
+    assert!(!Path::new("/tmp/never").exists());
+}
+
+/// N9: one exit-status story in `runner --help`, and exit 3 is never silent.
+#[test]
+fn the_exit_status_story_is_told_once_and_kept() {
+    let help = String::from_utf8_lossy(&runner(&["--help"]).stdout).into_owned();
+    for needle in [
+        "one story for step, exercise, check, grade and workshop",
+        "an ordering rule broken",
+        "a closing line says what did not run and why",
+        "the simulator found a deadlock",
+    ] {
+        assert!(help.contains(needle), "{needle}: {help}");
+    }
+    // Without a GPU: the twin is built, the Blackwell kernel simulated; exit 3 with its line.
+    let o = runner(&["step", "2"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() == Some(3) {
+        assert!(
+            err.contains("note: exit status 3 (ran in part): step 2's Hopper twin was built, not run"),
+            "{err}"
+        );
+    }
+}

@@ -304,6 +304,17 @@ pub fn positive_u32(s: &str) -> Result<u32, String> {
     }
 }
 
+/// A count from 1 to `MAX`: every count the runner takes has a sane upper bound, named in the
+/// refusal (`--explore 4294967295` would run for years; `--jobs 100000` asks for threads that
+/// would only wait).
+pub fn count_upto<const MAX: u32>(s: &str) -> Result<u32, String> {
+    match s.parse::<u64>() {
+        Ok(v) if (1..=u64::from(MAX)).contains(&v) => Ok(v as u32),
+        Ok(v) => Err(format!("{v} is out of range: give 1 to {MAX}")),
+        Err(_) => Err(format!("{s:?} is not a whole number from 1 to {MAX}")),
+    }
+}
+
 /// A matrix dimension: a whole number (clap's own message for `-5` is a misleading tip; the
 /// kernel's shape check then names the multiple it needs, 0 included).
 pub fn size(s: &str) -> Result<usize, String> {

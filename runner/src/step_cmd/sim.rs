@@ -158,9 +158,7 @@ fn trace_path(stem: &Path, step: u32) -> PathBuf {
 
 fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
     let path = trace_path(stem, r.step);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    // The folder exists: `outdir::check_trace_stem` refused the run otherwise.
     // A failed run's trace is the failing schedule's, up to the failure (its last lines).
     let schedule = match &r.replay {
         Some(replay) => format!("the failing schedule ({replay})"),
