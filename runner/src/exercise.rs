@@ -598,11 +598,13 @@ fn run_kernel(
     ];
     // The seed goes to what runs the kernel (a flag that applies to nothing is refused): the
     // emulation's schedule on a GPU, else the CPU simulator's.
-    a.push(if matches!(common::gpu::open(), common::gpu::GpuStatus::Present(_)) {
-        "--emu-seed".into()
-    } else {
-        "--sim-seed".into()
-    });
+    a.push(
+        if matches!(common::gpu::open(), common::gpu::GpuStatus::Present(_)) {
+            "--emu-seed".into()
+        } else {
+            "--sim-seed".into()
+        },
+    );
     a.push(seed.to_string().into());
     for p in params {
         a.push("--param".into());

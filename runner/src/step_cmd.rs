@@ -128,7 +128,11 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
     let status = gpu::open();
     // The simulator's flags where nothing is simulated (a GPU runs the Blackwell kernel under
     // the emulation): a usage error, never silently ignored.
-    if req.sim.sim_flags_given && !specs.iter().any(|s| simulate_here(req, &opts, s.arch, &status)) {
+    if req.sim.sim_flags_given
+        && !specs
+            .iter()
+            .any(|s| simulate_here(req, &opts, s.arch, &status))
+    {
         bail!("--sim-seed and --sim-policy pick the CPU simulator's schedule, and no kernel of this run is simulated here (a GPU runs it): add --sim to simulate it");
     }
     if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {

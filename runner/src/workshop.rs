@@ -372,7 +372,10 @@ pub fn check(json: bool, gpu: bool) -> Result<ExitCode> {
     toolkit(&mut items);
     disk(&mut items);
     // The simulator compiles with the toolkit: without one its failure would only repeat it.
-    if items.iter().any(|i| i.what == "toolkit" && i.mark == Mark::Ok) {
+    if items
+        .iter()
+        .any(|i| i.what == "toolkit" && i.mark == Mark::Ok)
+    {
         simulator(&mut items);
     } else {
         items.push(Item {

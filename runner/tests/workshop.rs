@@ -54,7 +54,13 @@ fn the_laptop_plan_is_read_from_the_chapter() {
     );
     // Every hands-on command is one the laptop runs: no GPU-only flag or Hopper rubric.
     for c in &cmds {
-        for gpu_only in ["--on-gpu", "-hopper.toml", "--arch sm_90a", "bench", "--emulate"] {
+        for gpu_only in [
+            "--on-gpu",
+            "-hopper.toml",
+            "--arch sm_90a",
+            "bench",
+            "--emulate",
+        ] {
             assert!(!c.contains(gpu_only), "{c} needs a GPU");
         }
     }
@@ -103,7 +109,10 @@ fn every_command_of_the_laptop_plan_runs_as_the_plan_says() {
         if cmd.contains("--mutate") {
             // A planted bug is caught: a rule (2), a deadlock (124) or a wrong result (1), with
             // the report naming it.
-            assert!(matches!(code, Some(1 | 2 | 124)), "{cmd}: exit {code:?}\n{out}{err}");
+            assert!(
+                matches!(code, Some(1 | 2 | 124)),
+                "{cmd}: exit {code:?}\n{out}{err}"
+            );
             assert!(
                 out.contains("rule ") || out.contains("deadlock") || out.contains("FAIL"),
                 "{cmd}: the report names the bug\n{out}{err}"
@@ -171,7 +180,10 @@ fn fifos_and_devices_are_refused_as_inputs_at_once() {
     assert_refused(&runner(&["step", "3", "--kernel", f]), "is a FIFO");
     assert_refused(&runner(&["exercise", "2.2", "--kernel", f]), "is a FIFO");
     assert_refused(&runner(&["inspect", "3", "--kernel", f]), "is a FIFO");
-    assert_refused(&runner(&["step", "3", "--kernel", "/dev/zero"]), "is a device");
+    assert_refused(
+        &runner(&["step", "3", "--kernel", "/dev/zero"]),
+        "is a device",
+    );
     assert!(t0.elapsed().as_secs() < 60, "refused at once");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -187,8 +199,14 @@ fn trace_takes_an_existing_folder_or_a_stem_in_one() {
         "does not exist",
     );
     assert!(!missing.exists(), "no folder created");
-    assert_refused(&runner(&["step", "3", "--trace", "/dev/full"]), "is a device");
-    assert_refused(&runner(&["step", "3", "--trace", "/dev/t"]), "holds devices");
+    assert_refused(
+        &runner(&["step", "3", "--trace", "/dev/full"]),
+        "is a device",
+    );
+    assert_refused(
+        &runner(&["step", "3", "--trace", "/dev/t"]),
+        "holds devices",
+    );
 }
 
 /// N12: a flag that cannot apply is a usage error saying why; every count has an upper bound.
@@ -210,7 +228,10 @@ fn flags_that_cannot_apply_are_refused_and_counts_are_bounded() {
         &runner(&["step", "3", "--explore", "2", "--sim-policy", "pct"]),
         "--sim-policy",
     );
-    assert_refused(&runner(&["step", "3", "--explore", "4294967295"]), "1 to 1000");
+    assert_refused(
+        &runner(&["step", "3", "--explore", "4294967295"]),
+        "1 to 1000",
+    );
     assert_refused(
         &runner(&["check", "sim", "--jobs", "100000", "--out", "/tmp/never"]),
         "1 to 256",
@@ -235,7 +256,9 @@ fn the_exit_status_story_is_told_once_and_kept() {
     let err = String::from_utf8_lossy(&o.stderr);
     if o.status.code() == Some(3) {
         assert!(
-            err.contains("note: exit status 3 (ran in part): step 2's Hopper twin was built, not run"),
+            err.contains(
+                "note: exit status 3 (ran in part): step 2's Hopper twin was built, not run"
+            ),
             "{err}"
         );
     }
