@@ -62,7 +62,14 @@ fn kernels(
     if let Some(a) = req.arch {
         return Ok((vec![a], true));
     }
-    if blackwell_only.iter().any(|(set, _)| *set) {
+    if let Some((_, flag)) = blackwell_only.iter().find(|(set, _)| *set) {
+        // A twin would fail on the Blackwell launch's static asserts, far from the cause.
+        if let Some(f) = file.filter(|f| f.implied_arch() == Arch::Hopper) {
+            bail!(
+                "{} is a Hopper twin (it includes hopper.cuh), and {flag} runs the Blackwell kernel: give your copy of kernel.cu, or run the twin on an H100/H200 (--arch sm_90a)",
+                f.path
+            );
+        }
         return Ok((vec![Arch::Blackwell], true));
     }
     if hopper_only.iter().any(|(set, _)| *set) {

@@ -349,8 +349,13 @@ pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
         println!("{:<W$}{schedules}; {:.2} s", "schedule", s.wall_s);
     } else {
         println!(
-            "{:<W$}{schedules}; {} instructions executed, {} barrier phases, {} clusters, {:.2} s",
-            "schedule", s.instructions, s.barrier_phases, s.clusters, s.wall_s
+            "{:<W$}{schedules}; {} instructions executed, {} barrier phases, {} cluster{}, {:.2} s",
+            "schedule",
+            s.instructions,
+            s.barrier_phases,
+            s.clusters,
+            if s.clusters == 1 { "" } else { "s" },
+            s.wall_s
         );
     }
     if let Some(f) = &r.failure {

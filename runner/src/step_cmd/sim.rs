@@ -89,6 +89,8 @@ pub fn run(
     let v = if req.json {
         let mut v = serde_json::to_value(&r)?;
         if let serde_json::Value::Object(o) = &mut v {
+            // Every run of `step --json` says whether it ran (a twin only built says false).
+            o.insert("ran".into(), true.into());
             o.insert("date".into(), crate::provenance::today().into());
             o.insert("commit".into(), crate::provenance::commit().into());
             if let Some(f) = &trace_file {
