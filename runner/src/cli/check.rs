@@ -1,4 +1,4 @@
-//! `runner check emulation|twins [--stress]`: the GPU checks (the work is in `check`).
+//! `runner check sim|emulation|twins|agree`: the whole-ladder checks, on the CPU simulator or a pool of GPUs (the work is in `check`).
 
 use super::parse_shape;
 use crate::check::cases::{EmulationSet, StressSet, TwinSet};

@@ -207,13 +207,15 @@ pub enum ColorArg {
 /// The problem a run multiplies: its shape, dtype, input distribution and seed.
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
-    /// Rows of A and C (default: 4096 natively, 512 under emulation).
+    /// Rows of A and C (default: 4096 natively, 512 under emulation, 256 on the simulator, 768 for
+    /// its persistent steps).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub m: Option<usize>,
-    /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
+    /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation, 256 on the simulator,
+    /// 512 for its persistent steps).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub n: Option<usize>,
-    /// The reduction dimension (default: 4096 natively, 512 under emulation).
+    /// The reduction dimension (default: 4096 natively, 512 under emulation and on the simulator).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub k: Option<usize>,
     /// Input and output type: f16 or bf16.
