@@ -263,3 +263,78 @@ fn the_exit_status_story_is_told_once_and_kept() {
         );
     }
 }
+
+/// N18, P22: a "break it" exercise passes only on the break it asks for, and a "change it"
+/// exercise fails on the stock kernel.
+#[test]
+fn exercise_checks_check_the_thing_they_name() {
+    let root = checkout();
+    let dir = std::env::temp_dir().join(format!("workbook-exercise-thing-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // The stock step-0 kernel verifies, but exercise 0.1 asks for PREFETCH = STAGES - 1.
+    let stock0 = root.join("steps/step0_naive/src/kernel.cu");
+    let o = runner(&["exercise", "0.1", "--kernel", stock0.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(out.contains("does not make the exercise's edit"), "{out}");
+    // A spin loop after the acc_full wait stops the kernel too, but it is not exercise 3.2's
+    // broken byte count: it fails.
+    let stock3 =
+        std::fs::read_to_string(root.join("steps/step3_collective_mma/src/kernel.cu")).unwrap();
+    let wait = "  wb::mbarrier_wait(&smem.acc_full, 0);";
+    assert!(stock3.contains(wait));
+    let spin = stock3.replacen(
+        wait,
+        &format!(
+            "{wait}\n  {{ long long t0 = clock64(); while (clock64() - t0 < (1ll << 40)) {{}} }}"
+        ),
+        1,
+    );
+    let spin_path = dir.join("spin3.cu");
+    std::fs::write(&spin_path, spin).unwrap();
+    let o = runner(&["exercise", "3.2", "--kernel", spin_path.to_str().unwrap()]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.contains("not the break this exercise asks for"),
+        "{out}"
+    );
+    assert!(
+        out.contains("the rule operand-loaded"),
+        "names what it wants: {out}"
+    );
+    // The committed solutions still pass: the break named, the edit made.
+    for id in ["3.2", "4.2", "2.2", "5.1"] {
+        let o = runner(&["exercise", id]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(matches!(o.status.code(), Some(0 | 3)), "{id}: {out}");
+        assert!(out.contains("the check passes"), "{id}: {out}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// N21, N22, N24: the simulator's terms are in the glossary; "1 cluster"; every run of `step
+/// --json` says whether it ran; a twin given to `--sim` is named as one.
+#[test]
+fn simulator_words_numbers_and_json_keys() {
+    for term in ["simulator", "deadlock", "schedule", "pct", "rule"] {
+        let o = runner(&["glossary", term]);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{term}: {out}");
+        assert!(out.contains("the simulator chapter"), "{term}: {out}");
+    }
+    let o = runner(&["step", "4", "--sim", "--clusters", "1"]);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}");
+    assert!(out.contains(" 1 cluster, "), "{out}");
+    let o = runner(&["step", "3", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    for r in v["runs"].as_array().unwrap() {
+        assert!(r["ran"].is_boolean(), "{r}");
+    }
+    let twin = checkout().join("steps/step3_collective_mma/src/kernel_sm90.cu");
+    assert_refused(
+        &runner(&["step", "3", "--sim", "--kernel", twin.to_str().unwrap()]),
+        "is a Hopper twin",
+    );
+}
