@@ -246,7 +246,7 @@ fn the_exit_status_story_is_told_once_and_kept() {
     for needle in [
         "one story for step, exercise, check, grade and workshop",
         "an ordering rule broken",
-        "a closing line says what did not run and why",
+        "a closing line says what did not run",
         "the simulator found a deadlock",
     ] {
         assert!(help.contains(needle), "{needle}: {help}");

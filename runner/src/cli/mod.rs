@@ -54,17 +54,18 @@ Environment:
 
 Exit status: one story for step, exercise, check, grade and workshop (`common::verdict`; a
 parent classifies a child by it, never by parsing its output):
-  0    everything asked ran and passed: `step`, `exercise`, `check`: every kernel ran (on a GPU,
-       under the tcgen05 emulation or on the CPU simulator) and verified; `grade`: every
-       submission was graded, whatever its score; `workshop check`: the machine is ready
+  0    success: everything asked ran and passed. `step`, `exercise`, `check`: every kernel
+       ran (on a GPU, under the tcgen05 emulation or on the CPU simulator) and verified;
+       `grade`: every submission was graded, whatever its score; `workshop check`: the
+       machine is ready
   1    failed: a wrong result (the verification), a check, or an exercise's expectation
   2    error: bad input, a compile error, no GPU or toolkit where one is needed (one `error:`
        line says which); also a kernel stopped before a result: an ordering rule broken
        (`rule NAME`: the emulation faults on it, the simulator stops on it), a fault, PTX the
        simulator cannot run
-  3    ran in part: something asked could not run here (a kernel without a GPU that runs it, a
-       timing part, cases in one file only); a closing line says what did not run and why, and
-       everything that ran passed
+  3    ran only in part: something asked could not run here (a kernel without a GPU that runs
+       it, a timing part, cases in one file only); a closing line says what did not run and
+       why, and everything that ran passed
   124  hang: a kernel did not finish within its --timeout, or the simulator found a deadlock
        (no thread can move) or a kernel spinning to its instruction budget
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
