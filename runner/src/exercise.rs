@@ -37,9 +37,46 @@ struct SolutionFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Expect {
     Verifies,
+    /// A wrong result, and nothing else: a kernel the simulator stops (a spin loop, a rule, a
+    /// deadlock) has not made the exercise's break.
     FailsVerification,
-    /// A wrong result, a fault or a hang: anything but a pass.
-    Caught,
+    /// One of these breaks, the ones the exercise asks for; any other failure (a spin loop that
+    /// runs into the instruction budget, a compile error, a different rule) does not pass.
+    Breaks(&'static [Break]),
+}
+
+/// A way a "break it" exercise's kernel may fail, as the book's exercise names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Break {
+    /// The verification fails.
+    WrongResult,
+    /// A barrier phase never completes: the simulator's deadlock, a GPU's timeout.
+    Deadlock,
+    /// This ordering rule (the simulator's `rule NAME`, the emulation's fault naming it).
+    Rule(&'static str),
+}
+
+impl Break {
+    fn describe(self) -> String {
+        match self {
+            Break::WrongResult => "a wrong result".into(),
+            Break::Deadlock => "a deadlock (a hang on a GPU)".into(),
+            Break::Rule(r) => format!("the rule {r}"),
+        }
+    }
+}
+
+/// The edit a "change it" exercise asks for, checked in the kernel's text (comments and
+/// whitespace removed): the stock kernel verifies too, so a run alone cannot tell that the
+/// exercise was done.
+#[derive(Clone, Copy)]
+struct Edit {
+    /// What the edit is, for the message.
+    what: &'static str,
+    /// Text the edited kernel holds.
+    must: &'static [&'static str],
+    /// Text the edit removes.
+    must_not: &'static [&'static str],
 }
 
 #[derive(Clone, Copy)]
@@ -54,6 +91,8 @@ enum Check {
     },
     /// A host-side computation.
     Host(fn() -> Result<Vec<String>>),
+    /// The kernel makes the exercise's edit (checked in its text).
+    Edited(Edit),
 }
 
 pub struct Exercise {
@@ -75,7 +114,14 @@ pub const EXERCISES: &[Exercise] = &[
         id: "0.1",
         step: 0,
         title: "Prefetch distance STAGES - 1",
-        checks: &[VERIFIES],
+        checks: &[
+            Check::Edited(Edit {
+                what: "PREFETCH = STAGES - 1",
+                must: &["PREFETCH=STAGES-1;"],
+                must_not: &[],
+            }),
+            VERIFIES,
+        ],
     },
     Exercise {
         id: "0.2",
@@ -107,7 +153,7 @@ pub const EXERCISES: &[Exercise] = &[
                 params: &[],
                 args: &["--mutate", "wrong-parity", "--timeout", "10"],
                 seeds: &[0, 1, 2],
-                expect: Expect::Caught,
+                expect: Expect::Breaks(&[Break::Deadlock, Break::WrongResult]),
             },
         ],
     },
@@ -115,7 +161,14 @@ pub const EXERCISES: &[Exercise] = &[
         id: "1.1",
         step: 1,
         title: "Move the producer to warp 3",
-        checks: &[VERIFIES],
+        checks: &[
+            Check::Edited(Edit {
+                what: "the producer's role on warp 3",
+                must: &["warp==3"],
+                must_not: &[],
+            }),
+            VERIFIES,
+        ],
     },
     Exercise {
         id: "1.2",
@@ -135,7 +188,14 @@ pub const EXERCISES: &[Exercise] = &[
         id: "2.1",
         step: 2,
         title: "Single staging buffer",
-        checks: &[VERIFIES],
+        checks: &[
+            Check::Edited(Edit {
+                what: "one staging buffer per warp (no `sub % 2`)",
+                must: &[],
+                must_not: &["[sub%2]"],
+            }),
+            VERIFIES,
+        ],
     },
     Exercise {
         id: "2.2",
@@ -162,7 +222,13 @@ pub const EXERCISES: &[Exercise] = &[
             params: &[],
             args: &["--timeout", "10"],
             seeds: &[0],
-            expect: Expect::Caught,
+            // The book: the MMA reads the peer's half before it has landed (the simulator's
+            // operand-loaded rule, or a wrong result on a GPU), or a phase never completes.
+            expect: Expect::Breaks(&[
+                Break::Rule("operand-loaded"),
+                Break::WrongResult,
+                Break::Deadlock,
+            ]),
         }],
     },
     Exercise {
@@ -189,14 +255,21 @@ pub const EXERCISES: &[Exercise] = &[
             seeds: &[0, 1, 2],
             // On an H100 (2026-11-25, commit 0692115) release-before-overwrite faulted the
             // solution on every seed (assets/results/gpu-runs-h100-2026-11-25.md).
-            expect: Expect::Caught,
+            expect: Expect::Breaks(&[Break::Rule("release-before-overwrite")]),
         }],
     },
     Exercise {
         id: "5.1",
         step: 5,
         title: "One accumulator slot",
-        checks: &[VERIFIES],
+        checks: &[
+            Check::Edited(Edit {
+                what: "ACC_STAGES = 1",
+                must: &["ACC_STAGES=1;"],
+                must_not: &[],
+            }),
+            VERIFIES,
+        ],
     },
     Exercise {
         id: "5.2",
@@ -208,7 +281,15 @@ pub const EXERCISES: &[Exercise] = &[
         id: "6.1",
         step: 6,
         title: "Turn the snake off",
-        checks: &[Check::Host(snake_off), VERIFIES],
+        checks: &[
+            Check::Host(snake_off),
+            Check::Edited(Edit {
+                what: "every band in the same direction (no `major_count - 1 - along`)",
+                must: &[],
+                must_not: &["major_count-1-along"],
+            }),
+            VERIFIES,
+        ],
     },
     Exercise {
         id: "6.2",
@@ -485,8 +566,13 @@ enum Outcome {
     Failed(String),
     Hung,
     Error(String),
-    /// The CPU simulator stopped the kernel: a broken ordering rule, a deadlock, a fault.
-    Stopped(String),
+    /// The CPU simulator stopped the kernel: its kind ("rule", "deadlock", "step-limit", ...),
+    /// the rule broken, and its message's first line.
+    Stopped {
+        kind: String,
+        rule: Option<String>,
+        text: String,
+    },
     /// No GPU that runs it: compiled for sm_100a only.
     NotRun(String),
 }
@@ -509,12 +595,17 @@ fn run_kernel(
         "--json".into(),
         "--iters".into(),
         "0".into(),
-        "--emu-seed".into(),
-        seed.to_string().into(),
-        // Without a GPU the CPU simulator runs it: the same seed picks its schedule.
-        "--sim-seed".into(),
-        seed.to_string().into(),
     ];
+    // The seed goes to what runs the kernel (a flag that applies to nothing is refused): the
+    // emulation's schedule on a GPU, else the CPU simulator's.
+    a.push(
+        if matches!(common::gpu::open(), common::gpu::GpuStatus::Present(_)) {
+            "--emu-seed".into()
+        } else {
+            "--sim-seed".into()
+        },
+    );
+    a.push(seed.to_string().into());
     for p in params {
         a.push("--param".into());
         a.push((*p).into());
@@ -553,11 +644,28 @@ fn run_kernel(
             .collect();
         text.join("\n        ").trim().to_string()
     };
+    let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
+    let v = &all["runs"][0];
+    // The simulator's stop (a rule, a deadlock, a spin, a fault) is in its JSON, whatever the
+    // exit status it maps to (2 or 124): the kind decides what the exercise accepts.
+    if let Some(why) = v["failure"]["message"].as_str() {
+        // A deadlock's report names every blocked warp, a line each: the first line here, the
+        // rest in `runner step`'s own report.
+        let first = why.lines().next().unwrap_or("").to_string();
+        let more = why.lines().count().saturating_sub(1);
+        return Ok(Outcome::Stopped {
+            kind: v["failure"]["kind"].as_str().unwrap_or("").to_string(),
+            rule: v["failure"]["rule"].as_str().map(str::to_string),
+            text: if more > 0 {
+                format!("{first} ({more} more lines name the blocked warps: runner step {step} --sim with the same kernel prints them)")
+            } else {
+                first
+            },
+        });
+    }
     // The child's verdict is its exit status (`Verdict`); its JSON only adds why.
     Ok(match o.exit.verdict().0 {
         Verdict::Verified => {
-            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
-            let v = &all["runs"][0];
             if v["ran"] == false {
                 Outcome::NotRun(v["reason"].as_str().unwrap_or("no GPU").to_string())
             } else if v["simulated"] == true {
@@ -567,19 +675,6 @@ fn run_kernel(
             }
         }
         Verdict::Failed => {
-            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
-            let v = &all["runs"][0];
-            if let Some(why) = v["failure"]["message"].as_str() {
-                // A deadlock's report names every blocked warp, a line each: the first line
-                // here, the rest in `runner step`'s own report.
-                let first = why.lines().next().unwrap_or("").to_string();
-                let more = why.lines().count().saturating_sub(1);
-                return Ok(Outcome::Stopped(if more > 0 {
-                    format!("{first} ({more} more lines name the blocked warps: runner step {step} --sim with the same kernel prints them)")
-                } else {
-                    first
-                }));
-            }
             if v["ran"] == false {
                 return Ok(Outcome::Error(format!(
                     "the build lacks the step's key instructions: {}",
@@ -592,13 +687,10 @@ fn run_kernel(
             ))
         }
         // Built but not run (no GPU that runs it): the child's JSON says why.
-        Verdict::Partial => {
-            let all: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_default();
-            match all["runs"][0]["reason"].as_str() {
-                Some(why) => Outcome::NotRun(why.to_string()),
-                None => Outcome::Error(err_line()),
-            }
-        }
+        Verdict::Partial => match v["reason"].as_str() {
+            Some(why) => Outcome::NotRun(why.to_string()),
+            None => Outcome::Error(err_line()),
+        },
         Verdict::Hang => Outcome::Hung,
         Verdict::Error => Outcome::Error(err_line()),
     })
@@ -728,10 +820,11 @@ pub fn run(id: &str, o: &Options) -> Result<ExitCode> {
     } else {
         println!("{verdict}");
     }
-    // 3: not failed, but not fully checked either, so a script cannot take it for a pass.
+    // 3: not failed, but not fully checked either (a kernel not run, or the timing part
+    // skipped: the closing line says which and why), so a script cannot take it for a pass.
     Ok(if tally.failed {
         Verdict::Failed
-    } else if tally.partial {
+    } else if tally.partial || tally.timing_skipped {
         Verdict::Partial
     } else {
         Verdict::Verified
@@ -844,12 +937,22 @@ fn run_checks(
             temp.clone()
         }
     };
-    let runs_kernel = ex.checks.iter().any(|c| matches!(c, Check::Run { .. }));
+    let runs_kernel = ex
+        .checks
+        .iter()
+        .any(|c| matches!(c, Check::Run { .. } | Check::Edited(_)));
     if kernel.is_some() && !runs_kernel {
         eprintln!("warning: exercise {id} runs no kernel (its checks are worked out on the host): --kernel is not used");
     }
     for check in ex.checks {
         match check {
+            Check::Edited(e) => match check_edit(e, subject.text.as_deref().unwrap_or(stock)) {
+                Ok(line) => out.emit("ok", line),
+                Err(why) => {
+                    out.emit("FAIL", why);
+                    tally.failed = true;
+                }
+            },
             Check::Host(f) => match f() {
                 Ok(lines) => lines.iter().for_each(|l| out.emit("ok", l.clone())),
                 Err(e) => {
@@ -931,22 +1034,99 @@ fn judge(outcome: &Outcome, expect: &Expect) -> (bool, String) {
             false,
             "verifies on the CPU simulator, but it should not".into(),
         ),
-        (Outcome::Failed(d), Expect::FailsVerification | Expect::Caught) => {
+        (Outcome::Verified, _) => (false, "verifies, but it should not".into()),
+        (Outcome::Failed(d), Expect::FailsVerification) => {
             (true, format!("fails verification as expected: {d}"))
         }
-        (Outcome::Hung, Expect::Caught) => (true, "hangs, and the runner says so".into()),
-        (Outcome::Error(e), Expect::Caught) => (true, format!("caught: {e}")),
-        (Outcome::Stopped(e), Expect::FailsVerification | Expect::Caught) => {
-            (true, format!("caught by the simulator: {e}"))
+        (Outcome::Failed(d), Expect::Breaks(b)) if b.contains(&Break::WrongResult) => {
+            (true, format!("fails verification as expected: {d}"))
         }
-        (Outcome::Stopped(e), Expect::Verifies) => {
-            (false, format!("the simulator stopped it: {e}"))
+        (Outcome::Hung, Expect::Breaks(b)) if b.contains(&Break::Deadlock) => {
+            (true, "hangs, and the runner says so".into())
         }
-        (Outcome::Verified, _) => (false, "verifies, but it should not".into()),
-        (Outcome::Failed(d), _) => (false, format!("fails verification: {d}")),
-        (Outcome::Hung, _) => (false, "hangs".into()),
+        (Outcome::Stopped { kind, text, .. }, Expect::Breaks(b))
+            if kind == "deadlock" && b.contains(&Break::Deadlock) =>
+        {
+            (true, format!("caught by the simulator: {text}"))
+        }
+        (Outcome::Stopped { rule: Some(r), text, .. }, Expect::Breaks(b))
+            if b.iter().any(|x| matches!(x, Break::Rule(n) if n == r)) =>
+        {
+            (true, format!("caught by the simulator: {text}"))
+        }
+        // The GPU emulation reports a broken rule as a fault whose message names it.
+        (Outcome::Error(e), Expect::Breaks(b))
+            if b.iter().any(|x| matches!(x, Break::Rule(r) if e.contains(r))) =>
+        {
+            (true, format!("caught: {e}"))
+        }
+        (Outcome::Stopped { text, .. }, Expect::Verifies) => {
+            (false, format!("the simulator stopped it: {text}"))
+        }
+        (Outcome::Stopped { text, .. }, Expect::FailsVerification) => (
+            false,
+            format!("the simulator stopped it ({text}), but this exercise's edit gives a wrong result, nothing else: make the edit the exercise asks for, and only that"),
+        ),
+        (Outcome::Failed(d), Expect::Verifies) => (false, format!("fails verification: {d}")),
+        (Outcome::Hung, Expect::Verifies) => (false, "hangs".into()),
+        (Outcome::Hung, _) => (
+            false,
+            "hangs, but this exercise's edit gives a wrong result, nothing else".into(),
+        ),
+        (other, Expect::Breaks(b)) => (
+            false,
+            format!(
+                "{}: not the break this exercise asks for ({}); make the exercise's edit, and only that",
+                match other {
+                    Outcome::Failed(d) => format!("fails verification ({d})"),
+                    Outcome::Stopped { text, .. } => format!("the simulator stopped it: {text}"),
+                    Outcome::Error(e) => e.clone(),
+                    _ => "it ran".into(),
+                },
+                b.iter().map(|x| x.describe()).collect::<Vec<_>>().join(", or ")
+            ),
+        ),
         (Outcome::Error(e), _) => (false, e.clone()),
     }
+}
+
+/// A kernel's text as an [`Edit`] reads it: comments and whitespace removed.
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("//") {
+            rest = r.find('\n').map_or("", |i| &r[i..]);
+        } else if let Some(r) = rest.strip_prefix("/*") {
+            rest = r.find("*/").map_or("", |i| &r[i + 2..]);
+        } else {
+            let c = rest.chars().next().unwrap_or(' ');
+            if !c.is_whitespace() {
+                out.push(c);
+            }
+            rest = &rest[c.len_utf8()..];
+        }
+    }
+    out
+}
+
+/// Whether `text` makes the edit `e` asks for; the message that says what is missing.
+fn check_edit(e: &Edit, text: &str) -> Result<String, String> {
+    let code = code_only(text);
+    let squeeze = |p: &str| p.split_whitespace().collect::<String>();
+    if let Some(m) = e.must.iter().find(|m| !code.contains(&squeeze(m))) {
+        return Err(format!(
+            "the kernel does not make the exercise's edit ({}): it lacks `{m}`",
+            e.what
+        ));
+    }
+    if let Some(m) = e.must_not.iter().find(|m| code.contains(&squeeze(m))) {
+        return Err(format!(
+            "the kernel does not make the exercise's edit ({}): it still holds `{m}`",
+            e.what
+        ));
+    }
+    Ok(format!("the kernel makes the exercise's edit ({})", e.what))
 }
 
 /// The timed Hopper counterpart, after the prediction is recorded; its JSON for `--json`.

@@ -181,6 +181,47 @@ fn git_tracks(file: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// `--trace STEM`: an existing folder (the files go inside it), or a file stem in an existing
+/// folder (`DIR/t` writes `DIR/t-step3-...`). The runner creates no folder the user did not
+/// name as an output folder, and writes nothing beside a device, a FIFO or a socket (`--trace
+/// /dev/full` would write `/dev/full-step3-sim.txt`): refused at once, before anything runs.
+pub fn check_trace_stem(stem: &Path) -> Result<()> {
+    if stem.as_os_str().is_empty() {
+        bail!("--trace needs a folder or a file stem (an empty path was given)");
+    }
+    if let Ok(meta) = std::fs::metadata(stem) {
+        if meta.is_dir() {
+            return Ok(());
+        }
+        if !meta.is_file() {
+            bail!(
+                "--trace {}: it is {}; give an existing folder, or a file stem inside one",
+                stem.display(),
+                common::compile::file_kind(&meta)
+            );
+        }
+    }
+    let parent = match stem.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if !parent.is_dir() {
+        bail!(
+            "--trace {}: the folder {} does not exist (give an existing folder, or a file stem inside one; the runner creates no folder for a trace)",
+            stem.display(),
+            parent.display()
+        );
+    }
+    if parent.starts_with("/dev") || parent.starts_with("/proc") || parent.starts_with("/sys") {
+        bail!(
+            "--trace {}: {} holds devices and kernel files, not traces: give a folder of your own",
+            stem.display(),
+            parent.display()
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

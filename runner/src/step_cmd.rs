@@ -6,6 +6,7 @@
 //! runs natively. Without a GPU both compilations are reported. `--arch` picks one.
 
 mod sim;
+pub use sim::verdict as sim_verdict;
 
 use crate::{report, trace};
 use anyhow::{anyhow, bail, Result};
@@ -61,7 +62,14 @@ fn kernels(
     if let Some(a) = req.arch {
         return Ok((vec![a], true));
     }
-    if blackwell_only.iter().any(|(set, _)| *set) {
+    if let Some((_, flag)) = blackwell_only.iter().find(|(set, _)| *set) {
+        // A twin would fail on the Blackwell launch's static asserts, far from the cause.
+        if let Some(f) = file.filter(|f| f.implied_arch() == Arch::Hopper) {
+            bail!(
+                "{} is a Hopper twin (it includes hopper.cuh), and {flag} runs the Blackwell kernel: give your copy of kernel.cu, or run the twin on an H100/H200 (--arch sm_90a)",
+                f.path
+            );
+        }
         return Ok((vec![Arch::Blackwell], true));
     }
     if hopper_only.iter().any(|(set, _)| *set) {
@@ -106,10 +114,15 @@ pub fn kernel_file(path: &Path) -> Result<KernelSource> {
 #[derive(Default)]
 struct Tally {
     failed: bool,
+    /// A simulated run that stopped: a broken rule or a fault (exit 2), a deadlock or a spin to
+    /// the instruction budget (exit 124); the first such verdict decides the exit status.
+    stopped: Option<Verdict>,
     /// Kernels only built (no GPU that runs them): the exit status says "in part", never
-    /// "verified".
-    not_run: usize,
+    /// "verified"; each with the reason, for the closing line.
+    not_run: Vec<String>,
     traced: usize,
+    /// Kernels that ran (on a GPU, under the emulation or on the simulator).
+    ran: usize,
     /// Runs under the emulation: without one, --emu-seed changed nothing.
     emulated: usize,
 }
@@ -120,6 +133,15 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         return time_emulation(req, &specs[0], &opts, reps);
     }
     let status = gpu::open();
+    // The simulator's flags where nothing is simulated (a GPU runs the Blackwell kernel under
+    // the emulation): a usage error, never silently ignored.
+    if req.sim.sim_flags_given
+        && !specs
+            .iter()
+            .any(|s| simulate_here(req, &opts, s.arch, &status))
+    {
+        bail!("--sim-seed and --sim-policy pick the CPU simulator's schedule, and no kernel of this run is simulated here (a GPU runs it): add --sim to simulate it");
+    }
     if let (GpuStatus::Present(g), Some(shape)) = (&status, opts.shape) {
         g.check_fits(shape.device_bytes(), &shape.to_string())?;
     }
@@ -131,8 +153,15 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
             if !req.json && !first {
                 println!();
             }
-            let (v, passed, wrote_trace) = sim::run(req, spec, &opts, &status)?;
-            tally.failed |= !passed;
+            let (v, verdict, wrote_trace) = sim::run(req, spec, &opts, &status)?;
+            tally.ran += 1;
+            match verdict {
+                Verdict::Verified | Verdict::Partial => {}
+                Verdict::Failed => tally.failed = true,
+                v => {
+                    tally.stopped.get_or_insert(v);
+                }
+            }
             tally.traced += usize::from(wrote_trace);
             outputs.push(v);
             continue;
@@ -267,6 +296,7 @@ fn run_on_gpu(
     let r = run::run(spec, g, opts)
         .map_err(|e| blackwell_on_hopper_hint(e, Target::native(spec.arch)))?;
     tally.failed |= !r.verification.passed;
+    tally.ran += 1;
     let files = match (&req.trace, &r.trace) {
         (Some(stem), Some(recording)) => Some(write_trace(stem, &r, recording, g)?),
         _ => None,
@@ -313,7 +343,10 @@ fn build_only(
             spec.arch.name()
         );
     }
-    tally.not_run += 1;
+    tally.not_run.push(format!(
+        "step {n}'s {} was built, not run: {reason}",
+        spec.arch.name()
+    ));
     // Without a GPU, --emulate reports the emulation build (what CI checks).
     let target = if opts.emulate == EmulateMode::Always {
         Target::Sm90aEmulated
@@ -365,9 +398,24 @@ fn finish(
     if req.trace.is_some() && tally.traced == 0 {
         bail!("--trace: no kernel of step {n} runs on this GPU, so nothing was recorded");
     }
+    if let Some(v) = tally.stopped {
+        return Ok(v.into());
+    }
+    // Exit 3 is never silent: one line says what did not run, and why.
+    if !tally.failed && !tally.not_run.is_empty() {
+        eprintln!(
+            "note: exit status 3 (ran in part): {}{}",
+            tally.not_run.join("; "),
+            if tally.ran > 0 {
+                "; what ran verified"
+            } else {
+                ""
+            }
+        );
+    }
     Ok(if tally.failed {
         Verdict::Failed
-    } else if tally.not_run > 0 {
+    } else if !tally.not_run.is_empty() {
         Verdict::Partial
     } else {
         Verdict::Verified

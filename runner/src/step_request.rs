@@ -28,5 +28,7 @@ pub struct Request {
 pub struct SimRequest {
     /// `--sim`: simulate the Blackwell kernel even where a GPU could run it.
     pub forced: bool,
+    /// `--sim-seed` or `--sim-policy` given: a run where no kernel is simulated refuses them.
+    pub sim_flags_given: bool,
     pub options: common::simulate::SimOptions,
 }

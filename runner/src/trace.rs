@@ -433,9 +433,7 @@ pub fn paths(stem: &Path, step: u32, arch: Arch) -> (PathBuf, PathBuf) {
 /// Write the JSON and the SVG; returns their paths.
 pub fn write(stem: &Path, t: &Timeline, m: &Meta) -> Result<(PathBuf, PathBuf)> {
     let (json_path, svg_path) = paths(stem, m.step, m.arch);
-    if let Some(dir) = json_path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    // The folder exists: `outdir::check_trace_stem` refused the run otherwise.
     let json = serde_json::to_string(&chrome_json(t, m))?;
     std::fs::write(&json_path, json)
         .with_context(|| format!("cannot write {}", json_path.display()))?;

@@ -1,6 +1,9 @@
-//! `runner workshop check`: the pre-flight of a lab machine before a workshop: the GPU and
-//! what it runs, the toolkit (NVRTC, headers, nvdisasm), a kernel compile, cuBLAS against the
-//! CPU reference, free disk space, and the clocks.
+//! `runner workshop check`: the pre-flight of a machine before a workshop. The laptop path,
+//! always: the checkout, the toolkit (NVRTC, headers, nvdisasm), a kernel compile, free disk
+//! space, a step simulated and verified on the CPU, a seeded bug caught by the simulator, and
+//! the book built. Then the GPU and what it runs, cuBLAS against the CPU reference and the
+//! clocks: a failure where a GPU is asked for (`--gpu`) or present, a note of what a GPU would
+//! add where there is none.
 
 use anyhow::Result;
 use common::gpu::{self, GpuStatus};
@@ -15,6 +18,8 @@ enum Mark {
     Fail,
     /// Could not run here (no GPU): neither passed nor failed.
     Skip,
+    /// Not asked for here: what a GPU would add to a laptop workshop.
+    Note,
 }
 
 impl Mark {
@@ -24,6 +29,7 @@ impl Mark {
             Mark::Warn => "warn",
             Mark::Fail => "FAIL",
             Mark::Skip => "skip",
+            Mark::Note => "note",
         }
     }
 }
@@ -161,14 +167,127 @@ fn step0() -> &'static dyn common::Step {
     runner::steps::all()[0]
 }
 
-fn gpu_checks(items: &mut Vec<Item>) {
+/// The laptop path: step 0's Blackwell kernel simulated on the CPU and verified, then a seeded
+/// bug (`wrong-parity`) that the simulator must report as a deadlock. Needs the toolkit (the
+/// simulator runs NVRTC's PTX).
+fn simulator(items: &mut Vec<Item>) {
+    use common::simulate::{self, SimOptions, SimProblem};
+    let spec = KernelSpec::new(step0(), Arch::Blackwell);
+    let problem = SimProblem {
+        shape: None,
+        dtype: common::Dtype::F16,
+        dist: common::Dist::Gaussian,
+        seed: 2024,
+        clusters: None,
+        static_check: true,
+        cpu_samples: 256,
+    };
+    let t0 = std::time::Instant::now();
+    let stock = simulate::simulate(&spec, &spec.source(), &problem, &SimOptions::default());
+    items.push(match stock {
+        Ok(r) if r.passed() => Item {
+            mark: Mark::Ok,
+            what: "simulator",
+            detail: format!(
+                "step 0's Blackwell kernel simulated at {} and verified in {:.1} s (`runner step 0`)",
+                r.shape,
+                t0.elapsed().as_secs_f64()
+            ),
+        },
+        Ok(r) => Item {
+            mark: Mark::Fail,
+            what: "simulator",
+            detail: format!(
+                "step 0's stock kernel did not verify on the simulator: {}",
+                r.failure.as_ref().map_or_else(
+                    || r.verification.as_ref().map_or(String::new(), |v| v.summary()),
+                    |f| f.message.lines().next().unwrap_or("").to_string()
+                )
+            ),
+        },
+        Err(e) => Item {
+            mark: Mark::Fail,
+            what: "simulator",
+            detail: format!("{e:#}").lines().next().unwrap_or("").to_string(),
+        },
+    });
+    const BUG: &str = "wrong-parity";
+    let seeded = common::mutation::lookup(BUG).and_then(|(m, _)| {
+        let source = common::compile::KernelSource {
+            path: spec.source().path,
+            text: m.apply(&spec.source().text)?,
+        };
+        simulate::simulate(&spec, &source, &problem, &SimOptions::default())
+    });
+    items.push(match seeded {
+        Ok(r) if r.failure.as_ref().is_some_and(|f| f.kind == "deadlock") => Item {
+            mark: Mark::Ok,
+            what: "seeded bug",
+            detail: format!("step 0 with {BUG}: the simulator reports the deadlock (`runner step 0 --mutate {BUG}`)"),
+        },
+        Ok(r) => Item {
+            mark: Mark::Fail,
+            what: "seeded bug",
+            detail: format!(
+                "step 0 with {BUG} should deadlock on the simulator, but it {}",
+                match &r.failure {
+                    Some(f) => format!("stopped otherwise: {}", f.message.lines().next().unwrap_or("")),
+                    None if r.passed() => "verified".to_string(),
+                    None => "gave a wrong result".to_string(),
+                }
+            ),
+        },
+        Err(e) => Item {
+            mark: Mark::Fail,
+            what: "seeded bug",
+            detail: format!("{e:#}").lines().next().unwrap_or("").to_string(),
+        },
+    });
+}
+
+/// The book builds (into a scratch folder of the temp folder, removed afterwards): the chapters,
+/// the figures and the instructor chapter's plans are what a workshop reads.
+fn book(items: &mut Vec<Item>) {
+    let dir = std::env::temp_dir().join(format!("workbook-workshop-book-{}", std::process::id()));
+    let t0 = std::time::Instant::now();
+    let built = crate::book::build(Some(dir.clone()));
+    let _ = std::fs::remove_dir_all(&dir);
+    items.push(match built {
+        Ok(_) => Item {
+            mark: Mark::Ok,
+            what: "book",
+            detail: format!(
+                "built in {:.1} s (`runner book --serve` shows it; `runner explain N` in the terminal)",
+                t0.elapsed().as_secs_f64()
+            ),
+        },
+        Err(e) => Item {
+            mark: Mark::Fail,
+            what: "book",
+            detail: format!("{e:#}").lines().next().unwrap_or("").to_string(),
+        },
+    });
+}
+
+/// What a GPU adds to the laptop workshop, said where there is none.
+pub const GPU_ADDS: &str = "timings against cuBLAS, the Hopper twins run natively, the timed parts of exercises 0.1, 1.2, 2.1 and 6.2, `runner bench`, and grading of Hopper rubrics";
+
+fn gpu_checks(items: &mut Vec<Item>, gpu_asked: bool) {
     let g = match gpu::open() {
         GpuStatus::Present(g) => g,
+        GpuStatus::Absent(why) if !gpu_asked => {
+            items.push(Item {
+                mark: Mark::Note,
+                what: "GPU",
+                detail: format!("none ({why}): the laptop workshop needs none; a GPU would add {GPU_ADDS} (`workshop check --gpu` requires one)"),
+            });
+            return;
+        }
         GpuStatus::Absent(why) => {
             items.push(Item {
                 mark: Mark::Fail,
                 what: "GPU",
-                detail: format!("{why}: the workshop's runs need an H100/H200 (or a B200)"),
+                detail: format!("{why}: a GPU workshop's runs need an H100/H200 (or a B200); without one, run the laptop workshop (`runner workshop check` without --gpu)"),
             });
             for what in ["cuBLAS", "clocks"] {
                 items.push(Item {
@@ -245,13 +364,31 @@ fn gpu_checks(items: &mut Vec<Item>) {
     }
 }
 
-/// Run every check; with `json`, print one object `{"checks": [...], "ready": bool}`.
-pub fn check(json: bool) -> Result<ExitCode> {
+/// Run every check; with `json`, print one object `{"checks": [...], "ready": bool}`. `gpu`: the
+/// machine must have a GPU that runs the kernels (a GPU lab); else the laptop path decides.
+pub fn check(json: bool, gpu: bool) -> Result<ExitCode> {
     let mut items = Vec::new();
     project(&mut items);
     toolkit(&mut items);
     disk(&mut items);
-    gpu_checks(&mut items);
+    // The simulator compiles with the toolkit: without one its failure would only repeat it.
+    if items
+        .iter()
+        .any(|i| i.what == "toolkit" && i.mark == Mark::Ok)
+    {
+        simulator(&mut items);
+    } else {
+        items.push(Item {
+            mark: Mark::Skip,
+            what: "simulator",
+            detail: "needs the toolkit (above)".into(),
+        });
+    }
+    book(&mut items);
+    gpu_checks(&mut items, gpu);
+    let no_gpu = items
+        .iter()
+        .any(|i| i.what == "GPU" && i.mark == Mark::Note);
     let fails = items.iter().filter(|i| i.mark == Mark::Fail).count();
     if json {
         let checks: Vec<_> = items
@@ -269,10 +406,12 @@ pub fn check(json: bool) -> Result<ExitCode> {
         }
         println!(
             "{}",
-            if fails == 0 {
-                "this machine is ready for the workshop (run `runner grade --selftest` too before grading)".to_string()
+            if fails > 0 {
+                format!("{fails} check(s) failed: see the instructor chapter (`runner explain instructor`) for an offline lab")
+            } else if no_gpu {
+                "this machine is ready for the laptop workshop: every hands-on step runs on the CPU simulator (the plan: `runner explain instructor`, \"A workshop on laptops\")".to_string()
             } else {
-                format!("{fails} check(s) failed: see the instructor chapter (`runner book`) for an offline lab")
+                "this machine is ready for the workshop (run `runner grade --selftest` too before grading)".to_string()
             }
         );
     }

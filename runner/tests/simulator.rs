@@ -140,7 +140,7 @@ fn a_seeded_bug_fails_with_its_rule_and_the_seed_that_replays_it() {
         "--explore",
         "2",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     let err = text(&o.stderr);
     assert!(out.contains("rule proxy-fence-before-store"), "{out}");
@@ -166,7 +166,7 @@ fn a_deadlock_names_the_barrier_and_the_missing_arrival() {
         "--sim-policy",
         "async-late",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o.stderr));
     let out = text(&o.stdout);
     assert!(out.contains("deadlock"), "{out}");
     assert!(
@@ -222,7 +222,7 @@ fn a_failing_run_writes_its_trace_up_to_the_failure() {
         "--trace",
         stem.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(124), "{}", text(&o.stderr));
     let path = d.0.join("t-step4-sim.txt");
     let t = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("no trace at {}: {e}\n{}", path.display(), text(&o.stdout)));
@@ -258,7 +258,7 @@ fn a_failing_run_writes_its_trace_up_to_the_failure() {
         "--trace",
         stem.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o.stderr));
     let t = std::fs::read_to_string(d.0.join("r-step2-sim.txt")).unwrap();
     assert!(t.contains("stopped: rule proxy-fence-before-store"), "{t}");
 }

@@ -90,15 +90,9 @@ pub fn run_case(case: &EmulationCase, kernels: &mut HashMap<Key, SimKernel>) -> 
     })
 }
 
-/// A simulated run as a child's exit: verified 0; a wrong result 1; a deadlock 124 (a hang,
-/// found rather than timed out); any other simulator finding 2 (as an emulator fault is).
+/// A simulated run as a child's exit: the same verdict `runner step` exits with.
 fn ran_of(r: &SimReport, seconds: f64) -> Result<Ran> {
-    let verdict = match (&r.failure, r.passed()) {
-        (None, true) => Verdict::Verified,
-        (None, false) => Verdict::Failed,
-        (Some(f), _) if f.kind == "deadlock" => Verdict::Hang,
-        (Some(_), _) => Verdict::Error,
-    };
+    let verdict = crate::step_cmd::sim_verdict(r);
     let stderr = match (&r.failure, &r.verification) {
         (Some(f), _) => format!(
             "error: {} (schedule seed {}, policy {})",
@@ -134,6 +128,7 @@ fn simulator_provenance() -> Provenance {
 /// `runner check sim`: every case of `set` on the simulator, `jobs` at a time. Writes `sim.json` (an emulation
 /// check's results file, mode "simulated ...") and `sim-log.txt` in `out`.
 pub fn check(set: &EmulationSet, out: &Path, jobs: usize) -> Result<Verdict> {
+    let started = std::time::Instant::now();
     let cases = super::cases::emulation_cases(set)?;
     let jobs = jobs.clamp(1, cases.len().max(1));
     println!(
@@ -195,10 +190,12 @@ pub fn check(set: &EmulationSet, out: &Path, jobs: usize) -> Result<Verdict> {
     let path = out.join("sim.json");
     Results::Emulation(check.clone()).write(&path)?;
     let met = super::print_cases(&names, &check.cases);
+    // Wall time, and the cases' summed time beside it: with several jobs the sum is larger.
     let secs: f64 = ran.iter().map(|r| r.seconds).sum();
     println!(
-        "simulator: {met} of {} cases as expected in {secs:.0} s; wrote {}",
+        "simulator: {met} of {} cases as expected in {:.0} s ({secs:.0} s of case time, {jobs} at a time); wrote {}",
         check.cases.len(),
+        started.elapsed().as_secs_f64(),
         path.display()
     );
     let ok = met == check.cases.len();

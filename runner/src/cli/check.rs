@@ -1,4 +1,4 @@
-//! `runner check emulation|twins [--stress]`: the GPU checks (the work is in `check`).
+//! `runner check sim|emulation|twins|agree`: the whole-ladder checks, on the CPU simulator or a pool of GPUs (the work is in `check`).
 
 use super::parse_shape;
 use crate::check::cases::{EmulationSet, StressSet, TwinSet};
@@ -82,8 +82,8 @@ struct SimCheckArgs {
     /// The schedule seeds (default: 1,2).
     #[arg(long, value_delimiter = ',')]
     seeds: Vec<u64>,
-    /// Cases simulated at a time, one thread each (default: the CPUs here, at most 8).
-    #[arg(long, value_parser = super::positive_u32)]
+    /// Cases simulated at a time, one thread each (default: the CPUs here, at most 8; 1 to 256).
+    #[arg(long, value_parser = super::count_upto::<256>)]
     jobs: Option<u32>,
 }
 
@@ -92,8 +92,8 @@ struct PoolArgs {
     /// GPUs to run on (default: WORKBOOK_DEVICE or 0).
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     gpus: Vec<usize>,
-    /// Runs at a time on each GPU.
-    #[arg(long, default_value_t = 6, value_parser = super::positive_u32)]
+    /// Runs at a time on each GPU (1 to 64).
+    #[arg(long, default_value_t = 6, value_parser = super::count_upto::<64>)]
     jobs: u32,
     /// Where the results files go.
     #[arg(long, default_value = "check-results")]

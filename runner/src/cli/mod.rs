@@ -52,16 +52,22 @@ Environment:
   WORKBOOK_WRITE_FIGURES   (tests) rewrite the figures in assets/ from the code
   NO_COLOR, COLUMNS, PAGER plain output; the width; the pager of `explain` on a terminal
 
-Exit status (one contract, `common::verdict::Verdict`, for every command; a parent classifies a
-child by it, never by parsing its output):
-  0    success: the command did its work; `step`, `exercise`, `check`, `selftest`: every
-       kernel ran and verified; `grade`: every submission was graded (whatever its score)
-  1    failed: a verification, check or test failed
-  2    error: bad input, a compile error, a fault the emulation reported, no GPU or toolkit
-       where one is needed; one `error:` line says which
-  3    ran only in part: a kernel was built but not run (`step` or `exercise` without a GPU
-       that runs it: the builds are reported, nothing is verified)
-  124  hang: a kernel did not finish within its --timeout
+Exit status: one story for step, exercise, check, grade and workshop (`common::verdict`; a
+parent classifies a child by it, never by parsing its output):
+  0    success: everything asked ran and passed. `step`, `exercise`, `check`: every kernel
+       ran (on a GPU, under the tcgen05 emulation or on the CPU simulator) and verified;
+       `grade`: every submission was graded, whatever its score; `workshop check`: the
+       machine is ready
+  1    failed: a wrong result (the verification), a check, or an exercise's expectation
+  2    error: bad input, a compile error, no GPU or toolkit where one is needed (one `error:`
+       line says which); also a kernel stopped before a result: an ordering rule broken
+       (`rule NAME`: the emulation faults on it, the simulator stops on it), a fault, PTX the
+       simulator cannot run
+  3    ran only in part: something asked could not run here (a kernel without a GPU that runs
+       it, a timing part, cases in one file only); a closing line says what did not run and
+       why, and everything that ran passed
+  124  hang: a kernel did not finish within its --timeout, or the simulator found a deadlock
+       (no thread can move) or a kernel spinning to its instruction budget
   A reader that closes the output early (`| head`) ends the runner quietly, by SIGPIPE.";
 
 #[derive(Parser)]
@@ -82,7 +88,7 @@ pub enum Command {
     List(list::Args),
     /// Compile a step, verify it against cuBLAS and the CPU, and time it. Without a usable GPU,
     /// simulate the Blackwell kernel's sm_100a PTX on the CPU (verified, not timed) and report
-    /// the Hopper twin's build; exit 3 when a kernel was only built (`--arch sm_100a`: 0 or 1).
+    /// the Hopper twin's build; exit 3 when a kernel was only built (the exit codes: `runner --help`).
     Step(Box<step::Args>),
     /// Registers, shared memory and the SASS instruction histogram of a step.
     Inspect(inspect::Args),
@@ -99,7 +105,7 @@ pub enum Command {
     /// Build the book (HTML) and optionally serve it on localhost.
     Book(book::Args),
     /// The seeded bugs `runner step N --mutate NAME` can plant, with the steps they apply to and
-    /// what the emulation check must see.
+    /// what the simulator (or the emulation on a GPU) must see.
     Mutations(mutations::Args),
     /// The mbarrier phase model's timeline of one run of a step's ring, event by event: what
     /// the barriers chapter's figure draws (`--bug wrong-parity --timing slow-loads`).
@@ -113,7 +119,8 @@ pub enum Command {
     /// Run the check a book exercise names (e.g. `runner exercise 2.2`), on the committed
     /// solution or on your kernel.
     Exercise(exercise::Args),
-    /// Workshop tools: `runner workshop check` is a lab machine's pre-flight.
+    /// Workshop tools: `runner workshop check` is a machine's pre-flight (a laptop's by
+    /// default: toolkit, simulator, a step, a seeded bug, the book; `--gpu` for a GPU lab).
     Workshop(workshop::Args),
     /// The grader's child process (internal).
     #[command(name = "grade-worker", hide = true)]
@@ -121,8 +128,9 @@ pub enum Command {
     /// Check the reference machinery on this GPU: cuBLAS against the CPU fp64 reference, and
     /// cuBLAS's speed.
     Selftest(selftest::Args),
-    /// The GPU checks: `check emulation` (every step and seeded bug under the tcgen05
-    /// emulation) and `check twins` (every Hopper twin natively), over a pool of GPUs; each
+    /// The whole-ladder checks: `check sim` (every step and seeded bug on the CPU simulator, no
+    /// GPU), `check emulation` (the same under the tcgen05 emulation) and `check twins` (every
+    /// Hopper twin natively) over a pool of GPUs, `check agree` (two results files); each
     /// writes a results JSON.
     Check(check::Args),
 }
@@ -200,13 +208,15 @@ pub enum ColorArg {
 /// The problem a run multiplies: its shape, dtype, input distribution and seed.
 #[derive(clap::Args, Clone)]
 pub struct ProblemArgs {
-    /// Rows of A and C (default: 4096 natively, 512 under emulation).
+    /// Rows of A and C (default: 4096 natively, 512 under emulation, 256 on the simulator, 768 for
+    /// its persistent steps).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub m: Option<usize>,
-    /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation).
+    /// Columns of C, rows of B (default: 8192 natively, 1024 under emulation, 256 on the simulator,
+    /// 512 for its persistent steps).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub n: Option<usize>,
-    /// The reduction dimension (default: 4096 natively, 512 under emulation).
+    /// The reduction dimension (default: 4096 natively, 512 under emulation and on the simulator).
     #[arg(long, allow_negative_numbers = true, value_parser = size)]
     pub k: Option<usize>,
     /// Input and output type: f16 or bf16.
@@ -294,6 +304,17 @@ pub fn positive_u32(s: &str) -> Result<u32, String> {
             "{s:?} is not a whole number from 1 to {}",
             u32::MAX
         )),
+    }
+}
+
+/// A count from 1 to `MAX`: every count the runner takes has a sane upper bound, named in the
+/// refusal (`--explore 4294967295` would run for years; `--jobs 100000` asks for threads that
+/// would only wait).
+pub fn count_upto<const MAX: u32>(s: &str) -> Result<u32, String> {
+    match s.parse::<u64>() {
+        Ok(v) if (1..=u64::from(MAX)).contains(&v) => Ok(v as u32),
+        Ok(v) => Err(format!("{v} is out of range: give 1 to {MAX}")),
+        Err(_) => Err(format!("{s:?} is not a whole number from 1 to {MAX}")),
     }
 }
 

@@ -26,12 +26,12 @@ pub struct Args {
     /// Override a tuning parameter of the kernel, e.g. --param stages=5 (repeatable).
     #[arg(long = "param", value_name = "NAME=VALUE")]
     params: Vec<String>,
-    /// Timed runs (after warm-up); 0 skips timing.
-    #[arg(long, default_value_t = 20)]
-    iters: usize,
-    /// Untimed warm-up runs.
-    #[arg(long, default_value_t = 5)]
-    warmup: usize,
+    /// Timed runs (after warm-up); 0 skips timing (default 20; at most 100000). GPU runs only.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    iters: Option<u32>,
+    /// Untimed warm-up runs (default 5; at most 100000). GPU runs only.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    warmup: Option<u32>,
     /// Do not flush L2 between timed runs.
     #[arg(long)]
     no_flush: bool,
@@ -108,17 +108,18 @@ pub struct SimArgs {
     /// reference), even on a GPU machine. Without a GPU it is what runs the Blackwell kernel.
     #[arg(long, conflicts_with_all = ["emulate", "no_emulate", "time_emulation", "stress"])]
     pub sim: bool,
-    /// The simulator's schedule seed: the same seed replays the same interleaving.
-    #[arg(long, value_name = "SEED", default_value_t = 1)]
-    pub sim_seed: u64,
-    /// The simulator's schedule policy: random, pct (random priorities with 3 changes; pctN for
-    /// N), async-late (asynchronous operations complete at the last moment) or async-early.
-    #[arg(long, value_name = "POLICY", default_value = "random")]
-    pub sim_policy: common::simulate::Policy,
-    /// Simulate N schedules (seeds from --sim-seed on, cycling through async-late, async-early,
-    /// random and pct3), verifying each; the first failure is reported with the seed and policy
-    /// that replay it.
-    #[arg(long, value_name = "N", value_parser = super::positive_u32)]
+    /// The simulator's schedule seed: the same seed replays the same interleaving (default 1).
+    #[arg(long, value_name = "SEED")]
+    pub sim_seed: Option<u64>,
+    /// The simulator's schedule policy: random (the default), pct (random priorities with 3
+    /// changes; pctN for N), async-late (asynchronous operations complete at the last moment)
+    /// or async-early. Not with --explore, which cycles through the policies itself.
+    #[arg(long, value_name = "POLICY", conflicts_with = "explore")]
+    pub sim_policy: Option<common::simulate::Policy>,
+    /// Simulate N schedules, 1 to 1000 (seeds from --sim-seed on, cycling through async-late,
+    /// async-early, random and pct3), verifying each; the first failure is reported with the
+    /// seed and policy that replay it.
+    #[arg(long, value_name = "N", value_parser = super::count_upto::<1000>)]
     pub explore: Option<u32>,
 }
 
@@ -184,6 +185,34 @@ fn check_clusters(a: &Args, step: &'static dyn Step) -> Result<()> {
     Ok(())
 }
 
+/// A flag that cannot apply to this run is a usage error that says why (never silently
+/// ignored): the GPU's timing flags on the simulator, the simulator's flags on the Hopper twin.
+fn refuse_inapplicable(a: &Args) -> Result<()> {
+    let simulated = a.sim.sim || a.sim.explore.is_some();
+    let timing = [
+        (a.iters.is_some(), "--iters"),
+        (a.warmup.is_some(), "--warmup"),
+        (a.no_flush, "--no-flush"),
+    ];
+    if let (true, Some((_, flag))) = (simulated, timing.iter().find(|(set, _)| *set)) {
+        bail!(
+            "{flag} times runs on a GPU; the CPU simulator ({}) verifies and never times",
+            if a.sim.sim { "--sim" } else { "--explore" }
+        );
+    }
+    let sim_flags = [
+        (a.sim.sim_seed.is_some(), "--sim-seed"),
+        (a.sim.sim_policy.is_some(), "--sim-policy"),
+        (a.sim.explore.is_some(), "--explore"),
+    ];
+    if let (Some(ArchArg::Sm90a), Some((_, flag))) =
+        (a.arch, sim_flags.iter().find(|(set, _)| *set))
+    {
+        bail!("{flag} applies to the Blackwell kernel on the CPU simulator; the Hopper twin (--arch sm_90a) runs only on a GPU");
+    }
+    Ok(())
+}
+
 /// Say which given flags this run will not use, rather than ignore them silently.
 fn warn_ignored(a: &Args) {
     if a.emu_seed != 0 && (matches!(a.arch, Some(ArchArg::Sm90a)) || a.stress.is_some()) {
@@ -206,6 +235,10 @@ pub fn run(a: Args) -> Result<ExitCode> {
         check_bounds(step, shape)?;
     }
     check_clusters(&a, step)?;
+    refuse_inapplicable(&a)?;
+    if let Some(t) = &a.trace {
+        crate::outdir::check_trace_stem(t)?;
+    }
     if let Some(k) = &a.kernel {
         crate::contenders::check_edit_target(k, common::compile::read_kernel, a.step, None)?;
     }
@@ -239,8 +272,8 @@ pub fn request(a: Args) -> Result<(crate::step_request::Request, RunOptions)> {
         dtype: a.problem.dtype,
         dist: a.problem.dist,
         seed: a.problem.seed,
-        warmup: a.warmup,
-        iters: a.iters,
+        warmup: a.warmup.unwrap_or(5) as usize,
+        iters: a.iters.unwrap_or(20) as usize,
         flush_l2: !a.no_flush,
         emulate: if a.emulate {
             EmulateMode::Always
@@ -262,9 +295,10 @@ pub fn request(a: Args) -> Result<(crate::step_request::Request, RunOptions)> {
     };
     let sim = crate::step_request::SimRequest {
         forced: a.sim.sim,
+        sim_flags_given: a.sim.sim_seed.is_some() || a.sim.sim_policy.is_some(),
         options: common::simulate::SimOptions {
-            seed: a.sim.sim_seed,
-            policy: a.sim.sim_policy,
+            seed: a.sim.sim_seed.unwrap_or(1),
+            policy: a.sim.sim_policy.unwrap_or(common::simulate::Policy::Random),
             schedules: a.sim.explore.unwrap_or(1),
             trace: a.trace.is_some(),
         },

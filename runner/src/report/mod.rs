@@ -72,7 +72,7 @@ pub fn print_mutations(
             m.description
         );
     };
-    println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the emulation catches them):");
+    println!("Seeded bugs of the Blackwell kernels (runner step N --mutate NAME; the CPU simulator, and the emulation on a GPU, catch them):");
     for m in ms {
         row(m, common::step::Arch::Blackwell, "caught");
     }
@@ -391,8 +391,13 @@ pub fn print_sim(spec: &KernelSpec, r: &common::simulate::SimReport) {
         println!("{:<W$}{schedules}; {:.2} s", "schedule", s.wall_s);
     } else {
         println!(
-            "{:<W$}{schedules}; {} instructions executed, {} barrier phases, {} clusters, {:.2} s",
-            "schedule", s.instructions, s.barrier_phases, s.clusters, s.wall_s
+            "{:<W$}{schedules}; {} instructions executed, {} barrier phases, {} cluster{}, {:.2} s",
+            "schedule",
+            s.instructions,
+            s.barrier_phases,
+            s.clusters,
+            if s.clusters == 1 { "" } else { "s" },
+            s.wall_s
         );
     }
     print_device_printf(&r.printf, r.printf_dropped);

@@ -8,6 +8,7 @@ use common::gpu::GpuStatus;
 use common::run::RunOptions;
 use common::simulate::{self, SimProblem, SimReport};
 use common::step::KernelSpec;
+use common::verdict::Verdict;
 use common::Shape;
 use std::path::{Path, PathBuf};
 
@@ -47,13 +48,13 @@ fn check_size(s: Shape) -> Result<()> {
 
 /// Simulate `spec`'s kernel (the step's own, a user's or a seeded bug's, as `opts.source`
 /// says), print or return its report; returns the report (JSON, or Null once printed),
-/// whether it passed, and whether a trace file was written.
+/// its verdict ([`verdict`]), and whether a trace file was written.
 pub fn run(
     req: &Request,
     spec: &KernelSpec,
     opts: &RunOptions,
     status: &GpuStatus,
-) -> Result<(serde_json::Value, bool, bool)> {
+) -> Result<(serde_json::Value, Verdict, bool)> {
     let n = spec.info().number;
     let problem = SimProblem {
         shape: shape(req, spec),
@@ -88,6 +89,8 @@ pub fn run(
     let v = if req.json {
         let mut v = serde_json::to_value(&r)?;
         if let serde_json::Value::Object(o) = &mut v {
+            // Every run of `step --json` says whether it ran (a twin only built says false).
+            o.insert("ran".into(), true.into());
             o.insert("date".into(), crate::provenance::today().into());
             o.insert("commit".into(), crate::provenance::commit().into());
             if let Some(f) = &trace_file {
@@ -122,7 +125,21 @@ pub fn run(
             r.replay.as_deref().unwrap_or("the same flags")
         );
     }
-    Ok((v, passed, trace_file.is_some()))
+    Ok((v, verdict(&r), trace_file.is_some()))
+}
+
+/// A simulated run's exit status, the contract of `runner --help` (`common::verdict`), as the
+/// GPU emulation's runs have it: verified 0; a wrong result 1; an ordering rule broken 2 (the
+/// emulation reports it as a fault, and so does the simulator); a deadlock, or a kernel that
+/// spins to the instruction budget, 124 (a hang, found rather than timed out); any other stop
+/// (PTX the simulator cannot run, a fault, a launch it refuses) 2.
+pub fn verdict(r: &SimReport) -> Verdict {
+    match (&r.failure, r.passed()) {
+        (None, true) => Verdict::Verified,
+        (None, false) => Verdict::Failed,
+        (Some(f), _) if matches!(f.kind, "deadlock" | "step-limit") => Verdict::Hang,
+        (Some(_), _) => Verdict::Error,
+    }
 }
 
 /// `STEM-stepN-sim.txt` (or `trace-stepN-sim.txt` inside a folder): the simulated run's events,
@@ -143,9 +160,7 @@ fn trace_path(stem: &Path, step: u32) -> PathBuf {
 
 fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
     let path = trace_path(stem, r.step);
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
+    // The folder exists: `outdir::check_trace_stem` refused the run otherwise.
     // A failed run's trace is the failing schedule's, up to the failure (its last lines).
     let schedule = match &r.replay {
         Some(replay) => format!("the failing schedule ({replay})"),

@@ -105,10 +105,44 @@ impl KernelSource {
 /// rather than read until memory runs out.
 pub const MAX_KERNEL_BYTES: u64 = 1 << 20;
 
+/// What a path that is not a regular file is, for a refusal: "a folder", "a FIFO", ...
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            return "a FIFO (named pipe)";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if meta.is_dir() {
+        "a folder"
+    } else {
+        "not a regular file"
+    }
+}
+
 /// A user's kernel file, at most [`MAX_KERNEL_BYTES`], as UTF-8 text: what `runner step
 /// --kernel`, `runner inspect --kernel` and the exercises read.
 pub fn read_kernel(path: &Path) -> Result<String> {
     use std::io::Read;
+    // A FIFO would block the open until a writer comes (forever), and a device never ends:
+    // refuse anything but a regular file before opening it.
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    if !meta.is_file() {
+        bail!(
+            "{} is {}, not a kernel source file",
+            path.display(),
+            file_kind(&meta)
+        );
+    }
     let file =
         std::fs::File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut bytes = Vec::new();

@@ -18,6 +18,7 @@ pub mod model;
 pub mod mutation;
 pub mod nvml;
 pub mod problem;
+pub mod progress;
 pub mod project;
 pub mod ptx_check;
 pub mod rescale;

@@ -147,7 +147,7 @@ fn describe_for(path: &str, arch: &str, findings: &[SourceFinding]) -> String {
             short(&f.ptx)
         ));
     }
-    out.push_str("\n  (runner step --no-static-check runs the emulation anyway, to see what it makes of the bug)");
+    out.push_str("\n  (runner step --no-static-check runs the kernel anyway, on the CPU simulator or under the emulation on a GPU, to see what it makes of the bug)");
     out
 }
 
