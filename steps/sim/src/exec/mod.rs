@@ -27,9 +27,7 @@ pub const SMEM_RESERVED: u32 = 0x400;
 
 const NONE: u32 = u32::MAX;
 
-#[path = "exec_async_copy.rs"]
 pub(crate) mod async_copy;
-#[path = "exec_forms.rs"]
 mod forms;
 
 #[inline]
