@@ -1,6 +1,6 @@
 //! Interpreting the [`FormOp`] instructions: the warp-collective `mma.sync`, `ldmatrix` and
 //! `stmatrix` (after the warp's rendezvous in `collective`), and the asynchronous `cp.async`
-//! family (in `exec_async_copy.rs`). A child of `exec`, so it uses the interpreter's operand and
+//! family (in `async_copy.rs`). A child of `exec`, so it uses the interpreter's operand and
 //! memory accessors.
 
 use super::Loc;
