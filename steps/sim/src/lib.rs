@@ -117,6 +117,7 @@ mod forms;
 mod glue;
 mod launch;
 mod link;
+mod lockstep;
 mod machine;
 pub mod mem;
 mod observe;
