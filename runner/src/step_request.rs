@@ -29,4 +29,6 @@ pub struct SimRequest {
     /// `--sim`: simulate the Blackwell kernel even where a GPU could run it.
     pub forced: bool,
     pub options: common::simulate::SimOptions,
+    /// `--explore all`: the proving mode, with its bounds.
+    pub prove: Option<common::simulate::ProveOptions>,
 }

@@ -21,6 +21,10 @@ use sim::units::tensormap::{
     TensorMapDesc, TmaDtype, TmaInterleave, TmaL2Promotion, TmaOobFill, TmaSwizzle,
 };
 pub use sim::Policy;
+mod prove;
+pub use prove::{
+    prove_shape, ProveOptions, ProveReport, PROVE_MAX_WORK, PROVE_SECONDS, PROVE_STATES,
+};
 use sim::{Device, Launch, Param, Program};
 use std::time::Instant;
 
@@ -61,6 +65,8 @@ pub struct SimOptions {
     /// Record the order of events (TMA issue and landing, MMA issue and completion, commit
     /// arrivals, barrier phases, stores).
     pub trace: bool,
+    /// Run the proving mode's witness instead of the seeded schedule (`sim::Options::replay`).
+    pub replay: Option<sim::prove::Witness>,
 }
 
 impl Default for SimOptions {
@@ -70,6 +76,7 @@ impl Default for SimOptions {
             policy: Policy::Random,
             schedules: 1,
             trace: false,
+            replay: None,
         }
     }
 }
@@ -442,6 +449,7 @@ impl SimKernel {
             seed: o.seed,
             policy: o.policy,
             trace: o.trace,
+            replay: o.replay.clone(),
             ..sim::Options::default()
         };
         let start = Instant::now();
@@ -531,8 +539,12 @@ impl SimKernel {
             block: plan.dims.block,
             verification,
             failure,
-            replay: failed
-                .map(|(seed, policy)| format!("--sim-seed {seed} --sim-policy {}", policy.name())),
+            replay: match &o.replay {
+                Some(w) => failed.map(|_| format!("--replay {w}")),
+                None => failed.map(|(seed, policy)| {
+                    format!("--sim-seed {seed} --sim-policy {}", policy.name())
+                }),
+            },
             sim: SimStats {
                 backend: BACKEND,
                 schedule_seed: o.seed,
