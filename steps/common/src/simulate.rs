@@ -521,6 +521,17 @@ impl SimKernel {
         } else {
             sim::EXPLORE_POLICIES[0]
         };
+        // A replayed witness has no seed or policy: say what ran instead.
+        let (policy_name, mut failure) = (
+            match &o.replay {
+                Some(_) => "replay of a proving-mode witness".to_string(),
+                None => first_policy.name(),
+            },
+            failure,
+        );
+        if let (Some(f), Some(_)) = (&mut failure, &o.replay) {
+            f.policy = policy_name.clone();
+        }
         Ok(SimReport {
             step: spec.info().number,
             arch: spec.arch,
@@ -548,7 +559,7 @@ impl SimKernel {
             sim: SimStats {
                 backend: BACKEND,
                 schedule_seed: o.seed,
-                policy: first_policy.name(),
+                policy: policy_name,
                 schedules: o.schedules,
                 instructions: run.instructions,
                 per_opcode: run.per_opcode,
