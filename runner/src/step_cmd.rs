@@ -37,6 +37,8 @@ fn kernels(
         (req.time_emulation.is_some(), "--time-emulation"),
         (req.sim.forced, "--sim"),
         (req.sim.options.schedules > 1, "--explore"),
+        (req.sim.prove.is_some(), "--explore all"),
+        (req.sim.options.replay.is_some(), "--replay"),
     ];
     let hopper_only = [
         (opts.stress.is_some(), "--stress"),
@@ -152,6 +154,19 @@ pub fn run(req: &Request, mut opts: RunOptions) -> Result<ExitCode> {
         if simulate_here(req, &opts, spec.arch, &status) {
             if !req.json && !first {
                 println!();
+            }
+            if let Some(po) = &req.sim.prove {
+                // The proving mode: clean, an error (failed), or incomplete (ran in part).
+                let (v, verdict) = sim::prove(req, spec, &opts, po)?;
+                tally.ran += 1;
+                tally.failed |= verdict == "error";
+                if verdict == "incomplete" {
+                    tally.not_run.push(
+                        "the proving mode hit a bound (--prove-states or --prove-seconds): its verdict is incomplete".into(),
+                    );
+                }
+                outputs.push(v);
+                continue;
             }
             let (v, verdict, wrote_trace) = sim::run(req, spec, &opts, &status)?;
             tally.ran += 1;
@@ -430,7 +445,11 @@ fn simulate_here(req: &Request, opts: &RunOptions, arch: Arch, status: &GpuStatu
     if arch != Arch::Blackwell {
         return false;
     }
-    if req.sim.forced || req.sim.options.schedules > 1 {
+    if req.sim.forced
+        || req.sim.options.schedules > 1
+        || req.sim.prove.is_some()
+        || req.sim.options.replay.is_some()
+    {
         return true;
     }
     matches!(status, GpuStatus::Absent(_)) && opts.emulate == EmulateMode::Auto

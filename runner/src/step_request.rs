@@ -31,4 +31,6 @@ pub struct SimRequest {
     /// `--sim-seed` or `--sim-policy` given: a run where no kernel is simulated refuses them.
     pub sim_flags_given: bool,
     pub options: common::simulate::SimOptions,
+    /// `--explore all`: the proving mode, with its bounds.
+    pub prove: Option<common::simulate::ProveOptions>,
 }

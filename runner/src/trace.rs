@@ -706,6 +706,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let (j, _) = paths(&dir, 0, Arch::Blackwell);
         assert_eq!(j, dir.join("trace-step0-sm_100a.json"));
+        // The folder of a stem must exist: the runner creates no folder it was not asked for.
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
         let (j, s) = write(&dir.join("sub").join("t"), &synthetic(), &meta(false)).unwrap();
         let v: Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
         assert_eq!(v["otherData"]["step"], 4);

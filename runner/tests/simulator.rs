@@ -300,3 +300,86 @@ fn a_kernel_with_printf_assert_a_local_array_and_math_runs_and_verifies() {
         "{out}"
     );
 }
+
+/// `--explore all`: the proving mode through `runner step`. Step 1 at its proving shape is
+/// clean (exit 0); a seeded bug gives an error (exit 1) with a witness whose printed replay
+/// command stops on the same rule; a state bound too small is incomplete (exit 3); a shape over
+/// the bound is refused with one `error:` line.
+#[test]
+fn explore_all_proves_step_1_and_a_seeded_bugs_witness_replays_it() {
+    let o = runner(&["step", "1", "--sim", "--explore", "all"]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{out}{}", text(&o.stderr));
+    assert!(out.contains("verdict   clean"), "{out}");
+    assert!(
+        out.contains(" states, ") && out.contains(" transitions"),
+        "{out}"
+    );
+
+    let o = runner(&[
+        "step",
+        "1",
+        "--sim",
+        "--explore",
+        "all",
+        "--mutate",
+        "skip-load-full-wait",
+        "--no-static-check",
+    ]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(out.contains("rule operand-loaded"), "{out}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
+    let cmd = out
+        .lines()
+        .find_map(|l| l.strip_prefix("replay    runner "))
+        .expect("a replay command");
+    assert!(cmd.contains("--replay t"), "{cmd}");
+    let args: Vec<&str> = cmd.split_whitespace().collect();
+    let o = runner(&args);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(
+        out.contains("rule operand-loaded"),
+        "the replay stops on the same rule: {out}"
+    );
+
+    let o = runner(&[
+        "step",
+        "1",
+        "--sim",
+        "--explore",
+        "all",
+        "--prove-states",
+        "10",
+    ]);
+    let out = text(&o.stdout);
+    assert_eq!(o.status.code(), Some(3), "{out}{}", text(&o.stderr));
+    assert!(out.contains("verdict   incomplete"), "{out}");
+
+    let o = runner(&[
+        "step",
+        "1",
+        "--sim",
+        "--explore",
+        "all",
+        "--m",
+        "1024",
+        "--n",
+        "1024",
+        "--k",
+        "1024",
+    ]);
+    let err = text(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        1,
+        "{err}"
+    );
+    assert!(err.contains("too large for the proving mode"), "{err}");
+}

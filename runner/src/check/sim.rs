@@ -73,6 +73,7 @@ pub fn run_case(case: &EmulationCase, kernels: &mut HashMap<Key, SimKernel>) -> 
                     1
                 },
                 trace: false,
+                replay: None,
             },
         )
     });

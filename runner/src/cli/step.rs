@@ -118,9 +118,49 @@ pub struct SimArgs {
     pub sim_policy: Option<common::simulate::Policy>,
     /// Simulate N schedules, 1 to 1000 (seeds from --sim-seed on, cycling through async-late,
     /// async-early, random and pct3), verifying each; the first failure is reported with the
-    /// seed and policy that replay it.
-    #[arg(long, value_name = "N", value_parser = super::count_upto::<1000>)]
-    pub explore: Option<u32>,
+    /// seed and policy that replay it. `all`: the proving mode, every distinct order of the
+    /// synchronisation events (default problem: one cluster tile and four k-blocks, one
+    /// cluster; M×N×K at most 2^25), within --prove-states and --prove-seconds; exit 0 clean, 1
+    /// with a failing order (its --replay witness printed), 3 incomplete (a bound was hit).
+    #[arg(long, value_name = "N|all", value_parser = explore_arg)]
+    pub explore: Option<Explore>,
+    /// With --explore all: choice points explored at most (default 200000, at most 2000000).
+    #[arg(long, value_name = "N", requires = "explore",
+          value_parser = clap::value_parser!(u64).range(1..=2_000_000))]
+    pub prove_states: Option<u64>,
+    /// With --explore all: seconds at most (default 60, at most 600).
+    #[arg(long, value_name = "S", requires = "explore",
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub prove_seconds: Option<u64>,
+    /// Run the Blackwell kernel on the simulator along WITNESS, a failing order --explore all
+    /// printed (its comma-separated choices).
+    #[arg(long, value_name = "WITNESS", value_parser = witness_arg,
+          conflicts_with_all = ["explore", "sim_seed", "sim_policy"])]
+    pub replay: Option<sim::prove::Witness>,
+}
+
+/// `--explore`: N schedules, or `all` (the proving mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Explore {
+    Schedules(u32),
+    All,
+}
+
+fn explore_arg(s: &str) -> Result<Explore, String> {
+    if s == "all" {
+        return Ok(Explore::All);
+    }
+    super::count_upto::<1000>(s)
+        .map(Explore::Schedules)
+        .map_err(|e| format!("{e}, or `all`"))
+}
+
+fn witness_arg(s: &str) -> Result<sim::prove::Witness, String> {
+    let w: sim::prove::Witness = s.parse()?;
+    if w.0.is_empty() {
+        return Err("an empty witness: give the choices --explore all printed".into());
+    }
+    Ok(w)
 }
 
 /// CUDA's launch limits (gridDim.x < 2^31, gridDim.y <= 65535).
@@ -299,8 +339,30 @@ pub fn request(a: Args) -> Result<(crate::step_request::Request, RunOptions)> {
         options: common::simulate::SimOptions {
             seed: a.sim.sim_seed.unwrap_or(1),
             policy: a.sim.sim_policy.unwrap_or(common::simulate::Policy::Random),
-            schedules: a.sim.explore.unwrap_or(1),
+            schedules: match a.sim.explore {
+                Some(Explore::Schedules(n)) => n,
+                _ => 1,
+            },
             trace: a.trace.is_some(),
+            replay: a.sim.replay.clone(),
+        },
+        prove: match a.sim.explore {
+            Some(Explore::All) => Some(common::simulate::ProveOptions {
+                max_states: a
+                    .sim
+                    .prove_states
+                    .unwrap_or(common::simulate::PROVE_STATES.0),
+                seconds: a
+                    .sim
+                    .prove_seconds
+                    .unwrap_or(common::simulate::PROVE_SECONDS.0),
+            }),
+            _ => {
+                if a.sim.prove_states.is_some() || a.sim.prove_seconds.is_some() {
+                    bail!("--prove-states and --prove-seconds bound --explore all");
+                }
+                None
+            }
         },
     };
     let request = crate::step_request::Request {

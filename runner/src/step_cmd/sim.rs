@@ -186,3 +186,117 @@ fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
     Ok(path)
 }
+
+/// `--explore all`: the proving mode on `spec`'s kernel. Prints the verdict (or returns its
+/// JSON), states and transitions explored, and for a failing order the witness and the exact
+/// command that replays it; returns the report and the verdict word ("clean", "incomplete",
+/// "error").
+pub fn prove(
+    req: &Request,
+    spec: &KernelSpec,
+    opts: &RunOptions,
+    bounds: &simulate::ProveOptions,
+) -> Result<(serde_json::Value, &'static str)> {
+    let n = spec.info().number;
+    let problem = SimProblem {
+        shape: shape(req, spec),
+        dtype: opts.dtype,
+        dist: opts.dist,
+        seed: opts.seed,
+        clusters: opts.clusters,
+        static_check: opts.static_check,
+        cpu_samples: opts.cpu_samples,
+    };
+    let source = opts.source.clone().unwrap_or_else(|| spec.source());
+    let s = problem
+        .shape
+        .unwrap_or_else(|| simulate::prove_shape(&spec.shape()));
+    if s.m as u128 * s.n as u128 * s.k as u128 > simulate::PROVE_MAX_WORK {
+        bail!(
+            "{}x{}x{} is too large for the proving mode (it reruns the launch for every order of its synchronisation events): M×N×K must be at most {} (e.g. 256x256x512); without --m/--n/--k it takes one cluster tile and four k-blocks",
+            s.m,
+            s.n,
+            s.k,
+            simulate::PROVE_MAX_WORK
+        );
+    }
+    let kernel = simulate::SimKernel::build(spec, &source, opts.dtype, opts.static_check)?;
+    if !req.json {
+        eprintln!(
+            "note: proving step {n}'s Blackwell kernel on the CPU at {}x{}x{}: every distinct order of its synchronisation events, at most {} states and {} s",
+            s.m, s.n, s.k, bounds.max_states, bounds.seconds
+        );
+    }
+    let r = kernel.prove(&problem, bounds)?;
+    let replay = r
+        .witness
+        .as_ref()
+        .map(|w| replay_command(req, opts, n, r.shape, w));
+    let covered = format!(
+        "{} runs, {} states, {} transitions ({} runs cut by sleep sets, deepest {}), {:.1} s",
+        r.runs, r.states, r.transitions, r.pruned, r.max_depth, r.wall_s
+    );
+    let v = if req.json {
+        let mut v = serde_json::to_value(&r)?;
+        if let (serde_json::Value::Object(o), Some(c)) = (&mut v, &replay) {
+            o.insert("replay_command".into(), c.clone().into());
+        }
+        v
+    } else {
+        println!(
+            "{:<10}step {n} {} {}x{}x{} (proving mode)",
+            "kernel", source.path, r.shape.m, r.shape.n, r.shape.k
+        );
+        let line = match r.verdict {
+            "clean" => {
+                "clean: every order of the synchronisation events ran and verified".to_string()
+            }
+            "incomplete" => format!("incomplete: {}", r.detail),
+            _ => format!("error: {}", r.detail),
+        };
+        println!("{:<10}{line}", "verdict");
+        println!("{:<10}{covered}", "explored");
+        if let (Some(w), Some(c)) = (&r.witness, &replay) {
+            println!("{:<10}{w}", "witness");
+            println!("{:<10}{c}", "replay");
+        }
+        serde_json::Value::Null
+    };
+    match r.verdict {
+        "error" => eprintln!(
+            "error: proving step {n}: {} (replay: {})",
+            r.detail,
+            replay.as_deref().unwrap_or("")
+        ),
+        "incomplete" => eprintln!(
+            "warning: proving step {n} is incomplete ({covered}): raise --prove-states or --prove-seconds, or give a smaller shape"
+        ),
+        _ => {}
+    }
+    Ok((v, r.verdict))
+}
+
+/// The command that replays a witness: the same kernel, problem and build, along the witness.
+fn replay_command(req: &Request, opts: &RunOptions, n: u32, s: Shape, w: &str) -> String {
+    let mut c = format!(
+        "runner step {n} --sim --m {} --n {} --k {} --dtype {} --dist {} --seed {}",
+        s.m, s.n, s.k, opts.dtype, opts.dist, opts.seed
+    );
+    if let Some(k) = &req.kernel_file {
+        c.push_str(&format!(" --kernel {}", k.display()));
+    }
+    if let Some(m) = &req.mutate {
+        c.push_str(&format!(" --mutate {m}"));
+    }
+    for p in &req.params {
+        c.push_str(&format!(" --param {p}"));
+    }
+    if let Some(k) = opts.clusters {
+        c.push_str(&format!(" --clusters {k}"));
+    }
+    if !opts.static_check {
+        c.push_str(" --no-static-check");
+    }
+    c.push_str(&format!(" --replay {w}"));
+    c
+}

@@ -21,6 +21,10 @@ use sim::units::tensormap::{
     TensorMapDesc, TmaDtype, TmaInterleave, TmaL2Promotion, TmaOobFill, TmaSwizzle,
 };
 pub use sim::Policy;
+mod prove;
+pub use prove::{
+    prove_shape, ProveOptions, ProveReport, PROVE_MAX_WORK, PROVE_SECONDS, PROVE_STATES,
+};
 use sim::{Device, Launch, Param, Program};
 use std::time::Instant;
 
@@ -61,6 +65,8 @@ pub struct SimOptions {
     /// Record the order of events (TMA issue and landing, MMA issue and completion, commit
     /// arrivals, barrier phases, stores).
     pub trace: bool,
+    /// Run the proving mode's witness instead of the seeded schedule (`sim::Options::replay`).
+    pub replay: Option<sim::prove::Witness>,
 }
 
 impl Default for SimOptions {
@@ -70,6 +76,7 @@ impl Default for SimOptions {
             policy: Policy::Random,
             schedules: 1,
             trace: false,
+            replay: None,
         }
     }
 }
@@ -442,6 +449,7 @@ impl SimKernel {
             seed: o.seed,
             policy: o.policy,
             trace: o.trace,
+            replay: o.replay.clone(),
             ..sim::Options::default()
         };
         let start = Instant::now();
@@ -513,6 +521,17 @@ impl SimKernel {
         } else {
             sim::EXPLORE_POLICIES[0]
         };
+        // A replayed witness has no seed or policy: say what ran instead.
+        let (policy_name, mut failure) = (
+            match &o.replay {
+                Some(_) => "replay of a proving-mode witness".to_string(),
+                None => first_policy.name(),
+            },
+            failure,
+        );
+        if let (Some(f), Some(_)) = (&mut failure, &o.replay) {
+            f.policy = policy_name.clone();
+        }
         Ok(SimReport {
             step: spec.info().number,
             arch: spec.arch,
@@ -531,12 +550,16 @@ impl SimKernel {
             block: plan.dims.block,
             verification,
             failure,
-            replay: failed
-                .map(|(seed, policy)| format!("--sim-seed {seed} --sim-policy {}", policy.name())),
+            replay: match &o.replay {
+                Some(w) => failed.map(|_| format!("--replay {w}")),
+                None => failed.map(|(seed, policy)| {
+                    format!("--sim-seed {seed} --sim-policy {}", policy.name())
+                }),
+            },
             sim: SimStats {
                 backend: BACKEND,
                 schedule_seed: o.seed,
-                policy: first_policy.name(),
+                policy: policy_name,
                 schedules: o.schedules,
                 instructions: run.instructions,
                 per_opcode: run.per_opcode,

@@ -180,8 +180,13 @@ impl Machine<'_> {
         c.rpos = (0..n as u32).collect();
         c.runnable = (0..n as u32).collect();
         c.tcq = vec![VecDeque::new(); n];
+        // PCT priorities are per warp: the scheduler runs warps (`lockstep.rs`).
+        let mut prio = 0;
         for th in &mut c.threads {
-            th.prio = self.rng.next_u64();
+            if th.lane == 0 {
+                prio = self.rng.next_u64();
+            }
+            th.prio = prio;
         }
         if let Policy::Pct { depth } = self.o.policy {
             // Change points spread over an estimate of the cluster's length.
@@ -300,7 +305,8 @@ impl Machine<'_> {
             }
             let (s, t) = match self.o.policy {
                 Policy::Pct { .. } => {
-                    // Highest priority runnable thread; at a change point it drops to the bottom.
+                    // Highest priority runnable thread (its warp's priority); at a change point
+                    // its warp drops to the bottom.
                     let mut best = (NO_SLOT, NONE, 0u64);
                     for s in 0..self.slots.len() {
                         for &x in self.runnable_of(s) {
@@ -313,7 +319,10 @@ impl Machine<'_> {
                     self.switch_to(best.0);
                     if let Some(p) = self.pct_changes.iter().position(|&c| c <= self.steps) {
                         self.pct_changes.swap_remove(p);
-                        self.threads[best.1 as usize].prio = self.rng.below(1000);
+                        let low = self.rng.below(1000);
+                        for x in self.warp_range(best.1) {
+                            self.threads[x as usize].prio = low;
+                        }
                         self.report.priority_changes += 1;
                     }
                     (best.0, best.1)
@@ -334,7 +343,8 @@ impl Machine<'_> {
                 Policy::Pct { .. } => 64,
                 _ => 1 + self.rng.below(64) as u32,
             };
-            self.run_thread(t, q)?;
+            // The chosen thread's warp runs, its lanes in lockstep (`lockstep.rs`).
+            self.run_warp(t, q)?;
             self.spin_check()?;
         }
     }

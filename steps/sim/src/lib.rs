@@ -53,9 +53,10 @@
 //! Shared memory starts each launch as 0xFF bytes, and a read of bytes nothing wrote in the
 //! launch (a load, an MMA operand, a TMA store's or tcgen05.cp's source) is rule
 //! `uninitialised-read` (`poison.rs`), as is a `tcgen05.ld` of tensor memory no MMA, st or cp
-//! wrote, and an MMA that accumulates into such columns. A `.shared::cluster` address that is
-//! neither the CTA's own nor inside what `mapa` mapped is rule `cluster-address-undefined`
-//! (`dsmem.rs`).
+//! wrote, and an MMA that accumulates into such columns. Shared-memory addresses are
+//! `rank << 24 | offset`, the hardware's layout (`dsmem.rs`); one whose rank is outside the
+//! cluster, whose offset is beyond the CTA's shared memory, or a `.shared::cta` access to
+//! another rank is rule `cluster-address-undefined`.
 //!
 //! # Proving mode
 //! [`prove::explore_all`] runs every distinct order of the synchronisation events (which
@@ -118,6 +119,7 @@ mod forms;
 mod glue;
 mod launch;
 mod link;
+mod lockstep;
 mod machine;
 pub mod mem;
 mod observe;

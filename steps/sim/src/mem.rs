@@ -3,9 +3,9 @@
 //! Generic addresses (what `cvta` produces and generic `ld`/`st` use) are split into windows:
 //! global allocations from [`GLOBAL_BASE`], the cluster's shared memory from [`SHARED_WINDOW`]
 //! (plus a shared::cluster address), the thread's local memory from [`LOCAL_WINDOW`] and the
-//! kernel's parameters from [`PARAM_WINDOW`]. A shared::cta address is the offset alone, which
-//! names the executing CTA, as the PTX ISA's shared::cta window inside shared::cluster does;
-//! another CTA's memory is at the address `mapa` gives (`crate::dsmem`).
+//! kernel's parameters from [`PARAM_WINDOW`]. A shared::cta or shared::cluster address is
+//! `rank << 24 | offset` (`crate::dsmem`), and the generic address of the same byte is
+//! `SHARED_WINDOW` plus it.
 
 /// First global address handed out.
 pub const GLOBAL_BASE: u64 = 0x0000_0001_0000_0000;

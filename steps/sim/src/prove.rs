@@ -17,7 +17,8 @@
 //! transitions of different threads are independent when no object is touched by both unless
 //! both read or both commute; sleep sets then skip every order that only swaps independent
 //! neighbours. Lanes, warps and the two CTAs of a pair are still interleaved where they touch a
-//! common barrier.
+//! common barrier, except the lanes of a warp at one `mbarrier.try_wait`: a converged warp
+//! issues one try_wait, so they take it as one transition (named by the lowest lane).
 //!
 //! **Verdicts.** Clean (every order was run), incomplete (a bound was hit: what was covered
 //! is reported), or an error with a witness: the list of choices, which [`replay`] runs again
@@ -842,6 +843,12 @@ impl Machine<'_> {
                     i += 1;
                 }
             }
+            // A converged warp issues one try_wait for its lanes (`lockstep.rs`): the lanes at
+            // one try_wait are one transition, named by the lowest of them.
+            enabled.retain(|&(tr, _)| match tr {
+                Tr::Thread { cl: c, t } if c == cl => self.wait_group(t)[0] == t,
+                _ => true,
+            });
             for j in &self.tma {
                 let mut fp = Fp::default();
                 for &(c, o) in &j.mbar {
@@ -889,6 +896,27 @@ impl Machine<'_> {
         Ok(true)
     }
 
+    /// The lanes that take thread `t`'s next step with it: where `t` is at an
+    /// `mbarrier.try_wait`, every runnable lane of its warp at the same instruction with the
+    /// same footprint and outcome (a converged warp's one try_wait), in lane order; else `t`.
+    fn wait_group(&self, t: u32) -> Vec<u32> {
+        let th = &self.threads[t as usize];
+        let at_wait = matches!(
+            self.k.code.get(th.pc as usize).map(|i| &i.op),
+            Some(Op::Mbar(MbarOp::TryWait | MbarOp::TryWaitParity, _))
+        );
+        if !at_wait {
+            return vec![t];
+        }
+        let (pc, me) = (th.pc, self.sync_fp(t));
+        self.warp_range(t)
+            .filter(|&x| {
+                let o = &self.threads[x as usize];
+                x == t || (o.st == St::Run && o.pc == pc && self.sync_fp(x) == me)
+            })
+            .collect()
+    }
+
     fn slot_of(&self, cl: u32) -> Option<usize> {
         self.slots.iter().position(|s| s.linear == cl)
     }
@@ -905,7 +933,12 @@ impl Machine<'_> {
         };
         self.switch_to(s);
         match tr {
-            Tr::Thread { t, .. } => self.run_thread(t, 1),
+            Tr::Thread { t, .. } => {
+                for x in self.wait_group(t) {
+                    self.run_thread(x, 1)?;
+                }
+                Ok(())
+            }
             Tr::Load { t, dst, .. } => {
                 let i = self
                     .tma

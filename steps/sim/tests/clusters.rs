@@ -254,9 +254,12 @@ fn go_cluster(body: &str) -> (Result<sim::RunReport, SimError>, Device, u64) {
     (r, dev, out)
 }
 
-/// Rank 1 reads rank 0's `buf[1]` through `mapa` plus an offset inside the variable (control:
-/// the ISA defines it); through `buf | rank << 24` or a mapa result moved by a rank-sized
-/// stride (planted: the ISA defines no layout between CTAs) it is `cluster-address-undefined`.
+/// Rank 1 reads rank 0's `buf[1]` through `mapa` plus an offset inside the variable, or
+/// through its own address of `buf[1]` with bit 24 cleared (the leader trick of CUTLASS's
+/// `Sm100MmaPeerBitMask`: addresses are `rank << 24 | offset`, `dsmem.rs`); both are controls.
+/// Planted: a mapa result moved by 16 MiB to a rank beyond the cluster of two, a shared::cta
+/// load through rank 0's address, and an offset beyond the CTA's shared memory are
+/// `cluster-address-undefined`.
 #[test]
 fn shared_cluster_addresses_follow_mapa_and_rank_arithmetic_is_reported() {
     let template = "
@@ -280,18 +283,24 @@ ADDRESS
 $L_done:
 	barrier.cluster.arrive.release.aligned;
 	barrier.cluster.wait.acquire.aligned;";
-    let control = template.replace(
-        "ADDRESS",
+    for control in [
         "\tmapa.shared::cluster.u32 %r9, %r5, 0;\n\tadd.s32 %r7, %r9, 4;",
-    );
-    let (r, dev, out) = go_cluster(&control);
-    r.unwrap();
-    assert_eq!(word(&dev, out), 77);
-    for planted in [
-        // One GPU's rank bits, OR-ed into a shared::cta address.
-        "\tadd.s32 %r9, %r5, 4;\n\tor.b32 %r7, %r9, 16777216;",
-        // A mapa result of rank 1 moved down by a guessed 16 MiB per rank.
+        // The leader trick: clear the rank bit of rank 1's own address.
+        "\tadd.s32 %r9, %r5, 4;\n\tand.b32 %r7, %r9, -16777217;",
+        // A mapa result of rank 1 moved down by 16 MiB: rank 0's, as on the GPU.
         "\tmapa.shared::cluster.u32 %r9, %r5, 1;\n\tsub.s32 %r10, %r9, 16777216;\n\tadd.s32 %r7, %r10, 4;",
+    ] {
+        let (r, dev, out) = go_cluster(&template.replace("ADDRESS", control));
+        r.unwrap_or_else(|e| panic!("{control}: {e}"));
+        assert_eq!(word(&dev, out), 77, "{control}");
+    }
+    for planted in [
+        // A mapa result of rank 1 moved up by 16 MiB: rank 2 of a cluster of two.
+        "\tmapa.shared::cluster.u32 %r9, %r5, 1;\n\tadd.s32 %r10, %r9, 16777216;\n\tadd.s32 %r7, %r10, 4;",
+        // Rank 0's address read through shared::cta by rank 1.
+        "\tmapa.shared::cluster.u32 %r9, %r5, 0;\n\tadd.s32 %r7, %r9, 4;\n\tld.shared.u32 %r8, [%r7];",
+        // An offset past the CTA's shared memory, inside its rank's 16 MiB.
+        "\tmapa.shared::cluster.u32 %r9, %r5, 0;\n\tadd.s32 %r7, %r9, 8388608;",
     ] {
         let (r, _, _) = go_cluster(&template.replace("ADDRESS", planted));
         let e = r.unwrap_err();
@@ -378,6 +387,42 @@ fn an_mma_accumulating_into_unwritten_tensor_memory_is_reported() {
         } else {
             r.unwrap();
             assert_eq!(p.verify(&dev).0, 0);
+        }
+    }
+}
+
+/// `/work/ext/own/dsmem_leader.cu` (NVRTC output in `tests/ptx/own/`): rank 1 stores into and
+/// arrives on the leader's (rank 0's) shared memory through its own shared::cta address with
+/// bit 24 cleared (CUTLASS's `Sm100MmaPeerBitMask`), the control through `mapa`. Both verify
+/// (`out[l] == 201`) under every policy: the simulator's addresses carry the rank at bit 24
+/// as the hardware's do (`dsmem.rs`).
+#[test]
+fn the_leader_trick_of_2_cta_kernels_reaches_the_leader() {
+    for file in ["dsmem_leader", "dsmem_leader_mapa"] {
+        let path = format!("{}/tests/ptx/own/{file}.ptx", env!("CARGO_MANIFEST_DIR"));
+        let ptx = std::fs::read_to_string(&path).unwrap();
+        let p = Program::parse(&ptx).unwrap();
+        for policy in sim::EXPLORE_POLICIES {
+            let mut dev = Device::new();
+            let out = dev.alloc(128);
+            dev.write(out, &[0xAD; 128]);
+            let l = Launch {
+                kernel: "dsmem_leader".into(),
+                grid: [2, 1, 1],
+                block: [32, 1, 1],
+                cluster: [2, 1, 1],
+                dynamic_smem: 0,
+                params: vec![Param::U64(out)],
+                barrier_names: vec![],
+                sources: vec![],
+            };
+            run(&p, &mut dev, &l, &opts(3, policy))
+                .unwrap_or_else(|e| panic!("{file} {}: {e}", policy.name()));
+            let mut b = [0u8; 128];
+            dev.read(out, &mut b);
+            for w in b.chunks(4) {
+                assert_eq!(u32::from_le_bytes([w[0], w[1], w[2], w[3]]), 201, "{file}");
+            }
         }
     }
 }

@@ -248,9 +248,11 @@ fn a_wait_handed_on_through_bar_sync_and_the_fence_is_credited() {
     // Without the bar.sync the other warps read columns whose commit they are not ordered
     // after (the commit may even be in flight).
     let bad = format!("{WARP0_WAITS}\n\ttcgen05.fence::after_thread_sync;");
+    // (Or, where the warps run in lockstep and a reading warp gets there before the copy
+    // landed: the read of columns nothing wrote yet, the same bug seen by its effect.)
     let r = rule_of(run_body(&handoff(&bad), 128, 1));
     assert!(
-        r == "ld-after-commit-wait" || r == "ld-in-flight",
+        r == "ld-after-commit-wait" || r == "ld-in-flight" || r == "uninitialised-read",
         "wanted a read before the wait, got {r}"
     );
     // Warp 0 waits after the bar.sync: its wait is not handed on, whatever the schedule.
@@ -259,7 +261,7 @@ fn a_wait_handed_on_through_bar_sync_and_the_fence_is_credited() {
     );
     let r = rule_of(run_body(&handoff(&late), 128, 1));
     assert!(
-        r == "ld-after-commit-wait" || r == "ld-in-flight",
+        r == "ld-after-commit-wait" || r == "ld-in-flight" || r == "uninitialised-read",
         "wanted a read before the wait, got {r}"
     );
 }
@@ -314,8 +316,12 @@ fn a_peer_using_a_barrier_before_its_init_is_ordered_is_caught_on_the_first_sche
         let r = run(&prog, &mut dev, &l, &o).map(|_| ());
         let text = format!("{r:?}");
         let rule = rule_of(r);
+        // Without the set-up's barrier a warp may also read the shared word tcgen05.alloc
+        // writes before it is written: the same missing order, seen by its effect.
         assert!(
-            rule == "mbarrier-before-init" || rule == "fence-before-handoff",
+            rule == "mbarrier-before-init"
+                || rule == "fence-before-handoff"
+                || rule == "uninitialised-read",
             "seed {seed}: {text}"
         );
     }

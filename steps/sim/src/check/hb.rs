@@ -863,6 +863,16 @@ impl Hb {
         let rule = match (cur_kind, prior_kind, agent) {
             _ if prior_alloc => "fence-before-handoff",
             (_, Some(Dim::TcQueue(_)), Agent::Thread(_)) if c.prior_write => "ld-after-commit-wait",
+            // The reader read the columns before any MMA had written them: it read before its
+            // wait (skip-acc-wait), not a release that came too early.
+            (Some(Dim::TcQueue(_)), Some(Dim::TcWarp(rc, rw)), _)
+                if m.rg
+                    .readers
+                    .iter()
+                    .any(|r| r.cta == rc && r.warp == rw && r.early.is_some()) =>
+            {
+                "ld-after-commit-wait"
+            }
             (Some(Dim::TcQueue(_)), Some(Dim::TcWarp(..)), _) => "release-before-overwrite",
             (Some(Dim::TcQueue(_)), Some(Dim::TmaLoad(..)), _) => "operand-loaded",
             (Some(Dim::TmaLoad(..)), Some(Dim::TcQueue(_)), _) => "no-refill-in-flight",

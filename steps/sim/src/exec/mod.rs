@@ -111,8 +111,13 @@ impl<'a> Machine<'a> {
     fn sym_value(&self, t: u32, s: Sym) -> u64 {
         match s {
             Sym::Param(o) => o as u64,
-            Sym::Shared(o) => (SMEM_RESERVED + o) as u64,
-            Sym::SharedDynamic => self.dyn_off as u64,
+            // A shared variable's address carries the executing CTA's rank (`dsmem.rs`).
+            Sym::Shared(o) => {
+                crate::dsmem::encode(self.threads[t as usize].cta, SMEM_RESERVED + o) as u64
+            }
+            Sym::SharedDynamic => {
+                crate::dsmem::encode(self.threads[t as usize].cta, self.dyn_off) as u64
+            }
             // In the current function's frame (`calls.rs`).
             Sym::Local(o) => self.threads[t as usize].frame as u64 + o as u64,
             Sym::Global(i) => self.globals.get(i as usize).copied().unwrap_or(0),
@@ -168,9 +173,7 @@ impl<'a> Machine<'a> {
             return Err(self.fault(t, format!("shared-memory address {a:#x} is out of range")));
         }
         let a = a as u32;
-        let own = self.threads[t as usize].cta;
         let (cta, off) = match crate::dsmem::decode(a, self.cl_size) {
-            crate::dsmem::Place::Own(o) => (own, o),
             crate::dsmem::Place::Rank(r, o) => (r, o),
             crate::dsmem::Place::Undefined => {
                 let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
@@ -178,8 +181,8 @@ impl<'a> Machine<'a> {
             }
         };
         let past = off as u64 + len as u64 > self.smem_bytes as u64;
-        if past && (off >= 1 << 24 || a >= crate::dsmem::WINDOW_BASE) {
-            // Past the memory a window maps: arithmetic between windows, not an overrun.
+        if off >= self.smem_bytes {
+            // Beyond the CTA's memory in its rank's address range (`dsmem.rs`), not an overrun.
             let d = crate::dsmem::undefined_detail(a, len, self.cl_size, self.smem_bytes);
             return Err(self.rule(t, "cluster-address-undefined", d));
         }
@@ -207,11 +210,10 @@ impl<'a> Machine<'a> {
             Space::Global | Space::Const => Ok(Loc::Global(addr)),
             Space::Shared | Space::SharedCluster => {
                 let (c, o) = self.shared_loc(t, addr, len)?;
-                if space == Space::Shared && c != self.threads[t as usize].cta {
-                    return Err(self.fault(
-                        t,
-                        format!("shared::cta access to {addr:#x}, an address of another CTA"),
-                    ));
+                let own = self.threads[t as usize].cta;
+                if space == Space::Shared && c != own {
+                    let d = crate::dsmem::foreign_detail(addr, own);
+                    return Err(self.rule(t, "cluster-address-undefined", d));
                 }
                 Ok(Loc::Shared(c, o))
             }
@@ -844,13 +846,10 @@ impl<'a> Machine<'a> {
                         format!("cvta.to.shared of {v:#x}, not a shared-memory generic address"),
                     ));
                 }
-                let own = self.threads[t as usize].cta;
-                match self.shared_loc(t, v - SHARED_WINDOW, 1)? {
-                    (c, off) if c == own => off as u64,
-                    _ => {
-                        return Err(self.fault(t, format!("cvta.to.shared::cta of {v:#x}, an address in another CTA's shared memory")))
-                    }
-                }
+                // The address of the same byte, its rank included (`dsmem.rs`): a .shared::cta
+                // access through it to another CTA's memory is reported where it happens.
+                let (c, off) = self.shared_loc(t, v - SHARED_WINDOW, 1)?;
+                crate::dsmem::encode(c, off) as u64
             }
             (true, Space::SharedCluster) => {
                 if !(SHARED_WINDOW..SHARED_WINDOW + WINDOW_BYTES).contains(&v) {

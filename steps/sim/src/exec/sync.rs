@@ -283,8 +283,10 @@ impl<'a> Machine<'a> {
                     format!("mbarrier at shared-memory offset {off:#x}: not 8-byte aligned"),
                 ));
             }
-            if space == Space::Shared && c != s.threads[t as usize].cta {
-                return Err(s.fault(t, "mbarrier .shared::cta address of another CTA"));
+            let own = s.threads[t as usize].cta;
+            if space == Space::Shared && c != own {
+                let d = crate::dsmem::foreign_detail(v, own);
+                return Err(s.rule(t, "cluster-address-undefined", d));
             }
             Ok((c, off))
         };
