@@ -71,7 +71,6 @@
 #define WB_EMU_ERR_NO_PROXY_FENCE 29        // TMA store of generic-proxy writes not fenced for the async proxy
 #define WB_EMU_ERR_STORE_SOURCE_BUSY 30     // a buffer rewritten while an earlier bulk store still reads it
 #define WB_EMU_ERR_EXIT_WITH_BULK_READS 31  // tensor memory freed (the CTA ends) while bulk stores read smem
-#define WB_EMU_ERR_LD_BEFORE_ACC 32         // MMA overwrites columns a warp read before any MMA wrote them
 
 namespace bw {
 namespace emu {
@@ -151,9 +150,7 @@ struct TmaEntry {
 };
 
 // Who read one lane quarter of a 32-column granule of tensor memory since the last MMA wrote it.
-// READER_EARLY: read while no MMA had written the granule yet (a read before the accumulator's
-// wait, which the MMA then overwrites: rule ld-after-commit-wait, as the simulator names it).
-enum ReaderState : u32 { READER_NONE = 0, READER_READ = 1, READER_RELEASED = 2, READER_EARLY = 3 };
+enum ReaderState : u32 { READER_NONE = 0, READER_READ = 1, READER_RELEASED = 2 };
 struct Reader {
   u32 state;
   u32 warp;       // the reading warp
@@ -878,8 +875,6 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
     Reader& r = state_of(rank)->gran[g].reader[i % 4];
     const u32 where = (rank << 16) | (g * GRANULE);
     const u32 rs = vld(&r.state);
-    if (rs == READER_EARLY)
-      fail(WB_EMU_ERR_LD_BEFORE_ACC, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
     if (rs == READER_READ)
       fail(WB_EMU_ERR_MMA_UNRELEASED, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
     if (rs == READER_RELEASED) {
@@ -1062,8 +1057,7 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
     for (u32 g = g0; g < g1; ++g) {
       emu::Reader& R = st->gran[g].reader[quarter];
       emu::vst(&R.warp, bw::warp_id());
-      const bool never_written = emu::vld(&st->gran[g].writer_seq) == 0;
-      emu::vst(&R.state, never_written ? emu::READER_EARLY : emu::READER_READ);
+      emu::vst(&R.state, emu::READER_READ);
     }
     if (emu::STRICT) {
       emu::vst(&ws->ld_col[slot], col);
@@ -1219,8 +1213,7 @@ __device__ void arrive(u64* bar, u32 rank) {
     record_arrival(t->bars[idx], tx != 0 ? ARRIVE_EXPECT_TX : ARRIVE_PLAIN, w, phase, tx);
     for (u32 g = 0; g < GRANULES; ++g) {
       Reader& r = st->gran[g].reader[w % 4];
-      const u32 rs = vld(&r.state);
-      if ((rs == READER_READ || rs == READER_EARLY) && vld(&r.warp) == w) {
+      if (vld(&r.state) == READER_READ && vld(&r.warp) == w) {
         vst(&r.rel_rank, target);
         vst(&r.rel_idx, static_cast<u32>(idx));
         vst(&r.rel_phase, phase);
