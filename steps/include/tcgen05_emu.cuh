@@ -71,6 +71,7 @@
 #define WB_EMU_ERR_NO_PROXY_FENCE 29        // TMA store of generic-proxy writes not fenced for the async proxy
 #define WB_EMU_ERR_STORE_SOURCE_BUSY 30     // a buffer rewritten while an earlier bulk store still reads it
 #define WB_EMU_ERR_EXIT_WITH_BULK_READS 31  // tensor memory freed (the CTA ends) while bulk stores read smem
+#define WB_EMU_ERR_LD_BEFORE_ACC 32         // MMA overwrites columns a warp read before any MMA wrote them
 
 namespace bw {
 namespace emu {
@@ -157,6 +158,11 @@ struct Reader {
   u32 rel_rank;   // handed over by an arrival on barrier rel_idx of CTA rel_rank...
   u32 rel_idx;
   u32 rel_phase;  // ...in this phase (+2)
+  // 1: the read came before any MMA had written the granule, so the reader did not wait for the
+  // accumulator (skip-acc-wait). It only renames the fault an overwrite raises (ld-after-commit-
+  // wait, as the simulator names it, instead of release-before-overwrite); `state` and the
+  // hand-over bookkeeping are the same either way.
+  u32 early;
 };
 
 struct Granule {
@@ -875,12 +881,19 @@ __device__ __forceinline__ void queue_mma(u32 d_tmem, u64 a_desc, u64 b_desc, u3
     Reader& r = state_of(rank)->gran[g].reader[i % 4];
     const u32 where = (rank << 16) | (g * GRANULE);
     const u32 rs = vld(&r.state);
+    // A reader that read the columns before any MMA wrote them did not wait for the accumulator:
+    // the overwrite is named for that read (rule ld-after-commit-wait), whether or not it handed
+    // the columns over since.
+    const bool early = rs != READER_NONE && vld(&r.early) != 0;
     if (rs == READER_READ)
-      fail(WB_EMU_ERR_MMA_UNRELEASED, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
+      fail(early ? WB_EMU_ERR_LD_BEFORE_ACC : WB_EMU_ERR_MMA_UNRELEASED, where,
+           (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
     if (rs == READER_RELEASED) {
       const u32 phase = vld(&r.rel_phase);
       const u32 idx = vld(&r.rel_idx);
       const u32 seen = vld(&r.rel_rank) == self ? vld(&ws->obs_phase[idx]) : 0;
+      if (seen < phase && early)
+        fail(WB_EMU_ERR_LD_BEFORE_ACC, where, (static_cast<u64>(i % 4) << 32) | vld(&r.warp));
       if (seen < phase)
         fail(WB_EMU_ERR_MMA_RELEASE_UNSEEN, where,
              (static_cast<u64>(phase) << 32) | (static_cast<u64>(idx) << 16) | seen);
@@ -1057,6 +1070,7 @@ __device__ __forceinline__ void tmem_ld_32x32b_x32(u32 taddr, u32 (&r)[32]) {
     for (u32 g = g0; g < g1; ++g) {
       emu::Reader& R = st->gran[g].reader[quarter];
       emu::vst(&R.warp, bw::warp_id());
+      emu::vst(&R.early, emu::vld(&st->gran[g].writer_seq) == 0 ? 1u : 0u);
       emu::vst(&R.state, emu::READER_READ);
     }
     if (emu::STRICT) {

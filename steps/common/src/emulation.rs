@@ -15,7 +15,7 @@ pub const TMEM_CELLS_PER_CTA: usize = 128 * 512;
 /// of mbarriers, TMA destinations, tensor-memory granules and per-warp state with its MMA queue,
 /// its bulk stores and its pending tcgen05.ld). `install` checks it against the kernel's
 /// `wb_emu_cta_state_bytes`, and a test against the header at compile time.
-pub const CTA_STATE_BYTES: usize = 30480;
+pub const CTA_STATE_BYTES: usize = 30736;
 
 /// `bw::emu::HANG_RECORDS`: how many waiting warps a hang report can name.
 pub const HANG_RECORDS: usize = 64;
@@ -307,6 +307,7 @@ impl Fault {
             19 => format!("rule ld-in-flight: tcgen05.ld of columns {d0}..{} while {d1} issued MMA(s) writing them have not completed (their tcgen05.commit has not arrived); tcgen05.mma -> tcgen05.ld is not a pipelined pair: wait on the commit's barrier first (PTX ISA \"Pipelined tcgen05 Instructions\")", d0 + 31),
             20 => format!("rule ld-after-commit-wait: tcgen05.ld of columns {d0}..{} reads the results of MMA #{} of the issuing warp, but this warp has only waited for a commit covering MMA #{}: wait on the barrier the covering tcgen05.commit arrives on, in the right phase (a wrong parity waits for an older phase), then tcgen05.fence::after_thread_sync", d0 + 31, d1 >> 32, d1 & 0xFFFF_FFFF),
             21 => format!("rule release-before-overwrite: tcgen05.mma overwrites columns {}.. of CTA rank {} while warp {} (lane quarter {}) has read them and not handed them over (tcgen05.wait::ld, tcgen05.fence::before_thread_sync, arrive, and the MMA warp waiting for that arrival): the accumulator was released too early or not at all", d0 & 0xFFFF, d0 >> 16, d1 & 0xFFFF_FFFF, d1 >> 32),
+            32 => format!("rule ld-after-commit-wait: tcgen05.mma overwrites columns {}.. of CTA rank {} that warp {} (lane quarter {}) read before any MMA had written them: the epilogue read the accumulator before its wait; wait on the barrier the final tcgen05.commit arrives on, then tcgen05.fence::after_thread_sync, before tcgen05.ld", d0 & 0xFFFF, d0 >> 16, d1 & 0xFFFF_FFFF, d1 >> 32),
             22 => format!("rule release-before-overwrite: tcgen05.mma overwrites columns {}.. of CTA rank {} whose reader handed them over in phase {} of barrier #{} of the MMA's CTA, but the MMA warp has waited only for {} of it: it must wait for that phase (then tcgen05.fence::after_thread_sync) before reusing the accumulator", d0 & 0xFFFF, d0 >> 16, (d1 >> 32) as i64 - 2, (d1 >> 16) & 0xFFFF, phase_words(d1 & 0xFFFF)),
             23 => {
                 let operand = if d0 >> 48 == 1 { "A" } else { "B" };
@@ -661,6 +662,7 @@ mod tests {
             (29, 0x28000, 0, "rule proxy-fence-before-store: a TMA store (cp.async.bulk.tensor shared::cta -> global) reads shared-memory offset 0x28000"),
             (30, 0x28000, (2 << 32) | 7, "earlier TMA store of warp 2 from the same buffer (bulk group #7) is not covered by a cp.async.bulk.wait_group.read"),
             (31, 0x29000, 3, "while a TMA store of warp 3 from shared-memory offset 0x29000"),
+            (32, 256, (1 << 32) | 5, "rule ld-after-commit-wait: tcgen05.mma overwrites columns 256.. of CTA rank 0 that warp 5 (lane quarter 1) read before any MMA had written them"),
         ];
         for &(code, detail0, detail1, needle) in cases {
             let f = Fault {
