@@ -510,6 +510,33 @@ pub enum MemScope {
     Sys,
 }
 
+/// The `.sem` and `.scope` qualifiers of a memory operation, `has` telling whether its opcode
+/// carries a qualifier (PTX ISA "Memory Consistency Model", "atom", "ld", "st"): `.relaxed` when
+/// no semantics is written, `default_scope` when no scope is (`.gpu` for `atom`/`red`).
+pub(crate) fn sem_scope(has: &dyn Fn(&str) -> bool, default_scope: MemScope) -> (MemSem, MemScope) {
+    let sem = if has("acq_rel") {
+        MemSem::AcqRel
+    } else if has("acquire") {
+        MemSem::Acquire
+    } else if has("release") {
+        MemSem::Release
+    } else {
+        MemSem::Relaxed
+    };
+    let scope = if has("cta") {
+        MemScope::Cta
+    } else if has("cluster") {
+        MemScope::Cluster
+    } else if has("sys") {
+        MemScope::Sys
+    } else if has("gpu") {
+        MemScope::Gpu
+    } else {
+        default_scope
+    };
+    (sem, scope)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AtomOp {
     Add,
@@ -1652,24 +1679,7 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 "acq_rel",
             ]);
             check_mods(s, mods, &allowed)?;
-            let sem = if has("acq_rel") {
-                MemSem::AcqRel
-            } else if has("acquire") {
-                MemSem::Acquire
-            } else if has("release") {
-                MemSem::Release
-            } else {
-                MemSem::Relaxed
-            };
-            let scope = if has("cta") {
-                MemScope::Cta
-            } else if has("cluster") {
-                MemScope::Cluster
-            } else if has("sys") {
-                MemScope::Sys
-            } else {
-                MemScope::Gpu
-            };
+            let (sem, scope) = sem_scope(&has, MemScope::Gpu);
             let op = if has("add") {
                 AtomOp::Add
             } else if has("min") {

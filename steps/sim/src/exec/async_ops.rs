@@ -605,6 +605,27 @@ impl<'a> Machine<'a> {
         Ok(())
     }
 
+    /// A tensor-core unit (`what`: tcgen05.mma, .cp or .shift) refused the operation thread `t`
+    /// issued at `line`, working on CTA `cta`: a fault naming the issuer and the unit's reason.
+    fn tc_unit_fault(
+        &self,
+        t: u32,
+        cta: u32,
+        line: (u32, u32),
+        what: &str,
+        e: &crate::units::UnitError,
+    ) -> SimError {
+        let th = &self.threads[t as usize];
+        SimError::Fault {
+            cta: self.cta_linear(cta),
+            warp: th.warp,
+            lane: th.lane,
+            ptx_line: line.0,
+            source_line: line.1,
+            detail: crate::glue::unit_message(what, e),
+        }
+    }
+
     pub(super) fn retire_tc(&mut self, t: u32, job: TcJob) -> Result<(), SimError> {
         match job {
             TcJob::Mma {
@@ -638,14 +659,7 @@ impl<'a> Machine<'a> {
                     let c0 = &mut self.ctas[cta as usize];
                     glue::mma(idesc, a, b, &[&c0.smem], &mut [&mut c0.tmem], d, acc, false)
                 };
-                r.map_err(|e| SimError::Fault {
-                    cta: self.cta_linear(cta),
-                    warp: self.threads[t as usize].warp,
-                    lane: self.threads[t as usize].lane,
-                    ptx_line: line.0,
-                    source_line: line.1,
-                    detail: crate::glue::unit_message("tcgen05.mma", &e),
-                })?;
+                r.map_err(|e| self.tc_unit_fault(t, cta, line, "tcgen05.mma", &e))?;
                 let _ = seq;
                 if self.o.trace {
                     self.ev(
@@ -718,14 +732,7 @@ impl<'a> Machine<'a> {
                         .mark(0..128, col, shape.row_bytes() / 4);
                     let cc = &mut self.ctas[c as usize];
                     if let Err(e) = glue::tc_cp(&mut cc.tmem, &cc.smem, taddr, desc, shape) {
-                        return Err(SimError::Fault {
-                            cta: self.cta_linear(c),
-                            warp: self.threads[t as usize].warp,
-                            lane: self.threads[t as usize].lane,
-                            ptx_line: line.0,
-                            source_line: line.1,
-                            detail: crate::glue::unit_message("tcgen05.cp", &e),
-                        });
+                        return Err(self.tc_unit_fault(t, c, line, "tcgen05.cp", &e));
                     }
                 }
                 if self.o.trace {
@@ -744,14 +751,7 @@ impl<'a> Machine<'a> {
                 let peers = if cg2 { cta..cta + 2 } else { cta..cta + 1 };
                 for c in peers {
                     if let Err(e) = self.ctas[c as usize].tmem.shift_down(taddr) {
-                        return Err(SimError::Fault {
-                            cta: self.cta_linear(c),
-                            warp: self.threads[t as usize].warp,
-                            lane: self.threads[t as usize].lane,
-                            ptx_line: line.0,
-                            source_line: line.1,
-                            detail: crate::glue::unit_message("tcgen05.shift", &e),
-                        });
+                        return Err(self.tc_unit_fault(t, c, line, "tcgen05.shift", &e));
                     }
                 }
                 if self.o.trace {
