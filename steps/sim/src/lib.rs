@@ -70,7 +70,7 @@
 //! from what happened to be timed, and named as the GPU emulation names them (see
 //! `rules.rs`): `operand-loaded`, `no-refill-in-flight`, `ld-in-flight`,
 //! `ld-after-commit-wait`, `release-before-overwrite`, `fence-after-sync`,
-//! `wait-ld-before-handoff`, `fence-before-handoff`, `proxy-fence-before-store`,
+//! `wait-ld-before-handoff`, `fence-before-handoff`, `alloc-handoff`, `proxy-fence-before-store`,
 //! `wait-read-before-reuse`, `wait-read-before-exit`, `wait-for-peer-commits`,
 //! `one-cta-group`; and `wait-ld-before-use` (a `tcgen05.ld` register read before
 //! `tcgen05.wait::ld`), which only the simulator checks. Beside them: `cross-cluster-race`,
@@ -99,8 +99,9 @@
 //! other than dense non-`.ws` `kind::f16` with A and B in shared memory (every such shape,
 //! either major-ness, any swizzle mode and base offset the ISA allows; the unit refuses
 //! negation, F16 accumulators, mixed F16/BF16, and descriptor encodings the ISA leaves
-//! undefined), `cp.async.bulk` without a tensor map, `wgmma`, `mma.sync` other than the
+//! undefined), `cp.async.bulk` without a tensor map, `mma.sync` other than the
 //! floating-point m16n8k{4,8,16} forms, `ldmatrix` and `stmatrix` other than `.m8n8.b16`.
+//! `wgmma` is refused as what it is, an sm_90a instruction (no sm_100a kernel holds it).
 //! Timing is not modelled at all: `%clock`, `%clock64` and
 //! `%globaltimer` count executed instructions.
 
@@ -299,6 +300,8 @@ fn run_inner(
         uninit: Default::default(),
         xr: xrace::XRace::default(),
         prove: chooser,
+        round: 0,
+        activemask: Default::default(),
     };
     if let Err(error) = m.run_grid() {
         let mut trace = take_trace(&mut m);

@@ -43,6 +43,7 @@
 //! ordered after its completion (which only its completion signal carries).
 
 use super::vector_clock::{Epoch, Vc};
+use crate::decode::{MemScope, MemSem};
 use crate::error::SimError;
 use crate::machine::Machine;
 use crate::observe::{Access, Agent, AsyncKind, Event, FenceKind, Mem, Observer, Proxy, Scope};
@@ -480,22 +481,20 @@ impl Hb {
             if rmw || has("relaxed") || has("acquire") || has("release") || has("volatile") {
                 b |= STRONG;
             }
-            if has("acquire") || has("acq_rel") {
+            // atom/red default to .gpu scope, ld/st to .cta (.volatile: .sys).
+            let default = if rmw { MemScope::Gpu } else { MemScope::Cta };
+            let (sem, scope) = crate::decode::sem_scope(&has, default);
+            if matches!(sem, MemSem::Acquire | MemSem::AcqRel) {
                 b |= ACQ;
             }
-            if has("release") || has("acq_rel") {
+            if matches!(sem, MemSem::Release | MemSem::AcqRel) {
                 b |= REL;
             }
-            let scope = if has("volatile")
-                || has("gpu")
-                || has("sys")
-                || (rmw && !has("cta") && !has("cluster"))
-            {
-                2
-            } else if has("cluster") {
-                1
-            } else {
-                0
+            let scope = match scope {
+                _ if has("volatile") => 2,
+                MemScope::Gpu | MemScope::Sys => 2,
+                MemScope::Cluster => 1,
+                MemScope::Cta => 0,
             };
             self.sem[key] = b | (scope << 3);
         }
@@ -694,6 +693,14 @@ impl Hb {
         }
     }
 
+    /// Thread `t` is executing `tcgen05.alloc`.
+    fn at_alloc(m: &Machine, t: u32) -> bool {
+        m.threads
+            .get(t as usize)
+            .and_then(|th| m.k.code.get(th.pc as usize))
+            .is_some_and(|i| matches!(i.op, crate::decode::Op::TcAlloc { .. }))
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn tmem(
         &mut self,
@@ -736,6 +743,22 @@ impl Hb {
                     );
                     return Err(self.report(m, agent, by, e, access, Proxy::Generic, &hit, &place));
                 }
+            }
+        }
+        // tcgen05.alloc is a synchronous tcgen05 instruction (PTX ISA "Memory Consistency Model
+        // for 5th generation of TensorCore operations", "Asynchronous Operations": .alloc,
+        // .dealloc and .relinquish_alloc_permit are synchronous), while
+        // tcgen05.fence::before_thread_sync orders the prior *asynchronous* tcgen05 operations
+        // ("Specialized Inter-thread Synchronization"). The allocation is complete when the
+        // warp goes on, so any thread synchronisation after it carries it, as the fence would:
+        // CUTLASS's sm100 kernels hand the allocation on with no fence before the barrier. Other
+        // warps still need the barrier, and tcgen05.fence::after_thread_sync before an
+        // asynchronous use (`alloc-handoff` otherwise). Only when every earlier tcgen05.ld/st of
+        // the warp was fenced already: the warp's dimension counts them too.
+        if let Agent::Thread(t) = agent {
+            if Self::at_alloc(m, t) && self.th[t as usize].c.get(e.dim) + 1 >= e.clock {
+                self.th[t as usize].c.raise(e.dim, e.clock);
+                self.th[t as usize].tcx.raise(e.dim, e.clock);
             }
         }
         Ok(())
@@ -861,7 +884,7 @@ impl Hb {
                 .get(c.prior.pc as usize)
                 .is_some_and(|i| matches!(i.op, crate::decode::Op::TcAlloc { .. }));
         let rule = match (cur_kind, prior_kind, agent) {
-            _ if prior_alloc => "fence-before-handoff",
+            _ if prior_alloc => "alloc-handoff",
             (_, Some(Dim::TcQueue(_)), Agent::Thread(_)) if c.prior_write => "ld-after-commit-wait",
             // The reader read the columns before any MMA had written them: it read before its
             // wait (skip-acc-wait), not a release that came too early.
@@ -897,7 +920,7 @@ impl Hb {
                 };
                 format!("the last wait on that barrier of the thread that reads consumed {ph}, an older generation than phase {lp} the load completes in: the wait's parity names another phase than the data's (parity aliasing: the waiter is two phases behind)")
             }
-            "fence-before-handoff" => "the allocating warp hands its tensor-memory columns to other warps without tcgen05.fence::before_thread_sync before the thread synchronisation (the canonical pattern: tcgen05.alloc; tcgen05.fence::before_thread_sync; bar.sync or the cluster barrier; tcgen05.fence::after_thread_sync; use)".to_string(),
+            "alloc-handoff" => "the columns tcgen05.alloc handed the allocating warp reach another warp only through a thread synchronisation after the alloc (bar.sync, a named barrier or the cluster barrier), then tcgen05.fence::after_thread_sync before an asynchronous tcgen05 use".to_string(),
             "cp-async-wait-before-read" => "a cp.async copy's writes are ordered before other accesses only by cp.async.wait_group/wait_all in the issuing thread (then a synchronisation for other threads) or by the phase of the barrier a cp.async.mbarrier.arrive tracking it arrived on (PTX ISA \"cp.async.wait_group\", \"cp.async.mbarrier.arrive\")".to_string(),
             "ld-after-commit-wait" => "the reader has not waited (itself, or through a thread synchronisation followed by tcgen05.fence::after_thread_sync) for the barrier phase the tcgen05.commit covering that MMA arrived on".to_string(),
             _ => "no synchronisation orders them (an mbarrier phase, bar.sync, the cluster barrier, with tcgen05 fences for tcgen05 operations)".to_string(),
