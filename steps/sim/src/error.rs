@@ -63,6 +63,13 @@ impl fmt::Display for SimError {
             SimError::Parse { ptx_line, detail } => {
                 write!(f, "PTX line {ptx_line}: cannot parse: {detail}")
             }
+            // wgmma is an architecture-accelerated feature of sm_90a (PTX ISA "wgmma.mma_async",
+            // target ISA notes: requires sm_90a; "a" targets' features exist on that
+            // architecture only): an sm_100a kernel cannot contain it, so it is not a gap.
+            SimError::Unsupported { opcode, ptx_line } if opcode.starts_with("wgmma") => write!(
+                f,
+                "{opcode} at PTX line {ptx_line} is not an sm_100a instruction: wgmma exists on sm_90a only (PTX ISA \"wgmma.mma_async\", target notes); Blackwell's tensor cores run tcgen05.mma"
+            ),
             SimError::Unsupported { opcode, ptx_line } => write!(
                 f,
                 "not modelled by the simulator: {opcode} at PTX line {ptx_line}"

@@ -34,6 +34,7 @@ impl Machine<'_> {
         let range = self.warp_range(t);
         let mut lanes = [(0u32, 0u32); 32];
         for _ in 0..rounds {
+            self.round += 1;
             let mut n = 0;
             for x in range.clone() {
                 let th = &self.threads[x as usize];

@@ -248,6 +248,10 @@ pub(crate) struct Machine<'a> {
     pub xr: crate::xrace::XRace,
     /// The proving mode's choices (`prove.rs`), replacing the seeded ones.
     pub prove: Option<crate::prove::Chooser>,
+    /// Lockstep rounds run so far (`lockstep.rs`), and per warp (its first thread) the group
+    /// that executed `activemask` at a pc in a round: (pc, round, mask).
+    pub round: u64,
+    pub activemask: std::collections::HashMap<u32, (u32, u64, u32)>,
 }
 
 impl Machine<'_> {

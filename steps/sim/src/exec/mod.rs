@@ -574,7 +574,7 @@ impl<'a> Machine<'a> {
             }
             Op::Activemask => {
                 self.count(t, ins);
-                let m = self.warp_present(t);
+                let m = self.active_lanes(t);
                 self.wr(t, &a[0], m as u64);
             }
             Op::BarSync { arrive_only } => {

@@ -9,6 +9,31 @@ use crate::observe::{Access, Agent, Event};
 use crate::rules;
 
 impl<'a> Machine<'a> {
+    /// `activemask` (PTX ISA "activemask": the threads of the warp that are currently active,
+    /// executing the instruction with the calling thread): the lanes of thread `t`'s warp at
+    /// its pc that step it together in this lockstep round (`lockstep.rs`), so lanes of a
+    /// divergent branch see only their branch. The first lane of the group computes the mask;
+    /// the others of the same round reuse it (they are back to back, their pcs have moved on).
+    pub(super) fn active_lanes(&mut self, t: u32) -> u32 {
+        let pc = self.threads[t as usize].pc;
+        let lane = self.threads[t as usize].lane;
+        let key = t - lane;
+        if let Some(&(p, r, m)) = self.activemask.get(&key) {
+            if p == pc && r == self.round && self.round != 0 && m & (1 << lane) != 0 {
+                return m;
+            }
+        }
+        let mut m = 1u32 << lane;
+        for x in self.warp_range(t) {
+            let th = &self.threads[x as usize];
+            if th.st == St::Run && th.pc == pc {
+                m |= 1 << th.lane;
+            }
+        }
+        self.activemask.insert(key, (pc, self.round, m));
+        m
+    }
+
     pub(super) fn warp_present(&self, t: u32) -> u32 {
         let th = &self.threads[t as usize];
         let first = t - th.lane;
