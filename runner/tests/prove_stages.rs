@@ -68,7 +68,10 @@ fn step1_with_two_stages_is_proved_clean_and_its_wrong_parity_has_a_witness() {
         .lines()
         .find_map(|l| l.strip_prefix("replay    runner "))
         .expect("a replay command");
-    assert!(cmd.contains("--param stages=2") && cmd.contains("--replay t"), "{cmd}");
+    assert!(
+        cmd.contains("--param stages=2") && cmd.contains("--replay t"),
+        "{cmd}"
+    );
     let o = runner(&cmd.split_whitespace().collect::<Vec<_>>());
     let (rout, rerr) = (text(&o.stdout), text(&o.stderr));
     assert_eq!(o.status.code(), Some(2), "{rout}{rerr}");
