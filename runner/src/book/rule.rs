@@ -275,7 +275,10 @@ mod tests {
     fn two_independent_runs_that_clear_by_the_threshold_are_needed() {
         let a = run("H100", "2026-11-26", 1.059, Some((1.057, 1.060)));
         // One run alone: not yet repeated.
-        assert_eq!(decide(&[a.clone()], FLOOR).call, Call::FasterOnce);
+        assert_eq!(
+            decide(std::slice::from_ref(&a), FLOOR).call,
+            Call::FasterOnce
+        );
         // The same GPU on another day: faster.
         let b = run("H100", "2026-11-27", 1.052, Some((1.049, 1.055)));
         let d = decide(&[a.clone(), b.clone()], FLOOR);
