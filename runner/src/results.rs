@@ -807,6 +807,12 @@ pub fn committed() -> anyhow::Result<Vec<(String, Results)>> {
     read_dir(&dir())
 }
 
+/// Every results file directly in `dir` (a dated folder of `assets/results/`), as [`committed`]
+/// reads the top level.
+pub fn read_folder(dir: &Path) -> anyhow::Result<Vec<(String, Results)>> {
+    read_dir(dir)
+}
+
 fn read_dir(dir: &Path) -> anyhow::Result<Vec<(String, Results)>> {
     use anyhow::Context;
     let mut files: Vec<PathBuf> = match std::fs::read_dir(dir) {

@@ -87,6 +87,29 @@ fn every_stock_kernel_verifies_and_every_seeded_bug_is_caught_on_the_simulator()
             assert!(stock.iter().any(|c| c["clusters"] == 1), "step {step}");
         }
     }
+    // The book's "Verified" lines quote this run, at this commit (`runner/src/book/verified.rs`
+    // reads it from target/check-sim/sim.json): leave it there, and check that a chapter quotes
+    // it with the commit the runner was built from.
+    let record = std::env::var_os("WORKBOOK_SIM_RECORD").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/check-sim/sim.json"),
+        PathBuf::from,
+    );
+    std::fs::create_dir_all(record.parent().unwrap()).unwrap();
+    std::fs::copy(out.0.join("sim.json"), &record).unwrap();
+    let chapter = runner(&["explain", "3", "--markdown"]);
+    assert!(chapter.status.success(), "{}", text(&chapter.stderr));
+    let verified = text(&chapter.stdout)
+        .lines()
+        .find(|l| l.starts_with("**Verified**"))
+        .map(str::to_string)
+        .unwrap_or_default();
+    let commit = v["commit"].as_str().unwrap();
+    assert!(
+        verified.contains(&format!(
+            "at this commit, `{commit}`, by `runner check sim --quick`"
+        )),
+        "{verified}"
+    );
     // Every seeded bug ran: a harmless one passed, the others were caught, by what they name.
     for (name, expect, caught_by) in seeded_bugs() {
         let mine: Vec<&serde_json::Value> =

@@ -236,6 +236,18 @@ pub fn run(opts: &BenchOptions) -> Result<(BenchReport, PathBuf, PathBuf)> {
         provenance::gpu_slug(&report.gpu.name),
         report.date
     );
+    // A second run on the same GPU model and day is a run of its own: it never overwrites the
+    // first (the book's verdicts count committed runs, `book::rule`).
+    let base = (1..)
+        .map(|i| {
+            if i == 1 {
+                base.clone()
+            } else {
+                format!("{base}-{i}")
+            }
+        })
+        .find(|b| !opts.out.join(format!("{b}.json")).exists())
+        .unwrap_or(base);
     let json = opts.out.join(format!("{base}.json"));
     let svg = opts.out.join(format!("{base}.svg"));
     file.write(&json)?;

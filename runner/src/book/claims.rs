@@ -1,76 +1,217 @@
 //! Claims about our own measurements, made by construction: every "faster", "slower" or "the
-//! same" the book says about two of its kernels is generated here from the committed bench (and
-//! heatmap), with the one rule "Running the workbook" states (`{{#noise-rule}}`):
+//! same" the book says about two of its kernels is generated here from the committed benches
+//! (and the heatmap), by the one rule of [`super::rule`], which "Running the workbook" states
+//! (`{{#noise-rule}}`): a verdict needs the paired interval to clear 1 in two independent
+//! committed runs, by at least the practical threshold; anything else is the same within
+//! run-to-run variation, printed with the spread between runs.
 //!
-//! - where the bench entry carries a bootstrap interval of the ratio (`vs_previous`), the
-//!   interval's verdict decides;
-//! - otherwise the difference of the medians counts only beyond the spread: the wider of the two
-//!   kernels' interquartile ranges, relative to its median. Inside it, the two are "the same
-//!   within noise".
-//!
-//! Markers: `{{#claim A B SHAPE DTYPE CALL}}` (a sentence part that fails the build when the data
-//! does not say CALL), `{{#heatmap-claim ...}}` (the same against the heatmap), `{{#vs-previous N}}` (step N against step N − 1 at every bench shape),
-//! `{{#heatmap-gains N}}` (the heatmap's shapes where step N's idea pays, or costs, beyond the
-//! noise) and `{{#noise-rule}}`. `unbacked` finds prose that compares our kernels without them.
+//! Markers: `{{#claim A B SHAPE DTYPE CALL}}` (a sentence part that fails the build when the
+//! committed benches do not say CALL), `{{#heatmap-claim ...}}` (the same against the heatmap,
+//! one run), `{{#vs-previous N}}` (step N against step N − 1 at every bench shape),
+//! `{{#heatmap-gains N}}` (the heatmap's shapes where step N's idea pays, or costs),
+//! `{{#headline-call N}}`, `{{#noise-rule}}` and `{{#run-spread}}` (every case's spread between
+//! the committed benches beside its interval). `unbacked` finds prose that compares our kernels
+//! without them.
 
+pub use super::rule::Call;
+use super::rule::{self, Decision, Evidence, Within};
 use crate::results::{self, oldest_first, BenchCase, BenchReport, Results};
 use anyhow::{anyhow, bail, Context, Result};
 use common::{Dtype, Shape};
-use serde_json::Value;
 
-/// The rule, as the book states it.
-pub const RULE: &str = "A difference between two kernels counts as \"faster\" or \"slower\" only beyond the measured spread. Where the bench records a 95 % bootstrap interval of the ratio between two kernels, the interval decides: an interval that contains 1 reads \"the same within noise\". Otherwise the spread is the interquartile range of the timed launches, relative to the median, and of two kernels the wider one counts: a difference of the medians inside it reads \"the same within noise\".";
+/// The rule, as the book states it (the threshold and the runs are generated beside it).
+pub const RULE: &str = "Our kernels are called \"faster\" or \"slower\" than one another only when the effect repeats. The 95 % bootstrap interval of the paired per-round ratio must lie wholly on one side of 1 in at least two independent committed benches: on another day or another GPU. The effect must be at least the practical threshold in each, and no committed bench may have measured it the other way. A difference that cleared in one bench that no other bench could test reads \"faster in one run, not yet repeated\". Anything else reads \"the same within run-to-run variation\", with the spread of the point estimates between benches shown.";
 
-/// What the data says about kernel A against kernel B.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Call {
-    Faster,
-    Same,
-    Slower,
+/// A set of committed runs of the same protocol (the benches of record, or one heatmap), and the
+/// practical threshold the rule applies to them.
+#[derive(Debug, Clone)]
+pub struct Record<'a> {
+    /// File name (under `assets/results/`) and report, oldest first.
+    pub runs: Vec<(String, &'a BenchReport)>,
+    pub threshold: f64,
+    /// The median run-to-run spread the threshold comes from, and how many pairs it is over.
+    pub median_spread: Option<(f64, usize)>,
 }
 
-impl Call {
-    fn parse(s: &str) -> Result<Call> {
-        match s {
-            "faster" => Ok(Call::Faster),
-            "same" | "same within noise" => Ok(Call::Same),
-            "slower" => Ok(Call::Slower),
-            _ => bail!("a call is faster, same or slower, not {s:?}"),
+impl<'a> Record<'a> {
+    /// `runs` with the threshold measured from their own spread between days on one GPU model.
+    pub fn new(runs: Vec<(String, &'a BenchReport)>) -> Record<'a> {
+        let spreads = same_gpu_spreads(&runs);
+        let (threshold, median) = rule::threshold(&spreads);
+        Record {
+            runs,
+            threshold,
+            median_spread: median.map(|m| (m, spreads.len())),
         }
     }
 
-    pub fn words(self) -> &'static str {
-        match self {
-            Call::Faster => "faster",
-            Call::Same => "the same within noise",
-            Call::Slower => "slower",
+    /// One run judged with the threshold `of` measured.
+    pub fn single(name: &str, report: &'a BenchReport, of: &Record) -> Record<'a> {
+        Record {
+            runs: vec![(name.to_string(), report)],
+            threshold: of.threshold,
+            median_spread: of.median_spread,
         }
+    }
+
+    /// The newest run.
+    pub fn latest(&self) -> Option<(&str, &'a BenchReport)> {
+        self.runs.last().map(|(n, r)| (n.as_str(), *r))
+    }
+
+    /// Kernel `a` against kernel `b` over every run that timed both.
+    pub fn compare(&self, shape: Shape, dtype: Dtype, a: &str, b: &str) -> Option<Comparison> {
+        let ev: Vec<Evidence> = self
+            .runs
+            .iter()
+            .filter_map(|(name, r)| evidence(name, r, shape, dtype, a, b))
+            .collect();
+        let (latest_name, latest) = self
+            .runs
+            .iter()
+            .rev()
+            .find(|(name, _)| ev.iter().any(|e| &e.file == name))?;
+        let (ca, cb) = (latest.find(shape, dtype, a)?, latest.find(shape, dtype, b)?);
+        let last = ev.iter().rfind(|e| &e.file == latest_name)?.clone();
+        let decision = rule::decide(&ev, self.threshold);
+        Some(Comparison {
+            shape,
+            dtype,
+            a: a.to_string(),
+            b: b.to_string(),
+            a_us: median(ca)?,
+            b_us: median(cb)?,
+            gain_pct: 100.0 * (last.point - 1.0),
+            call: decision.call,
+            last,
+            decision,
+            evidence: ev,
+        })
+    }
+
+    /// "`bench-h100-2026-11-25.json` and `bench-h100-2026-11-26.json` (NVIDIA H100 80GB HBM3)".
+    pub fn names(&self) -> String {
+        let files: Vec<String> = self
+            .runs
+            .iter()
+            .map(|(n, r)| format!("`assets/results/{n}` ({}, {})", r.gpu.name, r.date))
+            .collect();
+        files.join(", ")
     }
 }
 
-/// How the call was made.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Basis {
-    /// The wider interquartile range of the two, relative to its median.
-    Spread(f64),
-    /// The bench's 95 % bootstrap interval of the ratio, and the rounds it drew from.
-    Interval { lo: f64, hi: f64, rounds: u64 },
+/// For every pair a run measured (each kernel against cuBLAS and against the kernel before it),
+/// the highest minus the lowest point estimate over runs on one GPU model on different days.
+fn same_gpu_spreads(runs: &[(String, &BenchReport)]) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut gpus: Vec<&str> = runs.iter().map(|(_, r)| r.gpu.name.as_str()).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    for gpu in gpus {
+        let mine: Vec<&(String, &BenchReport)> =
+            runs.iter().filter(|(_, r)| r.gpu.name == gpu).collect();
+        let Some((_, first)) = mine.last() else {
+            continue;
+        };
+        for c in &first.cases {
+            for b in partners(c) {
+                let mut by_day: Vec<(&str, f64)> = mine
+                    .iter()
+                    .filter_map(|(n, r)| {
+                        let e = evidence(n, r, c.shape, c.dtype, &c.kernel, &b)?;
+                        Some((r.date.as_str(), e.point))
+                    })
+                    .collect();
+                by_day.sort_by(|x, y| x.0.cmp(y.0));
+                by_day.dedup_by(|x, y| x.0 == y.0);
+                if by_day.len() >= 2 {
+                    let lo = by_day.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+                    let hi = by_day.iter().map(|p| p.1).fold(f64::NEG_INFINITY, f64::max);
+                    out.push(hi - lo);
+                }
+            }
+        }
+    }
+    out
 }
 
-/// Kernel A against kernel B at one shape and dtype.
+/// The kernels a case is compared with: cuBLAS, and the one before it.
+fn partners(c: &BenchCase) -> Vec<String> {
+    let mut v = Vec::new();
+    if c.kernel == "cublas" || c.stats.is_none() {
+        return v;
+    }
+    v.push("cublas".to_string());
+    if let Some(p) = &c.confidence.vs_previous {
+        v.push(p.contender.clone());
+    } else if let Some(n) = c.step.and_then(|n| n.checked_sub(1)) {
+        v.push(format!("step {n}"));
+    }
+    v
+}
+
+/// One run's evidence about `a` against `b`: the paired ratio it recorded for exactly this pair,
+/// else the ratio of the medians with the wider interquartile range.
+pub fn evidence(
+    file: &str,
+    r: &BenchReport,
+    shape: Shape,
+    dtype: Dtype,
+    a: &str,
+    b: &str,
+) -> Option<Evidence> {
+    let (ca, cb) = (r.find(shape, dtype, a)?, r.find(shape, dtype, b)?);
+    let (a_us, b_us) = (median(ca)?, median(cb)?);
+    let paired = if b == "cublas" {
+        ca.confidence.ratio_to_cublas.as_ref()
+    } else {
+        ca.confidence
+            .vs_previous
+            .as_ref()
+            .filter(|v| v.contender == b)
+            .map(|v| &v.ratio)
+    };
+    let (point, within) = match paired {
+        Some(p) => (
+            p.median,
+            Within::Interval {
+                lo: p.ci95[0],
+                hi: p.ci95[1],
+                rounds: p.rounds,
+            },
+        ),
+        None => (b_us / a_us, Within::Spread(spread(ca)?.max(spread(cb)?))),
+    };
+    Some(Evidence {
+        file: file.to_string(),
+        gpu: r.gpu.name.clone(),
+        date: r.date.clone(),
+        commit: r.commit.clone(),
+        point,
+        within,
+        cap_hit: ca.confidence.cap_hit == Some(true),
+    })
+}
+
+/// Kernel A against kernel B at one shape and dtype, over the runs of a [`Record`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Comparison {
     pub shape: Shape,
     pub dtype: Dtype,
     pub a: String,
     pub b: String,
+    /// The medians of the newest run that timed both.
     pub a_us: f64,
     pub b_us: f64,
-    /// How much faster A is than B, in per cent of A's time (`b / a − 1`): +5 means B takes 5 %
-    /// longer.
+    /// How much faster A is than B in the newest run, in per cent: the paired median's
+    /// `100 (ratio − 1)` where the run recorded one, else the medians' (`b / a − 1`).
     pub gain_pct: f64,
-    pub basis: Basis,
     pub call: Call,
+    /// The newest run's evidence.
+    pub last: Evidence,
+    pub decision: Decision,
+    /// Every run's.
+    pub evidence: Vec<Evidence>,
 }
 
 /// A case's interquartile range over its median.
@@ -84,105 +225,6 @@ fn median(c: &BenchCase) -> Option<f64> {
     c.stats.as_ref().map(|s| s.median_us).filter(|m| *m > 0.0)
 }
 
-/// The raw JSON entry of `kernel` at (`shape`, `dtype`): where the fields the typed report does
-/// not know (the bench's intervals) are read.
-fn raw_case<'a>(raw: &'a Value, shape: Shape, dtype: Dtype, kernel: &str) -> Option<&'a Value> {
-    raw.get("cases")?.as_array()?.iter().find(|c| {
-        let s = &c["shape"];
-        s["m"].as_u64() == Some(shape.m as u64)
-            && s["n"].as_u64() == Some(shape.n as u64)
-            && s["k"].as_u64() == Some(shape.k as u64)
-            && c["dtype"].as_str() == Some(&dtype.to_string())
-            && c["kernel"].as_str() == Some(kernel)
-    })
-}
-
-/// A ratio block of the bench (`{"median", "ci95": [lo, hi], "rounds", "verdict"}`).
-struct Ratio {
-    lo: f64,
-    hi: f64,
-    rounds: u64,
-    verdict: Option<Call>,
-}
-
-fn ratio(v: &Value) -> Option<Ratio> {
-    let ci = v.get("ci95")?.as_array()?;
-    Some(Ratio {
-        lo: ci.first()?.as_f64()?,
-        hi: ci.get(1)?.as_f64()?,
-        rounds: v.get("rounds").and_then(Value::as_u64).unwrap_or(0),
-        verdict: v
-            .get("verdict")
-            .and_then(Value::as_str)
-            .and_then(|s| Call::parse(s).ok()),
-    })
-}
-
-/// `kernel`'s 95 % interval of its ratio to cuBLAS, where the bench records one.
-pub fn cublas_interval(
-    raw: Option<&Value>,
-    shape: Shape,
-    dtype: Dtype,
-    kernel: &str,
-) -> Option<(f64, f64)> {
-    let r = ratio(raw_case(raw?, shape, dtype, kernel)?.get("ratio_to_cublas")?)?;
-    Some((r.lo, r.hi))
-}
-
-/// Kernel `a` against kernel `b` (bench names: `step 3`, `cublas`, `5-pingpong`).
-pub fn compare(
-    report: &BenchReport,
-    raw: Option<&Value>,
-    shape: Shape,
-    dtype: Dtype,
-    a: &str,
-    b: &str,
-) -> Option<Comparison> {
-    let (ca, cb) = (report.find(shape, dtype, a)?, report.find(shape, dtype, b)?);
-    let (a_us, b_us) = (median(ca)?, median(cb)?);
-    let gain_pct = 100.0 * (b_us / a_us - 1.0);
-    // The bench's own interval, where it compared exactly these two: every kernel against
-    // cuBLAS (`ratio_to_cublas`), and each against the one before it (`vs_previous`).
-    let case = raw.and_then(|raw| raw_case(raw, shape, dtype, a));
-    let interval = if b == "cublas" {
-        case.and_then(|c| ratio(c.get("ratio_to_cublas")?))
-    } else {
-        case.and_then(|c| c.get("vs_previous"))
-            .filter(|v| v.get("contender").and_then(Value::as_str) == Some(b))
-            .and_then(|v| ratio(v.get("ratio")?))
-    };
-    let (basis, call) = match interval {
-        Some(Ratio {
-            lo,
-            hi,
-            rounds,
-            verdict: Some(call),
-        }) => (Basis::Interval { lo, hi, rounds }, call),
-        _ => {
-            let s = spread(ca)?.max(spread(cb)?);
-            let call = if gain_pct.abs() <= 100.0 * s {
-                Call::Same
-            } else if gain_pct > 0.0 {
-                Call::Faster
-            } else {
-                Call::Slower
-            };
-            (Basis::Spread(s), call)
-        }
-    };
-    Some(Comparison {
-        shape,
-        dtype,
-        a: a.to_string(),
-        b: b.to_string(),
-        a_us,
-        b_us,
-        gain_pct,
-        basis,
-        call,
-    })
-}
-
 /// "step 3's" / "cuBLAS's" / "`5-pingpong`'s".
 fn possessive(kernel: &str) -> String {
     if kernel == "cublas" {
@@ -194,52 +236,74 @@ fn possessive(kernel: &str) -> String {
     }
 }
 
-/// A number the reader can check against the table: the two medians, the gain and the basis.
-pub fn evidence(c: &Comparison) -> String {
-    let basis = match &c.basis {
-        Basis::Spread(s) => format!("spread {:.1} %", 100.0 * s),
-        Basis::Interval { lo, hi, rounds } => {
-            format!("95 % interval of the ratio {lo:.3}–{hi:.3}, {rounds} rounds")
-        }
+/// One run's evidence in words: "paired 1.059 [1.057–1.060], 100 rounds" or "medians 1.052,
+/// spread 4.1 %".
+fn within_words(e: &Evidence) -> String {
+    match e.within {
+        Within::Interval { lo, hi, rounds } => format!(
+            "paired {:.3} [{lo:.3}–{hi:.3}], {rounds} rounds{}",
+            e.point,
+            if e.cap_hit { ", time cap" } else { "" }
+        ),
+        Within::Spread(s) => format!(
+            "medians {:.3}, spread {:.1} %, no paired rounds",
+            e.point,
+            100.0 * s
+        ),
+    }
+}
+
+/// A number the reader can check against the tables: the newest run's medians and paired ratio,
+/// and the runs the call rests on.
+pub fn evidence_words(c: &Comparison) -> String {
+    let d = &c.decision;
+    let runs = if d.runs >= 2 {
+        format!("{} benches: {:.3}–{:.3}", d.runs, d.low, d.high)
+    } else {
+        "one bench".to_string()
     };
     format!(
-        "{:.1} → {:.1} µs, {:+.1} %; {basis}",
-        c.b_us, c.a_us, c.gain_pct
+        "{:.1} → {:.1} µs, {:+.1} %; {}; {runs}",
+        c.b_us,
+        c.a_us,
+        c.gain_pct,
+        within_words(&c.last)
     )
 }
 
-/// "faster than step 2's (… µs, +x %; spread y %)".
+/// "faster than step 2's (…)", "faster than step 2's in one run, not yet repeated (…)".
 pub fn phrase(c: &Comparison) -> String {
-    let than = match c.call {
-        Call::Same => format!("as {}", possessive(&c.b)),
-        _ => format!("than {}", possessive(&c.b)),
-    };
-    format!("{} {than} ({})", c.call.words(), evidence(c))
+    let (ev, b) = (evidence_words(c), possessive(&c.b));
+    match c.call {
+        Call::Same => format!("{} as {b} ({ev})", c.call.words()),
+        Call::Faster | Call::Slower => format!("{} than {b} ({ev})", c.call.words()),
+        Call::FasterOnce => format!("faster than {b} in one run, not yet repeated ({ev})"),
+        Call::SlowerOnce => format!("slower than {b} in one run, not yet repeated ({ev})"),
+    }
 }
 
-/// The latest committed bench, with its raw JSON.
-fn latest_bench(files: &[(String, Results)]) -> Option<(String, &BenchReport)> {
-    oldest_first(files, |r| match r {
-        Results::Bench(b) => Some(b),
-        _ => None,
-    })
-    .pop()
-    .map(|(n, b, _)| (n, b))
+/// The committed benches, oldest first, with the threshold measured from them.
+pub fn bench_record(files: &[(String, Results)]) -> Record<'_> {
+    Record::new(
+        oldest_first(files, |r| match r {
+            Results::Bench(b) => Some(b),
+            _ => None,
+        })
+        .into_iter()
+        .map(|(n, b, _)| (n, b))
+        .collect(),
+    )
 }
 
-fn latest_heatmap(files: &[(String, Results)]) -> Option<(String, &BenchReport)> {
-    oldest_first(files, |r| match r {
+/// The latest committed heatmap, one run, judged with the benches' threshold.
+fn heatmap_record(files: &[(String, Results)]) -> Option<Record<'_>> {
+    let benches = bench_record(files);
+    let (n, h, _) = oldest_first(files, |r| match r {
         Results::Heatmap(b) => Some(b),
         _ => None,
     })
-    .pop()
-    .map(|(n, b, _)| (n, b))
-}
-
-/// A committed results file's JSON, for the fields the typed reports do not read.
-pub fn raw(name: &str) -> Option<Value> {
-    let text = std::fs::read_to_string(results::dir().join(name)).ok()?;
-    serde_json::from_str(&text).ok()
+    .pop()?;
+    Some(Record::single(&n, h, &benches))
 }
 
 /// `3` → `step 3`; `cublas` and contenders as they are.
@@ -273,42 +337,49 @@ fn parse_shape(s: &str) -> Result<Shape> {
     }
 }
 
-/// `{{#claim A B SHAPE DTYPE CALL}}` against the given bench: the phrase, or an error when the
-/// bench does not say CALL. This is how prose that contradicts its table fails the build.
-pub fn claim_in(report: &BenchReport, raw: Option<&Value>, spec: &str) -> Result<String> {
+/// `{{#claim A B SHAPE DTYPE CALL}}` against the given runs: the phrase, or an error when the
+/// rule does not say CALL. This is how prose that contradicts the results fails the build.
+pub fn claim_in(record: &Record, spec: &str) -> Result<String> {
     let w: Vec<&str> = spec.split_whitespace().collect();
     let [a, b, shape, dtype, call] = w.as_slice() else {
-        bail!("claim wants A B SHAPE DTYPE faster|same|slower");
+        bail!("claim wants A B SHAPE DTYPE faster|same|slower|faster-once|slower-once");
     };
     let (a, b) = (kernel_name(a), kernel_name(b));
-    let (shape, dtype, said) = (parse_shape(shape)?, parse_dtype(dtype)?, Call::parse(call)?);
-    let c = compare(report, raw, shape, dtype, &a, &b)
-        .ok_or_else(|| anyhow!("the bench has no timed {a} and {b} at {shape} {dtype}"))?;
+    let (shape, dtype) = (parse_shape(shape)?, parse_dtype(dtype)?);
+    let said = Call::parse(call).ok_or_else(|| {
+        anyhow!("a call is faster, same, slower, faster-once or slower-once, not {call:?}")
+    })?;
+    let c = record
+        .compare(shape, dtype, &a, &b)
+        .ok_or_else(|| anyhow!("no committed run timed {a} and {b} at {shape} {dtype}"))?;
     if c.call != said {
         bail!(
-            "the text says {a} is {} {b} at {shape} {dtype}, the committed bench says {} ({})",
+            "the text says {a} is {} {b} at {shape} {dtype}, the committed runs say {} ({}); write `{}` in the marker, and the sentence around it to match",
             said.words(),
             c.call.words(),
-            evidence(&c)
+            evidence_words(&c),
+            c.call.tag()
         );
     }
     Ok(phrase(&c))
 }
 
-/// `{{#claim ...}}` against the committed bench.
+/// `{{#claim ...}}` against the committed benches.
 pub fn claim(spec: &str) -> Result<String> {
     let files = results::committed()?;
-    let (name, report) =
-        latest_bench(&files).ok_or_else(|| anyhow!("no committed bench to claim from"))?;
-    claim_in(report, raw(&name).as_ref(), spec)
+    let record = bench_record(&files);
+    if record.runs.is_empty() {
+        bail!("no committed bench to claim from");
+    }
+    claim_in(&record, spec)
 }
 
 /// `{{#heatmap-claim A B SHAPE DTYPE CALL}}`: a claim checked against the committed heatmap.
 pub fn heatmap_claim(spec: &str) -> Result<String> {
     let files = results::committed()?;
-    let (name, report) =
-        latest_heatmap(&files).ok_or_else(|| anyhow!("no committed heatmap to claim from"))?;
-    claim_in(report, raw(&name).as_ref(), spec)
+    let record =
+        heatmap_record(&files).ok_or_else(|| anyhow!("no committed heatmap to claim from"))?;
+    claim_in(&record, spec)
 }
 
 /// "4096 × 8192 × 4096 f16".
@@ -316,41 +387,52 @@ fn shape_words(s: Shape, d: Dtype) -> String {
     format!("{} × {} × {} {d}", s.m, s.n, s.k)
 }
 
-/// Step `n` against step `n − 1` at every shape and dtype of `report`, in one paragraph.
-pub fn vs_previous_in(report: &BenchReport, raw: Option<&Value>, name: &str, n: u32) -> String {
+const RULE_LINK: &str = "[Running the workbook](running.md#the-rule-for-faster-and-slower)";
+
+/// Step `n` against step `n − 1` at every shape and dtype of the newest run, in one paragraph.
+pub fn vs_previous_in(record: &Record, n: u32) -> String {
     let Some(prev) = n.checked_sub(1) else {
         return String::new();
     };
+    let Some((_, latest)) = record.latest() else {
+        return "\n*No `runner bench` results recorded yet in `assets/results/`.*\n".into();
+    };
     let (a, b) = (format!("step {n}"), format!("step {prev}"));
-    let rows: Vec<Comparison> = report
+    let rows: Vec<Comparison> = latest
         .shapes_and_dtypes()
         .into_iter()
-        .filter_map(|(s, d)| compare(report, raw, s, d, &a, &b))
+        .filter_map(|(s, d)| record.compare(s, d, &a, &b))
         .collect();
     if rows.is_empty() {
-        return format!("*The committed bench (`assets/results/{name}`) has no timed {a} and {b} to compare.*\n");
+        return format!(
+            "*The committed benches ({}) have no timed {a} and {b} to compare.*\n",
+            record.names()
+        );
     }
     let mut by_call = String::new();
-    for call in [Call::Faster, Call::Same, Call::Slower] {
+    for call in [
+        Call::Faster,
+        Call::FasterOnce,
+        Call::Same,
+        Call::SlowerOnce,
+        Call::Slower,
+    ] {
         let at: Vec<String> = rows
             .iter()
             .filter(|c| c.call == call)
-            .map(|c| format!("{} ({})", shape_words(c.shape, c.dtype), evidence(c)))
+            .map(|c| format!("{} ({})", shape_words(c.shape, c.dtype), evidence_words(c)))
             .collect();
         if !at.is_empty() {
-            by_call.push_str(&format!(
-                " {} at {}.",
-                match call {
-                    Call::Faster => "Faster",
-                    Call::Same => "The same within noise",
-                    Call::Slower => "Slower",
-                },
-                at.join("; ")
-            ));
+            let w = call.words();
+            let mut cap = w[..1].to_uppercase();
+            cap.push_str(&w[1..]);
+            by_call.push_str(&format!(" {cap} at {}.", at.join("; ")));
         }
     }
     format!(
-        "**Step {n}'s twin against step {prev}'s** (generated from `assets/results/{name}` by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower)):{by_call}\n"
+        "**Step {n}'s twin against step {prev}'s** (generated from {} by the rule in {RULE_LINK}, threshold {:.1} %):{by_call}\n",
+        record.names(),
+        100.0 * record.threshold
     )
 }
 
@@ -362,17 +444,17 @@ pub fn vs_previous(spec: &str) -> Result<String> {
         .with_context(|| format!("vs-previous wants a step number, got {spec:?}"))?;
     runner::steps::get(n)?;
     let files = results::committed()?;
-    let Some((name, report)) = latest_bench(&files) else {
-        return Ok("\n*No `runner bench` results recorded yet in `assets/results/`.*\n".into());
-    };
-    Ok(vs_previous_in(report, raw(&name).as_ref(), &name, n))
+    Ok(vs_previous_in(&bench_record(&files), n))
 }
 
-/// The heatmap's verdicts on step `n` against step `n − 1`: the shapes where the call is
-/// "faster" or "slower" in at least one dtype, as a table, and how many shapes were the same.
-pub fn heatmap_gains_in(report: &BenchReport, raw: Option<&Value>, name: &str, n: u32) -> String {
+/// The heatmap's calls on step `n` against step `n − 1`: the shapes where the call is not "the
+/// same" in at least one dtype, as a table, and how many shapes were the same.
+pub fn heatmap_gains_in(record: &Record, n: u32) -> String {
     let Some(prev) = n.checked_sub(1) else {
         return String::new();
+    };
+    let Some((name, report)) = record.latest() else {
+        return "\n*No heatmap recorded yet in `assets/results/`.*\n".into();
     };
     let (a, b) = (format!("step {n}"), format!("step {prev}"));
     let mut shapes: Vec<Shape> = Vec::new();
@@ -386,7 +468,7 @@ pub fn heatmap_gains_in(report: &BenchReport, raw: Option<&Value>, name: &str, n
     for s in shapes {
         let cells: Vec<Option<Comparison>> = [Dtype::F16, Dtype::Bf16]
             .iter()
-            .map(|&d| compare(report, raw, s, d, &a, &b))
+            .map(|&d| record.compare(s, d, &a, &b))
             .collect();
         if cells.iter().flatten().all(|c| c.call == Call::Same) {
             same.push(format!("{} × {} × {}", s.m, s.n, s.k));
@@ -406,13 +488,16 @@ pub fn heatmap_gains_in(report: &BenchReport, raw: Option<&Value>, name: &str, n
         ));
     }
     let provenance = format!(
-        "*From the heatmap `assets/results/{name}` ({}, {}, commit `{}`), by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower).*",
-        report.gpu.name, report.date, report.commit
+        "*From the heatmap `assets/results/{name}` ({}, {}, commit `{}`), one run: by the rule in {RULE_LINK}, a difference beyond the threshold ({:.1} %) and the wider spread of the two kernels is only \"in one run, not yet repeated\".*",
+        report.gpu.name,
+        report.date,
+        report.commit,
+        100.0 * record.threshold
     );
     let mut md = String::new();
     if rows.is_empty() {
         md.push_str(&format!(
-            "Step {n}'s twin is the same as step {prev}'s within noise at every shape of the heatmap.\n\n"
+            "Step {n}'s twin is the same as step {prev}'s within run-to-run variation at every shape of the heatmap.\n\n"
         ));
     } else {
         md.push_str(&format!(
@@ -420,7 +505,7 @@ pub fn heatmap_gains_in(report: &BenchReport, raw: Option<&Value>, name: &str, n
         ));
         if !same.is_empty() {
             md.push_str(&format!(
-                "The same within noise in both dtypes at the other {} shapes ({}).\n\n",
+                "The same within run-to-run variation in both dtypes at the other {} shapes ({}).\n\n",
                 same.len(),
                 same.join(", ")
             ));
@@ -439,49 +524,57 @@ pub fn heatmap_gains(spec: &str) -> Result<String> {
         .with_context(|| format!("heatmap-gains wants a step number, got {spec:?}"))?;
     runner::steps::get(n)?;
     let files = results::committed()?;
-    let Some((name, report)) = latest_heatmap(&files) else {
+    let Some(record) = heatmap_record(&files) else {
         return Ok("\n*No heatmap recorded yet in `assets/results/`.*\n".into());
     };
-    Ok(heatmap_gains_in(report, raw(&name).as_ref(), &name, n))
+    Ok(heatmap_gains_in(&record, n))
 }
 
-/// `{{#headline-call N}}`: step N against step N − 1 over the bench's cases, in a few words
-/// ("the same within noise in all 4 bench cases", "faster in 2 of the 4 bench cases and the
-/// same within noise in 2").
-pub fn headline_call_in(report: &BenchReport, raw: Option<&Value>, n: u32) -> Result<String> {
+/// `{{#headline-call N}}`: step N against step N − 1 over the newest bench's cases, in a few
+/// words ("the same within run-to-run variation in all 4 bench cases", "faster in 2 of the 4
+/// bench cases and the same within run-to-run variation in 2").
+pub fn headline_call_in(record: &Record, n: u32) -> Result<String> {
     let prev = n
         .checked_sub(1)
         .ok_or_else(|| anyhow!("step 0 has no step before it"))?;
     let (a, b) = (format!("step {n}"), format!("step {prev}"));
-    let calls: Vec<Call> = report
-        .shapes_and_dtypes()
+    let calls: Vec<Call> = record
+        .latest()
+        .map(|(_, r)| r.shapes_and_dtypes())
+        .unwrap_or_default()
         .into_iter()
-        .filter_map(|(s, d)| compare(report, raw, s, d, &a, &b).map(|c| c.call))
+        .filter_map(|(s, d)| record.compare(s, d, &a, &b).map(|c| c.call))
         .collect();
     if calls.is_empty() {
         // A step added after the bench ran: nothing to call yet.
         return Ok(format!("not yet measured against {b}"));
     }
     let total = calls.len();
-    let parts: Vec<String> = [Call::Faster, Call::Same, Call::Slower]
-        .into_iter()
-        .filter_map(|call| {
-            let k = calls.iter().filter(|c| **c == call).count();
-            (k > 0).then_some((call, k))
-        })
-        .enumerate()
-        .map(|(i, (call, k))| {
-            if k == total && total == 1 {
-                format!("{} in the one bench case", call.words())
-            } else if k == total {
-                format!("{} in all {total} bench cases", call.words())
-            } else if i == 0 {
-                format!("{} in {k} of the {total} bench cases", call.words())
-            } else {
-                format!("{} in {k}", call.words())
-            }
-        })
-        .collect();
+    let parts: Vec<String> = [
+        Call::Faster,
+        Call::FasterOnce,
+        Call::Same,
+        Call::SlowerOnce,
+        Call::Slower,
+    ]
+    .into_iter()
+    .filter_map(|call| {
+        let k = calls.iter().filter(|c| **c == call).count();
+        (k > 0).then_some((call, k))
+    })
+    .enumerate()
+    .map(|(i, (call, k))| {
+        if k == total && total == 1 {
+            format!("{} in the one bench case", call.words())
+        } else if k == total {
+            format!("{} in all {total} bench cases", call.words())
+        } else if i == 0 {
+            format!("{} in {k} of the {total} bench cases", call.words())
+        } else {
+            format!("{} in {k}", call.words())
+        }
+    })
+    .collect();
     Ok(match parts.as_slice() {
         [one] => one.clone(),
         [first, rest @ ..] => format!("{first} and {}", rest.join(" and ")),
@@ -489,7 +582,7 @@ pub fn headline_call_in(report: &BenchReport, raw: Option<&Value>, n: u32) -> Re
     })
 }
 
-/// `{{#headline-call N}}` against the committed bench.
+/// `{{#headline-call N}}` against the committed benches.
 pub fn headline_call(spec: &str) -> Result<String> {
     let n: u32 = spec
         .trim()
@@ -497,14 +590,45 @@ pub fn headline_call(spec: &str) -> Result<String> {
         .with_context(|| format!("headline-call wants a step number, got {spec:?}"))?;
     runner::steps::get(n)?;
     let files = results::committed()?;
-    let (name, report) =
-        latest_bench(&files).ok_or_else(|| anyhow!("no committed bench to call from"))?;
-    headline_call_in(report, raw(&name).as_ref(), n)
+    let record = bench_record(&files);
+    if record.runs.is_empty() {
+        bail!("no committed bench to call from");
+    }
+    headline_call_in(&record, n)
 }
 
 /// `{{#noise-rule}}`.
 pub fn noise_rule(_spec: &str) -> Result<String> {
-    Ok(RULE.to_string())
+    let files = results::committed()?;
+    Ok(rule_words(&bench_record(&files)))
+}
+
+/// The rule with its threshold and the runs it is applied to.
+pub fn rule_words(record: &Record) -> String {
+    let measured = match record.median_spread {
+        Some((m, n)) => format!(
+            "the larger of {:.0} % and the median spread between committed benches on one GPU model ({:.1} points of the ratio, over {n} pairs)",
+            100.0 * rule::FLOOR,
+            100.0 * m
+        ),
+        None => format!(
+            "{:.0} %, since no two committed benches share a GPU model yet",
+            100.0 * rule::FLOOR
+        ),
+    };
+    let mut gpus: Vec<&str> = record
+        .runs
+        .iter()
+        .map(|(_, r)| r.gpu.name.as_str())
+        .collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    format!(
+        "{RULE} The practical threshold is {:.1} %: {measured}. The committed benches are {} on {}.",
+        100.0 * record.threshold,
+        record.names(),
+        gpus.join(" and ")
+    )
 }
 
 /// Words that compare two kernels' speed.
@@ -651,7 +775,8 @@ fn is_unbacked(s: &str) -> bool {
         return false;
     }
     // A verdict in the rule's own words is always a claim about a measurement.
-    if s.to_lowercase().contains("within noise") {
+    let lower = s.to_lowercase();
+    if lower.contains("within noise") || lower.contains("run-to-run variation") {
         return true;
     }
     if !OURS.iter().any(|w| has_word(s, w)) || !COMPARATIVES.iter().any(|w| has_word(s, w)) {
@@ -671,6 +796,8 @@ fn is_unbacked(s: &str) -> bool {
 mod tests {
     use super::*;
     use crate::results::fixtures;
+    use crate::results::VsPrevious;
+    use common::confidence::{Ratio, Verdict};
     use common::timing::Stats;
 
     fn timed(shape: Shape, dtype: Dtype, step: Option<u32>, median: f64, iqr: f64) -> BenchCase {
@@ -699,108 +826,136 @@ mod tests {
         ])
     }
 
+    /// Step 3 against step 2 with a paired interval, on `gpu` on `date`.
+    fn paired(gpu: &str, date: &str, prev: f64, now: f64, ci: [f64; 2]) -> BenchReport {
+        let mut r = two((prev, 10.0), (now, 10.0));
+        r.gpu.name = gpu.into();
+        r.date = date.into();
+        r.cases[1].confidence.vs_previous = Some(VsPrevious {
+            contender: "step 2".into(),
+            ratio: Ratio {
+                median: (ci[0] + ci[1]) / 2.0,
+                ci95: ci,
+                rounds: 100,
+                verdict: Verdict::from_interval(ci[0], ci[1]),
+            },
+        });
+        r
+    }
+
+    fn one(r: &BenchReport) -> Record<'_> {
+        Record::new(vec![("bench-x.json".into(), r)])
+    }
+
     #[test]
-    fn a_difference_inside_the_wider_spread_is_the_same() {
+    fn one_run_without_intervals_clears_only_beyond_the_wider_spread_and_only_once() {
         // 429 → 426 µs (+0.6 %) with a 48 µs (11 %) spread: the same.
         let r = two((428.9, 23.7), (426.3, 47.5));
-        let c = compare(&r, None, S, Dtype::F16, "step 3", "step 2").unwrap();
+        let c = one(&r).compare(S, Dtype::F16, "step 3", "step 2").unwrap();
         assert_eq!(c.call, Call::Same);
         assert!((c.gain_pct - 0.61).abs() < 0.01, "{c:?}");
         // The wider of the two spreads counts, not the narrower.
-        assert!(matches!(c.basis, Basis::Spread(s) if (s - 47.5 / 426.3).abs() < 1e-9));
-        // 2508 → 1982 µs with 2 % spreads: faster; the other way round: slower.
+        assert!(matches!(c.last.within, Within::Spread(s) if (s - 47.5 / 426.3).abs() < 1e-9));
+        // 2508 → 1982 µs with 2 % spreads: faster, but in one run only; the other way round:
+        // slower in one run.
         let r = two((2507.7, 34.0), (1981.6, 40.0));
-        assert_eq!(
-            compare(&r, None, S, Dtype::F16, "step 3", "step 2")
-                .unwrap()
-                .call,
-            Call::Faster
-        );
+        let c = one(&r).compare(S, Dtype::F16, "step 3", "step 2").unwrap();
+        assert_eq!(c.call, Call::FasterOnce);
         let r = two((1981.6, 40.0), (2507.7, 34.0));
-        assert_eq!(
-            compare(&r, None, S, Dtype::F16, "step 3", "step 2")
-                .unwrap()
-                .call,
-            Call::Slower
-        );
+        let c = one(&r).compare(S, Dtype::F16, "step 3", "step 2").unwrap();
+        assert_eq!(c.call, Call::SlowerOnce);
     }
 
     #[test]
-    fn the_bench_interval_decides_where_there_is_one() {
-        // The medians differ by 0.6 % inside an 11 % spread, but the bench's interval says
-        // faster: the interval wins.
-        let r = two((428.9, 23.7), (426.3, 47.5));
-        let raw = serde_json::json!({"cases": [{
-            "shape": {"m": 4096, "n": 8192, "k": 4096}, "dtype": "f16", "kernel": "step 3",
-            "vs_previous": {"contender": "step 2",
-                "ratio": {"median": 1.006, "ci95": [1.002, 1.010], "rounds": 30, "verdict": "faster"}},
-            "ratio_to_cublas": {"median": 0.93, "ci95": [0.91, 0.95], "rounds": 30,
-                "verdict": "slower"}
-        }]});
-        let c = compare(&r, Some(&raw), S, Dtype::F16, "step 3", "step 2").unwrap();
-        assert_eq!(c.call, Call::Faster);
-        assert!(evidence(&c).contains("95 % interval of the ratio 1.002–1.010, 30 rounds"));
-        assert_eq!(
-            cublas_interval(Some(&raw), S, Dtype::F16, "step 3"),
-            Some((0.91, 0.95))
+    fn two_benches_on_other_days_or_gpus_make_a_verdict_and_a_small_effect_never_does() {
+        let a = paired("H100", "2026-11-26", 470.0, 444.0, [1.057, 1.060]);
+        let b = paired("H200", "2026-11-28", 430.0, 410.0, [1.046, 1.050]);
+        let both = Record::new(vec![("a.json".into(), &a), ("b.json".into(), &b)]);
+        let c = both.compare(S, Dtype::F16, "step 3", "step 2").unwrap();
+        assert_eq!(c.call, Call::Faster, "{c:?}");
+        assert_eq!(c.decision.runs, 2);
+        // The paired median of the newest run is the point, not the ratio of its medians.
+        assert!((c.gain_pct - 4.8).abs() < 1e-9, "{c:?}");
+        let words = evidence_words(&c);
+        assert!(
+            words.contains("paired 1.048 [1.046–1.050], 100 rounds"),
+            "{words}"
         );
-        // An interval against another contender is not this comparison's.
-        let c = compare(&r, Some(&raw), S, Dtype::F16, "step 3", "cublas");
-        assert!(c.is_none(), "no cuBLAS case in this report");
-    }
-
-    #[test]
-    fn the_interval_to_cublas_decides_a_claim_against_cublas() {
-        // 417.5 → 416.8 µs is inside a 4.6 % spread, but the paired ratios' interval lies
-        // wholly below 1: slower, from the interval.
-        let r = fixtures::report(vec![
-            timed(S, Dtype::F16, None, 417.5, 19.2),
-            timed(S, Dtype::F16, Some(5), 416.8, 16.8),
-        ]);
+        assert!(words.contains("2 benches: 1.048–1.058"), "{words}");
+        // Exercise 6.2's 400.1 over 400.0 µs, hair-thin, twice: the same.
+        let a = paired("H100", "2026-11-26", 400.1, 400.0, [1.0002, 1.0003]);
+        let b = paired("H200", "2026-11-28", 400.2, 400.0, [1.0004, 1.0006]);
+        let both = Record::new(vec![("a.json".into(), &a), ("b.json".into(), &b)]);
         assert_eq!(
-            compare(&r, None, S, Dtype::F16, "step 5", "cublas")
+            both.compare(S, Dtype::F16, "step 3", "step 2")
                 .unwrap()
                 .call,
             Call::Same
         );
-        let raw = serde_json::json!({"cases": [{
-            "shape": {"m": 4096, "n": 8192, "k": 4096}, "dtype": "f16", "kernel": "step 5",
-            "ratio_to_cublas": {"median": 0.9985, "ci95": [0.9971, 0.9999], "rounds": 110,
-                "verdict": "slower"}
-        }]});
-        let c = compare(&r, Some(&raw), S, Dtype::F16, "step 5", "cublas").unwrap();
-        assert_eq!(c.call, Call::Slower);
-        assert!(
-            matches!(c.basis, Basis::Interval { rounds: 110, .. }),
-            "{c:?}"
+        // +0.4 % clearing in both runs: still below the threshold, the same.
+        let a = paired("H100", "2026-11-26", 401.6, 400.0, [1.003, 1.005]);
+        let b = paired("H100", "2026-11-27", 401.6, 400.0, [1.003, 1.005]);
+        let both = Record::new(vec![("a.json".into(), &a), ("b.json".into(), &b)]);
+        assert_eq!(
+            both.compare(S, Dtype::F16, "step 3", "step 2")
+                .unwrap()
+                .call,
+            Call::Same
         );
+        assert!(claim_in(&both, "3 2 4096x8192x4096 f16 faster").is_err());
+        assert!(claim_in(&both, "3 2 4096x8192x4096 f16 same").is_ok());
     }
 
     #[test]
-    fn a_claim_that_contradicts_the_table_fails() {
-        // The planted contradiction: the text says step 3 is faster; its table says the same.
+    fn the_threshold_is_measured_from_one_gpus_spread_between_days() {
+        // Two H100 days 3 points apart on the only pair: the threshold is 3 %, so a +2 % that
+        // clears on both days is the same.
+        let a = paired("H100", "2026-11-26", 408.0, 400.0, [1.019, 1.021]);
+        let b = paired("H100", "2026-11-27", 420.0, 400.0, [1.049, 1.051]);
+        let r = Record::new(vec![("a.json".into(), &a), ("b.json".into(), &b)]);
+        assert!((r.threshold - 0.03).abs() < 1e-9, "{}", r.threshold);
+        assert_eq!(r.median_spread.map(|m| m.1), Some(1));
+        assert_eq!(
+            r.compare(S, Dtype::F16, "step 3", "step 2").unwrap().call,
+            Call::Same
+        );
+        // Another GPU does not count toward the spread (a machine is not noise): the floor.
+        let c = paired("H200", "2026-11-27", 420.0, 400.0, [1.049, 1.051]);
+        let r = Record::new(vec![("a.json".into(), &a), ("c.json".into(), &c)]);
+        assert_eq!((r.threshold, r.median_spread), (rule::FLOOR, None));
+        assert!(rule_words(&r).contains("no two committed benches share a GPU model"));
+    }
+
+    #[test]
+    fn a_claim_that_contradicts_the_rule_fails() {
+        // The planted contradiction: the text says step 3 is faster; the one run says the same.
         let r = two((428.9, 23.7), (426.3, 47.5));
-        let err = claim_in(&r, None, "3 2 4096x8192x4096 f16 faster").unwrap_err();
+        let err = claim_in(&one(&r), "3 2 4096x8192x4096 f16 faster").unwrap_err();
         assert!(
-            format!("{err:#}").contains("the committed bench says the same within noise"),
+            format!("{err:#}")
+                .contains("the committed runs say the same within run-to-run variation"),
             "{err:#}"
         );
-        let ok = claim_in(&r, None, "3 2 4096x8192x4096 f16 same").unwrap();
+        let ok = claim_in(&one(&r), "3 2 4096x8192x4096 f16 same").unwrap();
         assert_eq!(
             ok,
-            "the same within noise as step 2's (428.9 → 426.3 µs, +0.6 %; spread 11.1 %)"
+            "the same within run-to-run variation as step 2's (428.9 → 426.3 µs, +0.6 %; medians 1.006, spread 11.1 %, no paired rounds; one bench)"
         );
-        assert!(claim_in(&r, None, "3 2 4096x8192x4096 f16 quicker").is_err());
-        assert!(claim_in(&r, None, "3 2 4096x8192 f16 same").is_err());
-        assert!(claim_in(&r, None, "3 1 4096x8192x4096 f16 same").is_err());
+        // One run that clears is "faster-once", never "faster".
+        let r = paired("H100", "2026-11-26", 470.0, 444.0, [1.057, 1.060]);
+        assert!(claim_in(&one(&r), "3 2 4096x8192x4096 f16 faster").is_err());
+        assert!(claim_in(&one(&r), "3 2 4096x8192x4096 f16 faster-once").is_ok());
+        assert!(claim_in(&one(&r), "3 2 4096x8192x4096 f16 quicker").is_err());
+        assert!(claim_in(&one(&r), "3 2 4096x8192 f16 same").is_err());
+        assert!(claim_in(&one(&r), "3 1 4096x8192x4096 f16 same").is_err());
     }
 
     #[test]
     fn the_headline_call_counts_the_bench_cases() {
         let r = two((428.9, 23.7), (426.3, 47.5));
         assert_eq!(
-            headline_call_in(&r, None, 3).unwrap(),
-            "the same within noise in the one bench case"
+            headline_call_in(&one(&r), 3).unwrap(),
+            "the same within run-to-run variation in the one bench case"
         );
         let mut r = two((428.9, 23.7), (426.3, 47.5));
         let big = Shape {
@@ -811,10 +966,10 @@ mod tests {
         r.cases.push(timed(big, Dtype::F16, Some(2), 2507.7, 34.0));
         r.cases.push(timed(big, Dtype::F16, Some(3), 1981.6, 40.0));
         assert_eq!(
-            headline_call_in(&r, None, 3).unwrap(),
-            "faster in 1 of the 2 bench cases and the same within noise in 1"
+            headline_call_in(&one(&r), 3).unwrap(),
+            "faster in one run, not yet repeated in 1 of the 2 bench cases and the same within run-to-run variation in 1"
         );
-        assert!(headline_call_in(&r, None, 0).is_err());
+        assert!(headline_call_in(&one(&r), 0).is_err());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! exercise (`crate::bench::measure`, gathered by `runner exercise --timings`) measured on the
 //! Hopper twin.
 
+use super::rule::{decide, Call, Evidence, Within};
 use crate::bench::measure;
 use crate::results::{ExerciseMeasured, Results};
 use anyhow::{anyhow, Result};
@@ -56,23 +57,47 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
         })
     };
     let spread = now.as_ref().map_or(v.spread.relative, |(_, s)| *s);
-    let call = |x: &crate::results::ExerciseVariant| {
-        if let Some(r) = &x.vs_stock {
-            return match measure::from_interval(r) {
-                measure::Verdict::Faster => "faster",
-                measure::Verdict::Slower => "slower",
-                measure::Verdict::Same => "the same within noise",
-            };
-        }
-        let pct = x.relative_pct;
-        if pct.abs() <= 100.0 * spread {
-            "the same within noise"
-        } else if pct < 0.0 {
-            "faster"
-        } else {
-            "slower"
-        }
+    // The rule of `super::rule` over every committed run of this exercise: the variant of the
+    // same label in each, its paired interval where the run recorded one, else its difference
+    // of medians against the spread the run used.
+    let record = super::claims::bench_record(files);
+    let evidence = |label: &str| -> Vec<Evidence> {
+        runs.iter()
+            .filter_map(|(file, r)| {
+                let x = r.variants.iter().find(|x| x.label == label)?;
+                let (point, within) = match &x.vs_stock {
+                    Some(q) => (
+                        q.median,
+                        Within::Interval {
+                            lo: q.ci95[0],
+                            hi: q.ci95[1],
+                            rounds: q.rounds,
+                        },
+                    ),
+                    None => (
+                        1.0 / (1.0 + x.relative_pct / 100.0),
+                        Within::Spread(if r.date == v.date {
+                            spread
+                        } else {
+                            r.spread.relative
+                        }),
+                    ),
+                };
+                Some(Evidence {
+                    file: file.to_string(),
+                    gpu: r.gpu.clone(),
+                    date: r.date.clone(),
+                    commit: r.commit.clone(),
+                    point,
+                    within,
+                    cap_hit: false,
+                })
+            })
+            .collect()
     };
+    let decision =
+        |x: &crate::results::ExerciseVariant| decide(&evidence(&x.label), record.threshold);
+    let call = |x: &crate::results::ExerciseVariant| decision(x).call.words();
     let mut recorded_differs = Vec::new();
     let each: Vec<String> = v
         .variants
@@ -80,7 +105,9 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
         .map(|x| {
             let c = call(x);
             let was = match x.verdict.as_str() {
-                "same" => "the same within noise",
+                "same" => Call::Same.words(),
+                "faster" => Call::FasterOnce.words(),
+                "slower" => Call::SlowerOnce.words(),
                 other => other,
             };
             if now.is_some() && was != c {
@@ -93,8 +120,19 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
                 ),
                 None => String::new(),
             };
+            let d = decision(x);
+            let runs = match d.spread() {
+                Some(sp) => format!(
+                    "; {} runs, {:.3}–{:.3}, {:.1} points apart",
+                    d.runs,
+                    d.low,
+                    d.high,
+                    100.0 * sp
+                ),
+                None => String::new(),
+            };
             format!(
-                "{} {:.1} µs ({:+.1} %{interval}): {c}",
+                "{} {:.1} µs ({:+.1} %{interval}{runs}): {c}",
                 x.label, x.median_us, x.relative_pct
             )
         })
@@ -115,8 +153,9 @@ fn timing_in(files: &[(String, Results)], id: &str) -> Result<String> {
         .min();
     let rule = match &now {
         None if paired => format!(
-            "Each call is the 95 % bootstrap interval of the paired ratio, from the {} or more rounds of this same run, by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower): an interval that holds 1 reads \"the same within noise\".",
-            rounds.unwrap_or(0)
+            "The intervals are 95 % bootstrap intervals of the paired ratio, from the {} or more rounds of this run. Each call is the rule's in [Running the workbook](running.md#the-rule-for-faster-and-slower), over every committed run of this exercise, threshold {:.1} %.",
+            rounds.unwrap_or(0),
+            100.0 * record.threshold
         ),
         Some((bname, s)) => format!(
             "The calls use ±{:.1} %, the stock twin's spread in the committed bench (`assets/results/{bname}`), by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower).{}",
@@ -241,7 +280,11 @@ mod tests {
             Results::Bench(crate::results::fixtures::report(vec![stock])),
         ));
         let line = timing_in(&files, "1.2").unwrap();
-        assert!(line.contains("(+10.6 %): the same within noise"), "{line}");
+        // +10.6 % inside a 12 % spread: the same (the run itself had judged it against 2 %).
+        assert!(
+            line.contains("(+10.6 %): the same within run-to-run variation"),
+            "{line}"
+        );
         assert!(line.contains("±12.0 %, the stock twin's spread in the committed bench (`assets/results/bench-h100-2026-11-26.json`)"), "{line}");
         assert!(
             line.contains("The run itself judged against ±2.0 % (s) and said: 2 stages slower."),
@@ -264,12 +307,12 @@ mod tests {
         let line = timing_in(&files, "1.2").unwrap();
         assert!(
             line.contains(
-                "(+10.6 %, interval 0.930–0.950 of the stock's time over its own): slower"
+                "(+10.6 %, interval 0.930–0.950 of the stock's time over its own): slower in one run, not yet repeated"
             ),
             "{line}"
         );
         assert!(
-            line.contains("from the 812 or more rounds of this same run"),
+            line.contains("from the 812 or more rounds of this run"),
             "{line}"
         );
         assert!(!line.contains("±12.0 %"), "{line}");

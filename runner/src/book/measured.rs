@@ -32,8 +32,17 @@ fn selftests(files: &[(String, Results)]) -> Vec<(String, &SelftestSummary)> {
 }
 
 fn provenance(name: &str, v: &BenchReport) -> String {
+    let rounds = match &v.adaptive {
+        Some(a) => format!(
+            "adaptive rounds (at least {}, then more until every 95 % interval of a paired ratio is within ±{:.1} % of its median, or {:.0} s of rounds per shape and dtype; the rounds each case took are in its row)",
+            a.min_rounds,
+            100.0 * a.target_half_width,
+            a.time_cap_s
+        ),
+        None => format!("medians of {} timed launches", v.iters),
+    };
     format!(
-        "*Measured by `runner bench` on {}, {}, {}, commit `{}`: {} kernels, medians of {} timed launches {}, L2 flushed before each; clocks before the run (SM, max SM, memory, max memory, °C, W): {}. `assets/results/{name}`*\n\n",
+        "*Measured by `runner bench` on {}, {}, {}, commit `{}`: {} kernels, {rounds}, {}, L2 flushed before each. Clocks before the run (SM, max SM, memory, max memory, °C, W): {}; the SM clock during each case is its median of NVML's readings, with the reasons NVML gave for a clock below the maximum. `assets/results/{name}`*\n\n",
         v.gpu.name,
         match &v.driver {
             Some(d) => format!("driver {d}"),
@@ -42,7 +51,6 @@ fn provenance(name: &str, v: &BenchReport) -> String {
         v.date,
         v.commit,
         v.arch.sm(),
-        v.iters,
         // Files written since the one timing protocol carry its description.
         if v.protocol.is_some() {
             "in primed rounds with cuBLAS, in rotated order"
@@ -50,6 +58,65 @@ fn provenance(name: &str, v: &BenchReport) -> String {
             "alternating with cuBLAS"
         },
         v.clocks_before.as_deref().unwrap_or("not read")
+    )
+}
+
+/// "1335 MHz, 695 W, sw_power_cap+sw_thermal_slowdown, time cap": the conditions a case ran in.
+pub fn conditions(c: &BenchCase) -> String {
+    let mut parts = Vec::new();
+    if let Some(k) = &c.clocks {
+        parts.push(format!("{:.0} MHz", k.sm_mhz_median));
+        if let Some(w) = k.power_w_median {
+            parts.push(format!("{w:.0} W"));
+        }
+        if !k.clock_event_reasons.is_empty() {
+            parts.push(k.clock_event_reasons.join("+"));
+        }
+    }
+    if c.confidence.cap_hit == Some(true) {
+        parts.push("**time cap first**".into());
+    }
+    if parts.is_empty() {
+        "not read".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// The share of cuBLAS as the point and interval of the paired ratio where the run recorded it
+/// ("66.6 % [66.4–66.8]"), else the ratio of the medians ("85.3 %").
+fn share(c: &BenchCase) -> Option<String> {
+    match &c.confidence.ratio_to_cublas {
+        Some(r) => Some(format!(
+            "{:.1} % [{:.1}–{:.1}]",
+            100.0 * r.median,
+            100.0 * r.ci95[0],
+            100.0 * r.ci95[1]
+        )),
+        None => c.pct_of_cublas.map(|p| format!("{p:.1} %")),
+    }
+}
+
+/// The share of cuBLAS over every committed bench that timed the case: "66.7–85.3 % (2
+/// benches)", or "-" for a case only one bench timed.
+fn share_between(rec: &claims::Record, c: &BenchCase) -> String {
+    let pts: Vec<f64> = rec
+        .runs
+        .iter()
+        .filter_map(|(n, r)| claims::evidence(n, r, c.shape, c.dtype, &c.kernel, "cublas"))
+        .map(|e| e.point)
+        .collect();
+    if pts.len() < 2 {
+        return "one bench".into();
+    }
+    let lo = pts.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = pts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!(
+        "{:.1}–{:.1} % ({:.1} points, {} benches)",
+        100.0 * lo,
+        100.0 * hi,
+        100.0 * (hi - lo),
+        pts.len()
     )
 }
 
@@ -151,9 +218,11 @@ pub fn bench(spec: &str) -> Result<String> {
         _ => bail!("bench wants nothing, `step N` or `kernel NAME`"),
     };
     let files = results::committed()?;
-    let Some((name, v)) = benches(&files).pop() else {
+    let rec = claims::bench_record(&files);
+    let Some((name, v)) = rec.latest() else {
         return Ok("\n*No `runner bench` results recorded yet in `assets/results/`.*\n".into());
     };
+    let name = name.to_string();
     let mut md = provenance(&name, v);
     // (kernel, the kernel it is compared with): a contender with its step, a step with the one
     // before it.
@@ -173,27 +242,19 @@ pub fn bench(spec: &str) -> Result<String> {
         for n in &steps {
             md.push_str(&format!(" step {n} |"));
         }
-        md.push_str("\n|---|---|---|");
-        md.push_str(&"---|".repeat(steps.len()));
+        md.push_str(" rounds | SM clock, power, held by |\n|---|---|---|");
+        md.push_str(&"---|".repeat(steps.len() + 2));
         md.push('\n');
         for (shape, dtype) in v.shapes_and_dtypes() {
-            let blas = tflops(v.find(shape, dtype, "cublas"));
-            let blas_spread = v
-                .find(shape, dtype, "cublas")
-                .and_then(claims::spread)
-                .map_or(String::new(), |s| format!(" ±{:.0}%", 50.0 * s));
+            let blas = v.find(shape, dtype, "cublas");
             md.push_str(&format!(
-                "| {shape} | {dtype} | {}{blas_spread} |",
-                blas.map_or("-".into(), |b| format!("{b:.0}"))
+                "| {shape} | {dtype} | {} |",
+                tflops(blas).map_or("-".into(), |b| format!("{b:.0}"))
             ));
             for n in &steps {
                 let c = v.find(shape, dtype, &format!("step {n}"));
-                md.push_str(&match (tflops(c), c.and_then(|c| c.pct_of_cublas)) {
-                    (Some(t), Some(p)) => format!(
-                        " {t:.0} ({p:.0}%){} |",
-                        c.and_then(claims::spread)
-                            .map_or(String::new(), |s| format!(" ±{:.0}%", 50.0 * s))
-                    ),
+                md.push_str(&match (tflops(c), c.and_then(share)) {
+                    (Some(t), Some(p)) => format!(" {t:.0} ({p}) |"),
                     _ => format!(
                         " {} |",
                         c.and_then(|c| c.skipped.as_ref())
@@ -201,53 +262,57 @@ pub fn bench(spec: &str) -> Result<String> {
                     ),
                 });
             }
-            md.push('\n');
+            md.push_str(&format!(
+                " {} | {} |\n",
+                blas.and_then(|c| c.stats.as_ref())
+                    .map_or("-".into(), |s| s.runs.to_string()),
+                blas.map_or("-".into(), conditions)
+            ));
         }
-        md.push_str("\nTFLOP/s, with the share of cuBLAS's TFLOP/s in the same run in brackets and ± half the spread (the interquartile range of the timed launches over their median). By the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower), two cells whose difference is inside the wider spread are the same within noise.\n");
+        md.push_str(&format!(
+            "\nTFLOP/s, with the share of cuBLAS's time in brackets: where the bench recorded paired rounds, the median of the per-round ratios and its 95 % bootstrap interval (one run's noise, not the spread between runs: [the run-to-run spread](verification.md#run-to-run) is printed per case). The rounds, the SM clock median, the power and the reasons the clock was held are cuBLAS's of that shape and dtype; every kernel ran in the same rounds. Calls between kernels follow the rule in {}.\n",
+            "[Running the workbook](running.md#the-rule-for-faster-and-slower)"
+        ));
         md.push_str(&cublas_caveat(v, &files));
         return Ok(md);
     };
     let title = kernel
         .strip_prefix("step ")
         .map_or_else(|| format!("`{kernel}`"), |n| format!("step {n}"));
-    let raw = claims::raw(&name);
     md.push_str(&format!(
-        "| shape | dtype | {title}: TFLOP/s | spread | % of peak | % of cuBLAS |{}\n|---|---|---|---|---|---|{}\n",
+        "| shape | dtype | {title}: TFLOP/s | % of cuBLAS, this run [95 %] | % of cuBLAS between benches | rounds | SM clock, power, held by |{}\n|---|---|---|---|---|---|---|{}\n",
         before.as_ref().map_or(String::new(), |b| format!(" vs {b} |")),
         if before.is_some() { "---|" } else { "" }
     ));
     let mut any = false;
     for (shape, dtype) in v.shapes_and_dtypes() {
         let c = v.find(shape, dtype, &kernel);
-        let Some(t) = tflops(c) else { continue };
+        let (Some(t), Some(c)) = (tflops(c), c) else {
+            continue;
+        };
         any = true;
         let vs = before.as_ref().map_or(String::new(), |b| {
-            claims::compare(v, raw.as_ref(), shape, dtype, &kernel, b).map_or_else(
+            rec.compare(shape, dtype, &kernel, b).map_or_else(
                 || " - |".to_string(),
-                |cmp| format!(" {:+.1}%, {} |", cmp.gain_pct, cmp.call.words()),
+                |cmp| format!(" {:+.1} %, {} |", cmp.gain_pct, cmp.call.words()),
             )
         });
-        let interval = claims::cublas_interval(raw.as_ref(), shape, dtype, &kernel)
-            .map_or(String::new(), |(lo, hi)| {
-                format!(" [{:.1}–{:.1}]", 100.0 * lo, 100.0 * hi)
-            });
         md.push_str(&format!(
-            "| {shape} | {dtype} | {t:.1} | {} | {:.1}% | {:.1}%{interval} |{vs}\n",
-            c.and_then(claims::spread)
-                .map_or("-".to_string(), |s| format!("{:.1}%", 100.0 * s)),
-            c.and_then(|c| c.pct_of_peak).unwrap_or(f64::NAN),
-            c.and_then(|c| c.pct_of_cublas).unwrap_or(f64::NAN),
+            "| {shape} | {dtype} | {t:.1} | {} | {} | {} | {} |{vs}\n",
+            share(c).unwrap_or_else(|| "-".into()),
+            share_between(&rec, c),
+            c.stats.as_ref().map_or("-".into(), |s| s.runs.to_string()),
+            conditions(c),
         ));
     }
     if any {
         md.push_str(&format!(
-            "\n*Spread: the interquartile range of the timed launches over their median. {}{}*\n",
+            "\n*% of cuBLAS: the median of the paired per-round ratios (cuBLAS's time over this kernel's) with its 95 % bootstrap interval, from this run's rounds; beside it the range of that share over every committed bench, which is the spread a reader re-running the bench should expect. {}*\n",
             if before.is_some() {
-                "The last column: how much faster than the kernel before it (its time over this one's), and the call by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower). "
+                "The last column: how much faster than the kernel before it in this run (the paired median), and the call by the rule in [Running the workbook](running.md#the-rule-for-faster-and-slower), over every committed bench."
             } else {
                 ""
-            },
-            "Where the bench records a 95 % interval of the ratio to cuBLAS, it follows the % of cuBLAS in brackets."
+            }
         ));
     }
     if !any && step.is_none() {
@@ -373,48 +438,6 @@ pub fn emulation_caught(_spec: &str) -> Result<String> {
     Ok(md)
 }
 
-/// `{{#verified N}}`: step N's one-line verification summary from the latest emulation check
-/// (runs verified, seeded bugs caught), with where the details are.
-pub fn verified(spec: &str) -> Result<String> {
-    let n: u32 = spec
-        .trim()
-        .parse()
-        .map_err(|_| anyhow::anyhow!("verified wants a step number, got {spec:?}"))?;
-    runner::steps::get(n)?;
-    let files = results::committed()?;
-    let latest = oldest_first(&files, |r| match r {
-        Results::Emulation(e) => Some(e),
-        _ => None,
-    })
-    .pop();
-    let Some((name, e, _)) = latest else {
-        return Ok(format!(
-            "**Verified:** no emulation check of step {n} is recorded yet (`runner check emulation` on a Hopper GPU).\n"
-        ));
-    };
-    let mine: Vec<_> = e.cases.iter().filter(|c| c.step == n).collect();
-    if mine.is_empty() {
-        // A step added after the latest check ran: not yet verified on a GPU.
-        return Ok(format!(
-            "**Verified:** not yet: `assets/results/{name}`, the latest emulation check, ran before step {n} existed (`runner check emulation` on a Hopper GPU).\n"
-        ));
-    }
-    let (runs, bugs): (Vec<_>, Vec<_>) = mine.iter().partition(|c| c.expected == Expected::Pass);
-    let met =
-        |v: &[&&crate::results::EmulationCase]| v.iter().filter(|c| c.met_expectation).count();
-    let h = &e.head;
-    Ok(format!(
-        "**Verified** under the tcgen05 emulation on an {} ({}, commit `{}`; not on a B200): {} of {} runs verified, {} of {} seeded-bug runs caught. [How the kernels are checked](verification.md) says what that proves; [the emulation records](emulation-records.md#step-{n}) list every run (`assets/results/{name}`).\n",
-        h.gpu,
-        h.date,
-        h.commit,
-        met(&runs),
-        runs.len(),
-        met(&bugs),
-        bugs.len()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -514,9 +537,6 @@ mod tests {
     fn the_check_summaries_count_cases() {
         let t = twins_summary("").unwrap();
         assert!(t.contains("| 6 |") && t.contains(" of "), "{t}");
-        let v = verified("3").unwrap();
-        assert!(v.contains("not on a B200") && v.contains(" of "), "{v}");
-        assert!(verified("42").is_err());
         let e = emulation_caught("").unwrap();
         assert!(e.contains("| `wrong-parity` |"), "{e}");
         assert!(e.contains(" of 5"), "five emulation seeds: {e}");

@@ -26,7 +26,10 @@ pub mod phase_tables;
 pub mod plot;
 pub mod progress;
 pub mod roofline;
+pub mod rule;
+pub mod spread;
 pub mod terminal;
+pub mod verified;
 
 use crate::results::{self, EmulationCase, Expected, Provenance, TraceFile};
 use anyhow::{anyhow, bail, Context, Result};
@@ -606,6 +609,8 @@ const MARKERS: &[(&str, Render)] = &[
     ("motivation", |s, _| motivation::marker(s)),
     ("occupancy", |s, _| occupancy::marker(s)),
     ("noise-rule", |s, _| claims::noise_rule(s)),
+    ("run-spread", |s, _| spread::run_spread(s)),
+    ("bench-conditions", |s, _| spread::bench_conditions(s)),
     ("diff", |s, _| diff_block(s)),
     ("budget-value", |s, _| budget::value_marker(s)),
     ("budget", |s, _| budget_box(s)),
@@ -617,7 +622,7 @@ const MARKERS: &[(&str, Render)] = &[
     ("trace-figure", |s, _| trace_figure(s)),
     ("bench-plot", |s, _| measured::bench_plot(s)),
     ("twins-summary", |s, _| measured::twins_summary(s)),
-    ("verified", |s, _| measured::verified(s)),
+    ("verified", |s, _| verified::marker(s)),
     ("emulation-caught", |s, _| measured::emulation_caught(s)),
     ("bench", |s, _| measured::bench(s)),
     ("speed-of-light", |s, _| roofline::speed_of_light(s)),

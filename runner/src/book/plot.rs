@@ -54,13 +54,27 @@ pub fn ladder(r: &BenchReport, path: &Path) -> Result<()> {
     {
         let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
+        // The rounds each case took: adaptive runs take more than their minimum (`iters`).
+        let rounds: Vec<usize> = r
+            .cases
+            .iter()
+            .filter_map(|c| c.stats.as_ref().map(|s| s.runs))
+            .collect();
+        let (lo, hi) = (
+            rounds.iter().copied().min().unwrap_or(r.iters),
+            rounds.iter().copied().max().unwrap_or(r.iters),
+        );
         let title = format!(
             "{}s on {} ({}), {} — L2 flushed, medians of {}",
             r.arch.name(),
             r.gpu.name,
             r.commit,
             r.date,
-            r.iters
+            if lo == hi {
+                format!("{lo} rounds")
+            } else {
+                format!("{lo}–{hi} rounds")
+            }
         );
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 18))

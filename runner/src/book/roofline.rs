@@ -777,16 +777,17 @@ pub fn twin_gain(spec: &str) -> Result<String> {
     };
     Ok(match step.checked_sub(1).and_then(tf) {
         Some(before) => {
-            let raw = super::claims::raw(&bench_name);
-            let call = super::claims::compare(
-                &bench,
-                raw.as_ref(),
-                Shape::DEFAULT,
-                Dtype::F16,
-                &format!("step {step}"),
-                &format!("step {}", step - 1),
-            )
-            .map_or(String::new(), |c| format!(": {}", c.call.words()));
+            let files = crate::results::committed()?;
+            let record = super::claims::bench_record(&files);
+            let _ = &bench_name;
+            let call = record
+                .compare(
+                    Shape::DEFAULT,
+                    Dtype::F16,
+                    &format!("step {step}"),
+                    &format!("step {}", step - 1),
+                )
+                .map_or(String::new(), |c| format!(": {}", c.call.words()));
             format!(
                 "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}",
                 100.0 * (now / before - 1.0)
