@@ -1997,6 +1997,9 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
                 Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
                 Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
                 Op::Form(_) => Some(v.len()),
+                // mov.b128 {lo, hi}; get_first_ctaid.v4 {x, y, z, _}.
+                Op::Clc(ClcOp::Pack) => Some(2),
+                Op::Clc(ClcOp::FirstCtaid { dim: None }) => Some(4),
                 Op::Mov(t) => (v.len() > 1 && t.bits() % v.len() as u32 == 0).then_some(v.len()),
                 _ => None,
             };

@@ -135,6 +135,7 @@ __device__ __forceinline__ int take_next_tile(SharedStorage& smem, wb::Ring<1>& 
   // count towards the barrier's next phase.
   if (canceled && warp == SCHEDULER_WARP)
     wb::mbarrier_arrive_expect_tx(&smem.next_tile_full, sizeof(bw::ClcResponse));
+  __syncwarp();  // every lane's read of the response comes before the elected lane's arrive
   wb::mbarrier_arrive_cluster(&smem.next_tile_empty, 0);  // this warp is done with the response
   next.advance();
   return tile;
