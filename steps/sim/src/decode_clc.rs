@@ -72,3 +72,17 @@ fn decode_clc(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
         _ => Err(unsupported(s)),
     }
 }
+
+impl super::Program {
+    /// Whether any kernel of the module issues `clusterlaunchcontrol.try_cancel`. The proving
+    /// mode (`prove.rs`) explores the orders of synchronisation events, but a response's landing
+    /// and its two outcomes (a cancelled cluster or a failure) are not transitions it branches
+    /// on, so it refuses such a kernel rather than call a partial exploration a proof.
+    pub fn uses_cluster_launch_control(&self) -> bool {
+        self.kernels.iter().any(|k| {
+            k.code
+                .iter()
+                .any(|i| matches!(i.op, Op::Clc(ClcOp::TryCancel { .. })))
+        })
+    }
+}

@@ -1,6 +1,7 @@
 //! Step 7: the last wave. One cluster per tile is launched; a running cluster cancels the launch
 //! of one that has not started (`clusterlaunchcontrol.try_cancel`) and computes its tile instead,
-//! so the hardware balances the last wave. The Hopper twin is step 6's until its own lands.
+//! so the hardware balances the last wave. Hopper has no cluster launch control: its twin keeps
+//! step 6's persistent grid and splits only the last, partial wave's tiles along K (stream-K).
 
 use common::step::{
     BlackwellLaunch, Epilogue, HopperLaunch, KernelFile, Launch, Lookahead, Schedule, StepInfo,
@@ -36,7 +37,7 @@ pub static INFO: StepInfo = StepInfo {
     title: "The last wave",
     idea: "launch one cluster per tile and let running clusters cancel the launches of those that have not started (cluster launch control), so the hardware balances the last wave",
     hopper_idea:
-        "for now step 6's twin unchanged: Hopper has no cluster launch control (its own tail schedule is to come)",
+        "keep the persistent grid's whole waves and split only the last, partial wave's k-blocks evenly over every cluster (stream-K, with a fix-up through a workspace), where that saves more k-blocks than the fix-up costs",
     blackwell: KernelFile {
         text: include_str!("kernel.cu"),
         params: BLACKWELL,
@@ -68,7 +69,8 @@ pub static INFO: StepInfo = StepInfo {
             "UTMASTG",
             "UTMALDG.2D.MULTICAST",
         ],
-        // Step 6's twin, unchanged until step 7's own twin replaces it.
+        // Step 6's persistent grid (as many clusters as fit at once); the kernel itself decides
+        // from the launch whether to split the last wave (`split_tail` in its schedule block).
         launch: Launch::Hopper(HopperLaunch {
             cluster: 2,
             consumers: 2,

@@ -867,8 +867,23 @@ impl Hb {
             (Some(Dim::Thread(_)), Some(Dim::TmaLoad(..)), _) if m.is_try_cancel(c.prior.pc) => {
                 "clc-read-before-complete"
             }
-            (Some(Dim::TmaLoad(..)), Some(Dim::Thread(_)), _) if m.is_try_cancel(e.pc) => {
-                "clc-response-reuse"
+            // A request racing with an earlier read: the reader's fault if it never waited on the
+            // response's barrier (it read before any response completed: clc-read-early read
+            // before the first request), the requester's if the reader had consumed a phase
+            // (it read a response, and the request rewrote the buffer without waiting for it).
+            // One rule for one bug, whichever side the schedule runs first.
+            (Some(Dim::TmaLoad(_, _, bo)), Some(Dim::Thread(pt)), _) if m.is_try_cancel(e.pc) => {
+                // With .multicast::cluster::all each CTA's copy completes on that CTA's barrier
+                // at the same offset, so any CTA's barrier there counts.
+                let waited = self
+                    .th
+                    .get(pt as usize)
+                    .is_some_and(|t| t.consumed.iter().any(|(k, _, _)| k.1 == bo));
+                if waited {
+                    "clc-response-reuse"
+                } else {
+                    "clc-read-before-complete"
+                }
             }
             (_, Some(Dim::TcQueue(_)), Agent::Thread(_)) if c.prior_write => "ld-after-commit-wait",
             // The reader read the columns before any MMA had written them: it read before its
@@ -905,7 +920,7 @@ impl Hb {
                 };
                 format!("the last wait on that barrier of the thread that reads consumed {ph}, an older generation than phase {lp} the load completes in: the wait's parity names another phase than the data's (parity aliasing: the waiter is two phases behind)")
             }
-            "clc-read-before-complete" => "a clusterlaunchcontrol.try_cancel response is ordered before a read of it only by a wait on the mbarrier its request completes on, in the reading thread or before a synchronisation with it (PTX ISA \"clusterlaunchcontrol.try_cancel\": no other mechanism guarantees the completion); the earlier write named here is that response".to_string(),
+            "clc-read-before-complete" => "a clusterlaunchcontrol.try_cancel response is ordered before a read of it only by a wait on the mbarrier its request completes on, in the reading thread or before a synchronisation with it (PTX ISA \"clusterlaunchcontrol.try_cancel\": no other mechanism guarantees the completion); the read and the response named here are not ordered".to_string(),
             "clc-response-reuse" => "a new clusterlaunchcontrol.try_cancel rewrites the response buffer while a reader of the previous response is not ordered before it: every reader must release the buffer (an arrive on the barrier the requester waits on) before the next request".to_string(),
             "fence-before-handoff" => "the allocating warp hands its tensor-memory columns to other warps without tcgen05.fence::before_thread_sync before the thread synchronisation (the canonical pattern: tcgen05.alloc; tcgen05.fence::before_thread_sync; bar.sync or the cluster barrier; tcgen05.fence::after_thread_sync; use)".to_string(),
             "cp-async-wait-before-read" => "a cp.async copy's writes are ordered before other accesses only by cp.async.wait_group/wait_all in the issuing thread (then a synchronisation for other threads) or by the phase of the barrier a cp.async.mbarrier.arrive tracking it arrived on (PTX ISA \"cp.async.wait_group\", \"cp.async.mbarrier.arrive\")".to_string(),
