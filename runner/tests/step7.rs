@@ -90,3 +90,16 @@ fn each_seeded_bug_of_step_7_is_caught_on_the_first_schedule_of_every_policy_by_
         }
     }
 }
+
+#[test]
+fn the_proving_mode_refuses_cluster_launch_control_rather_than_report_a_false_result() {
+    let o = runner(&["step", "7", "--sim", "--explore", "all"]);
+    let (out, err) = (text(&o.stdout), text(&o.stderr));
+    assert!(!o.status.success(), "{out}{err}");
+    assert!(
+        err.contains("does not model clusterlaunchcontrol"),
+        "{out}{err}"
+    );
+    assert!(!out.contains("deadlock") && !err.contains("deadlock"), "{out}{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
