@@ -78,7 +78,12 @@ fn each_seeded_bug_of_step_7_is_caught_on_the_first_schedule_of_every_policy_by_
                 policy,
             ]);
             let out = text(&o.stdout);
-            assert_eq!(o.status.code(), Some(2), "{bug} {policy}: {out}{}", text(&o.stderr));
+            assert_eq!(
+                o.status.code(),
+                Some(2),
+                "{bug} {policy}: {out}{}",
+                text(&o.stderr)
+            );
             assert!(
                 out.contains(&format!("rule {rule}")),
                 "{bug} under {policy}: not named {rule}: {out}"
@@ -100,6 +105,9 @@ fn the_proving_mode_refuses_cluster_launch_control_rather_than_report_a_false_re
         err.contains("does not model clusterlaunchcontrol"),
         "{out}{err}"
     );
-    assert!(!out.contains("deadlock") && !err.contains("deadlock"), "{out}{err}");
+    assert!(
+        !out.contains("deadlock") && !err.contains("deadlock"),
+        "{out}{err}"
+    );
     assert!(!err.contains("panicked"), "{err}");
 }
