@@ -88,6 +88,7 @@ per_step! {
     step4 => 4,
     step5 => 5,
     step6 => 6,
+    step7 => 7,
 }
 
 #[test]

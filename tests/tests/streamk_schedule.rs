@@ -17,9 +17,17 @@ const KERNEL: &str = "exercises/hopper/step6_streamk_sm90.cu";
 /// A launch: (tiles, clusters, k-blocks).
 type Launch = (i64, i64, i64);
 
+/// Step 7's Hopper twin: the same kernel made a step; its schedule block must stay the one
+/// these tests check.
+const STEP7_TWIN: &str = "steps/step7_last_wave/src/kernel_sm90.cu";
+
 /// The kernel's schedule block, between `// ANCHOR: schedule` and `// ANCHOR_END: schedule`.
 fn schedule_text() -> String {
-    let path = format!("{}/../{KERNEL}", env!("CARGO_MANIFEST_DIR"));
+    schedule_text_of(KERNEL)
+}
+
+fn schedule_text_of(kernel: &str) -> String {
+    let path = format!("{}/../{kernel}", env!("CARGO_MANIFEST_DIR"));
     let src = std::fs::read_to_string(&path).expect("the contender kernel is in the repository");
     let start = src
         .find("// ANCHOR: schedule")
@@ -378,4 +386,13 @@ fn every_k_block_is_computed_once_and_every_split_tile_is_fixed_up_by_its_owner(
             "FIXUP_K_BLOCKS {fixup}: only {split} launches split"
         );
     }
+}
+
+#[test]
+fn step_7s_twin_runs_the_schedule_checked_here() {
+    assert_eq!(
+        schedule_text_of(STEP7_TWIN),
+        schedule_text(),
+        "{STEP7_TWIN} and {KERNEL} must share their schedule block"
+    );
 }

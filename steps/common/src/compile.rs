@@ -26,6 +26,8 @@ pub const HEADERS: &[(&str, &str)] = &[
         "tcgen05_emu.cuh",
         include_str!("../../include/tcgen05_emu.cuh"),
     ),
+    ("clc.cuh", include_str!("../../include/clc.cuh")),
+    ("clc_emu.cuh", include_str!("../../include/clc_emu.cuh")),
 ];
 
 /// What a kernel is compiled for.

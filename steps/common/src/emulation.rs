@@ -329,6 +329,7 @@ impl Fault {
             29 => format!("rule proxy-fence-before-store: a TMA store (cp.async.bulk.tensor shared::cta -> global) reads shared-memory offset {d0:#x}, but its issuing thread executed no fence.proxy.async.shared::cta since the warp's last tcgen05.wait::ld or cp.async.bulk.wait_group.read: the ordinary (generic-proxy) writes of the staging tile are not ordered before the TMA engine's (async-proxy) reads, which may see stale data (PTX ISA \"Proxies\"); write the tile, then fence.proxy.async.shared::cta, then __syncwarp, then the store"),
             30 => format!("rule wait-read-before-reuse: a TMA store from shared-memory offset {d0:#x} while an earlier TMA store of warp {} from the same buffer (bulk group #{}) is not covered by a cp.async.bulk.wait_group.read: the buffer was rewritten while the TMA engine may still have been reading it (PTX ISA \"cp.async.bulk.wait_group\"); before writing a staging buffer again, wait with .read until its store's group is complete, or stage in more buffers", d1 >> 32, d1 & 0xFFFF_FFFF),
             31 => format!("rule wait-read-before-exit: tcgen05.dealloc (the CTA is about to exit) while a TMA store of warp {d1} from shared-memory offset {d0:#x} is not covered by cp.async.bulk.wait_group.read: the CTA's shared memory may be reused while the store still reads it; end the epilogue with cp.async.bulk.wait_group.read 0 (wb::tma_store_wait_read<0>)"),
+            40..=43 => crate::emulation_clc::describe(self.code, d0),
             c => format!("unknown emulation fault code {c}"),
         };
         format!(
@@ -345,6 +346,8 @@ pub struct EmuBuffers {
     /// `wb_emu_params`: [0] the seed of the schedule perturbation, [1] the watchdog's limit in
     /// ns, [2] hang records handed out.
     params: CudaSlice<u64>,
+    /// `wb_emu_clc`: the stand-in for cluster launch control (clc_emu.cuh), zeroed per launch.
+    clc: CudaSlice<u32>,
     fault_host: *mut Fault,
     fault_dev: sys::CUdeviceptr,
     /// `wb_emu_hang`: HANG_RECORDS records in pinned, device-mapped host memory.
@@ -387,6 +390,9 @@ impl EmuBuffers {
             .alloc_zeros::<u8>(num_ctas * CTA_STATE_BYTES)
             .cuda("allocate GPU memory")?;
         let params = s.alloc_zeros::<u64>(3).cuda("allocate GPU memory")?;
+        let clc = s
+            .alloc_zeros::<u32>(crate::emulation_clc::words(num_ctas))
+            .cuda("allocate GPU memory")?;
         let (fault_host, fault_dev) = mapped::<Fault>(1)?;
         let (hang_host, hang_dev) = match mapped::<HangRecord>(HANG_RECORDS) {
             Ok(h) => h,
@@ -400,6 +406,7 @@ impl EmuBuffers {
             tmem,
             state,
             params,
+            clc,
             fault_host,
             fault_dev,
             hang_host,
@@ -442,6 +449,7 @@ impl EmuBuffers {
             })?;
             s.memcpy_htod(&bytes, &mut view).cuda("copy to the GPU")?;
         }
+        crate::emulation_clc::install(s, module, &self.clc)?;
         s.synchronize().cuda("wait for the GPU")?;
         Ok(())
     }
@@ -469,6 +477,7 @@ impl EmuBuffers {
             )?;
         }
         s.memset_zeros(&mut self.state).cuda("clear GPU memory")?;
+        s.memset_zeros(&mut self.clc).cuda("clear GPU memory")?;
         s.synchronize().cuda("wait for the GPU")?;
         // SAFETY: pinned host memory of one Fault and HANG_RECORDS records, not in use by a
         // running kernel now.

@@ -13,6 +13,7 @@ pub mod cublas;
 pub mod cupti;
 pub mod edits;
 pub mod emulation;
+pub mod emulation_clc;
 pub mod gpu;
 pub mod model;
 pub mod mutation;

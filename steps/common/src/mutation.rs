@@ -43,6 +43,9 @@ pub enum Applies {
     Staged,
     /// Hopper kernels with a dedicated store warp and the `out` hand-off.
     StoreWarp,
+    /// Kernels whose running clusters take further tiles by cluster launch control
+    /// (`clusterlaunchcontrol.try_cancel`, Blackwell).
+    ClusterLaunchControl,
 }
 
 impl Applies {
@@ -54,6 +57,9 @@ impl Applies {
             Applies::TmaStore => k.epilogue.tma_store(),
             Applies::Staged => k.epilogue == Epilogue::Staged,
             Applies::StoreWarp => k.epilogue == Epilogue::StoreWarp,
+            Applies::ClusterLaunchControl => {
+                k.launch.schedule() == crate::step::Schedule::ClusterLaunchControl
+            }
         }
     }
 }
@@ -299,6 +305,42 @@ pub const MUTATIONS: &[Mutation] = &[
         also: &[],
         caught_by: "transaction bytes are missing",
     },
+    // Cluster launch control (step 7). The emulation's stand-in (clc_emu.cuh) has no rules of
+    // its own, so any catch counts there (`caught_by` empty); the simulator's rule for each is
+    // pinned by runner/tests/step7.rs on the first schedule of every policy.
+    Mutation {
+        name: "clc-read-early",
+        description: "every warp reads the try_cancel response without waiting on next_tile_full: the asynchronous write of the response may not have landed, so the warp reads the previous response (or none)",
+        anchor: &["mbarrier_wait(&smem.next_tile_full"],
+        from: "",
+        to: "",
+        applies: Applies::ClusterLaunchControl,
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
+    },
+    Mutation {
+        name: "clc-stale-response",
+        description: "every warp waits on next_tile_full with the first round's parity (0) instead of its ring's: from the second tile on the wait returns at once, before the next response landed, and the warp decodes the id it already took",
+        anchor: &["mbarrier_wait(&smem.next_tile_full", "next.phase()"],
+        from: "next.phase()",
+        to: "0",
+        applies: Applies::ClusterLaunchControl,
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
+    },
+    Mutation {
+        name: "clc-stops-asking",
+        description: "every warp treats any response after its first as a failure and leaves the tile loop after two tiles, although the request succeeded: the cluster it cancelled never runs and its tile is computed by nobody",
+        anchor: &["const bool canceled = bw::clc_is_canceled(response);"],
+        from: "bw::clc_is_canceled(response);",
+        to: "bw::clc_is_canceled(response) && next.first_round();",
+        applies: Applies::ClusterLaunchControl,
+        expect: Expect::Caught,
+        also: &[],
+        caught_by: "",
+    },
 ];
 
 /// How the workbook catches a seeded bug of a Hopper twin, which runs natively: there is no
@@ -429,10 +471,12 @@ pub const TWIN_MUTATIONS: &[TwinMutation] = &[
             to: "",
             applies: Applies::Loops,
             expect: Expect::Caught,
-            // The main loop's release, not the one after it (8 spaces in): the tail's comes
-            // after wgmma.wait_group 0, where a wait_group 1 more would change nothing.
+            // The main loop's release (at least 10 spaces in, inside its `for r` loop), not the
+            // one after it (8 or 6 spaces in): the tail's comes after wgmma.wait_group 0, where a
+            // wait_group 1 more would change nothing. Step 7's twin names the slot by
+            // `(it - 1) % STAGES`, the others by `release.index()`.
             also: &[Edit {
-                anchor: &["            wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[release.index()], r);"],
+                anchor: &["          wb::mbarrier_arrive_cluster_relaxed(&smem.load_empty[", "], r);"],
                 from: "r);",
                 to: "r); hp::wgmma_wait_group<1>();  // waited for only after the release",
             }],

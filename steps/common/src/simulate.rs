@@ -424,7 +424,8 @@ impl SimKernel {
         let k = spec.shape();
         let shape = p.shape.unwrap_or_else(|| default_shape(&k));
         spec.check_shape(shape).map_err(|e| anyhow!(e))?;
-        if p.clusters.is_some() && !k.schedule.fills_the_gpu() {
+        let clc = k.schedule == crate::step::Schedule::ClusterLaunchControl;
+        if p.clusters.is_some() && !k.schedule.fills_the_gpu() && !clc {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 spec.info().number
@@ -450,6 +451,14 @@ impl SimKernel {
             policy: o.policy,
             trace: o.trace,
             replay: o.replay.clone(),
+            // Under cluster launch control every tile's cluster is launched, and `clusters` caps
+            // how many are resident at once (the SMs they fit on), so running clusters find
+            // launches to cancel.
+            sms: if clc {
+                p.clusters.unwrap_or(DEFAULT_CLUSTERS) * k.cluster
+            } else {
+                sim::Options::default().sms
+            },
             ..sim::Options::default()
         };
         let start = Instant::now();

@@ -21,6 +21,7 @@ pub static STEPS: &[&StepInfo] = &[
     &step4_persistent::INFO,
     &step5_epilogue_warpgroup::INFO,
     &step6_grid_tiling::INFO,
+    &step7_last_wave::INFO,
 ];
 
 thread_local! {

@@ -110,7 +110,7 @@ impl Machine<'_> {
             let s = &self.slots[i];
             (
                 s.runnable.len(),
-                s.tma.len() + s.stores.len() + s.tc_active.len(),
+                s.tma.len() + s.stores.len() + s.tc_active.len() + self.clc.pending(s.linear),
             )
         }
     }
@@ -137,6 +137,13 @@ impl Machine<'_> {
         let l = self.l;
         let cl = l.cluster;
         let ncl = [l.grid[0] / cl[0], l.grid[1] / cl[1], l.grid[2] / cl[2]];
+        // A cluster whose launch a try_cancel cancelled never starts (`exec/clc.rs`).
+        while self.clc.is_cancelled(self.next_cluster) {
+            self.next_cluster += 1;
+        }
+        if self.next_cluster >= self.ncl_total {
+            return Ok(());
+        }
         let lin = self.next_cluster;
         self.next_cluster += 1;
         let cid = [
@@ -260,6 +267,7 @@ impl Machine<'_> {
                         if let Some(e) = self.uninit.take() {
                             return Err(e);
                         }
+                        self.clc_cluster_done()?;
                         self.retire_cluster();
                         continue 'outer;
                     }

@@ -10,6 +10,9 @@ use std::collections::HashMap;
 #[path = "decode_forms.rs"]
 mod forms;
 pub use forms::FormOp;
+#[path = "decode_clc.rs"]
+mod clc;
+pub use clc::ClcOp;
 
 /// A PTX fundamental type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -332,6 +335,8 @@ pub enum Shfl {
 /// Decoded opcodes. Types and modifiers the interpreter needs are fields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
+    /// Cluster launch control and its `.b128` response register (`decode_clc.rs`).
+    Clc(ClcOp),
     Mov(Ty),
     Ld {
         space: Space,
@@ -935,23 +940,31 @@ pub(crate) fn decode_function(
             }
             Item::Label(_) => {}
             Item::Reg {
-                ty: _,
+                ty,
                 name,
                 count,
                 line: _,
             } => {
                 let top = scope.regs.last_mut().expect("scope stack is never empty");
+                // A `.b128` register takes two 64-bit slots: its low half, then its high half.
+                let wide = ty == "b128";
                 match count {
                     Some(c) => {
                         for i in 0..*c {
                             let full = format!("{name}{i}");
                             top.insert(full.clone(), out.reg_names.len() as u32);
-                            out.reg_names.push(full);
+                            out.reg_names.push(full.clone());
+                            if wide {
+                                out.reg_names.push(format!("{full}.hi"));
+                            }
                         }
                     }
                     None => {
                         top.insert(name.clone(), out.reg_names.len() as u32);
                         out.reg_names.push(name.clone());
+                        if wide {
+                            out.reg_names.push(format!("{name}.hi"));
+                        }
                     }
                 }
             }
@@ -1297,6 +1310,9 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
     }
     if let Some(r) = crate::alu::decode_warp(base, mods) {
         return r.map(Op::WarpAlu).map_err(|()| unsupported(s));
+    }
+    if let Some(r) = clc::decode(s, base, mods) {
+        return r;
     }
     let op = match base {
         "mov" => {
@@ -1896,6 +1912,7 @@ fn arity(op: &Op) -> (usize, usize) {
         Op::Mov(_) | Op::Cvta { .. } | Op::Un(..) => (2, 2),
         Op::Ld { .. } | Op::St { .. } => (2, 3),
         Op::Form(f) => forms::arity(f),
+        Op::Clc(_) => (2, 2),
         Op::Bin(..) => (3, 3),
         Op::Mad { .. } | Op::Fma(_) | Op::Selp(_) | Op::Prmt | Op::Shf { .. } | Op::Bfe(_) => {
             (4, 4)
@@ -1990,6 +2007,9 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
                 Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
                 Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
                 Op::Form(_) => Some(v.len()),
+                // mov.b128 {lo, hi}; get_first_ctaid.v4 {x, y, z, _}.
+                Op::Clc(ClcOp::Pack) => Some(2),
+                Op::Clc(ClcOp::FirstCtaid { dim: None }) => Some(4),
                 Op::Mov(t) => (v.len() > 1 && t.bits() % v.len() as u32 == 0).then_some(v.len()),
                 _ => None,
             };

@@ -289,6 +289,7 @@ fn run_inner(
         trace_dropped: 0,
         rg: rule_state::Global::default(),
         cpa: Default::default(),
+        clc: Default::default(),
         observers: Vec::new(),
         attrib: Default::default(),
         slots: Vec::new(),

@@ -230,6 +230,8 @@ pub(crate) struct Machine<'a> {
     pub rg: Global,
     /// Non-bulk `cp.async` jobs and ordering records (`exec_async_copy.rs`).
     pub cpa: crate::exec::async_copy::CpaState,
+    /// Cluster launch control: cancelled clusters, responses in flight (`exec/clc.rs`).
+    pub clc: crate::exec::clc::ClcState,
     /// What watches execution (`observe.rs`): the happens-before checker.
     pub observers: Vec<Box<dyn crate::observe::Observer>>,
     /// Resident clusters other than the active one (`cluster.rs`); `cur` is the active one's
@@ -377,7 +379,11 @@ impl Machine<'_> {
 
     /// TMA loads, TMA stores and tcgen05 queues not yet retired.
     pub fn pending_events(&self) -> usize {
-        self.tma.len() + self.stores.len() + self.tc_active.len() + self.cpa.jobs.len()
+        let clc = self
+            .slots
+            .get(self.cur)
+            .map_or(0, |s| self.clc.pending(s.linear));
+        self.tma.len() + self.stores.len() + self.tc_active.len() + self.cpa.jobs.len() + clc
     }
 }
 

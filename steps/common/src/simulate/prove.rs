@@ -85,6 +85,13 @@ impl SimKernel {
         self.spec
             .check_shape(shape)
             .map_err(|e| anyhow::anyhow!(e))?;
+        if self.program.uses_cluster_launch_control() {
+            bail!(
+                "step {}: {}",
+                self.spec.info().number,
+                sim::prove::CLC_NOT_EXPLORED
+            );
+        }
         let plan = k.plan(shape, p.clusters.unwrap_or(DEFAULT_CLUSTERS));
         let prep = prepare(&self.source, shape, p, &plan)?;
         let reference = cpu_reference(&prep.problem);

@@ -885,6 +885,29 @@ impl Hb {
                 .is_some_and(|i| matches!(i.op, crate::decode::Op::TcAlloc { .. }));
         let rule = match (cur_kind, prior_kind, agent) {
             _ if prior_alloc => "alloc-handoff",
+            // The response of clusterlaunchcontrol.try_cancel (`exec/clc.rs`) is an async write
+            // completing on a barrier, seen here as a TMA load's.
+            (Some(Dim::Thread(_)), Some(Dim::TmaLoad(..)), _) if m.is_try_cancel(c.prior.pc) => {
+                "clc-read-before-complete"
+            }
+            // A request racing with an earlier read: the reader's fault if it never waited on the
+            // response's barrier (it read before any response completed: clc-read-early read
+            // before the first request), the requester's if the reader had consumed a phase
+            // (it read a response, and the request rewrote the buffer without waiting for it).
+            // One rule for one bug, whichever side the schedule runs first.
+            (Some(Dim::TmaLoad(_, _, bo)), Some(Dim::Thread(pt)), _) if m.is_try_cancel(e.pc) => {
+                // With .multicast::cluster::all each CTA's copy completes on that CTA's barrier
+                // at the same offset, so any CTA's barrier there counts.
+                let waited = self
+                    .th
+                    .get(pt as usize)
+                    .is_some_and(|t| t.consumed.iter().any(|(k, _, _)| k.1 == bo));
+                if waited {
+                    "clc-response-reuse"
+                } else {
+                    "clc-read-before-complete"
+                }
+            }
             (_, Some(Dim::TcQueue(_)), Agent::Thread(_)) if c.prior_write => "ld-after-commit-wait",
             // The reader read the columns before any MMA had written them: it read before its
             // wait (skip-acc-wait), not a release that came too early.
@@ -921,6 +944,8 @@ impl Hb {
                 format!("the last wait on that barrier of the thread that reads consumed {ph}, an older generation than phase {lp} the load completes in: the wait's parity names another phase than the data's (parity aliasing: the waiter is two phases behind)")
             }
             "alloc-handoff" => "the columns tcgen05.alloc handed the allocating warp reach another warp only through a thread synchronisation after the alloc (bar.sync, a named barrier or the cluster barrier), then tcgen05.fence::after_thread_sync before an asynchronous tcgen05 use".to_string(),
+            "clc-read-before-complete" => "a clusterlaunchcontrol.try_cancel response is ordered before a read of it only by a wait on the mbarrier its request completes on, in the reading thread or before a synchronisation with it (PTX ISA \"clusterlaunchcontrol.try_cancel\": no other mechanism guarantees the completion); the read and the response named here are not ordered".to_string(),
+            "clc-response-reuse" => "a new clusterlaunchcontrol.try_cancel rewrites the response buffer while a reader of the previous response is not ordered before it: every reader must release the buffer (an arrive on the barrier the requester waits on) before the next request".to_string(),
             "cp-async-wait-before-read" => "a cp.async copy's writes are ordered before other accesses only by cp.async.wait_group/wait_all in the issuing thread (then a synchronisation for other threads) or by the phase of the barrier a cp.async.mbarrier.arrive tracking it arrived on (PTX ISA \"cp.async.wait_group\", \"cp.async.mbarrier.arrive\")".to_string(),
             "ld-after-commit-wait" => "the reader has not waited (itself, or through a thread synchronisation followed by tcgen05.fence::after_thread_sync) for the barrier phase the tcgen05.commit covering that MMA arrived on".to_string(),
             _ => "no synchronisation orders them (an mbarrier phase, bar.sync, the cluster barrier, with tcgen05 fences for tcgen05 operations)".to_string(),

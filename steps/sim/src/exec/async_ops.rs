@@ -473,7 +473,15 @@ impl<'a> Machine<'a> {
         }
         let i = i - self.stores.len();
         if i >= self.tc_active.len() {
-            return self.retire_cp_async(i - self.tc_active.len());
+            let i = i - self.tc_active.len();
+            let clc = self
+                .slots
+                .get(self.cur)
+                .map_or(0, |s| self.clc.pending(s.linear));
+            if i < clc {
+                return self.retire_clc(i);
+            }
+            return self.retire_cp_async(i - clc);
         }
         let t = self.tc_active[i];
         let job = self.tcq[t as usize]

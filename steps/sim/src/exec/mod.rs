@@ -37,6 +37,7 @@ pub const SMEM_RESERVED: u32 = 0x400;
 const NONE: u32 = u32::MAX;
 
 pub(crate) mod async_copy;
+pub(crate) mod clc;
 mod forms;
 
 impl<'a> Machine<'a> {
@@ -782,6 +783,10 @@ impl<'a> Machine<'a> {
                 }
                 self.count(t, ins);
                 self.exec_form(t, ins, *f)?;
+            }
+            Op::Clc(c) => {
+                self.count(t, ins);
+                self.exec_clc(t, ins, *c)?;
             }
         }
         if next {

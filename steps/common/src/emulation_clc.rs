@@ -1,0 +1,36 @@
+//! The host side of the sm_90 stand-in for cluster launch control (`steps/include/clc_emu.cuh`):
+//! the per-launch global array its atomics decide on, and the words of its faults. A kernel that
+//! does not use cluster launch control has no `wb_emu_clc`, and nothing is installed.
+
+use crate::gpu::CudaResultExt;
+use anyhow::Result;
+use cudarc::driver::{CudaModule, CudaSlice, CudaStream, DevicePtr};
+use std::sync::Arc;
+
+/// Words of `wb_emu_clc` for a grid of `num_ctas` CTAs: the cursor, one claim per cluster (at
+/// most one per CTA), and 32 words per CTA (each warp's last decoded id, the failure seen).
+pub fn words(num_ctas: usize) -> usize {
+    1 + 33 * num_ctas
+}
+
+/// Point the module's `wb_emu_clc` at `clc`, if the kernel has one.
+pub fn install(s: &Arc<CudaStream>, module: &Arc<CudaModule>, clc: &CudaSlice<u32>) -> Result<()> {
+    let Ok(mut view) = module.get_global("wb_emu_clc", s) else {
+        return Ok(());
+    };
+    let (ptr, _g) = clc.device_ptr(s);
+    s.memcpy_htod(&ptr.to_le_bytes(), &mut view)
+        .cuda("copy to the GPU")?;
+    Ok(())
+}
+
+/// The words of fault codes 40 to 43 (clc_emu.cuh's WB_EMU_ERR_CLC_*), `d0` their first detail.
+pub fn describe(code: u32, d0: u64) -> String {
+    match code {
+        40 => format!("rule clc-read-before-complete: a clusterlaunchcontrol.try_cancel response was decoded before its bytes landed (it still held the emulation's poison, word {d0:#x}): read the response only after a wait on the mbarrier its request completes on (PTX ISA \"clusterlaunchcontrol.try_cancel\": only the mbarrier orders the asynchronous write)"),
+        41 => format!("rule clc-id-used-twice: a warp decoded the id of cancelled cluster {d0} a second time: it read a response it had already consumed (a stale buffer), so that cluster's tile is computed twice and another one not at all; each successful response carries an id no other response carries (PTX ISA \"clusterlaunchcontrol.try_cancel\")"),
+        42 => "rule clc-after-failure: clusterlaunchcontrol.try_cancel issued after this CTA observed a failed response, which the PTX ISA leaves undefined (\"clusterlaunchcontrol.try_cancel\"): stop asking after the first failure".to_string(),
+        43 => format!("rule clc-ctaid-of-failed: clusterlaunchcontrol.query_cancel.get_first_ctaid of a failed response (word {d0:#x}), which the PTX ISA leaves undefined (\"clusterlaunchcontrol.query_cancel\"): decode the ctaid only when is_canceled is true"),
+        c => format!("unknown cluster launch control fault code {c}"),
+    }
+}
