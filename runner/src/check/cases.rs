@@ -227,6 +227,17 @@ fn persistent(n: u32, arch: Arch) -> bool {
         .unwrap_or(false)
 }
 
+/// Whether step `n`'s Blackwell kernel uses cluster launch control (`--clusters` caps how many
+/// clusters are resident on the simulator).
+fn launch_control(n: u32) -> bool {
+    runner::steps::get(n)
+        .map(|s| {
+            s.info().kernel(Arch::Blackwell).launch.schedule()
+                == common::step::Schedule::ClusterLaunchControl
+        })
+        .unwrap_or(false)
+}
+
 /// The emulation check's cases, in the order they are reported.
 pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>> {
     for name in &set.only_mutations {
@@ -288,8 +299,12 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             .take(if set.first_step_only { 1 } else { usize::MAX })
             .collect();
         for step in on {
-            // A persistent kernel runs the bug with one cluster looping over every tile.
-            let clusters = persistent(step, Arch::Blackwell).then_some(1);
+            // A persistent kernel runs the bug with one cluster looping over every tile; under
+            // cluster launch control the simulator keeps one cluster resident, which then cancels
+            // every other launch and computes every tile (the GPU emulation's stand-in cannot cap
+            // residency: there every cluster is resident at this shape, and the run refuses the cap).
+            let clusters =
+                (persistent(step, Arch::Blackwell) || launch_control(step)).then_some(1);
             for &e in &set.emu_seeds {
                 out.push(EmulationCase {
                     mutation: Some(m),
