@@ -210,11 +210,10 @@ impl EventLog {
                 continue;
             }
             self.snap.insert(bar, s);
-            if !self.names.contains_key(&bar) {
-                let n = crate::deadlock::barrier_name(m, bar.0, bar.1)
-                    .unwrap_or_else(|| format!("mbarrier@{:#x}", bar.1));
-                self.names.insert(bar, n);
-            }
+            self.names.entry(bar).or_insert_with(|| {
+                crate::deadlock::barrier_name(m, bar.0, bar.1)
+                    .unwrap_or_else(|| format!("mbarrier@{:#x}", bar.1))
+            });
             let name = q(&self.name(bar));
             let ts = self.last_ts;
             self.push(format!(
@@ -360,9 +359,10 @@ impl EventLog {
                     AsyncKind::TmaLoad => {
                         self.role((cta, warp), PRODUCER);
                         let bar = barrier.unwrap_or((cta, 0));
-                        if !self.names.contains_key(&bar) {
+                        if let std::collections::hash_map::Entry::Vacant(e) = self.names.entry(bar)
+                        {
                             if let Some(n) = crate::deadlock::barrier_name(m, bar.0, bar.1) {
-                                self.names.insert(bar, n);
+                                e.insert(n);
                             }
                         }
                         let i = match self.slot_of_full(bar) {
@@ -462,7 +462,8 @@ impl EventLog {
                 self.slots[i].state = None;
             }
         }
-        let waiting: Vec<(u32, ((u32, u32), u64))> = self.waiting.drain().collect();
+        type Wait = (u32, ((u32, u32), u64));
+        let waiting: Vec<Wait> = self.waiting.drain().collect();
         // Waits still blocked at the end (a deadlock's waiters): open until the stop.
         let mut seen = std::collections::HashSet::new();
         for (t, (bar, since)) in waiting {
