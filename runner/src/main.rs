@@ -20,6 +20,7 @@ mod scaffold;
 mod step_cmd;
 mod step_request;
 mod trace;
+mod trace_sim;
 mod workshop;
 
 use std::process::ExitCode;

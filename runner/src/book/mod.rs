@@ -30,6 +30,7 @@ pub mod rule;
 pub mod spread;
 pub mod terminal;
 pub mod verified;
+pub mod widgets;
 
 use crate::results::{self, EmulationCase, Expected, Provenance, TraceFile};
 use anyhow::{anyhow, bail, Context, Result};
@@ -620,6 +621,7 @@ const MARKERS: &[(&str, Render)] = &[
     ("glossary", |_, _| glossary::markdown(None)),
     ("grid-footprint", |s, _| grid_footprint(s)),
     ("trace-figure", |s, _| trace_figure(s)),
+    ("sim-widget", widgets::marker),
     ("bench-plot", |s, _| measured::bench_plot(s)),
     ("twins-summary", |s, _| measured::twins_summary(s)),
     ("verified", |s, _| verified::marker(s)),
@@ -761,6 +763,8 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
         std::fs::write(assets.join(file), svg)
             .with_context(|| format!("cannot write {}", assets.join(file).display()))?;
     }
+    // The simulator in the page: WebAssembly, the widgets, every kernel's PTX.
+    widgets::build(&dir)?;
     Ok(dir)
 }
 

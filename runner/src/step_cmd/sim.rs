@@ -184,6 +184,20 @@ fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
         text.push('\n');
     }
     std::fs::write(&path, text).with_context(|| format!("cannot write {}", path.display()))?;
+    // The event trace (Perfetto/chrome://tracing JSON, the book's ring player) and its picture.
+    if let Some(json) = &r.events {
+        let j = path.with_extension("json");
+        std::fs::write(&j, json).with_context(|| format!("cannot write {}", j.display()))?;
+        let s = path.with_extension("svg");
+        std::fs::write(&s, crate::trace_sim::svg(json)?)
+            .with_context(|| format!("cannot write {}", s.display()))?;
+        eprintln!(
+            "{:<10}{} and {} (the first cluster's ring: Perfetto, chrome://tracing or the book's player)",
+            "trace",
+            j.display(),
+            s.display()
+        );
+    }
     Ok(path)
 }
 

@@ -153,6 +153,10 @@ pub struct SimReport {
     /// The order of events (`SimOptions::trace`), one per line.
     #[serde(skip)]
     pub trace: Vec<String>,
+    /// The first cluster's event trace as Chrome trace-event JSON (`SimOptions::trace` with
+    /// one schedule; `sim::trace_events` documents it).
+    #[serde(skip)]
+    pub events: Option<String>,
 }
 
 impl SimReport {
@@ -446,6 +450,8 @@ impl SimKernel {
                 p.cpu_samples,
             )
         };
+        // One schedule traced: also the ring player's event trace (`sim::trace_events`).
+        let events = (o.trace && o.schedules == 1).then(sim::trace_events::sink);
         let base = sim::Options {
             seed: o.seed,
             policy: o.policy,
@@ -459,9 +465,12 @@ impl SimKernel {
             } else {
                 sim::Options::default().sms
             },
+            events: events.clone(),
             ..sim::Options::default()
         };
         let start = Instant::now();
+        // The single schedule's stop, for the event trace's last event.
+        let mut sim_error: Option<sim::SimError> = None;
         // The run's report (when it finished; else its trace up to the stop), its verification,
         // the simulator's finding, and the schedule that failed (for the replay line).
         let (run, verification, failure, failed) = if o.schedules == 1 {
@@ -472,16 +481,19 @@ impl SimKernel {
                     let failed = (!v.passed).then_some((o.seed, o.policy));
                     (r, Some(v), None, failed)
                 }
-                Err(s) => (
-                    sim::RunReport {
-                        trace: s.trace,
-                        printf: s.printf,
-                        ..sim::RunReport::default()
-                    },
-                    None,
-                    Some(failure_of(&s.error, o.seed, o.policy)),
-                    Some((o.seed, o.policy)),
-                ),
+                Err(s) => {
+                    sim_error = Some(s.error.clone());
+                    (
+                        sim::RunReport {
+                            trace: s.trace,
+                            printf: s.printf,
+                            ..sim::RunReport::default()
+                        },
+                        None,
+                        Some(failure_of(&s.error, o.seed, o.policy)),
+                        Some((o.seed, o.policy)),
+                    )
+                }
             }
         } else {
             // Each schedule's C is verified; the first that fails (or breaks a rule) stops it.
@@ -525,6 +537,22 @@ impl SimKernel {
             }
         };
         let wall_s = start.elapsed().as_secs_f64();
+        let events = events.map(|sink| {
+            let verdict = match (&failure, &verification) {
+                (Some(f), _) => f.kind,
+                (None, Some(v)) if v.passed => "PASS",
+                _ => "FAIL",
+            };
+            let other = format!(
+                r#""step":{},"kernel":{},"seed":{},"policy":{},"verdict":"{verdict}""#,
+                spec.info().number,
+                serde_json::Value::from(source.path.as_str()),
+                o.seed,
+                serde_json::Value::from(o.policy.name())
+            );
+            let stop = sim_error.as_ref();
+            sim::trace_events::finish(&sink, stop, &other)
+        });
         let first_policy = if o.schedules == 1 {
             o.policy
         } else {
@@ -579,6 +607,7 @@ impl SimKernel {
             printf: run.printf,
             printf_dropped: run.printf_dropped,
             trace: run.trace,
+            events,
         })
     }
 }

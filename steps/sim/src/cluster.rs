@@ -157,6 +157,7 @@ impl Machine<'_> {
             observers: vec![Box::new(crate::check::hb::Hb::default())],
             ..Cluster::default()
         };
+        crate::trace_events::attach(self.o, lin, &mut c.observers);
         let mut rank = 0;
         for z in 0..cl[2] {
             for y in 0..cl[1] {

@@ -28,7 +28,7 @@ fn init_expression(text: &str, line: u32) -> Option<String> {
 
 /// A barrier's name: from the launch's table, else from the source line of its
 /// `mbarrier.init` (the n-th barrier that line initialised gets index n: `smem.load_full[2]`).
-fn barrier_name(m: &Machine, cta: u32, off: u32) -> Option<String> {
+pub(crate) fn barrier_name(m: &Machine, cta: u32, off: u32) -> Option<String> {
     let rel = off.wrapping_sub(m.dyn_off);
     if let Some((_, name)) = m.l.barrier_names.iter().find(|(o, _)| *o == rel) {
         return Some(name.clone());

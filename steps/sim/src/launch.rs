@@ -59,6 +59,9 @@ pub struct Options {
     /// text form parses with `str::parse`) instead of the seeded choices: what a runner's
     /// `--sim-policy replay:WITNESS` sets.
     pub replay: Option<crate::prove::Witness>,
+    /// Record the first cluster's event trace for people (the ring player, Perfetto) into this
+    /// sink ([`crate::trace_events`]); None records nothing.
+    pub events: Option<crate::trace_events::Sink>,
 }
 
 impl Default for Options {
@@ -71,6 +74,7 @@ impl Default for Options {
             deadline: None,
             sms: 148,
             replay: None,
+            events: None,
         }
     }
 }

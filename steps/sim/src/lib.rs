@@ -132,6 +132,7 @@ mod report;
 mod rule_state;
 mod rules;
 pub mod sched;
+pub mod trace_events;
 pub mod units;
 mod xrace;
 
