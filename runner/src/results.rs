@@ -779,6 +779,9 @@ pub struct GradeSelftestCatch {
     /// The hidden run took at least this long, none of it in the time a student sees.
     #[serde(default)]
     pub hidden_spin_s: Option<f64>,
+    /// A failed row's detail names this (the simulator's rule, say).
+    #[serde(default)]
+    pub detail: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

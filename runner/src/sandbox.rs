@@ -162,6 +162,20 @@ fn read_log(path: &Path, limit: usize) -> String {
     }
 }
 
+/// Set (by a caller's SIGINT handler, `runner grade`'s batch): every child [`run`] is waiting on
+/// is killed, with its group, and `run` returns an error, so the caller can stop at once.
+static CANCEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Ask every running child to stop (async-signal-safe: one atomic store).
+pub fn cancel() {
+    CANCEL.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Whether [`cancel`] was called.
+pub fn cancelled() -> bool {
+    CANCEL.load(std::sync::atomic::Ordering::SeqCst)
+}
+
 /// Kill every process of group `pgid`.
 fn kill_group(pgid: i32) {
     // SAFETY: plain syscall; a group that is already gone gives ESRCH, which is fine.
@@ -257,6 +271,11 @@ pub fn run(spec: &ChildSpec) -> Result<Outcome> {
                 kill_group(pgid);
                 let _ = child.wait();
                 break Exit::TimedOut;
+            }
+            Ok(None) if cancelled() => {
+                kill_group(pgid);
+                let _ = child.wait();
+                anyhow::bail!("interrupted: the grading child was stopped");
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => {

@@ -2,6 +2,7 @@
 //! a time), optionally only one shard of it, with a progress bar and a summary.
 
 use super::grader::{Confinement, Grader, OwnedScratch};
+use super::interrupt;
 use super::job::EnvInfo;
 use super::report::{self, GradeReport};
 use super::rubric::Rubric;
@@ -26,6 +27,9 @@ pub struct Options {
     /// Grade a Blackwell rubric on the GPU (the tcgen05 emulation on an H100/H200) instead of
     /// the PTX simulator.
     pub on_gpu: bool,
+    /// Submissions graded at once on the simulator or in a pre-screen (0: one per core); on
+    /// GPUs, one per GPU.
+    pub jobs: usize,
 }
 
 impl Options {
@@ -152,6 +156,7 @@ pub fn grader_for(
         compile_only: opts.compile_only,
         skip_screen: opts.skip_screen,
         simulate,
+        jobs: opts.jobs,
         cleanup,
     })
 }
@@ -177,6 +182,7 @@ pub fn refusing_grader(rubric: Rubric, rubric_path: &Path, opts: Options) -> Res
         child_env: Vec::new(),
         compile_only: true,
         skip_screen: opts.skip_screen,
+        jobs: opts.jobs,
         cleanup: None,
     })
 }
@@ -261,8 +267,23 @@ fn needs_recheck(r: &GradeReport) -> bool {
     })
 }
 
-/// Grade `subs` over `gpus` (one child at a time per GPU). With `write`, each report goes to
-/// `out/<student>/` and the summaries to `out/`.
+/// How many submissions grade at once where no GPU is used (the simulator, a pre-screen): the
+/// instructor's `--jobs`, else one per core, and never more than there are submissions.
+pub fn workers(jobs: usize, submissions: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let wanted = if jobs == 0 { cores } else { jobs };
+    wanted.min(submissions).max(1)
+}
+
+/// The most `--jobs` accepts: four per core (each grading holds a child of up to
+/// [`super::grader::SIMULATE_ADDRESS_SPACE`] at a time).
+pub fn max_jobs() -> usize {
+    4 * std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Grade `subs` over `gpus` (one child at a time per GPU; on the simulator or in a pre-screen,
+/// [`workers`] at a time). With `write`, each report goes to `out/<student>/` as its student
+/// finishes, and the summaries to `out/` at the end.
 pub fn grade_all(
     grader: &Grader,
     subs: Vec<Submission>,
@@ -271,14 +292,34 @@ pub fn grade_all(
     gradescope: bool,
     write: bool,
 ) -> Result<Vec<GradeReport>> {
+    grade_batch(grader, subs, Vec::new(), gpus, out, gradescope, write)
+}
+
+/// [`grade_all`], with the reports of students graded earlier (`kept`, by `--resume`) counted in
+/// the progress and the summaries. A signal (Ctrl-C) stops it with [`Interrupted`]: every
+/// grade written so far stays, no summary is written, the running children are stopped and
+/// their scratch folders removed.
+pub fn grade_batch(
+    grader: &Grader,
+    subs: Vec<Submission>,
+    kept: Vec<GradeReport>,
+    gpus: &[usize],
+    out: &Path,
+    gradescope: bool,
+    write: bool,
+) -> Result<Vec<GradeReport>> {
     let gpus = crate::pool::default_gpus(gpus);
     let mut envs = Vec::new();
-    if grader.compile_only {
-        // A pre-screen: no GPU is opened; one worker compiles the submissions in turn.
-        envs.push((0, EnvInfo::default()));
-    } else if grader.simulate {
-        // The simulator: no GPU is opened; one worker grades the submissions in turn.
-        envs.push((0, simulator_env()));
+    if grader.compile_only || grader.simulate {
+        // No GPU is opened: a pre-screen compiles, the simulator grades, on the CPU's cores.
+        let env = if grader.compile_only {
+            EnvInfo::default()
+        } else {
+            simulator_env()
+        };
+        for _ in 0..workers(grader.jobs, subs.len()) {
+            envs.push((0, env.clone()));
+        }
     }
     for &d in gpus
         .iter()
@@ -294,25 +335,39 @@ pub fn grade_all(
         }
         envs.push((d, env));
     }
-    let total = subs.len();
+    let total = subs.len() + kept.len();
+    let at_once = envs.len();
+    // Drawn on a terminal only (indicatif draws nothing when stderr is not one).
     let bar = indicatif::ProgressBar::new(total as u64);
     if write {
         bar.set_style(
             indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} graded, {elapsed} {msg}")
                 .map_err(|e| anyhow!("{e}"))?,
         );
+        bar.set_position(kept.len() as u64);
+        bar.set_message(format!("({at_once} at a time)"));
     } else {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let queue = Arc::new(Mutex::new(subs.into_iter().collect::<VecDeque<_>>()));
     let (tx, rx) = mpsc::channel::<Result<GradeReport>>();
+    let mut reports = kept;
+    let mut errors = Vec::new();
     std::thread::scope(|s| {
         for (device, env) in envs {
             let (queue, tx) = (queue.clone(), tx.clone());
             s.spawn(move || {
                 let mut env = env;
                 while let Some(sub) = queue.lock().map_or(None, |mut q| q.pop_front()) {
+                    if interrupt::requested() {
+                        break;
+                    }
                     let mut r = grader.grade(&sub, device, &env);
+                    if interrupt::requested() {
+                        // Stopped part-way (its children were killed): no grade; its scratch
+                        // folder is gone with the grading.
+                        break;
+                    }
                     if !grader.simulate && needs_recheck(&r) {
                         match recheck(grader, device) {
                             Ok(e) => {
@@ -335,29 +390,36 @@ pub fn grade_all(
             });
         }
         drop(tx);
-    });
-    let mut reports = Vec::new();
-    let mut errors = Vec::new();
-    for msg in rx {
-        match msg {
-            Ok(r) => {
-                bar.set_message(format!(
-                    "last: {} {:.1}/{:.1}",
-                    r.student, r.score, r.max_score
-                ));
-                bar.inc(1);
-                if write {
-                    r.write(
-                        &out.join(super::submission::report_folder(&r.student)),
-                        gradescope,
-                    )?;
+        // Each report is written as its student finishes, while the others grade on.
+        for msg in rx {
+            match msg {
+                Ok(r) => {
+                    bar.set_message(format!(
+                        "({at_once} at a time) last: {} {:.1}/{:.1}",
+                        r.student, r.score, r.max_score
+                    ));
+                    bar.inc(1);
+                    if write {
+                        if let Err(e) = r.write(
+                            &out.join(super::submission::report_folder(&r.student)),
+                            gradescope,
+                        ) {
+                            errors.push(e);
+                        }
+                    }
+                    reports.push(r);
                 }
-                reports.push(r);
+                Err(e) => errors.push(e),
             }
-            Err(e) => errors.push(e),
         }
-    }
+    });
     bar.finish_and_clear();
+    if interrupt::requested() {
+        return Err(anyhow::Error::new(interrupt::Interrupted {
+            graded: reports.len(),
+            total,
+        }));
+    }
     if write {
         report::write_summary(out, &mut reports)?;
     }

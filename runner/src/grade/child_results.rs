@@ -87,6 +87,8 @@ pub(super) struct CompileOutcome {
     /// The traced build, where the job asked for it: `Err` is its first message as a student
     /// may see it.
     pub(super) traced: Option<Result<(), String>>,
+    /// What the simulator does not model in a build's PTX, and where (a job with `ptx`).
+    pub(super) unsupported: Option<String>,
 }
 
 pub(super) fn compile_outcome(
@@ -116,6 +118,7 @@ pub(super) fn compile_outcome(
                 .collect())
         }
     });
+    let unsupported = entries.iter().flatten().find_map(|e| e.unsupported.clone());
     // The traced build decides the trace facts alone, not the compile's status or resources.
     let entries: Option<Vec<CompiledDtype>> =
         entries.map(|v| v.into_iter().filter(|e| !e.traced).collect());
@@ -134,6 +137,7 @@ pub(super) fn compile_outcome(
         flags,
         sass,
         traced,
+        unsupported,
     })
 }
 
@@ -627,6 +631,7 @@ bands = [{ ratio = 0.8, fraction = 1.0 }, { ratio = 0.0, fraction = 0.5 }]
             nvrtc_version: "13.0".into(),
             sass: None,
             traced,
+            unsupported: None,
         };
         let entries = vec![
             entry("f16", true, "", false),

@@ -67,6 +67,8 @@ pub struct Grader {
     /// A Blackwell rubric graded on the PTX simulator (the default): its native sm_100a PTX runs
     /// on the CPU, no GPU is used. False: on the GPU (the tcgen05 emulation on an H100/H200).
     pub simulate: bool,
+    /// Submissions graded at once where no GPU is used (0: one per core; `batch::workers`).
+    pub jobs: usize,
     /// The scratch folder this grader made, removed with it (none with --keep-scratch).
     #[expect(dead_code, reason = "held for its Drop, which removes the folder")]
     pub cleanup: Option<OwnedScratch>,
@@ -500,8 +502,15 @@ impl Grader {
         let mut traced_build: Result<(), String> = Ok(());
         // Requirements present in the binary whose executions are still to be counted.
         let mut pending: bool;
-        match compiled.map(|o| (o.report, o.sass, o.traced)) {
-            Ok((mut c, sass, traced)) if c.status == CompileStatus::Ok => {
+        match compiled.map(|o| (o.report, o.sass, o.traced, o.unsupported)) {
+            Ok((c, _, _, Some(why)))
+                if c.status == CompileStatus::Ok && self.simulate && !self.compile_only =>
+            {
+                r.compile = c;
+                self.not_modelled(r, &why);
+                return None;
+            }
+            Ok((mut c, sass, traced, _)) if c.status == CompileStatus::Ok => {
                 pending = self
                     .rubric
                     .requirements
@@ -537,7 +546,7 @@ impl Grader {
                 }
                 r.compile = c;
             }
-            Ok((c, _, _)) => {
+            Ok((c, ..)) => {
                 let why = format!(
                     "the kernel did not compile ({})",
                     super::report::lower(&c.status)
@@ -560,6 +569,29 @@ impl Grader {
             pending,
             traced_build,
         })
+    }
+
+    /// A kernel the simulator does not model (`why`, decided on its whole PTX in the compile
+    /// child) is not graded: one line for the student (the compile's message), the way to grade
+    /// it on a GPU for the instructor (a grading flag), and no row of it is a test's error.
+    fn not_modelled(&self, r: &mut GradeReport, why: &str) {
+        r.compile.status = CompileStatus::Unsupported;
+        r.compile.message = why.to_string();
+        r.grading_flags.push(Flag::new(
+            super::simulated::UNSUPPORTED,
+            format!(
+                "not graded: {why}. The simulator decided this when it decoded the kernel's PTX, before any test ran, whatever the inputs. Grade it on a GPU (the tcgen05 emulation on an H100/H200): runner grade {} --rubric {} --student {} --on-gpu",
+                shell_word(&r.submission),
+                shell_word(&self.rubric_path.display().to_string()),
+                shell_word(&r.student)
+            ),
+        ));
+        for t in &mut r.tests {
+            t.status = Status::Skipped;
+            t.score = 0.0;
+            t.flags.clear();
+            t.detail = "not graded: the simulator does not model this kernel (the compile line says what and where)".into();
+        }
     }
 
     /// A pre-screen ends after the compile: a requirement the binary fails keeps its verdict;
@@ -1096,6 +1128,11 @@ impl Grader {
     }
 }
 
+/// `word` as a POSIX shell reads it back (for a command the instructor copies).
+fn shell_word(word: &str) -> String {
+    super::interrupt::quote(word)
+}
+
 fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static N: AtomicU64 = AtomicU64::new(0);
@@ -1121,6 +1158,7 @@ mod tests {
             compile_only: false,
             skip_screen: false,
             simulate: false,
+            jobs: 1,
             cleanup: None,
         }
     }
@@ -1255,6 +1293,136 @@ esac
         assert!(r.elapsed_s >= 3.0);
         let v: serde_json::Value = serde_json::from_str(&shown).unwrap();
         assert!(v["execution_time"].as_u64().unwrap() <= 2, "{v}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    /// A stand-in worker that logs when each child starts and ends, and what its job holds.
+    const ORDER_WORKER: &str = r#"#!/bin/sh
+cat > job.json
+what="$3"
+if [ "$3" = run ]; then
+  if grep -q '"name":"hidden"' job.json; then what=run-hidden; else what=run-visible; fi
+fi
+echo "start $what $(date +%s%N)" >> "$ORDER_LOG"
+case "$3" in
+compile)
+  printf '[{"dtype":"f16","ok":true,"log":"","registers":1,"spill_bytes":0,"compile_ms":1.0,"nvrtc_version":"13.0"}]' > compile.json
+  : > cubin-f16.bin ;;
+run)
+  if [ "$what" = run-hidden ]; then
+    echo '{"test":{"name":"hidden","status":"passed","launches":1,"flags":[],"detail":"ok","timing":null}}' >> results.jsonl
+  else
+    echo '{"test":{"name":"public","status":"passed","launches":1,"flags":[],"detail":"ok","timing":null}}' >> results.jsonl
+    echo '{"test":{"name":"speed","status":"failed","launches":1,"flags":[],"detail":"too slow","timing":null}}' >> results.jsonl
+  fi
+  sleep 0.2 ;;
+esac
+echo "end $what $(date +%s%N)" >> "$ORDER_LOG"
+"#;
+
+    /// Issue 38, item 7, on the Hopper path, without a GPU: every visible result (the speed test
+    /// among them) comes from a child whose job holds no hidden test, name or seed, and that
+    /// child has exited before the first process that holds hidden inputs starts; the hidden
+    /// child's job holds the hidden test alone.
+    #[test]
+    fn no_visible_result_comes_from_a_process_that_saw_hidden_inputs() {
+        let d = std::env::temp_dir().join(format!("grade-order-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("bob")).unwrap();
+        let worker = d.join("worker.sh");
+        std::fs::write(&worker, ORDER_WORKER).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&worker, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(
+            d.join("bob/kernel.cu"),
+            "#include \"hopper.cuh\"\nextern \"C\" __global__ void gemm_kernel() {}\n",
+        )
+        .unwrap();
+        let log = d.join("order.log");
+        let mut g = grader(Some("an instructor secret of length"));
+        g.exe = worker;
+        g.scratch = d.join("scratch");
+        g.keep_scratch = true;
+        g.child_env = vec![
+            ("PATH".into(), "/usr/bin:/bin".into()),
+            ("ORDER_LOG".into(), log.display().to_string()),
+        ];
+        let env = EnvInfo {
+            name: "a GPU of the test".into(),
+            compute_capability: (9, 0),
+            ..Default::default()
+        };
+        let sub = Submission {
+            student: "bob".into(),
+            path: d.join("bob"),
+        };
+        let r = g.grade(&sub, 0, &env);
+        let events: Vec<(String, String, u128)> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let w: Vec<&str> = l.split(' ').collect();
+                (w[0].to_string(), w[1].to_string(), w[2].parse().unwrap())
+            })
+            .collect();
+        let at = |edge: &str, what: &str| {
+            events
+                .iter()
+                .find(|(e, w, _)| e == edge && w == what)
+                .map(|e| e.2)
+                .unwrap_or_else(|| panic!("no {edge} of {what}: {events:?}"))
+        };
+        // One child per class, in order; the visible one gone before the hidden one starts.
+        let order: Vec<&str> = events
+            .iter()
+            .filter(|(e, ..)| e == "start")
+            .map(|(_, w, _)| w.as_str())
+            .collect();
+        assert_eq!(order, ["compile", "run-visible", "run-hidden"]);
+        assert!(at("end", "run-visible") <= at("start", "run-hidden"));
+        assert!(at("end", "compile") <= at("start", "run-visible"));
+        // What each run child was given.
+        let run_dir = std::fs::read_dir(&g.scratch)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .find(|p| p.join("run-visible").is_dir())
+            .expect("the grading's scratch folder");
+        let job = |class: &str| -> (Job, String) {
+            let bytes = std::fs::read(run_dir.join(class).join("job.json")).unwrap();
+            (
+                serde_json::from_slice(&bytes).unwrap(),
+                String::from_utf8(bytes).unwrap(),
+            )
+        };
+        let (visible, visible_text) = job("run-visible");
+        let names: Vec<&str> = visible.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["public", "speed"],
+            "the speed test runs with the visible ones"
+        );
+        let hidden_row = r.tests.iter().find(|t| t.name == "hidden").unwrap();
+        assert!(!visible_text.contains("\"hidden\""));
+        for seed in hidden_row
+            .seeds
+            .sets
+            .iter()
+            .chain([&hidden_row.seeds.decoy, &hidden_row.seeds.refresh])
+        {
+            assert!(
+                !visible_text.contains(&seed.to_string()),
+                "hidden seed {seed}"
+            );
+        }
+        let (hidden, _) = job("run-hidden");
+        let names: Vec<&str> = hidden.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["hidden"]);
+        // Every visible row is the visible child's.
+        let speed = r.tests.iter().find(|t| t.name == "speed").unwrap();
+        assert_eq!(speed.detail, "too slow");
+        assert_eq!(r.tests[0].status, Status::Passed);
+        assert!(r.grading_flags.iter().all(|f| f.name != "foreign-result"));
         let _ = std::fs::remove_dir_all(&d);
     }
 

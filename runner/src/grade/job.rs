@@ -346,6 +346,10 @@ pub struct CompiledDtype {
     /// only, never the compile's status.
     #[serde(default)]
     pub traced: bool,
+    /// The simulator's refusal of this build's sm_100a PTX, decided when the compile child
+    /// decoded it (a job with `ptx`): what it does not model and where, as a student reads it.
+    #[serde(default)]
+    pub unsupported: Option<String>,
 }
 
 impl CompiledDtype {
@@ -367,6 +371,7 @@ impl CompiledDtype {
             nvrtc_version: c.nvrtc_version.clone(),
             sass,
             traced,
+            unsupported: None,
         }
     }
 
@@ -382,6 +387,7 @@ impl CompiledDtype {
             nvrtc_version: String::new(),
             sass: None,
             traced,
+            unsupported: None,
         }
     }
 }

@@ -33,11 +33,13 @@ pub mod diagnostics;
 pub mod executed;
 pub mod grader;
 pub mod integrity;
+pub mod interrupt;
 pub mod job;
 pub mod measure;
 pub mod policy;
 pub mod protocol;
 pub mod report;
+pub mod resume;
 pub mod rubric;
 pub mod scoring;
 pub mod seeds;
@@ -118,9 +120,21 @@ pub struct GradeArgs {
     /// submission; a file of that name inside the submission is never read).
     #[arg(long, value_name = "JSON", env = METADATA_ENV)]
     pub metadata: Option<PathBuf>,
+    /// Testing only: write the simulator's class of 30 (stock, honest variants, three hostile
+    /// kernels), its rubric and a secret into DIR, and stop (`scripts/grade-class30.sh`).
+    #[arg(long, hide = true, value_name = "DIR", conflicts_with_all = ["selftest", "batch", "submission"])]
+    pub write_class30: Option<PathBuf>,
     /// Testing only: skip the include screen, to show the confinement holds on its own.
     #[arg(long, hide = true)]
     pub skip_screen: bool,
+    /// Grade N submissions at once where no GPU is used (a Blackwell rubric on the simulator,
+    /// --compile-only); default: one per core. On GPUs, --gpus sets how many grade at once.
+    #[arg(long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Finish an interrupted --batch into the same --out: students whose grade.json there is
+    /// complete and graded as this run would grade them are kept, the others graded.
+    #[arg(long, requires = "batch")]
+    pub resume: bool,
     /// Grade a Blackwell (sm_100a) rubric on the GPU: under the tcgen05 emulation on an
     /// H100/H200. Without it, a Blackwell rubric is graded on the PTX simulator, which runs the
     /// kernel's native sm_100a code on the CPU and needs no GPU.
@@ -270,6 +284,14 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         println!("merged {} students into {}", reports.len(), out.display());
         return Ok(ExitCode::SUCCESS);
     }
+    if let Some(dir) = &args.write_class30 {
+        OutDir::make_own(dir, "--write-class30", "a class")?;
+        let members = selftest::write_sim_class(dir, 30)?;
+        for (name, what) in &members {
+            println!("{name}\t{what}");
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.selftest {
         let out = match &args.out {
             Some(out) => OutDir::claim(out, "--out")?,
@@ -297,7 +319,16 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         compile_only: args.compile_only,
         skip_screen: args.skip_screen,
         on_gpu: args.on_gpu,
+        jobs: args.jobs.unwrap_or(0),
     };
+    if let Some(n) = args.jobs {
+        if n == 0 || n > batch::max_jobs() {
+            bail!(
+                "--jobs takes 1 to {} (four per core of this machine), got {n}",
+                batch::max_jobs()
+            );
+        }
+    }
     let load_rubric = || -> Result<rubric::Rubric> {
         let mut r = rubric::Rubric::load(&rubric_path)?;
         if args.public_only {
@@ -323,13 +354,12 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
         let subs = batch::class(dir, shard)?;
-        // A folder of the user's takes only new names: every report folder and summary.
         let out_dir = OutDir::claim(&out, "--out")?;
-        for s in &subs {
-            out_dir.fresh(submission::report_folder(&s.student))?;
-        }
-        for name in report::SUMMARIES {
-            out_dir.fresh(name)?;
+        if !args.resume {
+            // A folder of the user's takes only new names: every report folder and summary.
+            for s in &subs {
+                out_dir.fresh(submission::report_folder(&s.student))?;
+            }
         }
         let grader = batch::grader_for(
             rubric,
@@ -339,9 +369,38 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
             std::slice::from_ref(dir),
             opts,
         )?;
+        let (kept, subs) = if args.resume {
+            let (kept, todo) = resume::split(&grader, subs, &out);
+            eprintln!(
+                "resume: {} students already graded (kept), {} to grade",
+                kept.len(),
+                todo.len()
+            );
+            (kept, todo)
+        } else {
+            (Vec::new(), subs)
+        };
+        for name in report::SUMMARIES {
+            out_dir.fresh(name)?;
+        }
         out_dir.create()?;
-        let reports = batch::grade_all(&grader, subs, &args.gpus, &out, args.gradescope, true)
-            .map_err(suggest_compile_only)?;
+        interrupt::install();
+        let graded =
+            batch::grade_batch(&grader, subs, kept, &args.gpus, &out, args.gradescope, true);
+        let reports = match graded {
+            Err(e) if e.downcast_ref::<interrupt::Interrupted>().is_some() => {
+                // The grader's scratch folder goes with it, before the word that it is done.
+                drop(grader);
+                let argv: Vec<String> = std::env::args().collect();
+                eprintln!(
+                    "{e}: their grade.json files are in {}; the unfinished students' scratch folders were removed",
+                    out.display()
+                );
+                eprintln!("resume with: {}", interrupt::resume_command(&argv));
+                return Ok(ExitCode::from(130));
+            }
+            other => other.map_err(suggest_compile_only)?,
+        };
         if args.json {
             println!("{}", serde_json::to_string_pretty(&reports)?);
         } else {

@@ -35,6 +35,9 @@ pub enum CompileStatus {
     Failed,
     Timeout,
     Error,
+    /// Compiled, and not graded: the simulator does not model an instruction form of its PTX
+    /// (decided when the PTX was decoded, before any test). An instructor grades it on a GPU.
+    Unsupported,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -139,10 +142,13 @@ impl GradeReport {
     pub fn tally(&mut self) {
         self.score = self.tests.iter().map(|t| t.score).sum();
         self.max_score = self.tests.iter().map(|t| t.max_score).sum();
+        // A kernel the simulator does not model was not graded at all: none of it was skipped
+        // for want of hardware.
+        let not_graded = self.compile.status == CompileStatus::Unsupported;
         self.skipped_points = self
             .tests
             .iter()
-            .filter(|t| t.status == Status::Skipped)
+            .filter(|t| t.status == Status::Skipped && !not_graded)
             .map(|t| t.points)
             .sum();
         let mut flags: Vec<String> = self
@@ -159,6 +165,7 @@ impl GradeReport {
             CompileStatus::Rejected if screened => Some("forbidden-source"),
             CompileStatus::Failed => Some("compile-error"),
             CompileStatus::Timeout => Some("compile-timeout"),
+            CompileStatus::Unsupported => Some(super::simulated::UNSUPPORTED),
             _ => None,
         };
         let grading = self.grading_flags.iter().map(|f| f.name.clone());
@@ -223,17 +230,25 @@ impl GradeReport {
             .fold(None, |a, b| Some(a.map_or(b, |a: f64| a.max(b))))
     }
 
+    /// Write grade.json (and results.json) into `dir`, each whole: written to a temporary name
+    /// and renamed, grade.json last, so a grade.json that exists is complete (`--resume` keeps
+    /// it) whenever the grader stops.
     pub fn write(&self, dir: &Path, gradescope: bool) -> Result<()> {
         std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let p = dir.join(GRADE_FILE);
-        std::fs::write(&p, serde_json::to_vec_pretty(self)?)
-            .with_context(|| format!("cannot write {}", p.display()))?;
+        let whole = |name: &str, bytes: Vec<u8>| -> Result<()> {
+            let p = dir.join(name);
+            let tmp = dir.join(format!(".{name}.partial"));
+            std::fs::write(&tmp, bytes)
+                .and_then(|()| std::fs::rename(&tmp, &p))
+                .with_context(|| format!("cannot write {}", p.display()))
+        };
         if gradescope {
-            let p = dir.join(GRADESCOPE_FILE);
-            std::fs::write(&p, serde_json::to_vec_pretty(&gradescope_results(self))?)
-                .with_context(|| format!("cannot write {}", p.display()))?;
+            whole(
+                GRADESCOPE_FILE,
+                serde_json::to_vec_pretty(&gradescope_results(self))?,
+            )?;
         }
-        Ok(())
+        whole(GRADE_FILE, serde_json::to_vec_pretty(self)?)
     }
 
     /// Write grade.json (and results.json) into the `--out` folder of one submission, which

@@ -101,6 +101,9 @@ pub struct Cheat {
     /// (with an empty `caught_as`: no flag at all).
     #[serde(default)]
     pub hidden_spin_s: Option<f64>,
+    /// Words a failed row's detail must hold (the simulator rule that caught it).
+    #[serde(default)]
+    pub detail: Option<String>,
     edit: Vec<common::edits::Edit>,
 }
 
@@ -139,6 +142,12 @@ pub const CLASSES: &[&str] = &[
     "identity",
     "hidden-to-visible",
     "timing-channel",
+    // Issue 38: the simulator path.
+    "uninitialised-read",
+    "race-by-luck",
+    "junk-work",
+    "huge-globals",
+    "unsupported-choice",
     "honest-control",
 ];
 
@@ -211,6 +220,7 @@ impl Cheat {
                 .map(|p| PathBuf::from(p.replace(SECRET_MARK, &secret.to_string_lossy()))),
             hidden_quiet: self.hidden_quiet,
             hidden_spin_s: self.hidden_spin_s,
+            detail: self.detail.clone(),
         })
     }
 }
@@ -456,7 +466,20 @@ fn check(case: &Case, r: &GradeReport, written: &Path, log_cap: usize) -> (bool,
             } else {
                 r.flags.contains(&c.flag)
             };
+            let named = c.detail.as_deref().is_none_or(|d| {
+                r.tests
+                    .iter()
+                    .any(|t| t.status != Status::Passed && t.detail.contains(d))
+            });
+            // Not modelled: decided before any test, so no test ran and none is an error row.
+            let not_graded = c.flag != super::simulated::UNSUPPORTED
+                || (r.compile.status == CompileStatus::Unsupported
+                    && r.tests
+                        .iter()
+                        .all(|t| t.launches == 0 && t.status == Status::Skipped));
             flagged
+                && named
+                && not_graded
                 && quiet
                 && spun
                 && (!c.costs_points || r.score < r.max_score)
@@ -872,6 +895,54 @@ fn blackwell_groups(
     Ok(())
 }
 
+/// The simulator's class of 30 (issue 38, item 4's target; `scripts/grade-class30.sh` times
+/// it): under step3-blackwell.toml at step 0 (its requirements dropped, as the selftest's
+/// step-0 Blackwell group grades), step 0's Blackwell kernel as shipped, the honest variants of
+/// the cheat suite, and the three most costly hostile kernels (one that spins forever, one that
+/// issues junk MMAs, one with a 16 GiB `__device__` array), stock copies making up the rest.
+/// Writes `dir/class/<student>/kernel.cu`, `dir/rubric.toml` and `dir/secret.txt`; returns
+/// (student, what) in order.
+pub fn write_sim_class(dir: &Path, size: usize) -> Result<Vec<(String, String)>> {
+    const HOSTILE: [&str; 3] = ["bw-spin-forever", "bw-junk-mmas", "bw-huge-device-array"];
+    let suite = Suite::load()?;
+    let secret = dir.join("secret.txt");
+    let mut members: Vec<(String, String, String)> = Vec::new();
+    for c in suite
+        .cheats()
+        .iter()
+        .filter(|c| c.blackwell() && (c.honest || HOSTILE.contains(&c.name.as_str())))
+    {
+        let what = if c.honest { "honest" } else { "hostile" };
+        members.push((c.name.clone(), what.into(), suite.kernel(c, &secret)?));
+    }
+    let stock = cheat_base(true)?;
+    if members.len() >= size {
+        bail!(
+            "a class of {size} has no room for the stock kernel beside {} variants",
+            members.len()
+        );
+    }
+    for i in members.len()..size {
+        members.push((format!("stock-{i:02}"), "stock".into(), stock.to_string()));
+    }
+    let class = dir.join("class");
+    for (name, _, text) in &members {
+        let d = class.join(name);
+        std::fs::create_dir_all(&d).with_context(|| format!("cannot create {}", d.display()))?;
+        std::fs::write(d.join("kernel.cu"), text)?;
+    }
+    // The rubric at step 0: its requirements are step 3's (the 2-CTA MMA), dropped.
+    let text = rubric_text("step3-blackwell.toml")?;
+    let cut = text
+        .find("\n# Proof the technique ran")
+        .unwrap_or(text.len());
+    let text = text[..cut].replacen("\nstep = 3\n", "\nstep = 0\n", 1);
+    Rubric::parse(&text).context("the class's rubric")?;
+    std::fs::write(dir.join("rubric.toml"), text)?;
+    std::fs::write(&secret, SELFTEST_SECRET)?;
+    Ok(members.into_iter().map(|(n, w, _)| (n, w)).collect())
+}
+
 /// Grade the selected groups, each under its own rubric, adding their cases and reports.
 fn grade_groups(
     ctx: &Ctx,
@@ -1214,6 +1285,25 @@ mod tests {
         assert!(leaks(&d, &lines).is_empty());
         std::fs::write(d.join("alice/results.json"), "x root:x:0:0:root:/root y").unwrap();
         assert_eq!(leaks(&d, &lines), vec![d.join("alice/results.json")]);
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn the_class_of_30_has_stock_honest_and_three_hostile_kernels() {
+        let d = std::env::temp_dir().join(format!("grade-class30-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        let members = write_sim_class(&d, 30).unwrap();
+        assert_eq!(members.len(), 30);
+        let count = |w: &str| members.iter().filter(|(_, x)| x == w).count();
+        assert_eq!(count("hostile"), 3);
+        assert!(count("honest") >= 5, "{members:?}");
+        assert!(count("stock") >= 10);
+        for (name, _) in &members {
+            assert!(d.join("class").join(name).join("kernel.cu").is_file());
+        }
+        let r = Rubric::load(&d.join("rubric.toml")).unwrap();
+        assert_eq!(r.step, 0);
+        assert!(r.requirements.is_empty());
         let _ = std::fs::remove_dir_all(&d);
     }
 

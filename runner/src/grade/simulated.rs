@@ -500,6 +500,54 @@ pub fn unsupported_words(dtype: Dtype, error: &str) -> String {
     )
 }
 
+/// Whether the simulator models every instruction form of a build's PTX, decided on the whole
+/// module when it is decoded (`sim::Program::parse` refuses each form `steps/sim/src/forms.rs`
+/// and the decoder do not run, naming it with its PTX and source line), in the compile child:
+/// `None` when it does, else one line for the student, "the simulator does not model X, at
+/// your line L". Never data-dependent: a form on a path only hidden inputs take is refused as
+/// surely as one every launch executes.
+pub fn screen_ptx(ptx: &str, source_name: &str) -> Option<String> {
+    let e = sim::Program::parse(ptx).err()?;
+    Some(match e {
+        sim::SimError::Unsupported { opcode, ptx_line } => {
+            not_modelled_words(&opcode, ptx_line, source_name)
+        }
+        other => format!("the simulator cannot read this kernel's PTX: {other}"),
+    })
+}
+
+/// "the simulator does not model X, at your line L" from the decoder's refusal: `what` is the
+/// form, with " (source FILE:L ...)" after it where the PTX's `.loc` says where it came from.
+fn not_modelled_words(what: &str, ptx_line: u32, source_name: &str) -> String {
+    let (form, source) = match what.find(" (source ") {
+        Some(i) => (&what[..i], Some(&what[i + " (source ".len()..])),
+        None => (what, None),
+    };
+    // The first FILE:LINE of the source part: the submission's own line where the form was
+    // written there or inlined from a header into it.
+    let line_in = |file: &str| -> Option<u32> {
+        let src = source?;
+        let at = src.find(&format!("{file}:"))? + file.len() + 1;
+        let digits: String = src[at..].chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    };
+    let own = std::path::Path::new(source_name)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| source_name.to_string());
+    match (line_in(&own), source) {
+        (Some(l), _) => format!("the simulator does not model {form}, at your line {l}"),
+        (None, Some(src)) => format!(
+            "the simulator does not model {form}, at {}",
+            src.trim_end_matches(')')
+        ),
+        (None, None) if ptx_line > 0 => {
+            format!("the simulator does not model {form}, at PTX line {ptx_line}")
+        }
+        (None, None) => format!("the simulator does not model {form}"),
+    }
+}
+
 /// The measured builds among a simulating child's lines.
 pub fn measured_builds(lines: &[RunLine]) -> Vec<BuildMeasured> {
     lines
@@ -512,4 +560,48 @@ pub fn measured_builds(lines: &[RunLine]) -> Vec<BuildMeasured> {
             _ => None,
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_names_the_form_and_the_students_line() {
+        assert_eq!(
+            not_modelled_words(
+                "tcgen05.shift.cta_group::1.down (source kernel.cu:120 (inlined from blackwell.cuh:45))",
+                812,
+                "kernel.cu"
+            ),
+            "the simulator does not model tcgen05.shift.cta_group::1.down, at your line 120"
+        );
+        assert_eq!(
+            not_modelled_words("prmt.b32.f4e (source kernel.cu:7)", 30, "kernel.cu"),
+            "the simulator does not model prmt.b32.f4e, at your line 7"
+        );
+        assert_eq!(
+            not_modelled_words("x (source blackwell.cuh:9)", 3, "kernel.cu"),
+            "the simulator does not model x, at blackwell.cuh:9"
+        );
+        assert_eq!(
+            not_modelled_words("module variables of more than 256 MiB", 0, "kernel.cu"),
+            "the simulator does not model module variables of more than 256 MiB"
+        );
+    }
+
+    #[test]
+    fn a_form_on_any_path_is_refused_when_the_module_is_decoded() {
+        // A `trap`-free kernel whose only unmodelled instruction sits behind a branch no
+        // launch would take with these parameters: refused all the same, before any test.
+        let ptx = ".version 8.7\n.target sm_100a\n.address_size 64\n.visible .entry k(.param .u32 p)\n{\n.reg .pred %p<2>;\n.reg .b32 %r<4>;\n.loc 1 5 0\nld.param.u32 %r1, [p];\nsetp.eq.u32 %p1, %r1, 12345;\n@!%p1 bra DONE;\n.loc 1 9 0\nfns.b32 %r2, %r1, 0, 1;\nDONE:\nret;\n}\n.file 1 \"kernel.cu\"\n";
+        let refused = screen_ptx(ptx, "kernel.cu");
+        let Some(why) = refused else {
+            panic!("decoded without a refusal");
+        };
+        assert_eq!(
+            why, "the simulator does not model fns.b32, at your line 9",
+            "the form and the line of the source (`.loc 1 9`), though no launch reaches it"
+        );
+    }
 }

@@ -194,10 +194,14 @@ pub(super) fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
         };
         // The simulator's input: the sm_100a PTX of the same text and definitions (the PTX
         // ptxas just turned into the native cubin).
+        // Whether the simulator models every instruction form of the module is decided here,
+        // once, on the whole PTX (never by what a test's inputs make execute).
+        let mut unsupported = None;
         let compiled = match compiled {
             Ok(c) if job.ptx => {
                 match common::compile::compile_ptx(&source, common::Target::Sm100a, &defines) {
                     Ok(ptx) => {
+                        unsupported = super::simulated::screen_ptx(&ptx, &job.source_name);
                         std::fs::write(super::protocol::ptx_path(dir, dtype), ptx)?;
                         Ok(c)
                     }
@@ -207,6 +211,10 @@ pub(super) fn compile_phase(job: &Job, dir: &Path) -> Result<()> {
             other => other,
         };
         let entry = match compiled {
+            Ok(c) if unsupported.is_some() => CompiledDtype {
+                unsupported,
+                ..CompiledDtype::built(dtype.to_string(), &c, job.log_bytes, None, false)
+            },
             Ok(c) => {
                 std::fs::write(cubin_path(dir, dtype), &c.cubin)?;
                 let sass = if target == common::Target::Sm90aEmulated {
