@@ -43,15 +43,14 @@ use std::path::{Path, PathBuf};
 pub const CHAPTERS: &[(&str, &str)] = &[
     ("introduction", "book/src/introduction.md"),
     ("prerequisites", "book/src/prerequisites.md"),
-    ("no-gpu", "book/src/no-gpu.md"),
-    ("running", "book/src/running.md"),
-    ("simulator", "book/src/simulator.md"),
-    ("speed-of-light", "book/src/speed-of-light.md"),
     ("barriers", "book/src/barriers.md"),
+    ("speed-of-light", "book/src/speed-of-light.md"),
     ("verification", "book/src/verification.md"),
+    ("simulator", "book/src/simulator.md"),
     ("emulation", "book/src/emulation.md"),
     ("emulation-records", "book/src/emulation-records.md"),
     ("instructor", "book/src/instructor.md"),
+    ("running", "book/src/running.md"),
     ("further-reading", "book/src/further-reading.md"),
     ("changelog", "book/src/changelog.md"),
 ];
@@ -97,10 +96,6 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/prerequisites.md",
         include_str!("../../../book/src/prerequisites.md"),
-    ),
-    (
-        "book/src/no-gpu.md",
-        include_str!("../../../book/src/no-gpu.md"),
     ),
     (
         "book/src/running.md",
@@ -608,6 +603,7 @@ const MARKERS: &[(&str, Render)] = &[
     ("noise-rule", |s, _| claims::noise_rule(s)),
     ("diff", |s, _| diff_block(s)),
     ("budget-value", |s, _| budget::value_marker(s)),
+    ("budget-sources", |_, _| budget::sources_markdown()),
     ("budget", |s, _| budget_box(s)),
     ("phase-outcomes", |s, _| phase_tables::outcomes(s)),
     ("phase-timeline", |s, _| phase_tables::timeline(s)),
@@ -1062,7 +1058,6 @@ mod tests {
         for c in [
             "barriers",
             "prerequisites",
-            "no-gpu",
             "emulation",
             "speed-of-light",
             "running",
