@@ -113,7 +113,11 @@ fn every_laptop_box_command_runs_as_its_chapter_says() {
                 let trace = dir.join(format!("{stem}-step{n}-sim.txt"));
                 let text = std::fs::read_to_string(&trace)
                     .unwrap_or_else(|e| panic!("{cmd}: no trace at {}: {e}", trace.display()));
-                assert!(text.lines().count() > 10, "{cmd}: a trace of events");
+                // The failing schedule's trace ends with the failure, named.
+                assert!(
+                    text.contains("stopped") || text.contains("deadlock"),
+                    "{cmd}: the trace names the failure\n{text}"
+                );
             }
         }
     }

@@ -588,7 +588,7 @@ fn grid_footprint(spec: &str) -> Result<String> {
 type Render = fn(&str, bool) -> Result<String>;
 
 /// The workbook's own markers, `{{#NAME ARGS}}`, in the order they are expanded: results tables,
-/// claims, diffs, the budget box and its values, the phase simulator's tables, the glossary, the
+/// claims, diffs, the budget box and its values, the phase model's tables, the glossary, the
 /// measured figures, and step 6's visiting order (an SVG when HTML, else text). A new marker is
 /// a line here and its renderer.
 const MARKERS: &[(&str, Render)] = &[
