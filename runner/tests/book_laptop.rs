@@ -59,9 +59,10 @@ fn every_step_chapter_has_a_laptop_box_that_runs_breaks_and_traces_its_step() {
         let run = format!("runner step {n} --sim");
         assert!(cmds.contains(&run), "step{n}.md: `{run}` in {cmds:?}");
         assert!(
-            cmds.iter().any(|c| c.starts_with(&format!("runner step {n} "))
-                && c.contains("--mutate ")
-                && c.contains("--trace ")),
+            cmds.iter()
+                .any(|c| c.starts_with(&format!("runner step {n} "))
+                    && c.contains("--mutate ")
+                    && c.contains("--trace ")),
             "step{n}.md: a seeded bug, traced, in {cmds:?}"
         );
         // Only what a laptop runs.
@@ -109,7 +110,11 @@ fn every_laptop_box_command_runs_as_its_chapter_says() {
                 assert_eq!(code, Some(0), "{cmd}: verifies\n{out}{err}");
                 assert!(out.contains("PASS"), "{cmd}: verifies\n{out}");
             }
-            if let Some(stem) = cmd.split("--trace ").nth(1).and_then(|r| r.split(' ').next()) {
+            if let Some(stem) = cmd
+                .split("--trace ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+            {
                 let trace = dir.join(format!("{stem}-step{n}-sim.txt"));
                 let text = std::fs::read_to_string(&trace)
                     .unwrap_or_else(|e| panic!("{cmd}: no trace at {}: {e}", trace.display()));
@@ -130,7 +135,10 @@ fn the_box_reader_finds_the_commands_of_the_table_only() {
               | b | `runner step 0 --sim --mutate x --trace t0` |\n\nafter `runner step 9`\n";
     assert_eq!(
         box_commands(md),
-        ["runner step 0 --sim", "runner step 0 --sim --mutate x --trace t0"]
+        [
+            "runner step 0 --sim",
+            "runner step 0 --sim --mutate x --trace t0"
+        ]
     );
     assert!(box_commands("no box").is_empty());
 }

@@ -292,9 +292,33 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 
 /// Words after which a number is a reference, not a quantity.
 const REFERENCE_WORDS: &[&str] = &[
-    "step", "steps", "chapter", "chapters", "exercise", "exercises", "item", "items",
-    "section", "sections", "issue", "phase", "phases", "round", "rank", "warp", "warps",
-    "slot", "k-block", "stage", "column", "lane", "lanes", "group", "exit", "exits", "status",
+    "step",
+    "steps",
+    "chapter",
+    "chapters",
+    "exercise",
+    "exercises",
+    "item",
+    "items",
+    "section",
+    "sections",
+    "issue",
+    "phase",
+    "phases",
+    "round",
+    "rank",
+    "warp",
+    "warps",
+    "slot",
+    "k-block",
+    "stage",
+    "column",
+    "lane",
+    "lanes",
+    "group",
+    "exit",
+    "exits",
+    "status",
 ];
 
 /// Joiners inside a list of references ("steps 0, 1 and 3", "steps 0 to 4").
@@ -318,9 +342,11 @@ fn sentence_cites(raw: &str) -> bool {
         || raw.split('`').skip(1).step_by(2).any(|code| {
             code.contains('/')
                 || code.contains("::")
-                || [".md", ".json", ".txt", ".tsv", ".svg", ".cu", ".cuh", ".rs", ".toml"]
-                    .iter()
-                    .any(|e| code.ends_with(e))
+                || [
+                    ".md", ".json", ".txt", ".tsv", ".svg", ".cu", ".cuh", ".rs", ".toml",
+                ]
+                .iter()
+                .any(|e| code.ends_with(e))
         })
 }
 
@@ -329,7 +355,10 @@ fn marker_args(raw: &str) -> Vec<String> {
     raw.split("{{#")
         .skip(1)
         .filter_map(|m| m.split("}}").next())
-        .flat_map(|m| m.split(|c: char| c.is_whitespace() || c == 'x').map(str::to_string))
+        .flat_map(|m| {
+            m.split(|c: char| c.is_whitespace() || c == 'x')
+                .map(str::to_string)
+        })
         .collect()
 }
 
@@ -405,7 +434,10 @@ fn typed_numbers(chapter: &str, md: &str) -> Vec<String> {
 fn the_number_check_tells_a_typed_figure_from_a_backed_one() {
     // Typed measurements are caught.
     assert_eq!(typed_numbers("x", "Step 1 runs at 574 TFLOP/s.").len(), 1);
-    assert_eq!(typed_numbers("x", "The spread is up to 12 % of its median.").len(), 1);
+    assert_eq!(
+        typed_numbers("x", "The spread is up to 12 % of its median.").len(),
+        1
+    );
     // References, names, sizes and cited figures are not.
     for ok in [
         "Steps 3–6 and exercise 0.1 use it.",
@@ -418,7 +450,11 @@ fn the_number_check_tells_a_typed_figure_from_a_backed_one() {
         "- [A guide](https://example.com): 37.62 % utilization. It reached 69.44 %.",
         "Lanes follow `warp % 4`: warp 5 reads lanes 32–63.",
     ] {
-        assert!(typed_numbers("x", ok).is_empty(), "{ok}: {:?}", typed_numbers("x", ok));
+        assert!(
+            typed_numbers("x", ok).is_empty(),
+            "{ok}: {:?}",
+            typed_numbers("x", ok)
+        );
     }
 }
 

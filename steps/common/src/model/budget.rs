@@ -257,6 +257,7 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
     let sm_flops = gpu.dense_f16_tflops * 1e12 / f64::from(gpu.sms);
     let kblock_ns = flop_per_kblock / sm_flops * 1e9;
     let demand_per_sm = bytes_per_kblock / kblock_ns; // bytes per ns = GB/s
+
     // Loads in flight ahead of the MMAs: STAGES - 1 k-blocks, whatever the prefetch distance.
     // In step 0 the single warp refills k-block kb + (STAGES - 2) once the MMAs of kb - 2 have
     // completed, and a specialised producer refills a slot once its MMAs have completed: either
