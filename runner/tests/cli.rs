@@ -1656,11 +1656,11 @@ fn explain_reaches_every_chapter() {
         ("instructor", "offline lab"),
         ("intro", "#"),
         ("speed-of-light", "the budget says"),
-        ("verification", "Three layers of verification"),
+        ("verification", "layers of verification"),
         ("running", "runner phases --step N"),
         ("barriers", "parity"),
         ("prerequisites", "TMA"),
-        ("no-gpu", "GPU"),
+        ("simulator", "simulator"),
     ] {
         let o = runner(&["explain", topic, "--markdown"]);
         assert!(o.status.success(), "{topic}: {}", stderr(&o));

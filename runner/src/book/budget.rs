@@ -267,10 +267,19 @@ pub fn markdown(
         shape.m, shape.n, shape.k
     );
     md.push_str("| the step's tiles | |\n|---|---|\n");
-    let lookahead = if i.lookahead == i.stages {
-        format!("up to {} k-blocks ahead", i.lookahead)
+    // Every design issues a load STAGES - 1 k-blocks of MMA before the MMA that reads it
+    // (`common::model::budget`); a single warp's prefetch distance is shorter, not its lookahead.
+    let lookahead = if i.lookahead < i.stages {
+        format!(
+            "{} k-blocks ahead of the MMA that reads them (prefetch distance {})",
+            i.stages.saturating_sub(1),
+            i.lookahead
+        )
     } else {
-        format!("{} k-blocks ahead (prefetch distance)", i.lookahead)
+        format!(
+            "{} k-blocks ahead of the MMA that reads them",
+            i.stages.saturating_sub(1)
+        )
     };
     let config_rows = [
         (
@@ -378,8 +387,8 @@ pub fn markdown(
         md.push('\n');
     }
     md.push_str(&format!(
-        "\nAssumed, not published: a load latency of {} under load (NVIDIA publishes none; \
-         microbenchmark studies of Hopper and Blackwell measure several hundred ns idle).",
+        "\nAssumed, not published and not measured here: a load latency of {} under load \
+         (NVIDIA publishes none).",
         fmt_ns(assumptions.load_latency_ns)
     ));
     if rows.iter().any(|b| !b.gpu.tcgen05) {
@@ -387,9 +396,17 @@ pub fn markdown(
             " ¹ Hopper has no tcgen05: its column shows what the same tiles would ask of it.",
         );
     }
-    md.push_str(" Sources:");
-    for b in &rows {
-        md.push_str(&format!(" {} — {}.", b.gpu.name, b.gpu.sources.join("; ")));
+    // The sources are printed once, under the speed-of-light chapter's table (`{{#budget-sources}}`).
+    md.push_str(" The GPU figures' sources: [The speed of light](speed-of-light.md#two-roofs).\n");
+    Ok(md)
+}
+
+/// `{{#budget-sources}}`: where each GPU figure of the budget comes from, printed once in the
+/// book (the speed-of-light chapter); every budget box links there.
+pub fn sources_markdown() -> Result<String> {
+    let mut md = String::from("Sources of the GPU figures:");
+    for g in common::model::budget::GPUS {
+        md.push_str(&format!(" {} — {}.", g.name, g.sources.join("; ")));
     }
     md.push('\n');
     Ok(md)
@@ -449,10 +466,13 @@ mod tests {
         .unwrap();
         assert!(md.contains("not a measurement"), "{md}");
         assert!(md.contains("| FLOP per byte loaded | 128 |"), "{md}");
+        // The sources are printed once, by `{{#budget-sources}}`; every box links there.
+        assert!(md.contains("speed-of-light.md#two-roofs"), "{md}");
+        let sources = sources_markdown().unwrap();
         for g in GPUS {
             assert!(md.contains(g.name));
             for s in g.sources {
-                assert!(md.contains(s), "{s}");
+                assert!(sources.contains(s), "{s}");
             }
         }
         assert!(md.contains("Assumed, not published"));

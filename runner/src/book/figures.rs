@@ -1,4 +1,4 @@
-//! Figures drawn from code: the mbarrier phase timeline (from the phase simulator), the
+//! Figures drawn from code: the mbarrier phase timeline (from the phase model), the
 //! tensor-memory layout, the 128-byte swizzle with its shared-memory descriptor (from the host
 //! twins of the kernels' encoders), and the 2-CTA data flow (from step 3's configuration). They
 //! live in `assets/` as SVG files; a test regenerates each and fails if the file differs, and
@@ -298,7 +298,7 @@ fn phase_timeline() -> Result<String> {
     let mut svg = Svg::new(
         900,
         10,
-        "mbarrier phases of the TMA → MMA ring, from the phase simulator",
+        "mbarrier phases of the TMA → MMA ring, from the phase model",
     );
     let h1 = draw_run(
         &mut svg,

@@ -54,7 +54,7 @@ pub const TERMS: &[Term] = &[
     Term {
         term: "arithmetic intensity",
         aliases: &["FLOP per byte"],
-        line: "FLOPs done per byte moved; a tile must reach the GPU's ratio of peak FLOP/s to bandwidth or the tensor core waits for data",
+        line: "FLOPs done per byte moved; a tile below the ratio of peak FLOP/s to the bandwidth of the level that serves its bytes (HBM, or L2 for re-read tiles) leaves the tensor core waiting for data",
         step: Where::Step(3),
     },
     Term {
@@ -84,7 +84,7 @@ pub const TERMS: &[Term] = &[
     Term {
         term: "cta_group",
         aliases: &["cta_group::2"],
-        line: "qualifier of every tcgen05 instruction: ::1 works on one CTA, ::2 on a CTA pair (M up to 256 across both); one kernel uses one value throughout",
+        line: "qualifier of tcgen05.alloc, dealloc, relinquish_alloc_permit, mma, cp, shift and commit (not of ld, st, wait or fence): ::1 works on one CTA, ::2 on a CTA pair (M up to 256 across both); one kernel uses one value throughout",
         step: Where::Step(3),
     },
     Term {

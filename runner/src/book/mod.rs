@@ -47,15 +47,14 @@ use std::path::{Path, PathBuf};
 pub const CHAPTERS: &[(&str, &str)] = &[
     ("introduction", "book/src/introduction.md"),
     ("prerequisites", "book/src/prerequisites.md"),
-    ("no-gpu", "book/src/no-gpu.md"),
-    ("running", "book/src/running.md"),
-    ("simulator", "book/src/simulator.md"),
-    ("speed-of-light", "book/src/speed-of-light.md"),
     ("barriers", "book/src/barriers.md"),
+    ("speed-of-light", "book/src/speed-of-light.md"),
     ("verification", "book/src/verification.md"),
+    ("simulator", "book/src/simulator.md"),
     ("emulation", "book/src/emulation.md"),
     ("emulation-records", "book/src/emulation-records.md"),
     ("instructor", "book/src/instructor.md"),
+    ("running", "book/src/running.md"),
     ("further-reading", "book/src/further-reading.md"),
     ("changelog", "book/src/changelog.md"),
 ];
@@ -101,10 +100,6 @@ const EMBEDDED: &[(&str, &str)] = &[
     (
         "book/src/prerequisites.md",
         include_str!("../../../book/src/prerequisites.md"),
-    ),
-    (
-        "book/src/no-gpu.md",
-        include_str!("../../../book/src/no-gpu.md"),
     ),
     (
         "book/src/running.md",
@@ -597,7 +592,7 @@ fn grid_footprint(spec: &str) -> Result<String> {
 type Render = fn(&str, bool) -> Result<String>;
 
 /// The workbook's own markers, `{{#NAME ARGS}}`, in the order they are expanded: results tables,
-/// claims, diffs, the budget box and its values, the phase simulator's tables, the glossary, the
+/// claims, diffs, the budget box and its values, the phase model's tables, the glossary, the
 /// measured figures, and step 6's visiting order (an SVG when HTML, else text). A new marker is
 /// a line here and its renderer.
 const MARKERS: &[(&str, Render)] = &[
@@ -614,6 +609,7 @@ const MARKERS: &[(&str, Render)] = &[
     ("bench-conditions", |s, _| spread::bench_conditions(s)),
     ("diff", |s, _| diff_block(s)),
     ("budget-value", |s, _| budget::value_marker(s)),
+    ("budget-sources", |_, _| budget::sources_markdown()),
     ("budget", |s, _| budget_box(s)),
     ("phase-outcomes", |s, _| phase_tables::outcomes(s)),
     ("phase-timeline", |s, _| phase_tables::timeline(s)),
@@ -1071,7 +1067,6 @@ mod tests {
         for c in [
             "barriers",
             "prerequisites",
-            "no-gpu",
             "emulation",
             "speed-of-light",
             "running",

@@ -1,4 +1,4 @@
-//! `{{#phase-outcomes ring}}` and `{{#phase-outcomes per-tile}}`: what the phase simulator
+//! `{{#phase-outcomes ring}}` and `{{#phase-outcomes per-tile}}`: what the phase model
 //! (`common::model::phases`) says each parity bug does, per role of the ladder's kernels. The roles come
 //! from the steps themselves (through `common::model::budget::BudgetInput`), so the table follows the
 //! configuration.

@@ -7,9 +7,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A step number (`runner list`), or a chapter: introduction, prerequisites, no-gpu,
-    /// running, simulator, speed-of-light, barriers, verification, emulation, emulation-records,
-    /// instructor, further-reading, changelog, glossary (also `runner glossary [TERM]`).
+    /// A step number (`runner list`), or a chapter: introduction, prerequisites, barriers,
+    /// speed-of-light, verification, simulator, emulation, emulation-records, instructor,
+    /// running, further-reading, changelog, glossary (also `runner glossary [TERM]`).
     #[arg(value_name = "STEP|CHAPTER")]
     topic: String,
     /// Print the markdown instead of rendering it.

@@ -226,10 +226,11 @@ pub struct Budget {
     /// Operand bytes per second one SM needs at peak, and all SMs together.
     pub demand_per_sm_gbps: f64,
     pub demand_tbps: f64,
-    /// Bytes the ring can have in flight (lookahead k-blocks) and what latency × demand needs.
+    /// Bytes the ring can have in flight (STAGES - 1 k-blocks, in every design) and what
+    /// latency × demand needs.
     pub inflight_bytes: f64,
     pub needed_inflight_bytes: f64,
-    /// Load latency the ring's lookahead covers at peak.
+    /// Load latency the ring covers at peak: STAGES - 1 k-blocks of MMA.
     pub latency_covered_ns: f64,
     pub k_blocks: u32,
     /// One tile's main loop at peak.
@@ -256,7 +257,14 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
     let sm_flops = gpu.dense_f16_tflops * 1e12 / f64::from(gpu.sms);
     let kblock_ns = flop_per_kblock / sm_flops * 1e9;
     let demand_per_sm = bytes_per_kblock / kblock_ns; // bytes per ns = GB/s
-    let inflight_bytes = f64::from(i.lookahead) * bytes_per_kblock;
+
+    // Loads in flight ahead of the MMAs: STAGES - 1 k-blocks, whatever the prefetch distance.
+    // In step 0 the single warp refills k-block kb + (STAGES - 2) once the MMAs of kb - 2 have
+    // completed, and a specialised producer refills a slot once its MMAs have completed: either
+    // way load j is issued when MMA(j - STAGES) completes, STAGES - 1 k-blocks of MMA before
+    // MMA(j) starts. The slot the MMAs read cannot be loading, so the whole ring never is.
+    let lookahead_kblocks = i.stages.saturating_sub(1);
+    let inflight_bytes = f64::from(lookahead_kblocks) * bytes_per_kblock;
     let k_blocks = (shape.k as u32).div_ceil(i.tile_k);
     let c_bytes_per_tile = f64::from(i.tile_m) * f64::from(i.acc_cols()) * e;
     let hbm_per_sm = gpu.hbm_tbps * 1e12 / f64::from(gpu.sms); // bytes per second
@@ -297,7 +305,7 @@ pub fn budget(input: BudgetInput, gpu: &GpuSpec, shape: Shape, assumptions: Assu
         demand_tbps: demand_per_sm * f64::from(gpu.sms) / 1000.0,
         inflight_bytes,
         needed_inflight_bytes: demand_per_sm * assumptions.load_latency_ns,
-        latency_covered_ns: f64::from(i.lookahead) * kblock_ns,
+        latency_covered_ns: f64::from(lookahead_kblocks) * kblock_ns,
         k_blocks,
         mainloop_ns,
         c_bytes_per_tile,
@@ -353,8 +361,10 @@ mod tests {
             b.demand_tbps,
             49_152.0 / b.kblock_ns * 148.0 / 1000.0
         ));
-        // Two k-blocks ahead: 96 KiB in flight; 800 ns × demand needed.
-        assert_eq!(b.inflight_bytes, 98_304.0);
+        // Three k-blocks ahead (STAGES - 1, though the loop prefetches 2): 144 KiB in flight;
+        // 800 ns × demand needed.
+        assert_eq!(b.inflight_bytes, 147_456.0);
+        assert!(close(b.latency_covered_ns, 3.0 * b.kblock_ns));
         assert!(close(
             b.needed_inflight_bytes,
             800.0 * 49_152.0 / b.kblock_ns
