@@ -468,8 +468,14 @@ pub fn figure() -> Result<String> {
         &format!("{} (dashed): {} TB/s HBM", h200.name, h200.hbm_tbps),
     );
     let xp = px(problem_intensity);
+    // Up to the highest roof, no further: nothing is attainable above it, and the roofs' labels
+    // sit just above their lines, clear of this one.
+    let roof = py(gpus
+        .iter()
+        .map(|(g, _, _)| g.dense_f16_tflops)
+        .fold(fmin, f64::max));
     marks.push_str(&format!(
-        "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{y1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
+        "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{roof:.1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
     ));
     text(
         xp - 4.0,

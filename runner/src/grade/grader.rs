@@ -547,6 +547,7 @@ impl Grader {
                 for t in &mut r.tests {
                     t.status = Status::Failed;
                 }
+                self.skip_untimed(r, target);
                 return None;
             }
             Err(e) => {
@@ -560,6 +561,27 @@ impl Grader {
             pending,
             traced_build,
         })
+    }
+
+    /// Rows this grading never runs, whatever the kernel (every test of a pre-screen; the
+    /// performance tests on the simulator or under the emulation), are skipped on a failed
+    /// compile too, as on a compiled one: every row of a class has the same maximum.
+    fn skip_untimed(&self, r: &mut GradeReport, target: common::Target) {
+        let untimed = self.simulate || target == common::Target::Sm90aEmulated;
+        for t in &mut r.tests {
+            let why = if self.compile_only && t.kind != Kind::Technique {
+                "not run: compiled only (a pre-screen: no GPU was used)"
+            } else if untimed && t.kind == Kind::Performance && self.simulate {
+                super::simulated::NO_SPEED
+            } else if untimed && t.kind == Kind::Performance {
+                "skipped: needs native hardware (a B200): the tcgen05 emulation's timings mean nothing"
+            } else {
+                continue;
+            };
+            t.status = Status::Skipped;
+            t.max_score = 0.0;
+            t.detail = why.to_string();
+        }
     }
 
     /// A pre-screen ends after the compile: a requirement the binary fails keeps its verdict;

@@ -36,6 +36,7 @@ pub mod integrity;
 pub mod job;
 pub mod measure;
 pub mod policy;
+pub mod preflight;
 pub mod protocol;
 pub mod report;
 pub mod rubric;
@@ -93,7 +94,7 @@ pub struct GradeArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub gpus: Vec<usize>,
     /// Grade only shard I of N (0 <= I < N) of a batch; `runner grade merge` joins the shards.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Grade the stock kernels, seeded bugs and the cheat suite, and check each outcome.
     #[arg(long, conflicts_with_all = ["submission", "batch", "rubric"])]
@@ -107,7 +108,7 @@ pub struct GradeArgs {
     pub allow_unconfined: bool,
     /// Check the submission (one .cu file, the screen) and compile it, in the confined child,
     /// and stop: a pre-screen that needs no GPU and no secret.
-    #[arg(long, conflicts_with_all = ["replay", "selftest"])]
+    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
     pub compile_only: bool,
     /// Grade the rubric's visible tests alone: no secret needed (a student grading their own
     /// kernel, the workshop's "grade your twin").
@@ -243,6 +244,15 @@ fn suggest_compile_only(e: anyhow::Error) -> anyhow::Error {
     }
 }
 
+/// What the grading uses (the simulator, a pre-screen, a GPU), for the checks made before it.
+fn preflight_mode(opts: &batch::Options, rubric: &rubric::Rubric) -> preflight::Mode {
+    preflight::Mode {
+        simulate: opts.simulate(rubric),
+        compile_only: opts.compile_only,
+        on_gpu: opts.on_gpu,
+    }
+}
+
 /// `I/N` with 0 <= I < N.
 pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
     let parsed = s.split_once('/').and_then(|(i, n)| {
@@ -322,6 +332,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         }
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
+        let mode = preflight_mode(&opts, &rubric);
+        preflight::check_flags(&args.gpus, &mode, &rubric)?;
         let subs = batch::class(dir, shard)?;
         // A folder of the user's takes only new names: every report folder and summary.
         let out_dir = OutDir::claim(&out, "--out")?;
@@ -331,6 +343,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         for name in report::SUMMARIES {
             out_dir.fresh(name)?;
         }
+        preflight::require_gpu(&mode, &rubric)?;
         let grader = batch::grader_for(
             rubric,
             &rubric_path,
@@ -400,6 +413,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let rubric = load_rubric()?;
+    let mode = preflight_mode(&opts, &rubric);
+    preflight::check_flags(&args.gpus, &mode, &rubric)?;
     // Checked before grading: a folder of the user's takes only new names.
     let out_dir = match &args.out {
         Some(out) => {
@@ -418,19 +433,27 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         student,
         path: path.clone(),
     };
+    if let Some(p) = &args.replay {
+        for w in preflight::check_replay(p, &report::GradeReport::read(p)?, &rubric, &sub)? {
+            eprintln!("warning: {w}");
+        }
+    }
     // A submission that cannot be graded (no or several .cu files, too large, refused by the
     // screen) is graded "rejected" at once: it needs no secret and no GPU, so an instructor
     // learns why on any machine, and Gradescope still gets its results.json.
     let grader = match submission::precheck(&sub, &rubric, opts.skip_screen, opts.simulate(&rubric))
     {
-        Ok(()) => batch::grader_for(
-            rubric,
-            &rubric_path,
-            args.secret_file.as_deref(),
-            replay,
-            std::slice::from_ref(&path),
-            opts,
-        )?,
+        Ok(()) => {
+            preflight::require_gpu(&mode, &rubric)?;
+            batch::grader_for(
+                rubric,
+                &rubric_path,
+                args.secret_file.as_deref(),
+                replay,
+                std::slice::from_ref(&path),
+                opts,
+            )?
+        }
         Err(_) => batch::refusing_grader(rubric, &rubric_path, opts)?,
     };
     let reports = batch::grade_all(
