@@ -171,11 +171,12 @@ impl GradeReport {
         self.flags = flags;
     }
 
-    /// Whether the tests ran on the PTX simulator (which opens no device: no driver).
+    /// Whether the tests ran on the PTX simulator (which opens no device), as its environment
+    /// is named ([`super::batch::simulator_env`]).
     pub fn simulated(&self) -> bool {
         self.gpu
             .as_ref()
-            .is_some_and(|g| g.driver_version.is_empty())
+            .is_some_and(|g| g.name.ends_with(common::simulate::BACKEND))
     }
 
     /// Whether a requirement was skipped: an executed count (compiled only, or native code that
@@ -634,9 +635,9 @@ fn summary_row(r: &GradeReport) -> [String; 8] {
         r.performance(),
         r.flags.join(";"),
         format!("{:.1}/{:.1}", r.score, r.max_score),
-        // The simulator opened no device (no driver): its name alone, no `#0`.
+        // The simulator opened no device: its name alone, no `#0`.
         r.gpu.as_ref().map_or("-".into(), |g| {
-            if g.driver_version.is_empty() {
+            if r.simulated() {
                 g.name.clone()
             } else {
                 format!("{} #{}", g.name, g.device)
@@ -1071,6 +1072,14 @@ pub mod tests {
         assert_eq!(&rows[1][0], "bob, jr");
         assert_eq!(&rows[1][5], "18.0/30.0");
         assert_eq!(&rows[0][6], "NVIDIA H100 #1");
+        // The simulator has no device number.
+        let mut sim = sample("carol", None);
+        sim.gpu = Some(super::super::batch::simulator_env());
+        assert_eq!(
+            summary_row(&sim)[6],
+            format!("no GPU: {}", common::simulate::BACKEND)
+        );
+        assert_eq!(sim.performance(), "skipped (needs a B200)");
         let md = summary_md(&reports);
         assert_eq!(md.lines().count(), 4);
         assert!(
