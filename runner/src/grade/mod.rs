@@ -244,15 +244,6 @@ fn suggest_compile_only(e: anyhow::Error) -> anyhow::Error {
     }
 }
 
-/// What the grading uses (the simulator, a pre-screen, a GPU), for the checks made before it.
-fn preflight_mode(opts: &batch::Options, rubric: &rubric::Rubric) -> preflight::Mode {
-    preflight::Mode {
-        simulate: opts.simulate(rubric),
-        compile_only: opts.compile_only,
-        on_gpu: opts.on_gpu,
-    }
-}
-
 /// `I/N` with 0 <= I < N.
 pub fn parse_shard(s: &str) -> Result<(usize, usize)> {
     let parsed = s.split_once('/').and_then(|(i, n)| {
@@ -332,7 +323,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         }
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
-        let mode = preflight_mode(&opts, &rubric);
+        let mode: preflight::Mode = opts.into();
         preflight::check_flags(&args.gpus, &mode, &rubric)?;
         let subs = batch::class(dir, shard)?;
         // A folder of the user's takes only new names: every report folder and summary.
@@ -343,7 +334,6 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         for name in report::SUMMARIES {
             out_dir.fresh(name)?;
         }
-        preflight::require_gpu(&mode, &rubric)?;
         let grader = batch::grader_for(
             rubric,
             &rubric_path,
@@ -413,7 +403,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let rubric = load_rubric()?;
-    let mode = preflight_mode(&opts, &rubric);
+    let mode: preflight::Mode = opts.into();
     preflight::check_flags(&args.gpus, &mode, &rubric)?;
     // Checked before grading: a folder of the user's takes only new names.
     let out_dir = match &args.out {
@@ -443,17 +433,14 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
     // learns why on any machine, and Gradescope still gets its results.json.
     let grader = match submission::precheck(&sub, &rubric, opts.skip_screen, opts.simulate(&rubric))
     {
-        Ok(()) => {
-            preflight::require_gpu(&mode, &rubric)?;
-            batch::grader_for(
-                rubric,
-                &rubric_path,
-                args.secret_file.as_deref(),
-                replay,
-                std::slice::from_ref(&path),
-                opts,
-            )?
-        }
+        Ok(()) => batch::grader_for(
+            rubric,
+            &rubric_path,
+            args.secret_file.as_deref(),
+            replay,
+            std::slice::from_ref(&path),
+            opts,
+        )?,
         Err(_) => batch::refusing_grader(rubric, &rubric_path, opts)?,
     };
     let reports = batch::grade_all(

@@ -9,26 +9,36 @@ use super::submission::{read_source, Submission};
 use anyhow::{bail, Result};
 use std::path::Path;
 
-/// What a grading uses, as the flags and the rubric decide it.
+/// What a grading uses, as the flags decide it (with the rubric's architecture).
 pub struct Mode {
-    /// A Blackwell rubric graded on the PTX simulator (no GPU).
-    pub simulate: bool,
     /// `--compile-only`: a pre-screen (no GPU).
     pub compile_only: bool,
     /// `--on-gpu` was given.
     pub on_gpu: bool,
+    /// The options, which say with the rubric whether the simulator grades.
+    opts: super::batch::Options,
+}
+
+impl From<super::batch::Options> for Mode {
+    fn from(opts: super::batch::Options) -> Mode {
+        Mode {
+            compile_only: opts.compile_only,
+            on_gpu: opts.on_gpu,
+            opts,
+        }
+    }
 }
 
 impl Mode {
-    fn uses_gpu(&self) -> bool {
-        !self.simulate && !self.compile_only
+    fn uses_gpu(&self, rubric: &Rubric) -> bool {
+        !self.opts.simulate(rubric) && !self.compile_only
     }
 
     /// Why this grading opens no GPU, or `None` where it does.
     fn no_gpu_because(&self, rubric: &Rubric) -> Option<String> {
         if self.compile_only {
             Some("--compile-only compiles on the CPU".into())
-        } else if self.simulate {
+        } else if self.opts.simulate(rubric) {
             Some(format!(
                 "the {} rubric {:?} is graded on the PTX simulator, on the CPU (--on-gpu grades it under the emulation on a GPU)",
                 rubric.arch.sm(),
@@ -67,7 +77,7 @@ pub fn check_flags(gpus: &[usize], mode: &Mode, rubric: &Rubric) -> Result<()> {
 /// A grading that needs a GPU, on a machine without a CUDA driver: refused at once, before the
 /// toolkit, CUPTI or anything else is installed, naming the way that needs none.
 pub fn require_gpu(mode: &Mode, rubric: &Rubric) -> Result<()> {
-    if !mode.uses_gpu() || common::gpu::driver_present() {
+    if !mode.uses_gpu(rubric) || common::gpu::driver_present() {
         return Ok(());
     }
     let instead = if mode.on_gpu {
@@ -76,7 +86,7 @@ pub fn require_gpu(mode: &Mode, rubric: &Rubric) -> Result<()> {
             rubric.arch.sm()
         )
     } else {
-        "a Hopper (sm_90a) rubric runs on an H100/H200; --compile-only checks and compiles submissions without one".into()
+        "a Hopper (sm_90a) rubric runs on an H100/H200 (--compile-only checks and compiles submissions without a GPU)".into()
     };
     bail!(
         "{} needs a GPU, and this machine has no CUDA driver (libcuda.so): {instead}",
