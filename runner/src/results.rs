@@ -690,6 +690,8 @@ pub struct GradescopeResults {
     pub output: String,
     pub stdout_visibility: String,
     pub tests: Vec<GradescopeTest>,
+    /// The visible tests' best TFLOP/s; absent where no visible test was timed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub leaderboard: Vec<LeaderboardEntry>,
 }
 

@@ -1284,7 +1284,7 @@ fn a_batch_keeps_every_student_whose_names_look_alike() {
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("merged 6 students"), "{}", stdout(&o));
     // A report lost after the batch: merge refuses, naming the student.
-    std::fs::remove_dir_all(out.join("%E7%8E%8B%E4%BC%9F")).unwrap();
+    std::fs::remove_dir_all(out.join("王伟")).unwrap();
     let again = d.join("merged2");
     assert_one_line_error(
         &runner(&[

@@ -85,9 +85,19 @@ pub fn marker(spec: &str, html: bool) -> Result<String> {
         r.gpu.name,
         r.date,
         r.commit,
-        here.map_or(String::new(), |n| format!(
-            " You are here: step {n}; later steps are faint."
-        ))
+        here.map_or(String::new(), |n| {
+            // Only the drawn plot fades the later steps, and the last step has none.
+            let last = series
+                .iter()
+                .flat_map(|(_, p)| p.iter().map(|p| p.step))
+                .max()
+                .unwrap_or(0);
+            if html && n < last {
+                format!(" You are here: step {n}; later steps are faint.")
+            } else {
+                format!(" You are here: step {n}.")
+            }
+        })
     );
     if !html {
         let mut out = String::from("```text\n");
@@ -188,11 +198,19 @@ fn svg(series: &[(Dtype, Vec<Point>)], here: Option<u32>) -> String {
         ));
     }
     if let Some(n) = here {
+        // The label (about 70 units wide) stays inside the plot: at the right edge it ends at
+        // the highlight's right side, at the left edge it starts at its left side.
+        let (lx, anchor) = if x(n) + 40.0 > w {
+            (x(n) + 18.0, "end")
+        } else if x(n) - 40.0 < 0.0 {
+            (x(n) - 18.0, "start")
+        } else {
+            (x(n), "middle")
+        };
         s.push_str(&format!(
-            "<rect x=\"{:.1}\" y=\"{y0}\" width=\"36\" height=\"{}\" fill=\"#ffd54f\" opacity=\"0.25\"/><text x=\"{:.1}\" y=\"{}\" text-anchor=\"middle\" font-weight=\"bold\">you are here</text>",
+            "<rect x=\"{:.1}\" y=\"{y0}\" width=\"36\" height=\"{}\" fill=\"#ffd54f\" opacity=\"0.25\"/><text x=\"{lx:.1}\" y=\"{}\" text-anchor=\"{anchor}\" font-weight=\"bold\">you are here</text>",
             x(n) - 18.0,
             y1 - y0,
-            x(n),
             y1 + 34.0
         ));
     }
@@ -243,5 +261,27 @@ mod tests {
         assert!(text.contains("<- you are here"), "{text}");
         assert!(marker("x", true).is_err());
         assert!(marker("42", true).is_err());
+    }
+
+    /// The last step's label stays inside the plot (560 wide) and its caption promises no faint
+    /// later steps; nor does the terminal's, which draws nothing faint.
+    #[test]
+    fn the_last_step_is_marked_inside_the_plot_and_nothing_is_called_faint() {
+        let six = marker("6", true).unwrap();
+        let label = six
+            .split("<text ")
+            .find(|t| t.contains(">you are here<"))
+            .unwrap();
+        assert!(label.contains("text-anchor=\"end\""), "{label}");
+        let x: f64 = label
+            .split("x=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        assert!(x <= 560.0, "{label}");
+        assert!(six.contains("You are here: step 6.") && !six.contains("faint"));
+        assert!(marker("3", true).unwrap().contains("later steps are faint"));
+        assert!(!marker("3", false).unwrap().contains("faint"));
     }
 }

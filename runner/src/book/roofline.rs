@@ -336,9 +336,11 @@ pub fn figure() -> Result<String> {
         [(&B200, "#1f5fa8", false), (&H100_SXM, "#c0561b", true)];
     let (w, h) = (900.0, 440.0);
     let mut body = String::new();
+    // Every label on a white halo, drawn after the lines: a line that passes under a label
+    // (the whole problem's dashed one under a roof's) never crosses its letters.
     let mut text = |x: f64, y: f64, size: u32, anchor: &str, fill: &str, t: &str| {
         body.push_str(&format!(
-            "  <text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"{size}\" text-anchor=\"{anchor}\" fill=\"{fill}\">{}</text>\n",
+            "  <text x=\"{x:.1}\" y=\"{y:.1}\" font-size=\"{size}\" text-anchor=\"{anchor}\" fill=\"{fill}\" stroke=\"#ffffff\" stroke-width=\"3\" paint-order=\"stroke\">{}</text>\n",
             esc(t)
         ));
     };
@@ -468,8 +470,14 @@ pub fn figure() -> Result<String> {
         &format!("{} (dashed): {} TB/s HBM", h200.name, h200.hbm_tbps),
     );
     let xp = px(problem_intensity);
+    // Up to the lowest roof: it marks the intensity, and the roofs' labels, which sit just above
+    // their lines and span this x, stay clear of it.
+    let roof = py(gpus
+        .iter()
+        .map(|(g, _, _)| g.dense_f16_tflops)
+        .fold(fmax, f64::min));
     marks.push_str(&format!(
-        "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{y1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
+        "  <line x1=\"{xp:.1}\" y1=\"{y0}\" x2=\"{xp:.1}\" y2=\"{roof:.1}\" stroke=\"#555\" stroke-dasharray=\"4,3\"/>\n"
     ));
     text(
         xp - 4.0,
@@ -590,6 +598,29 @@ pub fn figure() -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_whole_problem_line_stops_at_the_lowest_roof_under_haloed_labels() {
+        let svg = figure().unwrap();
+        let line = svg
+            .lines()
+            .find(|l| l.starts_with("  <line") && l.contains("stroke-dasharray=\"4,3\""))
+            .unwrap();
+        let y2: f64 = line
+            .split("y2=\"")
+            .nth(1)
+            .and_then(|r| r.split('"').next())
+            .and_then(|v| v.parse().ok())
+            .unwrap();
+        // The H100's roof (989.4 TFLOP/s) sits at y 148.8, below both roofs' labels.
+        assert!((y2 - 148.8).abs() < 0.1, "{line}");
+        let labels: Vec<&str> = svg
+            .lines()
+            .filter(|l| l.contains("TFLOP/s, ") || l.contains("whole problem"))
+            .collect();
+        assert_eq!(labels.len(), 3, "{labels:?}");
+        assert!(labels.iter().all(|l| l.contains("paint-order=\"stroke\"")));
+    }
 
     #[test]
     fn a_twin_budget_reads_the_twins_own_tiles() {

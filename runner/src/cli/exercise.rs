@@ -10,8 +10,9 @@ use std::process::ExitCode;
     after_help = "Exit status: 0 every check passed; 1 a check failed; 2 an error (e.g. no such exercise); 3 the check ran only in part (a kernel compiled but could not run here: no GPU). With --timings: 0 every timed exercise passed and was timed, 1 not, 2 an error (no H100/H200)."
 )]
 pub struct Args {
-    /// The exercise, e.g. 0.1 (step 0, exercise 1); `--list` shows them all.
-    #[arg(value_name = "N.M", required_unless_present_any = ["list", "timings"])]
+    /// The exercise, e.g. 0.1 (step 0, exercise 1); without one (or with `--list`), the list
+    /// of exercises.
+    #[arg(value_name = "N.M")]
     id: Option<String>,
     /// Check this kernel file (your edited copy) instead of the solution in
     /// exercises/solutions.toml.
@@ -57,7 +58,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if a.list && a.id.is_some() {
         eprintln!("warning: --list lists every exercise: the exercise given is ignored");
     }
-    if a.list {
+    // `runner exercise` alone is a student asking what there is: the list, not a usage error.
+    let bare = a.id.is_none()
+        && !a.timings
+        && a.kernel.is_none()
+        && a.twin.is_none()
+        && a.predict.is_none()
+        && a.write.is_none();
+    if a.list || bare {
         crate::exercise::list(a.json)?;
         return Ok(ExitCode::SUCCESS);
     }
@@ -73,7 +81,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
         };
         return Ok(crate::exercise::timings(&out)?.into());
     }
-    let id = a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1"))?;
+    let id =
+        a.id.ok_or_else(|| anyhow!("give an exercise, e.g. 0.1 (`runner exercise` lists them)"))?;
     crate::exercise::run(
         &id,
         &crate::exercise::Options {

@@ -117,7 +117,7 @@ pub enum Command {
     /// checks on every launch, timing against cuBLAS; `runner grade merge` joins shards.
     Grade(Box<grade::Args>),
     /// Run the check a book exercise names (e.g. `runner exercise 2.2`), on the committed
-    /// solution or on your kernel.
+    /// solution or on your kernel; `runner exercise` alone lists them.
     Exercise(exercise::Args),
     /// Workshop tools: `runner workshop check` is a machine's pre-flight (a laptop's by
     /// default: toolkit, simulator, a step, a seeded bug, the book; `--gpu` for a GPU lab).

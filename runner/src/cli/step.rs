@@ -82,10 +82,11 @@ pub struct Args {
     /// the GPU makes of such a bug.
     #[arg(long)]
     no_static_check: bool,
-    /// Record warp-role timelines and write FILE_STEM-stepN-<arch>.json (Perfetto,
-    /// chrome://tracing) and .svg for each kernel run (FILE_STEM defaults to "trace"; a folder
-    /// gets trace-stepN-<arch>.* inside it). The kernel is built with its trace calls on; the
-    /// recorded launch is verified, not timed. Under emulation only the order of events counts.
+    /// Record what ran. On a GPU: warp-role timelines, FILE_STEM-stepN-<arch>.json (Perfetto,
+    /// chrome://tracing) and .svg for each kernel run, the kernel built with its trace calls on
+    /// (verified, not timed; under emulation only the order of events counts). On the CPU
+    /// simulator: FILE_STEM-stepN-sim.txt, its events one per line in the order they ran.
+    /// FILE_STEM defaults to "trace"; a folder gets trace-stepN-* inside it; no folder is created.
     #[arg(long, value_name = "FILE_STEM", num_args = 0..=1, default_missing_value = "trace")]
     trace: Option<PathBuf>,
     /// With --trace: the CTAs of this many clusters (the grid's first) record.

@@ -75,6 +75,9 @@ pub fn grader_for(
             super::seeds::SECRET_ENV
         );
     }
+    // No CUDA driver where the grading needs a GPU: said now, before any toolkit or CUPTI
+    // download (the secret and the class are checked first).
+    super::preflight::require_gpu(&opts.into(), &rubric)?;
     if opts.simulate(&rubric) && !opts.compile_only {
         // Checked before anything runs: a shape the simulator cannot take in its limits would
         // fail every honest kernel as one that spins.

@@ -556,6 +556,7 @@ impl Grader {
                 for t in &mut r.tests {
                     t.status = Status::Failed;
                 }
+                self.skip_untimed(r, target);
                 return None;
             }
             Err(e) => {
@@ -591,6 +592,31 @@ impl Grader {
             t.score = 0.0;
             t.flags.clear();
             t.detail = "not graded: the simulator does not model this kernel (the compile line says what and where)".into();
+            // A speed test counts neither way on the simulator (as `skip_untimed`).
+            if t.kind == Kind::Performance {
+                t.max_score = 0.0;
+            }
+        }
+    }
+
+    /// Rows this grading never runs, whatever the kernel (every test of a pre-screen; the
+    /// performance tests on the simulator or under the emulation), are skipped on a failed
+    /// compile too, as on a compiled one: every row of a class has the same maximum.
+    fn skip_untimed(&self, r: &mut GradeReport, target: common::Target) {
+        let untimed = self.simulate || target == common::Target::Sm90aEmulated;
+        for t in &mut r.tests {
+            let why = if self.compile_only && t.kind != Kind::Technique {
+                "not run: compiled only (a pre-screen: no GPU was used)"
+            } else if untimed && t.kind == Kind::Performance && self.simulate {
+                super::simulated::NO_SPEED
+            } else if untimed && t.kind == Kind::Performance {
+                "skipped: needs native hardware (a B200): the tcgen05 emulation's timings mean nothing"
+            } else {
+                continue;
+            };
+            t.status = Status::Skipped;
+            t.max_score = 0.0;
+            t.detail = why.to_string();
         }
     }
 

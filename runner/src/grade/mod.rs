@@ -37,6 +37,7 @@ pub mod interrupt;
 pub mod job;
 pub mod measure;
 pub mod policy;
+pub mod preflight;
 pub mod protocol;
 pub mod report;
 pub mod resume;
@@ -95,7 +96,7 @@ pub struct GradeArgs {
     #[arg(long, value_delimiter = ',', value_name = "LIST")]
     pub gpus: Vec<usize>,
     /// Grade only shard I of N (0 <= I < N) of a batch; `runner grade merge` joins the shards.
-    #[arg(long, value_name = "I/N")]
+    #[arg(long, value_name = "I/N", allow_hyphen_values = true)]
     pub shard: Option<String>,
     /// Grade the stock kernels, seeded bugs and the cheat suite, and check each outcome.
     #[arg(long, conflicts_with_all = ["submission", "batch", "rubric"])]
@@ -109,7 +110,7 @@ pub struct GradeArgs {
     pub allow_unconfined: bool,
     /// Check the submission (one .cu file, the screen) and compile it, in the confined child,
     /// and stop: a pre-screen that needs no GPU and no secret.
-    #[arg(long, conflicts_with_all = ["replay", "selftest"])]
+    #[arg(long, conflicts_with_all = ["replay", "selftest", "secret_file"])]
     pub compile_only: bool,
     /// Grade the rubric's visible tests alone: no secret needed (a student grading their own
     /// kernel, the workshop's "grade your twin").
@@ -353,6 +354,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         }
         // The class before the secret and the GPU: a wrong folder is named as such.
         let rubric = load_rubric()?;
+        let mode: preflight::Mode = opts.into();
+        preflight::check_flags(&args.gpus, &mode, &rubric)?;
         let subs = batch::class(dir, shard)?;
         let out_dir = OutDir::claim(&out, "--out")?;
         if !args.resume {
@@ -459,6 +462,8 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         .or_else(|| path.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .unwrap_or_else(|| "student".into());
     let rubric = load_rubric()?;
+    let mode: preflight::Mode = opts.into();
+    preflight::check_flags(&args.gpus, &mode, &rubric)?;
     // Checked before grading: a folder of the user's takes only new names.
     let out_dir = match &args.out {
         Some(out) => {
@@ -477,6 +482,11 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         student,
         path: path.clone(),
     };
+    if let Some(p) = &args.replay {
+        for w in preflight::check_replay(p, &report::GradeReport::read(p)?, &rubric, &sub)? {
+            eprintln!("warning: {w}");
+        }
+    }
     // A submission that cannot be graded (no or several .cu files, too large, refused by the
     // screen) is graded "rejected" at once: it needs no secret and no GPU, so an instructor
     // learns why on any machine, and Gradescope still gets its results.json.

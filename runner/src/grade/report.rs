@@ -178,6 +178,14 @@ impl GradeReport {
         self.flags = flags;
     }
 
+    /// Whether the tests ran on the PTX simulator (which opens no device), as its environment
+    /// is named ([`super::batch::simulator_env`]).
+    pub fn simulated(&self) -> bool {
+        self.gpu
+            .as_ref()
+            .is_some_and(|g| g.name.ends_with(common::simulate::BACKEND))
+    }
+
     /// Whether a requirement was skipped: an executed count (compiled only, or native code that
     /// does not run on this GPU) or a trace fact (no traced launch).
     pub fn technique_skipped(&self) -> bool {
@@ -213,6 +221,8 @@ impl GradeReport {
         }
         if perf.iter().all(|t| t.status == Status::Skipped) && self.gpu.is_none() {
             "skipped (compiled only)".into()
+        } else if perf.iter().all(|t| t.status == Status::Skipped) && self.simulated() {
+            "skipped (needs a B200)".into()
         } else if perf.iter().all(|t| t.status == Status::Skipped) {
             "skipped (needs native hardware)".into()
         } else {
@@ -317,11 +327,18 @@ impl GradeReport {
             if self.skipped_points > 0.0 && self.gpu.is_none() {
                 format!(
                     " (compiled only: no test ran{}; {:.1} points skipped)",
-                    if self.technique_skipped() {
-                        " and no technique was measured, which needs a GPU"
-                    } else {
+                    if !self.technique_skipped() {
                         ""
+                    } else if self.rubric.arch == "sm_100a" {
+                        " and no technique was measured, which needs a graded run (on the simulator, no GPU: without --compile-only)"
+                    } else {
+                        " and no technique was measured, which needs a GPU"
                     },
+                    self.skipped_points
+                )
+            } else if self.skipped_points > 0.0 && self.simulated() {
+                format!(
+                    " ({:.1} points of speed tests skipped: the simulator does not time kernels, a B200 does)",
                     self.skipped_points
                 )
             } else if self.skipped_points > 0.0 {
@@ -355,23 +372,77 @@ impl GradeReport {
         if self.compile.status != CompileStatus::Ok {
             s.push_str(&compile_log_excerpt(&self.compile.log));
         }
+        // A finding's paragraph is said once: where it shows again (the same flag on the row
+        // itself, a requirement that failed because of that test) it is named, not repeated.
+        let mut said = Said::default();
         for t in &self.tests {
+            let detail = said.once(t.detail.lines().next().unwrap_or(""), &t.name);
             s.push_str(&format!(
-                "  {:<24} {:<8} {:>5.1}/{:<5.1} {}\n",
+                "  {:<24} {:<8} {:>5.1}/{:<5.1} {detail}\n",
                 t.name,
                 lower(&t.status),
                 t.score,
                 t.max_score,
-                t.detail.lines().next().unwrap_or("")
             ));
             for f in &t.flags {
-                s.push_str(&format!("      flag {}: {}\n", f.name, f.detail));
+                s.push_str(&format!(
+                    "      flag {}: {}\n",
+                    f.name,
+                    said.once(&f.detail, &t.name)
+                ));
             }
         }
         if !self.flags.is_empty() {
             s.push_str(&format!("  flags     {}\n", self.flags.join(", ")));
         }
         s
+    }
+}
+
+/// The long paragraphs a report has printed (a flag's finding), each with the row it was first
+/// printed in, so that a later line names it rather than print it again.
+#[derive(Default)]
+struct Said {
+    paragraphs: Vec<(String, String)>,
+}
+
+impl Said {
+    /// Below this many characters a text is short enough to repeat.
+    const LONG: usize = 60;
+
+    /// `text` of row `row`, with each paragraph printed before replaced by a pointer to where;
+    /// the text itself, if long, is remembered as printed in `row`.
+    fn once(&mut self, text: &str, row: &str) -> String {
+        let long = text.chars().count() >= Self::LONG;
+        if let Some(at) = self
+            .paragraphs
+            .iter()
+            .find(|(p, _)| long && p.contains(text))
+            .map(|(_, at)| at.clone())
+        {
+            // Said already, within a longer line: the shorter text is a paragraph of its own.
+            self.paragraphs.push((text.to_string(), at.clone()));
+            return if at == row {
+                "as above".into()
+            } else {
+                format!("as in {at}, above")
+            };
+        }
+        let mut out = text.to_string();
+        for (p, at) in &self.paragraphs {
+            if out.contains(p.as_str()) {
+                let pointer = if at == row {
+                    "[said above]".to_string()
+                } else {
+                    format!("[said in {at}, above]")
+                };
+                out = out.replace(p.as_str(), &pointer);
+            }
+        }
+        if long {
+            self.paragraphs.push((text.to_string(), row.to_string()));
+        }
+        out
     }
 }
 
@@ -466,9 +537,15 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
                 }
                 .to_string()
             } else {
-                let mut output = t.detail.clone();
+                // The flag's finding is usually the detail's own: said once.
+                let mut said = Said::default();
+                let mut output = said.once(&t.detail, &t.name);
                 for f in &t.flags {
-                    output.push_str(&format!("\nflag {}: {}", f.name, f.detail));
+                    output.push_str(&format!(
+                        "\nflag {}: {}",
+                        f.name,
+                        said.once(&f.detail, &t.name)
+                    ));
                 }
                 output
             };
@@ -506,6 +583,11 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
                 ""
             }
         ));
+    } else if r.skipped_points > 0.0 && r.simulated() {
+        output.push_str(&format!(
+            "\n\n{:.1} points of performance tests were skipped: the simulator does not time kernels, a B200 does.",
+            r.skipped_points
+        ));
     } else if r.skipped_points > 0.0 {
         output.push_str(&format!(
             "\n\n{:.1} points of performance tests were skipped: they need native hardware.",
@@ -521,11 +603,17 @@ pub fn gradescope_results(r: &GradeReport) -> GradescopeResults {
         output,
         stdout_visibility: "hidden".into(),
         tests,
-        leaderboard: vec![LeaderboardEntry {
-            name: "TFLOP/s".into(),
-            value: (r.visible_tflops().unwrap_or(0.0) * 10.0).round() / 10.0,
-            order: "desc".into(),
-        }],
+        // Only a speed a visible test measured: a rubric without a speed test, a pre-screen, a
+        // kernel that failed or was graded where nothing is timed posts no row (not a 0.0).
+        leaderboard: r
+            .visible_tflops()
+            .map(|t| LeaderboardEntry {
+                name: "TFLOP/s".into(),
+                value: (t * 10.0).round() / 10.0,
+                order: "desc".into(),
+            })
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -562,9 +650,14 @@ fn summary_row(r: &GradeReport) -> [String; 8] {
         r.performance(),
         r.flags.join(";"),
         format!("{:.1}/{:.1}", r.score, r.max_score),
-        r.gpu
-            .as_ref()
-            .map_or("-".into(), |g| format!("{} #{}", g.name, g.device)),
+        // The simulator opened no device: its name alone, no `#0`.
+        r.gpu.as_ref().map_or("-".into(), |g| {
+            if r.simulated() {
+                g.name.clone()
+            } else {
+                format!("{} #{}", g.name, g.device)
+            }
+        }),
         format!("{:.1}", r.elapsed_s),
     ]
 }
@@ -902,6 +995,28 @@ pub mod tests {
     }
 
     #[test]
+    fn a_finding_is_said_once_and_named_after() {
+        let finding = "broke the ordering rule ld-after-commit-wait: CTA 0, warp 3, PTX line 858 (source line 176): the epilogue read the accumulator before its wait";
+        let mut said = Said::default();
+        let first = said.once(
+            &format!("input set 1 of 2: the simulator stopped the kernel: {finding}"),
+            "public",
+        );
+        assert!(first.ends_with(finding), "{first}");
+        assert_eq!(said.once(finding, "public"), "as above");
+        let later = said.once(
+            &format!("2-CTA MMA not shown: a graded launch failed (public: the simulator stopped the kernel: {finding}): its counts prove nothing"),
+            "2cta-mma",
+        );
+        assert!(!later.contains("ld-after-commit-wait"), "{later}");
+        assert!(later.contains("[said in public, above]"), "{later}");
+        assert_eq!(said.once(finding, "2cta-mma"), "as in public, above");
+        // Short texts repeat: a pointer would be longer than they are.
+        assert_eq!(said.once("passed", "a"), "passed");
+        assert_eq!(said.once("passed", "b"), "passed");
+    }
+
+    #[test]
     fn tallies_count_skipped_tests_neither_way() {
         let r = sample("alice", None);
         assert_eq!((r.score, r.max_score, r.skipped_points), (10.0, 20.0, 10.0));
@@ -942,7 +1057,7 @@ pub mod tests {
         let mut h = sample("bob", Some(0.87));
         h.tests[2].visibility = Visibility::Hidden;
         let hv = serde_json::to_value(gradescope_results(&h)).unwrap();
-        assert_eq!(hv["leaderboard"][0]["value"], 0.0);
+        assert!(hv.get("leaderboard").is_none(), "{hv}");
         assert_eq!(hv["tests"][2]["output"], "passed");
         assert!(!hv.to_string().contains("TFLOP/s ("), "{hv}");
         let skipped = serde_json::to_value(gradescope_results(&sample("alice", None))).unwrap();
@@ -972,6 +1087,14 @@ pub mod tests {
         assert_eq!(&rows[1][0], "bob, jr");
         assert_eq!(&rows[1][5], "18.0/30.0");
         assert_eq!(&rows[0][6], "NVIDIA H100 #1");
+        // The simulator has no device number.
+        let mut sim = sample("carol", None);
+        sim.gpu = Some(super::super::batch::simulator_env());
+        assert_eq!(
+            summary_row(&sim)[6],
+            format!("no GPU: {}", common::simulate::BACKEND)
+        );
+        assert_eq!(sim.performance(), "skipped (needs a B200)");
         let md = summary_md(&reports);
         assert_eq!(md.lines().count(), 4);
         assert!(

@@ -63,31 +63,35 @@ enum Launched {
 }
 
 /// The flag a simulator finding is reported as: the names the GPU path uses where the meaning is
-/// the same (a spent budget is a hang, a fault a fault), the rule's own name otherwise.
+/// the same (a spent budget is a hang, a fault a fault), the rule's own name otherwise. The
+/// texts speak the rubric's words (`[limits] sim_steps`), never the simulator's API.
 fn finding_flag(f: &common::simulate::SimFailure, budget: u64) -> Flag {
-    let detail = format!(
-        "{} (schedule seed {}, policy {})",
-        f.message, f.schedule_seed, f.policy
-    );
+    let schedule = format!("schedule seed {}, policy {}", f.schedule_seed, f.policy);
+    let detail = format!("{} ({schedule})", f.message);
     match f.kind {
-        "rule" => Flag::new(
-            "ordering-rule",
-            format!(
-                "broke the ordering rule {}: {detail}",
-                f.rule.as_deref().unwrap_or("?")
-            ),
-        ),
+        "rule" => {
+            let rule = f.rule.as_deref().unwrap_or("?");
+            // The simulator's message starts `rule NAME: `; the flag says it once.
+            let said = f
+                .message
+                .strip_prefix(&format!("rule {rule}: "))
+                .unwrap_or(&f.message);
+            Flag::new(
+                "ordering-rule",
+                format!("broke the ordering rule {rule}: {said} ({schedule})"),
+            )
+        }
         "deadlock" => Flag::new("deadlock", detail),
         "step-limit" => Flag::new(
             "timeout",
             format!(
-                "exceeded its budget of {budget} simulated steps (an instruction each; an MMA or a copy by its size: a kernel that spins, or far more work than the shape needs): {detail}"
+                "exceeded its budget of {budget} simulated steps (an instruction each; an MMA or a copy by its size): a kernel that spins, or far more work than the shape needs; the rubric's [limits] sim_steps sets the budget ({schedule})"
             ),
         ),
         "deadline" => Flag::new(
             "timeout",
             format!(
-                "ran past the rubric's limit of launch_seconds on the simulator (a kernel that spins, or far more work than the shape needs): {detail}"
+                "ran past the rubric's [limits] launch_seconds on the simulator: a kernel that spins, or far more work than the shape needs ({schedule})"
             ),
         ),
         "fault" => Flag::new("kernel-fault", detail),

@@ -43,27 +43,42 @@ impl Submission {
     }
 }
 
-/// The folder of a student's reports in a batch's output: the name itself where it is made of
-/// ASCII letters, digits, `_`, `-` and `.` (not leading), every other byte percent-encoded
-/// (`王伟` → `%E7%8E%8B%E4%BC%9F`, `carol smith` → `carol%20smith`), so two names never share a
-/// folder and the folder gives the name back. A name whose folder would exceed 120 bytes keeps
-/// its first 80 and ends `~` and a hash of the whole name (`~` is never in an encoded name).
+/// The folder of a student's reports in a batch's output: the name itself where every
+/// character is a letter or a digit (of any script: `王伟`, `éve`), `_`, `-`, `.` (not
+/// leading) or a space between two others (`carol smith`); any other byte, `%` included, is
+/// percent-encoded (`bob/../x` → `bob%2F..%2Fx`, `.hidden` → `%2Ehidden`). So a readable name
+/// keeps its folder, two names never share one, and the folder gives the name back. A name
+/// whose folder would exceed 120 bytes keeps its first 80 and ends `~` and a hash of the whole
+/// name (`~` is never in an encoded name).
 pub fn report_folder(student: &str) -> String {
     use std::fmt::Write;
+    let chars: Vec<char> = student.chars().collect();
     let mut t = String::new();
-    for (i, b) in student.bytes().enumerate() {
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || (b == b'.' && i > 0) {
-            t.push(b as char);
+    for (i, &c) in chars.iter().enumerate() {
+        let inner = i > 0 && i + 1 < chars.len();
+        let kept = c.is_alphanumeric()
+            || c == '_'
+            || c == '-'
+            || (c == '.' && i > 0)
+            || (c == ' ' && inner && chars[i - 1] != ' ' && chars[i + 1] != ' ');
+        if kept {
+            t.push(c);
         } else {
-            let _ = write!(t, "%{b:02X}");
+            let mut buf = [0u8; 4];
+            for b in c.encode_utf8(&mut buf).bytes() {
+                let _ = write!(t, "%{b:02X}");
+            }
         }
     }
     if t.is_empty() {
         return "%".into();
     }
     if t.len() > 120 {
+        // Within 80 bytes, on a character boundary, never inside a %XX.
         let mut cut = 80;
-        // Never inside a %XX.
+        while !t.is_char_boundary(cut) {
+            cut -= 1;
+        }
         while t.as_bytes()[cut - 1] == b'%' || t.as_bytes()[cut - 2] == b'%' {
             cut -= 1;
         }
@@ -248,6 +263,12 @@ mod tests {
             "..",
             "a.b-c_d",
             "gradescope-4242+777",
+            " x",
+            "x ",
+            "a  b",
+            "a b",
+            "a%20b",
+            "tab\tname",
         ];
         let folders: Vec<String> = names.iter().map(|n| report_folder(n)).collect();
         let mut unique = folders.clone();
@@ -256,16 +277,27 @@ mod tests {
         assert_eq!(unique.len(), names.len(), "{folders:?}");
         for (n, f) in names.iter().zip(&folders) {
             assert!(
-                f.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"%._-".contains(&b)),
+                f.chars()
+                    .all(|c| c.is_alphanumeric() || "%._- ".contains(c)),
                 "{f}"
+            );
+            assert!(
+                !f.starts_with(' ') && !f.ends_with(' ') && !f.contains("  "),
+                "{f:?}"
             );
             assert!(!f.starts_with('.') && !f.is_empty(), "{f}");
             assert_eq!(&decode(f), n, "{f}");
         }
         assert_eq!(report_folder("alice"), "alice");
-        assert_eq!(report_folder("王伟"), "%E7%8E%8B%E4%BC%9F");
-        assert_eq!(report_folder("carol smith"), "carol%20smith");
+        // Readable names keep their folder; what a path or a shell would misread is encoded.
+        assert_eq!(report_folder("王伟"), "王伟");
+        assert_eq!(report_folder("éve"), "éve");
+        assert_eq!(report_folder("carol smith"), "carol smith");
+        assert_eq!(report_folder("carol%20smith"), "carol%2520smith");
+        assert_eq!(report_folder("bob/../x"), "bob%2F..%2Fx");
+        assert_eq!(report_folder(".hidden"), "%2Ehidden");
+        assert_eq!(report_folder(" x"), "%20x");
+        assert_eq!(report_folder("a  b"), "a%20%20b");
         // A long name stays under the file system's limit, and distinct.
         let long_a = "名".repeat(100);
         let long_b = format!("{}字", "名".repeat(99));

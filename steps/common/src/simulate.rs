@@ -348,10 +348,18 @@ pub fn failure_of(e: &sim::SimError, seed: u64, policy: Policy) -> SimFailure {
         E::Parse { .. } => ("parse", None),
         E::Assert(_) => ("assert", None),
     };
+    // The simulator's own text names its API (`Options::max_steps`); a user meets the budget
+    // as the rubric's `[limits] sim_steps` or not at all.
+    let message = match e {
+        E::StepLimit { steps } => format!(
+            "the run exceeded its budget of {steps} steps (an instruction each, an MMA or a copy by its size): a spin loop that never ends, or far more work than the shape needs"
+        ),
+        _ => e.to_string(),
+    };
     SimFailure {
         kind,
         rule,
-        message: e.to_string(),
+        message,
         schedule_seed: seed,
         policy: policy.name(),
     }
