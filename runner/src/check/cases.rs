@@ -303,8 +303,7 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             // cluster launch control the simulator keeps one cluster resident, which then cancels
             // every other launch and computes every tile (the GPU emulation's stand-in cannot cap
             // residency: there every cluster is resident at this shape, and the run refuses the cap).
-            let clusters =
-                (persistent(step, Arch::Blackwell) || launch_control(step)).then_some(1);
+            let clusters = (persistent(step, Arch::Blackwell) || launch_control(step)).then_some(1);
             for &e in &set.emu_seeds {
                 out.push(EmulationCase {
                     mutation: Some(m),
