@@ -224,6 +224,17 @@ pub fn check_trace_stem(stem: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_default_output_folder_is_the_checkouts_build_folder_never_the_current_one() {
+        // `runner check sim` and `grade --selftest` without --out (N-finding: check-results/
+        // appeared in whatever folder the command ran from).
+        let d = super::default_out("check-results");
+        assert!(d.is_absolute(), "{}", d.display());
+        assert!(d.ends_with("target/check-results"), "{}", d.display());
+        assert_ne!(d.parent(), std::env::current_dir().ok().as_deref());
+    }
+
     use super::*;
 
     fn temp(name: &str) -> PathBuf {
@@ -294,4 +305,18 @@ mod tests {
             assert!(e.contains("git tracks it"), "{e}");
         }
     }
+}
+
+/// Where a command writes without `--out`: `target/NAME` in the checkout (a build folder git
+/// ignores), never the current folder; outside any checkout, the user's cache (as the
+/// toolkit's), else the temp folder.
+pub fn default_out(name: &str) -> PathBuf {
+    if let Some(root) = common::project::root() {
+        return root.join("target").join(name);
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("blackwell-workbook").join(name))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("workbook-{name}")))
 }

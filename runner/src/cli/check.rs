@@ -61,18 +61,19 @@ enum Which {
     /// Compare two check files case by case (emulation.json and sim.json): the same verdict
     /// (verified, or caught) and, where both name an ordering rule, the same rule.
     Agree {
-        /// The first results file (e.g. check-results/emulation.json).
+        /// The first results file (e.g. target/check-results/emulation.json).
         a: PathBuf,
-        /// The second (e.g. check-results/sim.json).
+        /// The second (e.g. target/check-results/sim.json).
         b: PathBuf,
     },
 }
 
 #[derive(clap::Args)]
 struct SimCheckArgs {
-    /// Where the results files go.
-    #[arg(long, default_value = "check-results")]
-    out: PathBuf,
+    /// Where the results files go (default: target/check-results in the checkout, never the
+    /// current folder).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// One shape, one schedule seed, and each seeded bug on the first step it applies to only.
     #[arg(long)]
     quick: bool,
@@ -95,9 +96,10 @@ struct PoolArgs {
     /// Runs at a time on each GPU (1 to 64).
     #[arg(long, default_value_t = 6, value_parser = super::count_upto::<64>)]
     jobs: u32,
-    /// Where the results files go.
-    #[arg(long, default_value = "check-results")]
-    out: PathBuf,
+    /// Where the results files go (default: target/check-results in the checkout, never the
+    /// current folder).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// A reduced set with every kind of case (a few minutes on one GPU, not an hour).
     #[arg(long)]
     quick: bool,
@@ -107,11 +109,12 @@ impl PoolArgs {
     /// The pool, its results folder checked (not yet made): new, empty, or one a runner command
     /// wrote before; a folder of the user's holding other files is refused, never overwritten.
     fn pool(&self) -> Result<Pool> {
-        OutDir::claim_own(&self.out, "--out", check::WRITES_RESULTS)?;
+        let out = out_or_default(&self.out);
+        OutDir::claim_own(&out, "--out", check::WRITES_RESULTS)?;
         Ok(Pool {
             gpus: self.gpus.clone(),
             jobs: self.jobs as usize,
-            out: self.out.clone(),
+            out,
         })
     }
 }
@@ -251,7 +254,8 @@ pub fn run(a: Args) -> Result<ExitCode> {
 fn sim(a: SimCheckArgs) -> Result<common::verdict::Verdict> {
     // Checked before the cases run (minutes), as every other check's --out: a file, or a folder
     // of the user's holding other files, is refused up front.
-    OutDir::make_own(&a.out, "--out", check::WRITES_RESULTS)?;
+    let out = out_or_default(&a.out);
+    OutDir::make_own(&out, "--out", check::WRITES_RESULTS)?;
     let base = if a.quick {
         EmulationSet::simulator_quick()
     } else {
@@ -266,5 +270,11 @@ fn sim(a: SimCheckArgs) -> Result<common::verdict::Verdict> {
         || std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
         |j| j as usize,
     );
-    check::sim::check(&set, &a.out, jobs)
+    check::sim::check(&set, &out, jobs)
+}
+
+/// `--out`, or the checkout's `target/check-results`.
+fn out_or_default(out: &Option<PathBuf>) -> PathBuf {
+    out.clone()
+        .unwrap_or_else(|| crate::outdir::default_out("check-results"))
 }

@@ -234,20 +234,6 @@ pub enum GradeSub {
     },
 }
 
-/// Where `grade --selftest` writes without `--out`: the checkout's `target/grade-selftest`
-/// (a build folder git ignores), never the current folder; outside any checkout, the user's
-/// cache (as the toolkit's), else the temp folder.
-fn default_selftest_out() -> PathBuf {
-    if let Some(root) = common::project::root() {
-        return root.join("target").join("grade-selftest");
-    }
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .map(|c| c.join("blackwell-workbook").join("grade-selftest"))
-        .unwrap_or_else(|| std::env::temp_dir().join("workbook-grade-selftest"))
-}
-
 /// A grading stopped by an unusable GPU names the mode that needs none.
 fn suggest_compile_only(e: anyhow::Error) -> anyhow::Error {
     let text = format!("{e:#}");
@@ -297,7 +283,7 @@ pub fn run(args: GradeArgs) -> Result<ExitCode> {
         let out = match &args.out {
             Some(out) => OutDir::claim(out, "--out")?,
             None => {
-                let out = default_selftest_out();
+                let out = crate::outdir::default_out("grade-selftest");
                 eprintln!(
                     "selftest: writing into {} (--out DIR to choose)",
                     out.display()
