@@ -94,7 +94,7 @@ impl fmt::Display for SimError {
             }
             SimError::StepLimit { steps } => write!(
                 f,
-                "the run exceeded its budget of {steps} steps (an instruction each, an MMA or a copy by its size: raise Options::max_steps, or look for a spin loop that never ends)"
+                "the run exceeded its budget of {steps} steps (an instruction each, an MMA or a copy by its size: a spin loop that never ends, or a problem too large for the budget the command or rubric sets)"
             ),
             SimError::Deadline { steps } => write!(
                 f,
