@@ -1127,7 +1127,10 @@ fn check_arch_neutral_with(text: &str, names: &BuildNames) -> Result<(), Violati
         at_line_start: true,
         last_number: String::new(),
     };
-    while let Some((tok, _line, at_start)) = lx.next()? {
+    // The groups a literal `#if 0` skips never reach a build, as in `check`: there only the
+    // conditionals count (for the nesting), so a stringizing #define in them is harmless.
+    let mut groups: Vec<Group> = Vec::new();
+    while let Some((tok, line, at_start)) = lx.next()? {
         if !(tok == Tok::Hash && at_start) {
             continue;
         }
@@ -1136,6 +1139,12 @@ fn check_arch_neutral_with(text: &str, names: &BuildNames) -> Result<(), Violati
             continue;
         };
         let rest = &toks[1..];
+        let skipping = groups.iter().any(|g| g.skipping);
+        conditional(&mut groups, d, rest, skipping, &lx.last_number)
+            .map_err(|m| Violation { line, message: m })?;
+        if skipping {
+            continue;
+        }
         if d == "define" {
             if let Some((Tok::Ident(m), _)) = rest.first() {
                 if let Some((_, l)) = rest[1..].iter().find(|(t, _)| *t == Tok::Hash) {
@@ -1162,6 +1171,18 @@ fn check_arch_neutral_with(text: &str, names: &BuildNames) -> Result<(), Violati
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_stringizing_define_in_a_skipped_group_passes_the_arch_screen_and_outside_it_does_not() {
+        let names = super::BuildNames::get();
+        let skipped = "#if 0\n#define SHOW(a) #a\n#endif\n__global__ void k() {}\n";
+        assert!(super::check_arch_neutral_with(skipped, names).is_ok());
+        let live = "#if 1\n#define SHOW(a) #a\n#endif\n__global__ void k() {}\n";
+        let e = super::check_arch_neutral_with(live, names).unwrap_err();
+        assert!(e.message.contains("stringizing"), "{}", e.message);
+        let else_branch = "#if 0\n#else\n#define SHOW(a) #a\n#endif\n";
+        assert!(super::check_arch_neutral_with(else_branch, names).is_err());
+    }
+
     #[test]
     fn blackwell_submissions_cannot_tell_the_emulation_from_the_native_build() {
         for (bad, needle) in [
