@@ -2508,7 +2508,7 @@ fn inspect_refuses_an_empty_kernel_and_lists_steps_plainly() {
     );
     assert_one_line_error(
         &runner(&["inspect", "0", "--mutate", "alloc-cta-group-1"]),
-        "(it applies to steps 3, 4, 5, 6)",
+        "(it applies to steps 3, 4, 5, 6, 7)",
     );
 }
 
