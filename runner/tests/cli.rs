@@ -406,7 +406,7 @@ fn clusters_are_refused_where_no_grid_is_persistent() {
     // The persistent steps are named from what the steps declare, not from a list in the message.
     assert_one_line_error(
         &runner(&["step", "2", "--clusters", "2"]),
-        "--clusters caps the grid of the persistent steps (4, 5, 6); step 2 launches one cluster per tile",
+        "--clusters caps the grid of the persistent steps (4, 5, 6, 7); step 2 launches one cluster per tile",
     );
 }
 
