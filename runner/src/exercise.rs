@@ -297,6 +297,21 @@ pub const EXERCISES: &[Exercise] = &[
         title: "Pick a width",
         checks: &[Check::Host(pick_width)],
     },
+    Exercise {
+        id: "7.1",
+        step: 7,
+        title: "Predict the tail, then watch it balance",
+        checks: &[
+            Check::Host(tail_shares),
+            Check::Run {
+                params: &[],
+                args: &["--mutate", "clc-stops-asking"],
+                seeds: &[0],
+                expect: Expect::Breaks(&[Break::Rule("clc-canceled-id-dropped")]),
+            },
+            VERIFIES,
+        ],
+    },
 ];
 
 /// Exercise 0.3's prediction, from the phase simulator: in steps 0 and 1, with slow loads or
@@ -401,6 +416,46 @@ fn smem_drop(step: u32, from: u32, to: u32, kib: u32) -> Result<Vec<String>> {
         "shared memory per CTA: {a} B with {from} stages, {b} B with {to}: {kib} KiB less, {} stage(s) of A and B",
         from - to
     )])
+}
+
+/// Exercise 7.1: the budget model's last wave under step 6's fixed grid, at two shapes: how many
+/// tiles the last round holds of the clusters a B200 runs at once, and the share of the rounds
+/// it is (what the student predicts, then reads in a trace).
+fn tail_shares() -> Result<Vec<String>> {
+    use common::model::budget::{budget, Assumptions, BudgetInput, B200};
+    let step = runner::steps::get(6)?;
+    let mut out = Vec::new();
+    for shape in [
+        common::Shape::DEFAULT,
+        common::Shape {
+            m: 8192,
+            n: 8192,
+            k: 8192,
+        },
+    ] {
+        let b = budget(
+            BudgetInput::from_step(step),
+            &B200,
+            shape,
+            Assumptions::DEFAULT,
+        );
+        if b.clusters_at_once == 0 || b.rounds == 0 {
+            bail!("the budget of step 6 at {shape} has no clusters or rounds");
+        }
+        let idle = b.clusters_at_once - b.last_round_tiles.min(b.clusters_at_once);
+        out.push(format!(
+            "{shape}: {} tiles over {} clusters at once = {} rounds; the last holds {} tiles, so {} of {} clusters idle through 1 round in {} ({:.1} % of the cluster-rounds)",
+            b.tiles,
+            b.clusters_at_once,
+            b.rounds,
+            b.last_round_tiles,
+            idle,
+            b.clusters_at_once,
+            b.rounds,
+            100.0 * f64::from(idle) / f64::from(b.clusters_at_once * b.rounds)
+        ));
+    }
+    Ok(out)
 }
 
 /// FLOP per byte loaded per CTA and k-block, for steps 2 and 3: the book says 85.3 and 128.

@@ -245,15 +245,29 @@ fn unconfined_the_same_class_leaks_into_the_child_but_not_the_report() {
 
 #[test]
 fn without_landlock_hidden_tests_are_refused_unless_allowed() {
+    // A Blackwell rubric (graded on the simulator, so no GPU is needed here): a Hopper rubric on a
+    // machine without a GPU is refused for that first, before any secret is read.
     let d = tmp("refuse");
     let k = d.join("k.cu");
-    std::fs::write(&k, "#include \"hopper.cuh\"\n").unwrap();
+    std::fs::copy(
+        format!(
+            "{}/../steps/step3_collective_mma/src/kernel.cu",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        &k,
+    )
+    .unwrap();
     let secret = d.join("secret.txt");
     std::fs::write(&secret, "an instructor secret of length").unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_runner"))
         .arg("grade")
         .arg(&k)
-        .args(["--rubric", &rubric(), "--secret-file"])
+        .arg("--rubric")
+        .arg(format!(
+            "{}/../rubrics/step3-blackwell.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg("--secret-file")
         .arg(&secret)
         .env("WORKBOOK_GRADE_SIMULATE_NO_LANDLOCK", "1")
         .output()

@@ -355,9 +355,9 @@ mod tests {
     #[test]
     fn the_ladder_has_four_ring_roles() {
         let names: Vec<String> = groups(false).unwrap().into_iter().map(|g| g.0).collect();
-        assert_eq!(names, ["step 0", "steps 1–3", "step 4", "steps 5–6"]);
+        assert_eq!(names, ["step 0", "steps 1–3", "step 4", "steps 5–7"]);
         let persistent: Vec<String> = groups(true).unwrap().into_iter().map(|g| g.0).collect();
-        assert_eq!(persistent, ["step 4", "steps 5–6"]);
+        assert_eq!(persistent, ["step 4", "steps 5–7"]);
     }
 
     #[test]

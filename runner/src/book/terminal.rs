@@ -258,7 +258,7 @@ impl Renderer<'_> {
             .style
             .width
             .saturating_sub(display_width(&first) + gap * (cols - 1))
-            .max(cols * 6);
+            .max(cols * 3);
         let cell_width = |r: &Vec<String>, c: usize| r.get(c).map_or(0, |s| display_width(s));
         let natural: Vec<usize> = (0..cols)
             .map(|c| {
@@ -483,9 +483,10 @@ impl Renderer<'_> {
 }
 
 /// Column widths that fit `avail`: natural widths when they fit, else the widest column gives
-/// way, one column at a time, down to 8.
+/// way, one column at a time, down to 3 (a table of many columns still fits a narrow terminal:
+/// the bench tables have ten).
 fn fit(natural: &[usize], avail: usize) -> Vec<usize> {
-    const MIN: usize = 8;
+    const MIN: usize = 3;
     let mut w = natural.to_vec();
     while w.iter().sum::<usize>() > avail {
         let Some(i) = (0..w.len()).max_by_key(|&i| (w[i], usize::MAX - i)) else {
