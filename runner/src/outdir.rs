@@ -222,6 +222,20 @@ pub fn check_trace_stem(stem: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Where a command writes without `--out`: `target/NAME` in the checkout (a build folder git
+/// ignores), never the current folder; outside any checkout, the user's cache (as the
+/// toolkit's), else the temp folder.
+pub fn default_out(name: &str) -> PathBuf {
+    if let Some(root) = common::project::root() {
+        return root.join("target").join(name);
+    }
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|c| c.join("blackwell-workbook").join(name))
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("workbook-{name}")))
+}
+
 #[cfg(test)]
 mod tests {
 
@@ -305,18 +319,4 @@ mod tests {
             assert!(e.contains("git tracks it"), "{e}");
         }
     }
-}
-
-/// Where a command writes without `--out`: `target/NAME` in the checkout (a build folder git
-/// ignores), never the current folder; outside any checkout, the user's cache (as the
-/// toolkit's), else the temp folder.
-pub fn default_out(name: &str) -> PathBuf {
-    if let Some(root) = common::project::root() {
-        return root.join("target").join(name);
-    }
-    std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .map(|c| c.join("blackwell-workbook").join(name))
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("workbook-{name}")))
 }
