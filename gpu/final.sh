@@ -44,7 +44,7 @@ verify() { # name, then runner arguments
     verify "emu$n-odd-bf16" step $n --arch sm_100a --emulate --dtype bf16 --m 256 --n 768 --k 320 $cb &
     wait
   done
-  SK=exercises/hopper/step6_streamk_sm90.cu
+  SK=steps/step7_last_wave/src/kernel_sm90.cu
   verify streamk-768x1280x4096-c7-split step 6 --arch sm_90a --kernel $SK --m 768 --n 1280 --k 4096 --clusters 7 &
   verify streamk-2304x2816x8192-c8-split step 6 --arch sm_90a --kernel $SK --m 2304 --n 2816 --k 8192 --clusters 8 --seed 7 &
   verify streamk-2304x2816x704-bf16-c4 step 6 --arch sm_90a --kernel $SK --m 2304 --n 2816 --k 704 --clusters 4 --dtype bf16 --seed 7 &

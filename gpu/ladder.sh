@@ -110,7 +110,7 @@ fi
 if [[ " $STAGES " == *" round2 "* ]]; then
   # Why 6-streamk pays at 8192^3 but not at 4096x8192x4096: the end of a traced launch, cluster
   # by cluster (16 clusters), the SM-active share under Nsight Compute, and the bench again.
-  SK=exercises/hopper/step6_streamk_sm90.cu
+  SK=steps/step7_last_wave/src/kernel_sm90.cu
   for k in stock streamk; do
     args=()
     [ "$k" = streamk ] && args=(--kernel "$SK")

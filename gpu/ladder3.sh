@@ -34,7 +34,7 @@ BUDGET=${BUDGET:-200}  # seconds for the whole script; a stage that would start 
 note() { echo "$*" | tee -a "$SUMMARY"; }
 left() { [ $((BUDGET - SECONDS)) -gt "$1" ] || { note "skipped (budget): $2"; false; }; }
 
-SK=exercises/hopper/step6_streamk_sm90.cu
+SK=steps/step7_last_wave/src/kernel_sm90.cu
 FORCED=$W/step6_streamk_forced_sm90.cu
 # The old behaviour: split every tail that shortens the last wave at all.
 sed 's/^constexpr int FIXUP_K_BLOCKS = 24;$/constexpr int FIXUP_K_BLOCKS = 0;/' "$SK" >"$FORCED"

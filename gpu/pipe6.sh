@@ -53,7 +53,7 @@ export R WORK
     echo "6-l2hints-$dtype step 6 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step6_l2hints_sm90.toml"
     echo "6-hilbert-$dtype step 6 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step6_hilbert_sm90.toml"
     echo "6-workspace-$dtype step 6 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step6_workspace_sm90.toml"
-    echo "6-streamk-$dtype step 6 --arch sm_90a --dtype $dtype --kernel exercises/hopper/step6_streamk_sm90.cu"
+    echo "6-streamk-$dtype step 6 --arch sm_90a --dtype $dtype --kernel steps/step7_last_wave/src/kernel_sm90.cu"
   done
 } >"$WORK/cases.txt"
 

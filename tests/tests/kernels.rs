@@ -385,7 +385,7 @@ fn the_step6_gap_contenders_compile_and_pass_the_twin_check() {
     // static check `runner bench` runs before it launches them.
     // Full kernels (.cu) and edit files of step 6's twin (.toml).
     for path in [
-        "exercises/hopper/step6_streamk_sm90.cu",
+        "steps/step7_last_wave/src/kernel_sm90.cu", // 6-streamk: step 7's twin
         "exercises/hopper/step6_waves_sm90.toml",
         "exercises/hopper/step6_wait2_sm90.toml",
         "exercises/hopper/step6_workspace_sm90.toml",

@@ -1,7 +1,7 @@
 // Step 7, Hopper twin: the last wave, split along K (stream-K).
 // Sm_90 has no cluster launch control, so this twin keeps step 6's persistent grid and changes
-// only the tail. It is the bench contender 6-streamk (exercises/hopper/step6_streamk_sm90.cu),
-// made a step: measured on an H200 it was the best honest tail for Hopper.
+// only the tail. The bench contender 6-streamk is this kernel run under step 6's host plan (the
+// same plan): measured on an H200 it was the best honest tail for Hopper.
 // Step 6 hands out whole tiles: 512 tiles (4096 x 8192) or 1024 (8192^2) over the 66 clusters of
 // an H100 or H200 make 7.76 or 15.52 waves, so the last wave keeps 50 or 34 clusters busy and
 // leaves the others idle for a whole tile's time (about 3 % of the kernel). Here the whole waves
@@ -151,17 +151,26 @@ constexpr int MAX_CLUSTERS = 66;
 // 8-10 us against a whole tile's 1 us epilogue). The upper end, so that a split that is made pays.
 constexpr int FIXUP_K_BLOCKS = 24;
 
+// The least part of a tile's k-blocks a split must save (1/5; see split_tail).
+constexpr int MIN_SAVED_PART = 5;
+
 // Whether the last, partial wave is split over every cluster: only if that shortens it by more
-// k-blocks than the fix-up costs. Unsplit, the wave takes a whole tile (k_blocks); split, the
-// longest share of its units = tail tiles x k_blocks, ceil(units / clusters). No tail (whole
-// waves), more clusters than workspace slots, or units * clusters beyond 32 bits (tail_range's
-// arithmetic): no split.
+// k-blocks than the fix-up costs, and by at least a fifth of a tile. Unsplit, the wave takes a
+// whole tile (k_blocks); split, the longest share of its units = tail tiles x k_blocks,
+// ceil(units / clusters). The second condition is measured (H200, 2026-11-28,
+// assets/results/step7-split-h200-2026-11-28/): split pieces give up the whole wave's lockstep
+// walk along K, in which clusters of one band read the same panels of A and B from L2 at the same
+// time, and that costs more the longer the tile. At 4096 x 4096 x 16384 the split saved 31 of 256
+// k-blocks (12 %) and lost 5.5 %; at 6144^3 it saved 26 of 96 (27 %) and gained 0.7 %; at
+// 3328 x 5376 x 2880, 38 of 45, +4.5 %. No tail (whole waves), more clusters than workspace slots,
+// or units * clusters beyond 32 bits (tail_range's arithmetic): no split.
 __device__ __forceinline__ bool split_tail(int num_tiles, int num_clusters, int k_blocks) {
   const int tail_tiles = num_tiles % num_clusters;
   if (tail_tiles == 0 || num_clusters > MAX_CLUSTERS) return false;
   if ((long long)num_clusters * num_clusters * k_blocks >= (1ll << 31)) return false;
   const int longest = (tail_tiles * k_blocks + num_clusters - 1) / num_clusters;
-  return k_blocks - longest > FIXUP_K_BLOCKS;
+  const int saved = k_blocks - longest;
+  return saved > FIXUP_K_BLOCKS && saved >= k_blocks / MIN_SAVED_PART;
 }
 
 // One item of a cluster's work: k-blocks [kb_begin, kb_end) of the tile visited `tile`-th.
@@ -184,9 +193,10 @@ __device__ __forceinline__ void tail_range(int cluster, int num_clusters, int un
 // Item `i` of `cluster`'s list (the same in every role): whole tiles first, one per wave as in
 // step 6 (unsplit, nothing else), then the pieces of the tail range in order. False past the
 // last item.
+// `stream_k`: split_tail's answer for this launch (see gemm_kernel: each answer is compiled as a
+// path of its own).
 __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, int num_tiles,
-                                          int k_blocks, Work& w) {
-  const bool stream_k = split_tail(num_tiles, num_clusters, k_blocks);
+                                          int k_blocks, Work& w, bool stream_k) {
   const int waves = stream_k ? num_tiles / num_clusters : (num_tiles + num_clusters - 1) / num_clusters;
   w.first_helper = w.last_helper = w.units = 0;
   if (i < waves || !stream_k) {
@@ -218,6 +228,11 @@ __device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, 
   }
   return true;
 }
+__device__ __forceinline__ bool work_item(int i, int cluster, int num_clusters, int num_tiles,
+                                          int k_blocks, Work& w) {
+  return work_item(i, cluster, num_clusters, num_tiles, k_blocks, w,
+                   split_tail(num_tiles, num_clusters, k_blocks));
+}
 // ANCHOR_END: schedule
 
 // The workspace: a consumer's 64 x 256 f32 partial sums per slot, laid out so that a warp's
@@ -243,9 +258,10 @@ __device__ __forceinline__ void st_relaxed_gpu(u32* p, u32 v) {
   asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
-    gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
-                const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
+// The kernel's body, for a launch that splits its tail (STREAM_K) or not; see gemm_kernel below.
+template <bool STREAM_K>
+__device__ __forceinline__ void gemm(const TmaDesc& tmap_a, const TmaDesc& tmap_b,
+                                     const TmaDesc& tmap_c, int M, int N, int K) {
   extern __shared__ __align__(1024) unsigned char smem_raw[];
   SharedStorage& smem = wb::shared_storage<SharedStorage>(smem_raw);
 
@@ -295,7 +311,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // step 3's indentation, so that `runner diff 3 4 --arch sm_90a` shows only what changed).
       // `it` counts k-blocks across items, so slots and phases carry on from the previous one.
       Work w;
-      for (int i = 0, it = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w); ++i) {
+      for (int i = 0, it = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w, STREAM_K); ++i) {
       const int tile = w.tile;
       trace.start_tile(tile);
       int tile_m, tile_n;  // the cluster's 2 * TILE_M rows and TILE_N columns
@@ -320,7 +336,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
       // have read it; their writes to global memory finish on their own.
       // Only the tiles this cluster stores: whole ones and the tail tiles it owns.
       Work w;
-      for (int i = 0, local = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w); ++i) {
+      for (int i = 0, local = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w, STREAM_K); ++i) {
         if (w.kb_begin > 0) continue;
         const int tile = w.tile;
         trace.start_tile(tile);
@@ -354,7 +370,7 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
     // The items, in step with the producer's; `local` counts the tiles this cluster stores.
     Work w;
     int it = 0;
-    for (int i = 0, local = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w); ++i) {
+    for (int i = 0, local = 0; work_item(i, cluster_id, num_clusters, num_tiles, num_k_blocks, w, STREAM_K); ++i) {
     const int tile = w.tile;
     trace.start_tile(tile);
     for (int kb = w.kb_begin; kb < w.kb_end; ++kb, ++it) {
@@ -466,4 +482,20 @@ extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
   trace.enter(wb::TRACE_TEARDOWN);
   wb::cluster_sync();
   trace.enter(wb::TRACE_EXIT);
+}
+
+// Whether to split is one answer per launch, so it is taken once here and each answer runs a body
+// compiled for it alone: without a split, the bookkeeping of pieces, owners and helpers is not
+// there at all and the loops are step 6's. Measured on an H200 (2026-11-28,
+// assets/results/step7-split-h200-2026-11-28/): with one body for both answers, the launches that
+// did not split ran 1-7 % behind step 6 (7 % at K = 256, where tiles are short); with two, they
+// run as step 6 does.
+extern "C" __global__ void __launch_bounds__(NUM_THREADS, 1)
+    gemm_kernel(const __grid_constant__ TmaDesc tmap_a, const __grid_constant__ TmaDesc tmap_b,
+                const __grid_constant__ TmaDesc tmap_c, int M, int N, int K) {
+  const int num_tiles = (M / (CLUSTER * TILE_M)) * (N / TILE_N);
+  if (split_tail(num_tiles, gridDim.x / CLUSTER, K / TILE_K))
+    gemm<true>(tmap_a, tmap_b, tmap_c, M, N, K);
+  else
+    gemm<false>(tmap_a, tmap_b, tmap_c, M, N, K);
 }
