@@ -470,6 +470,8 @@ pub enum Op {
         ty: Ty,
         sem: MemSem,
         scope: MemScope,
+        /// `.v2`/`.v4`/`.v8` (1: scalar); see `atom_vec.rs`.
+        vec: u8,
     },
     /// Float arithmetic, `cvt`, `set`/`setp` on floats and the integer forms of
     /// [`crate::alu`] (its module comment lists them).
@@ -1693,6 +1695,9 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 "dec",
                 "noftz",
                 "acq_rel",
+                "v2",
+                "v4",
+                "v8",
             ]);
             check_mods(s, mods, &allowed)?;
             let (sem, scope) = sem_scope(&has, MemScope::Gpu);
@@ -1719,6 +1724,11 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
             } else {
                 return Err(unsupported(s));
             };
+            let vec = vec_of(mods);
+            if vec > 1 && !crate::atom_vec::legal(op, need_ty()?, vec, space_of(mods), has("noftz"))
+            {
+                return Err(unsupported(s));
+            }
             Op::Atom {
                 red: base == "red",
                 space: space_of(mods),
@@ -1726,6 +1736,7 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 ty: need_ty()?,
                 sem,
                 scope,
+                vec,
             }
         }
         _ => return Err(unsupported(s)),
@@ -2006,6 +2017,7 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
             let want = match op {
                 Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
                 Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
+                Op::Atom { vec, .. } if *vec > 1 => Some(*vec as usize),
                 Op::Form(_) => Some(v.len()),
                 // mov.b128 {lo, hi}; get_first_ctaid.v4 {x, y, z, _}.
                 Op::Clc(ClcOp::Pack) => Some(2),
