@@ -431,6 +431,8 @@ pub enum Op {
     },
     TcMma {
         cg2: bool,
+        /// `.kind::f16`, `::tf32`, `::f8f6f4` or `::i8` (`units/mma_kinds.rs`).
+        kind: crate::units::mma_kinds::MmaKind,
     },
     TcCommit {
         cg2: bool,
@@ -1842,15 +1844,29 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
             Op::TcRelinquish { cg2 }
         }
         "mma" => {
+            // PTX ISA "tcgen05.mma": the dense forms with A in shared memory of the kinds
+            // `units/mma_kinds.rs` models; `.ws`, `.sp`, block scaling, A in tensor memory
+            // and the collector and shift qualifiers are refused here.
             check_mods(
                 s,
                 &mods[1..],
-                &["cta_group::1", "cta_group::2", "kind::f16"],
+                &[
+                    "cta_group::1",
+                    "cta_group::2",
+                    "kind::f16",
+                    "kind::tf32",
+                    "kind::f8f6f4",
+                    "kind::i8",
+                ],
             )?;
-            if !has("kind::f16") {
+            let kinds: Vec<_> = mods
+                .iter()
+                .filter_map(|m| crate::units::mma_kinds::MmaKind::parse(m))
+                .collect();
+            let [kind] = kinds[..] else {
                 return Err(unsupported(s));
-            }
-            Op::TcMma { cg2 }
+            };
+            Op::TcMma { cg2, kind }
         }
         "commit" => {
             check_mods(

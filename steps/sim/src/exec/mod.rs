@@ -751,9 +751,9 @@ impl<'a> Machine<'a> {
                 self.emit(Event::BulkWait { by: t, ops: &ops })?;
                 rules::on_bulk_wait(self, &popped);
             }
-            Op::TcMma { cg2 } => {
+            Op::TcMma { cg2, kind } => {
                 self.count(t, ins);
-                self.tc_mma(t, ins, *cg2)?;
+                self.tc_mma(t, ins, *cg2, *kind)?;
             }
             Op::TcCommit { cg2, multicast } => {
                 self.count(t, ins);
