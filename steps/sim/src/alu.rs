@@ -184,6 +184,13 @@ pub enum Alu {
     },
     Cvt(Cvt),
     Int(IOp, Ty),
+    /// `slct.dtype.s32` / `slct{.ftz}.dtype.f32 d, a, b, c`: `d = c >= 0 ? a : b` (PTX ISA
+    /// "Comparison and Selection Instructions: slct"). With an f32 `c`: -0 counts as 0, a NaN
+    /// `c` selects `b`, and `.ftz` flushes a subnormal `c` to the zero of its sign (so `a`).
+    Slct {
+        f32c: bool,
+        ftz: bool,
+    },
 }
 
 fn fmt_of(t: Ty) -> Option<Fmt> {
@@ -270,6 +277,29 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
     let x2 = has("u16x2") || has("s16x2");
     if has("f32x2") {
         return f32x2::decode(base, mods);
+    }
+    if base == "slct" {
+        return Some((|| {
+            only(mods, &["ftz"])?;
+            let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+            let [d, c] = tys[..] else { return Err(()) };
+            let f32c = match c {
+                Ty::F32 => true,
+                Ty::S32 if !has("ftz") => false,
+                _ => return Err(()),
+            };
+            if matches!(d, Ty::Pred | Ty::B128 | Ty::B8 | Ty::U8 | Ty::S8)
+                || is_x2(d)
+                || d == Ty::F16
+                || d == Ty::Bf16
+            {
+                return Err(());
+            }
+            Ok(Alu::Slct {
+                f32c,
+                ftz: has("ftz"),
+            })
+        })());
     }
     match base {
         // PTX ISA "Integer Arithmetic Instructions: add, sub, min, max": `.u16x2`/`.s16x2`
@@ -765,6 +795,7 @@ impl Alu {
                 _ => (3, 3),
             },
             Alu::Testp(..) => (2, 2),
+            Alu::Slct { .. } => (4, 4),
             Alu::Setp { bop, .. } | Alu::Set { bop, .. } => {
                 if bop.is_some() {
                     (4, 4)
@@ -885,6 +916,17 @@ impl Alu {
             }
             Alu::Cvt(c) => (cvt(c, x[0], x.get(1).copied().unwrap_or(0)), 0),
             Alu::Int(op, ty) => (int::eval(*op, *ty, x, cc), 0),
+            Alu::Slct { f32c, ftz } => {
+                let pick = if *f32c {
+                    let c = x[2] & 0xFFFF_FFFF;
+                    let c = if *ftz { Fmt::F32.flush(c) } else { c };
+                    // NaN: unordered, false; -0 >= 0 holds.
+                    f32::from_bits(c as u32) >= 0.0
+                } else {
+                    x[2] as u32 as i32 >= 0
+                };
+                (if pick { x[0] } else { x[1] }, 0)
+            }
         }
     }
 }

@@ -24,6 +24,10 @@ F1(k_abs_ftz, __nvvm_fabs_ftz_f(x))
 F1(k_d2f_ftz, __nvvm_d2f_rn_ftz((double)x * (double)y))
 F1(k_floor_ftz, __nvvm_floor_ftz_f(x))
 F1(k_trunc_ftz, __nvvm_trunc_ftz_f(x))
+// slct (PTX ISA): d = c >= 0 ? a : b; .ftz flushes a subnormal c to the zero of its sign.
+F1(k_slct_ftz, [&]{ float r_; asm("slct.ftz.f32.f32 %0, %1, %2, %3;" : "=f"(r_) : "f"(y), "f"(z), "f"(x)); return r_; }())
+F1(k_slct, [&]{ float r_; asm("slct.f32.f32 %0, %1, %2, %3;" : "=f"(r_) : "f"(y), "f"(z), "f"(x)); return r_; }())
+F1(k_slct_s32, [&]{ float r_; asm("slct.f32.s32 %0, %1, %2, %3;" : "=f"(r_) : "f"(y), "f"(z), "r"(__float_as_int(x))); return r_; }())
 
 // Packed f32x2 (sm_100): lane 0 from A/B/C[2i], lane 1 from [2i+1].
 #define P2(n, ...) extern "C" __global__ void n(const float2* A, const float2* B, const float2* C, float2* O) \
