@@ -34,7 +34,7 @@ fn check_current(stem: &str) {
         std::fs::read_to_string(dir.join(n)).unwrap_or_else(|e| panic!("cannot read {n}: {e}"))
     };
     let src = KernelSource {
-        path: format!("steps/sim/tests/corpus/{stem}.cu").into(),
+        path: format!("steps/sim/tests/corpus/{stem}.cu"),
         text: read(&format!("{stem}.cu")),
     };
     let fresh = compile_ptx(&src, Target::Sm100a, &[])
