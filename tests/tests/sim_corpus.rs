@@ -1,4 +1,4 @@
-//! The simulator's instruction-coverage corpus cannot rot: `steps/sim/tests/corpus/math.ptx`
+//! The simulator's instruction-coverage corpus cannot rot: `steps/sim/tests/corpus/math.ptx` (and `ftz_atom.ptx`)
 //! must be what the workbook's own NVRTC wrapper makes of `math.cu` today (the options of
 //! `compile_ptx` for sm_100a, which `corpus/gen.py` repeats), or the simulator's coverage
 //! proof would be about PTX that NVRTC no longer emits.
@@ -20,17 +20,26 @@ fn body(ptx: &str) -> String {
 
 #[test]
 fn committed_corpus_ptx_is_what_nvrtc_makes_of_math_cu() {
+    check_current("math");
+}
+
+#[test]
+fn committed_corpus_ptx_is_what_nvrtc_makes_of_ftz_atom_cu() {
+    check_current("ftz_atom");
+}
+
+fn check_current(stem: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../steps/sim/tests/corpus");
     let read = |n: &str| {
         std::fs::read_to_string(dir.join(n)).unwrap_or_else(|e| panic!("cannot read {n}: {e}"))
     };
     let src = KernelSource {
-        path: "steps/sim/tests/corpus/math.cu".into(),
-        text: read("math.cu"),
+        path: format!("steps/sim/tests/corpus/{stem}.cu"),
+        text: read(&format!("{stem}.cu")),
     };
     let fresh = compile_ptx(&src, Target::Sm100a, &[])
-        .unwrap_or_else(|e| panic!("math.cu does not compile: {e:#}"));
-    let committed = read("math.ptx");
+        .unwrap_or_else(|e| panic!("{stem}.cu does not compile: {e:#}"));
+    let committed = read(&format!("{stem}.ptx"));
     let (f, c) = (body(&fresh), body(&committed));
     if f != c {
         let line = f
@@ -39,7 +48,7 @@ fn committed_corpus_ptx_is_what_nvrtc_makes_of_math_cu() {
             .position(|(a, b)| a != b)
             .unwrap_or(f.lines().count().min(c.lines().count()));
         panic!(
-            "steps/sim/tests/corpus/math.ptx is stale (first difference at body line {}): \
+            "steps/sim/tests/corpus/{stem}.ptx is stale (first difference at body line {}): \
              regenerate it with steps/sim/tests/corpus/gen.py",
             line + 1
         );

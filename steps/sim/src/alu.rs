@@ -11,6 +11,7 @@
 //! `mad.cc`, `madc`), `.sat` add/sub, mul24 mad24 sad dp4a dp2a bfind lop3 and prmt in all
 //! its modes. Warp reductions (`redux.sync`, `match.sync`) are pure functions here too.
 
+pub mod f32x2;
 pub mod fp;
 pub mod int;
 
@@ -162,6 +163,9 @@ pub enum LaneOp {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Alu {
     Float(FInstr),
+    /// `add sub mul fma` on `.f32x2` (two f32 lanes of a .b64; see `alu/f32x2.rs`); the
+    /// instruction's `ty` is F32, applied to each lane.
+    F32x2(FInstr),
     Testp(Test, Ty),
     /// `setp` on a float type (F16x2/Bf16x2 write `p|q`: lower half, upper half).
     Setp {
@@ -180,6 +184,13 @@ pub enum Alu {
     },
     Cvt(Cvt),
     Int(IOp, Ty),
+    /// `slct.dtype.s32` / `slct{.ftz}.dtype.f32 d, a, b, c`: `d = c >= 0 ? a : b` (PTX ISA
+    /// "Comparison and Selection Instructions: slct"). With an f32 `c`: -0 counts as 0, a NaN
+    /// `c` selects `b`, and `.ftz` flushes a subnormal `c` to the zero of its sign (so `a`).
+    Slct {
+        f32c: bool,
+        ftz: bool,
+    },
 }
 
 fn fmt_of(t: Ty) -> Option<Fmt> {
@@ -264,6 +275,32 @@ pub fn decode(base: &str, mods: &[&str]) -> Option<Result<Alu, ()>> {
     let has = |m: &str| mods.contains(&m);
     let fty = ty.filter(|t| float_ty(*t));
     let x2 = has("u16x2") || has("s16x2");
+    if has("f32x2") {
+        return f32x2::decode(base, mods);
+    }
+    if base == "slct" {
+        return Some((|| {
+            only(mods, &["ftz"])?;
+            let tys: Vec<Ty> = mods.iter().filter_map(|m| Ty::parse(m)).collect();
+            let [d, c] = tys[..] else { return Err(()) };
+            let f32c = match c {
+                Ty::F32 => true,
+                Ty::S32 if !has("ftz") => false,
+                _ => return Err(()),
+            };
+            if matches!(d, Ty::Pred | Ty::B128 | Ty::B8 | Ty::U8 | Ty::S8)
+                || is_x2(d)
+                || d == Ty::F16
+                || d == Ty::Bf16
+            {
+                return Err(());
+            }
+            Ok(Alu::Slct {
+                f32c,
+                ftz: has("ftz"),
+            })
+        })());
+    }
     match base {
         // PTX ISA "Integer Arithmetic Instructions: add, sub, min, max": `.u16x2`/`.s16x2`
         // operate on the two halves of a .b32 (add/sub wrap); `min{.relu}`/`max{.relu}` take
@@ -753,7 +790,12 @@ impl Alu {
                 FOp::Min | FOp::Max if f.ty == Ty::F32 && !f.xorsign => (3, 4),
                 _ => (3, 3),
             },
+            Alu::F32x2(f) => match f.op {
+                FOp::Fma => (4, 4),
+                _ => (3, 3),
+            },
             Alu::Testp(..) => (2, 2),
+            Alu::Slct { .. } => (4, 4),
             Alu::Setp { bop, .. } | Alu::Set { bop, .. } => {
                 if bop.is_some() {
                     (4, 4)
@@ -790,6 +832,7 @@ impl Alu {
     pub fn eval(&self, x: &[u64], cc: &mut bool) -> (u64, u64) {
         match self {
             Alu::Float(f) => (float(f, x), 0),
+            Alu::F32x2(f) => (f32x2::eval(f, x, float), 0),
             Alu::Testp(k, t) => {
                 let fmt = fmt_of(*t).unwrap_or(Fmt::F32);
                 let v = fmt.to_f64(x[0]);
@@ -873,6 +916,17 @@ impl Alu {
             }
             Alu::Cvt(c) => (cvt(c, x[0], x.get(1).copied().unwrap_or(0)), 0),
             Alu::Int(op, ty) => (int::eval(*op, *ty, x, cc), 0),
+            Alu::Slct { f32c, ftz } => {
+                let pick = if *f32c {
+                    let c = x[2] & 0xFFFF_FFFF;
+                    let c = if *ftz { Fmt::F32.flush(c) } else { c };
+                    // NaN: unordered, false; -0 >= 0 holds.
+                    f32::from_bits(c as u32) >= 0.0
+                } else {
+                    x[2] as u32 as i32 >= 0
+                };
+                (if pick { x[0] } else { x[1] }, 0)
+            }
         }
     }
 }
@@ -1220,9 +1274,12 @@ fn narrow(c: &Cvt, fmt: Fmt, v: f64, r: i8, mode: Mode) -> u64 {
 }
 
 /// The new memory value of `atom`/`red` `op` on type `ty` (PTX ISA `atom`): `old` in memory,
-/// `v` the operand, `v2` the swap value of `cas`. Float adds round to nearest (f32 without
-/// `.ftz` on global memory: subnormals kept); f16/bf16 packed forms add each half.
-pub fn atom_new(op: AtomOp, ty: Ty, old: u64, v: u64, v2: u64) -> u64 {
+/// `v` the operand, `v2` the swap value of `cas`. Float adds round to nearest; f16/bf16 (which
+/// require `.noftz`) keep subnormals and their packed forms add each half. `global` says the
+/// place is global memory: PTX ISA `atom`/`red`, "Current implementation of atom.add.f32 on
+/// global memory flushes subnormal inputs and results to sign-preserving zero; whereas
+/// atom.add.f32 on shared memory supports subnormal inputs and results".
+pub fn atom_new(op: AtomOp, ty: Ty, old: u64, v: u64, v2: u64, global: bool) -> u64 {
     let w = ty.bits();
     let m = if w >= 64 { u64::MAX } else { (1u64 << w) - 1 };
     let (old, v, v2) = (old & m, v & m, v2 & m);
@@ -1236,7 +1293,7 @@ pub fn atom_new(op: AtomOp, ty: Ty, old: u64, v: u64, v2: u64) -> u64 {
             ty,
             mode: Mode::Rn,
             approx: false,
-            ftz: false,
+            ftz: global && ty == Ty::F32 && op == AtomOp::Add,
             sat: false,
             relu: false,
             nan: false,

@@ -431,6 +431,8 @@ pub enum Op {
     },
     TcMma {
         cg2: bool,
+        /// `.kind::f16`, `::tf32`, `::f8f6f4` or `::i8` (`units/mma_kinds.rs`).
+        kind: crate::units::mma_kinds::MmaKind,
     },
     TcCommit {
         cg2: bool,
@@ -470,6 +472,8 @@ pub enum Op {
         ty: Ty,
         sem: MemSem,
         scope: MemScope,
+        /// `.v2`/`.v4`/`.v8` (1: scalar); see `atom_vec.rs`.
+        vec: u8,
     },
     /// Float arithmetic, `cvt`, `set`/`setp` on floats and the integer forms of
     /// [`crate::alu`] (its module comment lists them).
@@ -1693,6 +1697,9 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 "dec",
                 "noftz",
                 "acq_rel",
+                "v2",
+                "v4",
+                "v8",
             ]);
             check_mods(s, mods, &allowed)?;
             let (sem, scope) = sem_scope(&has, MemScope::Gpu);
@@ -1719,6 +1726,11 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
             } else {
                 return Err(unsupported(s));
             };
+            let vec = vec_of(mods);
+            if vec > 1 && !crate::atom_vec::legal(op, need_ty()?, vec, space_of(mods), has("noftz"))
+            {
+                return Err(unsupported(s));
+            }
             Op::Atom {
                 red: base == "red",
                 space: space_of(mods),
@@ -1726,6 +1738,7 @@ fn decode_op(s: &Stmt) -> Result<Op, SimError> {
                 ty: need_ty()?,
                 sem,
                 scope,
+                vec,
             }
         }
         _ => return Err(unsupported(s)),
@@ -1831,15 +1844,29 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
             Op::TcRelinquish { cg2 }
         }
         "mma" => {
+            // PTX ISA "tcgen05.mma": the dense forms with A in shared memory of the kinds
+            // `units/mma_kinds.rs` models; `.ws`, `.sp`, block scaling, A in tensor memory
+            // and the collector and shift qualifiers are refused here.
             check_mods(
                 s,
                 &mods[1..],
-                &["cta_group::1", "cta_group::2", "kind::f16"],
+                &[
+                    "cta_group::1",
+                    "cta_group::2",
+                    "kind::f16",
+                    "kind::tf32",
+                    "kind::f8f6f4",
+                    "kind::i8",
+                ],
             )?;
-            if !has("kind::f16") {
+            let kinds: Vec<_> = mods
+                .iter()
+                .filter_map(|m| crate::units::mma_kinds::MmaKind::parse(m))
+                .collect();
+            let [kind] = kinds[..] else {
                 return Err(unsupported(s));
-            }
-            Op::TcMma { cg2 }
+            };
+            Op::TcMma { cg2, kind }
         }
         "commit" => {
             check_mods(
@@ -2006,6 +2033,7 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
             let want = match op {
                 Op::Ld { vec, .. } | Op::St { vec, .. } => Some(*vec as usize),
                 Op::TcLd { n } | Op::TcSt { n } => Some(*n as usize),
+                Op::Atom { vec, .. } if *vec > 1 => Some(*vec as usize),
                 Op::Form(_) => Some(v.len()),
                 // mov.b128 {lo, hi}; get_first_ctaid.v4 {x, y, z, _}.
                 Op::Clc(ClcOp::Pack) => Some(2),
@@ -2025,6 +2053,14 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
         Op::Form(f) => forms::check_operands(s, f, args)?,
         Op::Ld { .. } | Op::St { .. } => forms::check_ld_st_operands(s, args)?,
         _ => {}
+    }
+    // tcgen05.mma with A in tensor memory (`[a-tmem]`, PTX ISA "tcgen05.mma") is not
+    // modelled: its A operand would otherwise be read as a shared-memory descriptor.
+    if matches!(op, Op::TcMma { .. }) && matches!(args.get(1), Some(Opd::Addr(..))) {
+        return Err(SimError::Unsupported {
+            opcode: s.opcode.clone(),
+            ptx_line: s.line,
+        });
     }
     let ty_ok = match op {
         Op::Bin(_, t)

@@ -85,9 +85,10 @@ pub fn tma_store_ranges(
     Ok(log)
 }
 
-/// `tcgen05.mma.cta_group::{1,2}.kind::f16`.
+/// `tcgen05.mma.cta_group::{1,2}.kind` (f16, tf32, f8f6f4, i8).
 #[allow(clippy::too_many_arguments)]
 pub fn mma(
+    kind: crate::units::mma_kinds::MmaKind,
     idesc: u32,
     a: u64,
     b: u64,
@@ -98,7 +99,8 @@ pub fn mma(
     _cg2: bool,
 ) -> Result<(), UnitError> {
     let s: Vec<&[u8]> = smem.iter().map(|v| v.as_slice()).collect();
-    crate::units::mma::mma_f16(idesc, a, b, &s, tmem, d, acc)
+    let group = u32::try_from(s.len()).unwrap_or(u32::MAX);
+    crate::units::mma::MmaF16::decode_kind(kind, idesc, a, b, group)?.execute(&s, tmem, d, acc)
 }
 
 /// `tcgen05.cp` of shape `shape` into one CTA's `tmem` at `taddr` from the matrix that
@@ -113,22 +115,32 @@ pub fn tc_cp(
     crate::units::tmem_cp::copy(tmem, smem, taddr, desc, shape)
 }
 
+/// An MMA's layout only (shape, majors, operand descriptors), which every dense kind shares:
+/// its kind's own fields are checked at issue (`exec/async_ops.rs`, `tc_mma`).
+fn mma_layout(
+    idesc: u32,
+    a: u64,
+    b: u64,
+    group: u32,
+) -> Result<crate::units::mma::MmaF16, UnitError> {
+    let l = crate::units::mma_kinds::layout_idesc(idesc);
+    crate::units::mma::MmaF16::decode(l, a, b, group)
+}
+
 /// The shared-memory ranges an MMA reads in each CTA of its group.
 pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32)>, UnitError> {
-    Ok(crate::units::mma::MmaF16::decode(idesc, a, b, group)?.smem_reads())
+    Ok(mma_layout(idesc, a, b, group)?.smem_reads())
 }
 
 /// Tensor-memory columns an MMA's D occupies from its address's column (the data-path layout:
 /// N/2 for M = 128 with cta_group::2, else N); `None` when the descriptor does not decode.
 pub fn mma_d_columns(idesc: u32, a: u64, b: u64, group: u32) -> Option<u32> {
-    crate::units::mma::MmaF16::decode(idesc, a, b, group)
-        .ok()
-        .map(|m| m.d_columns())
+    mma_layout(idesc, a, b, group).ok().map(|m| m.d_columns())
 }
 
 /// Which operand of the MMA ("A" or "B") the shared-memory byte `addr` belongs to.
 pub fn mma_operand_at(idesc: u32, a: u64, b: u64, group: u32, addr: u32) -> &'static str {
-    let Ok(m) = crate::units::mma::MmaF16::decode(idesc, a, b, group) else {
+    let Ok(m) = mma_layout(idesc, a, b, group) else {
         return "A or B";
     };
     let in_a =

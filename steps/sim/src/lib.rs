@@ -106,6 +106,7 @@
 //! `%globaltimer` count executed instructions.
 
 pub mod alu;
+mod atom_vec;
 pub mod attrib;
 pub mod budget;
 mod calls;

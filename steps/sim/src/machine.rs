@@ -121,6 +121,7 @@ pub(crate) enum TcJob {
     Mma {
         cta: u32,
         cg2: bool,
+        kind: crate::units::mma_kinds::MmaKind,
         idesc: u32,
         a: u64,
         b: u64,

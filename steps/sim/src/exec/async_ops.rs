@@ -216,7 +216,13 @@ impl<'a> Machine<'a> {
             || pending == 0
     }
 
-    pub(super) fn tc_mma(&mut self, t: u32, ins: &Instr, cg2: bool) -> Result<(), SimError> {
+    pub(super) fn tc_mma(
+        &mut self,
+        t: u32,
+        ins: &Instr,
+        cg2: bool,
+        kind: crate::units::mma_kinds::MmaKind,
+    ) -> Result<(), SimError> {
         rules::cta_group(self, t, cg2, "tcgen05.mma")?;
         rules::on_tcgen05(self, t, "tcgen05.mma")?;
         let a = &ins.args;
@@ -235,6 +241,14 @@ impl<'a> Machine<'a> {
                 "tcgen05.mma.cta_group::2 in a CTA without a peer (the cluster needs an even size)",
             ));
         }
+        // The kind's own descriptor fields, at issue (the rules below read only the layout,
+        // which every dense kind shares: `glue::mma_reads`).
+        if let Err(e) =
+            crate::units::mma::MmaF16::decode_kind(kind, idesc, ad, bd, if cg2 { 2 } else { 1 })
+        {
+            let line = self.line_of(t);
+            return Err(self.tc_unit_fault(t, cta, line, "tcgen05.mma", &e));
+        }
         // Charged by its multiply-adds (budget.rs).
         self.charge(crate::budget::mma_macs(idesc) / crate::budget::MACS_PER_STEP)?;
         self.seq += 1;
@@ -246,6 +260,7 @@ impl<'a> Machine<'a> {
         self.tcq[t as usize].push_back(TcJob::Mma {
             cta,
             cg2,
+            kind,
             idesc,
             a: ad,
             b: bd,
@@ -639,6 +654,7 @@ impl<'a> Machine<'a> {
             TcJob::Mma {
                 cta,
                 cg2,
+                kind,
                 idesc,
                 a,
                 b,
@@ -654,6 +670,7 @@ impl<'a> Machine<'a> {
                     let c0 = &mut lo[cta as usize];
                     let c1 = &mut hi[0];
                     glue::mma(
+                        kind,
                         idesc,
                         a,
                         b,
@@ -665,7 +682,17 @@ impl<'a> Machine<'a> {
                     )
                 } else {
                     let c0 = &mut self.ctas[cta as usize];
-                    glue::mma(idesc, a, b, &[&c0.smem], &mut [&mut c0.tmem], d, acc, false)
+                    glue::mma(
+                        kind,
+                        idesc,
+                        a,
+                        b,
+                        &[&c0.smem],
+                        &mut [&mut c0.tmem],
+                        d,
+                        acc,
+                        false,
+                    )
                 };
                 r.map_err(|e| self.tc_unit_fault(t, cta, line, "tcgen05.mma", &e))?;
                 let _ = seq;

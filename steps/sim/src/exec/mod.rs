@@ -37,6 +37,7 @@ pub const SMEM_RESERVED: u32 = 0x400;
 const NONE: u32 = u32::MAX;
 
 pub(crate) mod async_copy;
+mod atom_vec;
 pub(crate) mod clc;
 mod forms;
 
@@ -661,6 +662,10 @@ impl<'a> Machine<'a> {
             Op::Mbar(kind, space) => {
                 next = self.exec_mbar(t, ins, *kind, *space)?;
             }
+            Op::Atom { vec, .. } if *vec > 1 => {
+                self.count(t, ins);
+                self.exec_atom_vec(t, ins)?;
+            }
             Op::Atom {
                 red, space, op, ty, ..
             } => {
@@ -679,7 +684,8 @@ impl<'a> Machine<'a> {
                 } else {
                     0
                 };
-                let new = crate::alu::atom_new(*op, *ty, old, v, v2);
+                let global = matches!(loc, Loc::Global(_));
+                let new = crate::alu::atom_new(*op, *ty, old, v, v2, global);
                 let nb = new.to_le_bytes();
                 self.write_bytes(t, loc, &nb[..n])?;
                 if !*red {
@@ -745,9 +751,9 @@ impl<'a> Machine<'a> {
                 self.emit(Event::BulkWait { by: t, ops: &ops })?;
                 rules::on_bulk_wait(self, &popped);
             }
-            Op::TcMma { cg2 } => {
+            Op::TcMma { cg2, kind } => {
                 self.count(t, ins);
-                self.tc_mma(t, ins, *cg2)?;
+                self.tc_mma(t, ins, *cg2, *kind)?;
             }
             Op::TcCommit { cg2, multicast } => {
                 self.count(t, ins);

@@ -1,4 +1,5 @@
-//! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (PTX ISA 9.7.16.9.1 "tcgen05.mma",
+//! Numerics of `tcgen05.mma.cta_group::{1,2}.kind::f16` (and of the other dense kinds through
+//! `mma_kinds.rs`: same layout, their element formats and K) (PTX ISA 9.7.16.9.1 "tcgen05.mma",
 //! 9.7.16.4 "Matrix Descriptors", 9.7.16.10.5 "Data Path Layout Organization"): `D[i][j] (+)=
 //! sum over k < 16 of A[i][k] * B[j][k]`, A (M x 16) and B (N x 16) in shared memory, K-major or
 //! MN-major (the instruction descriptor's transpose bits), D (M x N, f32) in tensor memory.
@@ -15,6 +16,7 @@
 
 use super::descriptors::{F16Instr, SmemOperand};
 use super::error::invalid;
+use super::mma_kinds::{self, Elem, KindInstr, MmaKind};
 use super::numeric::{bf16_to_f32, f16_to_f32};
 use super::tmem::{taddr_col, taddr_lane, TensorMemory};
 use super::UnitError;
@@ -78,6 +80,8 @@ impl DataPath {
 pub struct MmaF16 {
     pub cta_group: u32,
     pub instr: F16Instr,
+    /// The operand kind and its element formats (see `mma_kinds.rs`).
+    pub kind: KindInstr,
     pub a: SmemOperand,
     pub b: SmemOperand,
 }
@@ -86,12 +90,31 @@ impl MmaF16 {
     /// Decodes and checks `tcgen05.mma.cta_group::{cta_group}.kind::f16 [d], a_desc, b_desc,
     /// idesc` (the A-in-shared-memory form).
     pub fn decode(idesc: u32, a_desc: u64, b_desc: u64, cta_group: u32) -> Result<Self, UnitError> {
-        let instr = F16Instr::decode(idesc, cta_group)?;
+        Self::decode_kind(MmaKind::F16, idesc, a_desc, b_desc, cta_group)
+    }
+
+    /// [`Self::decode`] for `.kind` `kind` (`mma_kinds.rs`): the shape, the majors and the
+    /// operand descriptors as for kind::f16 (every dense kind reads 32 bytes of K a row), the
+    /// formats, negation and saturation of the kind.
+    pub fn decode_kind(
+        kind: MmaKind,
+        idesc: u32,
+        a_desc: u64,
+        b_desc: u64,
+        cta_group: u32,
+    ) -> Result<Self, UnitError> {
+        let instr = if kind == MmaKind::F16 {
+            F16Instr::decode(idesc, cta_group)?
+        } else {
+            F16Instr::decode(mma_kinds::layout_idesc(idesc), cta_group)?
+        };
+        let kind = mma_kinds::decode(kind, idesc)?;
         let a = SmemOperand::decode_major(a_desc, instr.a_major)?;
         let b = SmemOperand::decode_major(b_desc, instr.b_major)?;
         let m = MmaF16 {
             cta_group,
             instr,
+            kind,
             a,
             b,
         };
@@ -197,35 +220,45 @@ impl MmaF16 {
         }
         let rows_a = self.a_rows_per_cta() as usize;
         let rows_b = self.b_rows_per_cta() as usize;
+        let k = self.kind.k();
+        let f16 = self.kind.kind == MmaKind::F16;
         // B is shared by the group: decode it once, its CTA-c rows after CTA (c-1)'s.
-        let mut b = vec![0f32; n as usize * K];
+        let mut b = vec![0f32; n as usize * k];
         for (c, window) in smem.iter().enumerate() {
-            read_operand(
-                window,
-                &self.b,
-                rows_b,
-                self.instr.bf16,
-                "B",
-                &mut b[c * rows_b * K..(c + 1) * rows_b * K],
-            )?;
+            let out = &mut b[c * rows_b * k..(c + 1) * rows_b * k];
+            if f16 {
+                read_operand(window, &self.b, rows_b, self.instr.bf16, "B", out)?;
+            } else {
+                read_operand_kmajor(window, &self.b, rows_b, self.kind.b, "B", out)?;
+            }
         }
-        let mut a = vec![0f32; rows_a * K];
+        let mut a = vec![0f32; rows_a * k];
         let half = (n / 2) as usize;
+        // PTX ISA Table 42, bits 13-14: negate A / B (the floating-point kinds).
+        let sign = if self.kind.negate_a != self.kind.negate_b {
+            -1.0
+        } else {
+            1.0
+        };
+        let dot = |a_row: &[f32], b: &[f32], d: &mut [u32]| match self.kind.kind {
+            MmaKind::I8 => dot_row_i8(a_row, b, d, accumulate, self.kind.saturate),
+            MmaKind::F16 => dot_row(a_row, b, d, accumulate),
+            _ => dot_row_k(a_row, b, d, accumulate, k, sign),
+        };
         for (window, t) in smem.iter().zip(tmem.iter_mut()) {
-            read_operand(window, &self.a, rows_a, self.instr.bf16, "A", &mut a)?;
-            for (i, a_row) in a.chunks_exact(K).enumerate() {
+            if f16 {
+                read_operand(window, &self.a, rows_a, self.instr.bf16, "A", &mut a)?;
+            } else {
+                read_operand_kmajor(window, &self.a, rows_a, self.kind.a, "A", &mut a)?;
+            }
+            for (i, a_row) in a.chunks_exact(k).enumerate() {
                 let i = i as u32;
                 if path == DataPath::B {
-                    dot_row(a_row, &b[..half * K], t.row_mut(i, col, n / 2), accumulate);
-                    dot_row(
-                        a_row,
-                        &b[half * K..],
-                        t.row_mut(i + 64, col, n / 2),
-                        accumulate,
-                    );
+                    dot(a_row, &b[..half * k], t.row_mut(i, col, n / 2));
+                    dot(a_row, &b[half * k..], t.row_mut(i + 64, col, n / 2));
                 } else {
                     let lane = lane0 + path.lane(i);
-                    dot_row(a_row, &b, t.row_mut(lane, col, n), accumulate);
+                    dot(a_row, &b, t.row_mut(lane, col, n));
                 }
             }
         }
@@ -268,6 +301,86 @@ fn dot_row(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
         return;
     }
     dot_row_body(a_row, b, d_row, accumulate)
+}
+
+/// One row of D for the kinds other than f16 and i8 (K = `k` elements a row): the same
+/// fused multiply-add chain from 0, then added to D; `sign` is -1 when exactly one operand is
+/// negated. Products of tf32 and narrower formats are exact in f32.
+fn dot_row_k(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool, k: usize, sign: f32) {
+    for (d, b_row) in d_row.iter_mut().zip(b.chunks_exact(k)) {
+        let mut dot = 0f32;
+        for kk in 0..k {
+            dot = (sign * a_row[kk]).mul_add(b_row[kk], dot);
+        }
+        let sum = if accumulate {
+            f32::from_bits(*d) + dot
+        } else {
+            dot
+        };
+        *d = sum.to_bits();
+    }
+}
+
+/// One row of D for kind::i8 (K = 32, elements held as exact f32 integers): the exact integer
+/// dot product added to the s32 in D; with the descriptor's saturate bit the sum clamps to the
+/// s32 range, else it wraps (two's complement).
+fn dot_row_i8(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool, saturate: bool) {
+    for (d, b_row) in d_row.iter_mut().zip(b.chunks_exact(32)) {
+        let dot: i64 = a_row
+            .iter()
+            .zip(b_row)
+            .map(|(&x, &y)| x as i64 * y as i64)
+            .sum();
+        let sum = if accumulate {
+            i64::from(*d as i32) + dot
+        } else {
+            dot
+        };
+        *d = if saturate {
+            sum.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32 as u32
+        } else {
+            sum as i32 as u32
+        };
+    }
+}
+
+/// Decodes `rows` rows of a 32-byte K slice of a K-major operand of element format `elem` into
+/// `out` (row-major, `32 / bytes` values a row): each row's two 16-byte chunks hold the first
+/// and the second half of its K elements, little-endian.
+fn read_operand_kmajor(
+    smem: &[u8],
+    op: &SmemOperand,
+    rows: usize,
+    elem: Elem,
+    name: &'static str,
+    out: &mut [f32],
+) -> Result<(), UnitError> {
+    let what = if name == "A" {
+        "tcgen05.mma operand A"
+    } else {
+        "tcgen05.mma operand B"
+    };
+    let eb = elem.bytes() as usize;
+    let k = 32 / eb;
+    for r in 0..rows {
+        for (c, addr) in op.chunk_addrs(r as u32).into_iter().enumerate() {
+            let lo = addr as usize;
+            let bytes = smem.get(lo..lo + 16).ok_or(UnitError::SmemOutOfRange {
+                what,
+                addr: u64::from(addr),
+                len: 16,
+                size: smem.len() as u64,
+            })?;
+            for (e, el) in bytes.chunks_exact(eb).enumerate() {
+                let bits = el
+                    .iter()
+                    .rev()
+                    .fold(0u32, |acc, &x| (acc << 8) | u32::from(x));
+                out[r * k + c * (16 / eb) + e] = elem.value(bits);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Decodes `rows` rows of a K = 16 slice of 16-bit elements of operand `op` from one CTA's shared

@@ -9,7 +9,8 @@
 //! - [`tensormap`] holds `cuTensorMapEncodeTiled`'s parameters and TMA tile loads/stores.
 //! - [`tmem`] holds a CTA's tensor memory, its allocator, `tcgen05.ld`/`st` `.32x32b`.
 //! - [`tmem_cp`] holds the shapes of `tcgen05.cp` and where each source row lands.
-//! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}.kind::f16`.
+//! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}` of `kind::f16`, and with [`mma_kinds`] the
+//!   dense `kind::tf32`, `kind::f8f6f4` and `kind::i8` (K-major operands).
 //! - [`mma_sync`] holds the warp-level `mma.sync` fragments and numerics; [`ldmatrix`] the
 //!   `ldmatrix`/`stmatrix` fragment layout.
 
@@ -19,6 +20,7 @@ pub use error::UnitError;
 pub mod descriptors;
 pub mod ldmatrix;
 pub mod mma;
+pub mod mma_kinds;
 pub mod mma_sync;
 pub mod numeric;
 pub mod tensormap;

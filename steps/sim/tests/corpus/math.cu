@@ -314,7 +314,7 @@ extern "C" __global__ void k_atomicCAS_shared(const unsigned* A, const unsigned*
 extern "C" __global__ void k_atomicAdd_ull(const unsigned* A, const unsigned* B, const unsigned* C, unsigned* O)
   { int i = threadIdx.x; unsigned long long v = ((unsigned long long)A[i] << 20) | B[i];
     unsigned long long o = atomicAdd((unsigned long long*)&O[64], v); O[i] = (unsigned)(o >> 20); }
-// Vector atomics (atom.global.add.v2.f32 / .v4.f32): not modelled yet.
+// Vector atomics (atom.global.add.v2.f32 / .v4.f32): checked from ftz_atom.cu; this copy stays off.
 #ifdef WB_CORPUS_VECTOR_ATOMICS
 extern "C" __global__ void k_atomicAdd_float2(const unsigned* A, const unsigned* B, const unsigned* C, unsigned* O)
   { int i = threadIdx.x; float2 v = make_float2(__uint_as_float(A[i]), __uint_as_float(B[i]));
