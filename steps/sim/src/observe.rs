@@ -192,6 +192,14 @@ pub(crate) enum Event<'a> {
         phase: u64,
         acquire: bool,
     },
+    /// A `.cta_group::2` alloc/dealloc/relinquish_alloc_permit performed together by the warps
+    /// `a` and `b` of the two CTAs of a pair (`exec/pair.rs`); `tmem`: it wrote tensor memory
+    /// (alloc, dealloc) just before this event.
+    TcPair {
+        a: &'a [u32],
+        b: &'a [u32],
+        tmem: bool,
+    },
     /// `bar.warp.sync` (and `__syncwarp`) among `lanes`: memory ordering among them.
     WarpSync {
         lanes: &'a [u32],
