@@ -47,17 +47,44 @@ fn verdict(r: &Result<(), SimError>) -> String {
     }
 }
 
+/// Who waits for the commit of the leader's tcgen05 operation (it arrives on the barriers of
+/// the CTAs that wait).
+#[derive(Clone, Copy)]
+enum Wait {
+    Both,
+    Leader,
+    Nobody,
+}
+
 /// The pair's kernel. Warp `alloc_warp` of each CTA allocates 32 columns together (`alloc`,
-/// the instruction or nothing); lane 0 of that warp in the leader (rank 0) shifts the pair's columns at
-/// once (a `.cta_group::2` tcgen05 operation that writes both CTAs' tensor memory, ordered
-/// after the allocation by the leader's program order only) and commits to both CTAs'
-/// barriers; `wait` (every thread waits for that commit, or not); the cluster barrier; warp
-/// `free_warp` of each CTA frees the columns together.
-fn pair_kernel(alloc: &str, alloc_warp: u32, wait: bool, free_warp: u32) -> String {
-    let wait = if wait {
-        "WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 %p5, [%r2+8], 0;\n\t@!%p5 bra WAIT;"
+/// the instruction or nothing); lane 0 of that warp in the leader (rank 0) shifts the pair's
+/// columns at once (a `.cta_group::2` tcgen05 operation that writes both CTAs' tensor memory,
+/// ordered after the allocation by the leader's program order only) and commits to the
+/// barriers of the CTAs that wait (`wait`); the cluster barrier; warp `free_warp` of each CTA
+/// frees the columns together.
+fn pair_kernel(alloc: &str, alloc_warp: u32, wait: Wait, free_warp: u32) -> String {
+    pair_kernel_sync(alloc, alloc_warp, wait, free_warp, true)
+}
+
+/// [`pair_kernel`], with the cluster barrier before the free (`sync`) or without it.
+fn pair_kernel_sync(
+    alloc: &str,
+    alloc_warp: u32,
+    wait: Wait,
+    free_warp: u32,
+    sync: bool,
+) -> String {
+    let sync = if sync {
+        "tcgen05.fence::before_thread_sync;\n\tbarrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
     } else {
         ""
+    };
+    let poll =
+        "WAIT:\n\tmbarrier.try_wait.parity.shared::cta.b64 %p5, [%r2+8], 0;\n\t@!%p5 bra WAIT;";
+    let (wait, mask) = match wait {
+        Wait::Both => (poll.to_string(), 3),
+        Wait::Leader => (format!("@!%p3 bra WAITED;\n\t{poll}\nWAITED:"), 1),
+        Wait::Nobody => (String::new(), 3),
     };
     let lead = 32 * alloc_warp;
     format!(
@@ -77,14 +104,12 @@ fn pair_kernel(alloc: &str, alloc_warp: u32, wait: bool, free_warp: u32) -> Stri
 	@!%p2 bra ALLOCATED;
 	{alloc}
 	ld.shared.u32 %r4, [%r2];
-	mov.u16 %rs1, 3;
+	mov.u16 %rs1, {mask};
 	@%p4 tcgen05.shift.cta_group::2.down [%r4];
 	@%p4 tcgen05.commit.cta_group::2.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [%r2+8], %rs1;
 ALLOCATED:
 	{wait}
-	tcgen05.fence::before_thread_sync;
-	barrier.cluster.arrive.release.aligned;
-	barrier.cluster.wait.acquire.aligned;
+	{sync}
 	@!%p6 bra FREED;
 	ld.shared.u32 %r4, [%r2];
 	tcgen05.dealloc.cta_group::2.sync.aligned.b32 %r4, 32;
@@ -98,7 +123,7 @@ const ALLOC: &str = "tcgen05.alloc.cta_group::2.sync.aligned.shared::cta.b32 [%r
 fn the_pair_allocates_together_so_the_leader_may_use_the_peers_columns_at_once() {
     // Control: no barrier between the allocation and the leader's use of the peer's columns;
     // the allocation completed in both CTAs before the leader's warp went on.
-    let body = pair_kernel(ALLOC, 0, true, 0);
+    let body = pair_kernel(ALLOC, 0, Wait::Both, 0);
     for policy in sim::EXPLORE_POLICIES {
         let o = Options {
             policy,
@@ -110,7 +135,24 @@ fn the_pair_allocates_together_so_the_leader_may_use_the_peers_columns_at_once()
     // Control: warp 1 allocates, warp 0 frees after the cluster barrier, with no
     // tcgen05.fence::after_thread_sync (dealloc is a synchronous tcgen05 instruction; the
     // fence orders the asynchronous ones).
-    let body = pair_kernel(ALLOC, 1, true, 0);
+    let body = pair_kernel(ALLOC, 1, Wait::Both, 0);
+    for policy in sim::EXPLORE_POLICIES {
+        let o = Options {
+            policy,
+            ..Options::default()
+        };
+        let r = run_pair(&body, o);
+        assert_eq!(verdict(&r), "passed", "{policy:?}: {r:?}");
+    }
+}
+
+#[test]
+fn the_pairs_free_takes_effect_once_both_warps_issued_it() {
+    // Control: only the leader waits for its shift of the pair's columns; the peer frees its
+    // half with no wait of its own and no barrier with the leader. The collective dealloc
+    // completes in the peer only after the leader issued it, after its wait, so the peer's
+    // half is ordered after the shift.
+    let body = pair_kernel_sync(ALLOC, 0, Wait::Leader, 0, false);
     for policy in sim::EXPLORE_POLICIES {
         let o = Options {
             policy,
@@ -125,7 +167,7 @@ fn the_pair_allocates_together_so_the_leader_may_use_the_peers_columns_at_once()
 fn only_the_leader_allocating_is_a_deadlock_that_names_the_missing_peer() {
     // Planted: the odd CTA of the pair skips the allocation (and so its use and its free).
     let alloc = format!("@!%p3 bra ALLOCATED;\n\t{ALLOC}");
-    let body = pair_kernel(&alloc, 0, false, 9);
+    let body = pair_kernel(&alloc, 0, Wait::Nobody, 9);
     let r = run_pair(&body, Options::default());
     let text = match &r {
         Err(e) => e.to_string(),
@@ -166,7 +208,7 @@ fn a_cta_group_2_alloc_without_a_peer_cta_is_refused() {
 fn freeing_the_pairs_columns_while_the_leaders_operation_may_run_is_caught() {
     // Planted: no thread waits for the commit of the leader's shift before the pair frees the
     // columns it writes in both CTAs.
-    let body = pair_kernel(ALLOC, 0, false, 0);
+    let body = pair_kernel(ALLOC, 0, Wait::Nobody, 0);
     let r = run_pair(&body, Options::default());
     let v = verdict(&r);
     assert!(

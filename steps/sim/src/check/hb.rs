@@ -210,6 +210,8 @@ pub(crate) struct Hb {
     sem: Vec<u8>,
     /// The phase each TMA load (its dimension and clock) completes in: (dim, clock) -> phase.
     load_phase: HashMap<(u32, u32), u64>,
+    /// While a CTA pair's collective alloc/dealloc executes: both warps' clocks (`hb/pair.rs`).
+    pair_view: Option<Vc>,
 }
 
 /// What an access found.
@@ -1281,7 +1283,7 @@ impl Observer for Hb {
                     th.iv.join(v);
                 }
             }
-            Event::TcPair { a, b, tmem } => self.tc_pair(m, a, b, tmem),
+            Event::TcPair { a, b, tmem, done } => self.tc_pair(m, a, b, tmem, done),
             Event::WarpSync { lanes } => {
                 let mut j = Vc::default();
                 for &l in lanes {

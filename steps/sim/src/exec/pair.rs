@@ -83,13 +83,22 @@ impl Machine<'_> {
         };
         let w = self.ctas[peer as usize].rules.pair.remove(i);
         let pins = &k.code[w.pc as usize];
-        // The peer's half first (it was issued first), then this warp's.
+        // The peer's half first (it was issued first), then this warp's; each takes effect
+        // once both warps issued it.
+        let tmem = !matches!(ins.op, Op::TcRelinquish { .. });
+        self.emit(Event::TcPair {
+            a: &w.lanes,
+            b: &lanes,
+            tmem,
+            done: false,
+        })?;
         self.exec_collective(&w.lanes, pins)?;
         self.exec_collective(&lanes, ins)?;
         self.emit(Event::TcPair {
             a: &w.lanes,
             b: &lanes,
-            tmem: !matches!(ins.op, Op::TcRelinquish { .. }),
+            tmem,
+            done: true,
         })?;
         for &x in &w.lanes {
             self.threads[x as usize].pc += 1;

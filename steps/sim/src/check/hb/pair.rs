@@ -16,8 +16,14 @@ impl Hb {
     /// ordered by the thread's whole clock, not only by its tcgen05 view; what other warps'
     /// asynchronous tcgen05.ld/st did still reaches it only through their
     /// `tcgen05.fence::before_thread_sync` (their warp dimension in the clock).
+    ///
+    /// A half of a CTA pair's collective instruction takes effect only once both warps issued
+    /// it, so it is ordered after both warps' clocks.
     pub(super) fn sync_tcgen05_view(&self, t: u32, dim: u32, clock: u32) -> Vc {
         let mut v = self.th[t as usize].c.clone();
+        if let Some(p) = &self.pair_view {
+            v.join(p);
+        }
         v.raise(dim, clock);
         v
     }
@@ -30,7 +36,20 @@ impl Hb {
     /// ordered with the thread's later tcgen05 operations). Nothing else of the two warps is
     /// ordered by it: the ISA gives the pair's collective no memory-ordering semantics beyond
     /// the instruction itself.
-    pub(super) fn tc_pair(&mut self, m: &Machine, a: &[u32], b: &[u32], tmem: bool) {
+    ///
+    /// Before the halves execute (`done` false): each half's effect is ordered after both
+    /// warps' clocks (the collective completes when the last warp issued it), which
+    /// [`Hb::sync_tcgen05_view`] uses; nothing else of either warp is.
+    pub(super) fn tc_pair(&mut self, m: &Machine, a: &[u32], b: &[u32], tmem: bool, done: bool) {
+        if !done {
+            let mut j = Vc::default();
+            for &x in a.iter().chain(b) {
+                j.join(&self.th[x as usize].c);
+            }
+            self.pair_view = Some(j);
+            return;
+        }
+        self.pair_view = None;
         if !tmem {
             return;
         }
