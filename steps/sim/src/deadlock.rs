@@ -165,6 +165,9 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
             Why::BulkWait(n) => format!(
                 "waits in cp.async.bulk.wait_group {n} for its TMA stores"
             ),
+            Why::Collective if crate::exec::pair::waiting_words(m, ti as u32).is_some() => {
+                crate::exec::pair::waiting_words(m, ti as u32).unwrap_or_default()
+            }
             Why::Collective => format!(
                 "waits at a warp-collective instruction for lanes {:#010x}",
                 th.coll_mask

@@ -192,6 +192,16 @@ pub(crate) enum Event<'a> {
         phase: u64,
         acquire: bool,
     },
+    /// A `.cta_group::2` alloc/dealloc/relinquish_alloc_permit performed together by the warps
+    /// `a` and `b` of the two CTAs of a pair (`exec/pair.rs`): emitted with `done` false before
+    /// the two halves execute, and with `done` true after; `tmem`: the halves wrote tensor
+    /// memory (alloc, dealloc).
+    TcPair {
+        a: &'a [u32],
+        b: &'a [u32],
+        tmem: bool,
+        done: bool,
+    },
     /// `bar.warp.sync` (and `__syncwarp`) among `lanes`: memory ordering among them.
     WarpSync {
         lanes: &'a [u32],

@@ -74,6 +74,9 @@ pub(crate) struct CtaRules {
     pub accum: Vec<Vec<Use>>,
     pub tma: Vec<TmaRec>,
     pub cta_group: Option<(bool, &'static str)>,
+    /// Warps of this CTA waiting at a `.cta_group::2` allocation instruction for the peer
+    /// CTA's warp (`exec/pair.rs`).
+    pub pair: Vec<crate::exec::pair::PairWait>,
 }
 
 impl CtaRules {
@@ -84,6 +87,7 @@ impl CtaRules {
             accum: vec![Vec::new(); TMEM_COLUMNS],
             tma: Vec::new(),
             cta_group: None,
+            pair: Vec::new(),
         }
     }
 }

@@ -400,11 +400,29 @@ pub fn on_handoff(m: &mut Machine, t: u32, what: &str) -> Result<(), SimError> {
             format!("{what} while a tcgen05.ld of this thread was not yet waited for: the tensor memory it reads is handed to other threads (an MMA may overwrite it) before the load completed; tcgen05.wait::ld, then tcgen05.fence::before_thread_sync, must come first (PTX ISA \"Canonical synchronization patterns\": non-pipelined instructions, different thread)"),
         ));
     }
+    // A tcgen05.ld that tcgen05.wait::ld completed still needs tcgen05.fence::before_thread_sync
+    // before a hand-off. PTX ISA 9.0, "tcgen05.wait": "tcgen05.wait::ld causes the executing
+    // thread to block until all prior tcgen05.ld operations issued by the executing thread have
+    // completed" (the executing thread only). "Asynchronous Operations": .ld is asynchronous,
+    // "not inherently ordered with respect to other tcgen05 operations in the same thread";
+    // .wait::* is synchronous, ordered with the thread's tcgen05 operations, not with execution
+    // ordering instructions. "Specialized Inter-thread Synchronization": the two fences
+    // "compose with execution ordering instructions ... to establish an ordering between the
+    // tcgen05 operations across threads", and "An asynchronous tcgen05 operation prior to a
+    // tcgen05.fence::before_thread_sync is ordered before all subsequent tcgen05 and the
+    // execution ordering operations": the only sentence that orders the load before the
+    // barrier. "tcgen05.fence": it is also the code-motion fence ("prior tcgen05 instructions
+    // ... cannot be hoisted across"). "Canonical synchronization patterns", "Non-pipelined
+    // instructions, different thread": tcgen05.ld; tcgen05.wait::ld;
+    // tcgen05.fence::before_thread_sync; mbarrier.arrive. The ISA names the one case where the
+    // fence is implied (tcgen05.commit, "Non-pipelined instructions, same thread"); wait::ld is
+    // not one. So the rule stands for a waited load too (decided in
+    // assets/results/sim-coverage-2026-11-28.md, "Blackwell kernels written elsewhere").
     if r.ld_unfenced {
         return Err(m.rule(
             t,
             "fence-before-handoff",
-            format!("{what} after a tcgen05.ld with no tcgen05.fence::before_thread_sync in between, so the load is not ordered before the hand-over (PTX ISA \"Canonical synchronization patterns\": tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; arrive)"),
+            format!("{what} after a tcgen05.ld with no tcgen05.fence::before_thread_sync in between, so the load is not ordered before the hand-over: tcgen05.wait::ld completes it for this thread only, and \"an asynchronous tcgen05 operation prior to a tcgen05.fence::before_thread_sync is ordered before all subsequent tcgen05 and the execution ordering operations\" is the ISA's only ordering of it before a barrier (PTX ISA \"Specialized Inter-thread Synchronization\"; \"Canonical synchronization patterns\": tcgen05.ld; tcgen05.wait::ld; tcgen05.fence::before_thread_sync; arrive)"),
         ));
     }
     Ok(())

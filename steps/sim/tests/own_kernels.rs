@@ -166,6 +166,48 @@ fn case(base: &str, dev: &mut Device) -> Case {
                 }),
             }
         }
+        "pair_mma" => {
+            let mut r = 987654321u64;
+            let mut next = || {
+                r = r
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((r >> 33) % 9) as i32 - 4
+            };
+            let a: Vec<i32> = (0..256 * 16).map(|_| next()).collect();
+            let b: Vec<i32> = (0..32 * 16).map(|_| next()).collect();
+            // Small integers are exact in bf16: the top half of their f32 bits.
+            let bits = |v: &[i32]| -> Vec<u8> {
+                v.iter()
+                    .flat_map(|&x| (((x as f32).to_bits() >> 16) as u16).to_le_bytes())
+                    .collect()
+            };
+            let aa = dev.alloc(a.len() as u64 * 2);
+            assert!(dev.write(aa, &bits(&a)));
+            let ba = dev.alloc(b.len() as u64 * 2);
+            assert!(dev.write(ba, &bits(&b)));
+            let da = put(dev, &vec![0x7FC0_0000; 256 * 32]);
+            Case {
+                kernel: "pair_mma",
+                params: vec![Param::U64(aa), Param::U64(ba), Param::U64(da)],
+                grid: 2,
+                block: 128,
+                cluster: 2,
+                check: Box::new(move |d| {
+                    let o = u32s(d, da, 256 * 32);
+                    for i in 0..256 {
+                        for j in 0..32 {
+                            let want: i32 = (0..16).map(|k| a[i * 16 + k] * b[j * 16 + k]).sum();
+                            let got = f32::from_bits(o[i * 32 + j]);
+                            if got != want as f32 {
+                                return Err(format!("D[{i}][{j}] = {got}, want {want}"));
+                            }
+                        }
+                    }
+                    Ok(())
+                }),
+            }
+        }
         "dsmem_leader" => {
             let out = put(dev, &[0xDEAD; 32]);
             Case {
@@ -291,4 +333,23 @@ fn dsmem_leader_through_mapa_runs_and_verifies() {
         &["PASS"],
     );
     Program::parse(&ptx("dsmem_leader")).expect("dsmem_leader decodes");
+}
+
+#[test]
+fn the_pairs_collective_alloc_orders_the_peer_before_the_leaders_mma() {
+    // PTX ISA "tcgen05.alloc": one warp of each CTA of the pair performs a .cta_group::2
+    // allocation together, so the leader's MMA right after its own alloc (no barrier with the
+    // peer) writes columns the peer has allocated; warp 1 frees them after the cluster barrier.
+    assert_all(
+        "pair_mma",
+        &outcomes("pair_mma", &ptx("pair_mma")),
+        &["PASS"],
+    );
+    // Planted: the odd CTA never allocates: the leader's allocation never completes.
+    for o in outcomes("pair_mma", &ptx("pair_mma_peer_skips")) {
+        assert!(
+            o.contains("deadlock") && o.contains("peer CTA (cluster rank 1)"),
+            "pair_mma_peer_skips: {o}"
+        );
+    }
 }

@@ -49,6 +49,8 @@ use crate::machine::Machine;
 use crate::observe::{Access, Agent, AsyncKind, Event, FenceKind, Mem, Observer, Proxy, Scope};
 use std::collections::HashMap;
 
+mod pair;
+
 /// Who a dimension's clock belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Dim {
@@ -208,6 +210,8 @@ pub(crate) struct Hb {
     sem: Vec<u8>,
     /// The phase each TMA load (its dimension and clock) completes in: (dim, clock) -> phase.
     load_phase: HashMap<(u32, u32), u64>,
+    /// While a CTA pair's collective alloc/dealloc executes: both warps' clocks (`hb/pair.rs`).
+    pair_view: Option<Vc>,
 }
 
 /// What an access found.
@@ -714,6 +718,13 @@ impl Hb {
     ) -> Result<(), SimError> {
         let Some((v, e, by)) = self.agent(m, agent, matches!(agent, Agent::Thread(_))) else {
             return Ok(());
+        };
+        // alloc/dealloc are synchronous: ordered by the thread's whole clock (`hb/pair.rs`).
+        let v = match agent {
+            Agent::Thread(t) if pair::at_sync_tcgen05(m, t) => {
+                self.sync_tcgen05_view(t, e.dim, e.clock)
+            }
+            _ => v,
         };
         let Some(cells) = self.tmem.get_mut(cta as usize) else {
             return Ok(());
@@ -1272,6 +1283,7 @@ impl Observer for Hb {
                     th.iv.join(v);
                 }
             }
+            Event::TcPair { a, b, tmem, done } => self.tc_pair(m, a, b, tmem, done),
             Event::WarpSync { lanes } => {
                 let mut j = Vc::default();
                 for &l in lanes {

@@ -105,6 +105,9 @@ impl<'a> Machine<'a> {
             .filter(|l| m & (1 << l) != 0)
             .map(|l| first + l)
             .collect();
+        if super::pair::is_pair_op(&ins.op) {
+            return self.pair_collective(lanes, ins);
+        }
         self.exec_collective(&lanes, ins)?;
         for &x in &lanes {
             self.threads[x as usize].pc += 1;

@@ -23,6 +23,8 @@ VARIANTS = [
     ("smem_operands", "smem_operands.cu", []),
     ("dsmem_leader", "dsmem_leader.cu", []),
     ("dsmem_leader_mapa", "dsmem_leader.cu", ["-DUSE_MAPA"]),
+    ("pair_mma", "pair_mma.cu", []),
+    ("pair_mma_peer_skips", "pair_mma.cu", ["-DPLANT_PEER_SKIPS_ALLOC"]),
 ]
 for out, src_name, defines in VARIANTS:
     src = open(os.path.join(here, src_name), "rb").read()
