@@ -2054,14 +2054,6 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
         Op::Ld { .. } | Op::St { .. } => forms::check_ld_st_operands(s, args)?,
         _ => {}
     }
-    // tcgen05.mma with A in tensor memory (`[a-tmem]`, PTX ISA "tcgen05.mma") is not
-    // modelled: its A operand would otherwise be read as a shared-memory descriptor.
-    if matches!(op, Op::TcMma { .. }) && matches!(args.get(1), Some(Opd::Addr(..))) {
-        return Err(SimError::Unsupported {
-            opcode: s.opcode.clone(),
-            ptx_line: s.line,
-        });
-    }
     let ty_ok = match op {
         Op::Bin(_, t)
         | Op::Un(_, t)
