@@ -1844,9 +1844,9 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
             Op::TcRelinquish { cg2 }
         }
         "mma" => {
-            // PTX ISA "tcgen05.mma": the dense forms with A in shared memory of the kinds
-            // `units/mma_kinds.rs` models; `.ws`, `.sp`, block scaling, A in tensor memory
-            // and the collector and shift qualifiers are refused here.
+            // PTX ISA "tcgen05.mma": the dense forms of the kinds `units/mma_kinds.rs` models,
+            // A in shared memory or in tensor memory (`units/mma_ts.rs`); `.ws`, `.sp`, block
+            // scaling and the collector and shift qualifiers are refused here.
             check_mods(
                 s,
                 &mods[1..],
