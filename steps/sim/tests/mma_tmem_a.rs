@@ -12,7 +12,8 @@
 //! without the storing warps' `tcgen05.fence::before_thread_sync`, and A stored again before
 //! the wait on the MMA's commit: the MMA's read of A's columns races with the stores
 //! (`data-race`), decided by happens-before on every first schedule. The control stores A
-//! again after that wait and `tcgen05.fence::after_thread_sync`.
+//! again after that wait and `tcgen05.fence::after_thread_sync`. An MMA that reads A from
+//! columns nothing stored is an `uninitialised-read`.
 
 use sim::{run, Device, Launch, Options, Param, Policy, Program, SimError};
 
@@ -150,7 +151,11 @@ fn launch_with(
     c: &Case,
     o: &Options,
 ) -> Result<Vec<f32>, SimError> {
-    let p = Program::parse(&kernel(hand_off, early, late))?;
+    run_ptx(&kernel(hand_off, early, late), c, o)
+}
+
+fn run_ptx(ptx: &str, c: &Case, o: &Options) -> Result<Vec<f32>, SimError> {
+    let p = Program::parse(ptx)?;
     let mut dev = Device::new();
     let put = |dev: &mut Device, b: &[u8]| {
         let a = dev.alloc(b.len() as u64);
@@ -268,6 +273,28 @@ fn a_stored_without_its_hand_off_races_with_the_mma_on_every_first_schedule() {
         check(
             "A overwritten before the commit's wait",
             launch_with(CANONICAL, RESTORE, "", &c, &o),
+        );
+    }
+}
+
+#[test]
+fn a_read_from_columns_nothing_stored_is_an_uninitialised_read() {
+    // The first MMA reads A at column 48, which no tcgen05.st wrote (A is at 32..48).
+    let c = case();
+    for o in schedules() {
+        let p = kernel(CANONICAL, "", "").replacen(
+            "add.s32 %r16, %r3, 32;",
+            "add.s32 %r16, %r3, 48;",
+            1,
+        );
+        let e = run_ptx(&p, &c, &o).expect_err("A never stored");
+        let SimError::Rule { rule, detail, .. } = &e else {
+            panic!("not a rule: {e}");
+        };
+        assert_eq!(*rule, "uninitialised-read", "{detail}");
+        assert!(
+            detail.contains("A operand") && detail.contains("column 48"),
+            "{detail}"
         );
     }
 }

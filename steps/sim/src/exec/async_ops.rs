@@ -673,6 +673,7 @@ impl<'a> Machine<'a> {
                 line,
             } => {
                 self.check_mma_operands(t, cta, cg2, idesc, a, b, line)?;
+                self.check_mma_a_init(t, cta, cg2, idesc, a, b, line)?;
                 self.mma_accumulator(t, cta, cg2, idesc, d, acc, line)?;
                 let r = if cg2 {
                     let (lo, hi) = self.ctas.split_at_mut(cta as usize + 1);

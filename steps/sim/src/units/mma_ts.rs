@@ -288,6 +288,65 @@ mod tests {
         }
     }
 
+    /// M = 256 with cta_group::2 (layout A): CTA c's 128 rows of A in its own lanes 0-127, B's
+    /// rows split between the pair, each CTA's D its 128 rows.
+    #[test]
+    fn cta_group_2_m256_reads_each_ctas_rows_of_a_from_its_own_tensor_memory() {
+        let n = 32u32;
+        let a_val = |i: u32, k: u32| ((i * 5 + k * 3) % 7) as f32 - 3.0;
+        let b_val = |j: u32, k: u32| ((j * 3 + k * 7) % 5) as f32 - 2.0;
+        let mut windows = [vec![0u8; 8192], vec![0u8; 8192]];
+        for (c, w) in windows.iter_mut().enumerate() {
+            for j in 0..n / 2 {
+                for k in 0..16 {
+                    let o = sw128_offset(j, k) as usize;
+                    let v = f32_to_bf16(b_val(j + 16 * c as u32, k), FloatRound::Rn);
+                    w[o..o + 2].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        let mut t0 = TensorMemory::new();
+        let mut t1 = TensorMemory::new();
+        let base = TensorMemory::alloc_pair(&mut t0, &mut t1, 64).expect("alloc");
+        let a_col = base + 40;
+        for (c, t) in [&mut t0, &mut t1].into_iter().enumerate() {
+            for i in 0..128u32 {
+                let row = i + 128 * c as u32;
+                for w in 0..8 {
+                    let lo = f32_to_bf16(a_val(row, 2 * w), FloatRound::Rn) as u32;
+                    let hi = f32_to_bf16(a_val(row, 2 * w + 1), FloatRound::Rn) as u32;
+                    t.write(i, a_col + w, lo | (hi << 16)).expect("write");
+                }
+            }
+        }
+        let mma = MmaTs::decode_kind(
+            MmaKind::F16,
+            make_idesc_f16(256, n, true),
+            make_smem_desc_sw128(0, 1024),
+            2,
+        )
+        .expect("decode");
+        let smem: [&[u8]; 2] = [&windows[0], &windows[1]];
+        mma.execute(
+            &smem,
+            &mut [&mut t0, &mut t1],
+            taddr(0, a_col),
+            taddr(0, base),
+            false,
+        )
+        .expect("execute");
+        for (c, t) in [&t0, &t1].into_iter().enumerate() {
+            for i in 0..128 {
+                let row = i + 128 * c as u32;
+                for j in 0..n {
+                    let want: f32 = (0..16).map(|k| a_val(row, k) * b_val(j, k)).sum();
+                    let got = f32::from_bits(t.read(i, base + j).expect("read"));
+                    assert_eq!(got, want, "CTA {c} D[{row}][{j}]");
+                }
+            }
+        }
+    }
+
     #[test]
     fn refuses_transpose_a_unallocated_a_and_layout_b() {
         let b = make_smem_desc_sw128(0, 1024);
