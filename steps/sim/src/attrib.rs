@@ -105,10 +105,12 @@ fn origin_at(m: &Machine, cta: u32, off: u32) -> Option<TmaOrigin> {
 pub(crate) fn mma(m: &mut Machine, t: u32, cta: u32, key: u32, a: u64, b: u64) {
     let sa = crate::units::descriptors::decode_smem_desc(a).start_address;
     let sb = crate::units::descriptors::decode_smem_desc(b).start_address;
+    // A in tensor memory (`units::mma_ts`) has no TMA origin.
+    let a_smem = crate::units::mma_ts::tmem_a(a).is_none();
     let rec = MmaRecord {
         op: m.k.opcodes[key as usize].clone(),
         rank: m.ctas[cta as usize].rank,
-        a: origin_at(m, cta, sa),
+        a: if a_smem { origin_at(m, cta, sa) } else { None },
         b: origin_at(m, cta, sb),
     };
     let i = m.attrib.cur.mmas.len() as u32;

@@ -1844,9 +1844,9 @@ fn decode_tcgen05(s: &Stmt, mods: &[&str]) -> Result<Op, SimError> {
             Op::TcRelinquish { cg2 }
         }
         "mma" => {
-            // PTX ISA "tcgen05.mma": the dense forms with A in shared memory of the kinds
-            // `units/mma_kinds.rs` models; `.ws`, `.sp`, block scaling, A in tensor memory
-            // and the collector and shift qualifiers are refused here.
+            // PTX ISA "tcgen05.mma": the dense forms of the kinds `units/mma_kinds.rs` models,
+            // A in shared memory or in tensor memory (`units/mma_ts.rs`); `.ws`, `.sp`, block
+            // scaling and the collector and shift qualifiers are refused here.
             check_mods(
                 s,
                 &mods[1..],
@@ -2053,14 +2053,6 @@ fn check_operands(s: &Stmt, op: &Op, args: &[Opd]) -> Result<(), SimError> {
         Op::Form(f) => forms::check_operands(s, f, args)?,
         Op::Ld { .. } | Op::St { .. } => forms::check_ld_st_operands(s, args)?,
         _ => {}
-    }
-    // tcgen05.mma with A in tensor memory (`[a-tmem]`, PTX ISA "tcgen05.mma") is not
-    // modelled: its A operand would otherwise be read as a shared-memory descriptor.
-    if matches!(op, Op::TcMma { .. }) && matches!(args.get(1), Some(Opd::Addr(..))) {
-        return Err(SimError::Unsupported {
-            opcode: s.opcode.clone(),
-            ptx_line: s.line,
-        });
     }
     let ty_ok = match op {
         Op::Bin(_, t)

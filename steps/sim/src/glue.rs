@@ -100,6 +100,10 @@ pub fn mma(
 ) -> Result<(), UnitError> {
     let s: Vec<&[u8]> = smem.iter().map(|v| v.as_slice()).collect();
     let group = u32::try_from(s.len()).unwrap_or(u32::MAX);
+    if let Some(ta) = crate::units::mma_ts::tmem_a(a) {
+        return crate::units::mma_ts::MmaTs::decode_kind(kind, idesc, b, group)?
+            .execute(&s, tmem, ta, d, acc);
+    }
     crate::units::mma::MmaF16::decode_kind(kind, idesc, a, b, group)?.execute(&s, tmem, d, acc)
 }
 
@@ -127,19 +131,56 @@ fn mma_layout(
     crate::units::mma::MmaF16::decode(l, a, b, group)
 }
 
-/// The shared-memory ranges an MMA reads in each CTA of its group.
+/// The layout of an MMA whose A is in tensor memory (`a` a tagged `[a-tmem]` word,
+/// `units::mma_ts`), None when A is a shared-memory descriptor.
+fn mma_ts_layout(
+    idesc: u32,
+    a: u64,
+    b: u64,
+    group: u32,
+) -> Option<Result<crate::units::mma_ts::MmaTs, UnitError>> {
+    crate::units::mma_ts::tmem_a(a)?;
+    let l = crate::units::mma_kinds::layout_idesc(idesc);
+    let kind = crate::units::mma_kinds::MmaKind::F16;
+    Some(crate::units::mma_ts::MmaTs::decode_kind(kind, l, b, group))
+}
+
+/// The shared-memory ranges an MMA reads in each CTA of its group (B only when A is in tensor
+/// memory).
 pub fn mma_reads(idesc: u32, a: u64, b: u64, group: u32) -> Result<Vec<(u32, u32)>, UnitError> {
+    if let Some(m) = mma_ts_layout(idesc, a, b, group) {
+        return Ok(m?.smem_reads());
+    }
     Ok(mma_layout(idesc, a, b, group)?.smem_reads())
 }
 
 /// Tensor-memory columns an MMA's D occupies from its address's column (the data-path layout:
 /// N/2 for M = 128 with cta_group::2, else N); `None` when the descriptor does not decode.
 pub fn mma_d_columns(idesc: u32, a: u64, b: u64, group: u32) -> Option<u32> {
+    if let Some(m) = mma_ts_layout(idesc, a, b, group) {
+        return m.ok().map(|m| m.d_columns());
+    }
     mma_layout(idesc, a, b, group).ok().map(|m| m.d_columns())
+}
+
+/// The tensor memory an MMA with A in tensor memory reads for A in each CTA of its group:
+/// (its lanes, first column, columns); None when A is in shared memory or the layout does
+/// not decode (the MMA reports that itself).
+pub fn mma_a_tmem(idesc: u32, a: u64, b: u64, group: u32) -> Option<(Vec<u32>, u32, u32)> {
+    let ta = crate::units::mma_ts::tmem_a(a)?;
+    let m = mma_ts_layout(idesc, a, b, group)?.ok()?;
+    Some((
+        m.a_lanes(ta),
+        crate::units::tmem::taddr_col(ta),
+        crate::units::mma_ts::A_COLUMNS,
+    ))
 }
 
 /// Which operand of the MMA ("A" or "B") the shared-memory byte `addr` belongs to.
 pub fn mma_operand_at(idesc: u32, a: u64, b: u64, group: u32, addr: u32) -> &'static str {
+    if crate::units::mma_ts::tmem_a(a).is_some() {
+        return "B";
+    }
     let Ok(m) = mma_layout(idesc, a, b, group) else {
         return "A or B";
     };

@@ -302,7 +302,8 @@ impl Machine<'_> {
     }
 
     /// A tcgen05.mma issued (operation `id`): its operand reads (async proxy) in each CTA of
-    /// the group and its accumulator write (every lane quarter, N columns from `d`).
+    /// the group, A's tensor-memory columns when A is there, and its accumulator write (every
+    /// lane quarter, N columns from `d`).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn observe_mma(
         &mut self,
@@ -328,7 +329,22 @@ impl Machine<'_> {
         let reads = crate::glue::mma_reads(idesc, a, b, group)
             .map_err(|e| self.fault(t, crate::glue::unit_message("tcgen05.mma", &e)))?;
         let n = crate::units::descriptors::decode_idesc(idesc).n;
+        let a_tmem = crate::glue::mma_a_tmem(idesc, a, b, group);
         for c in cta..cta + group {
+            // A in tensor memory: the MMA reads its columns in the lane quarters its rows use
+            // (`units::mma_ts`), ordered like its D write (by the issuing thread's tcgen05
+            // view, and completed by tcgen05.commit).
+            if let Some((lanes, col, ncols)) = &a_tmem {
+                let quarters = lanes.iter().fold(0u8, |q, l| q | 1 << (l / 32).min(3));
+                self.emit(Event::Tmem {
+                    agent: Agent::Async(id),
+                    cta: c,
+                    quarters,
+                    lo: *col,
+                    hi: col + ncols,
+                    access: Access::Read,
+                })?;
+            }
             for &(lo, hi) in &reads {
                 self.emit(Event::Mem {
                     agent: Agent::Async(id),

@@ -400,18 +400,4 @@ fn a_descriptor_of_another_kind_stops_at_the_mma_and_unmodelled_forms_at_decode(
             "{form}: {e} (expected PTX line {line})"
         );
     }
-    // A in tensor memory ([a-tmem]) is refused too, never read as a descriptor.
-    let ptx = kernel("kind::tf32").replacen("[%r3], %rd10, %rd12", "[%r3], [%r3], %rd12", 1);
-    let line = ptx
-        .lines()
-        .position(|l| l.contains("[%r3], [%r3]"))
-        .map(|i| i + 1)
-        .unwrap_or(0);
-    let e = Program::parse(&ptx)
-        .expect_err("A in tensor memory")
-        .to_string();
-    assert!(
-        e.contains(&format!("line {line}")),
-        "{e} (expected PTX line {line})"
-    );
 }

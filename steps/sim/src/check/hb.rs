@@ -930,6 +930,11 @@ impl Hb {
             {
                 "ld-after-commit-wait"
             }
+            // An MMA reading A from tensor memory (`units::mma_ts`) that a tcgen05.st wrote
+            // unordered: a race on the operand, not an accumulator overwritten too early.
+            (Some(Dim::TcQueue(_)), Some(Dim::TcWarp(..)), _) if access == Access::Read => {
+                "data-race"
+            }
             (Some(Dim::TcQueue(_)), Some(Dim::TcWarp(..)), _) => "release-before-overwrite",
             (Some(Dim::TcQueue(_)), Some(Dim::TmaLoad(..)), _) => "operand-loaded",
             (Some(Dim::TmaLoad(..)), Some(Dim::TcQueue(_)), _) => "no-refill-in-flight",

@@ -227,7 +227,12 @@ impl<'a> Machine<'a> {
         rules::on_tcgen05(self, t, "tcgen05.mma")?;
         let a = &ins.args;
         let (d, _) = self.addr_of(t, &a[0]);
-        let ad = self.rv(t, &a[1]);
+        // `[a-tmem]`: A in tensor memory, carried tagged in the descriptor's word
+        // (`units::mma_ts`).
+        let ad = match &a[1] {
+            Opd::Addr(..) => crate::units::mma_ts::tag(self.addr_of(t, &a[1]).0 as u32),
+            x => self.rv(t, x),
+        };
         let bd = self.rv(t, &a[2]);
         let idesc = self.rv(t, &a[3]) as u32;
         let acc = self.rv(t, &a[4]) != 0;
@@ -243,9 +248,13 @@ impl<'a> Machine<'a> {
         }
         // The kind's own descriptor fields, at issue (the rules below read only the layout,
         // which every dense kind shares: `glue::mma_reads`).
-        if let Err(e) =
-            crate::units::mma::MmaF16::decode_kind(kind, idesc, ad, bd, if cg2 { 2 } else { 1 })
-        {
+        let group = if cg2 { 2 } else { 1 };
+        let decoded = if crate::units::mma_ts::tmem_a(ad).is_some() {
+            crate::units::mma_ts::MmaTs::decode_kind(kind, idesc, bd, group).map(|_| ())
+        } else {
+            crate::units::mma::MmaF16::decode_kind(kind, idesc, ad, bd, group).map(|_| ())
+        };
+        if let Err(e) = decoded {
             let line = self.line_of(t);
             return Err(self.tc_unit_fault(t, cta, line, "tcgen05.mma", &e));
         }
@@ -664,6 +673,7 @@ impl<'a> Machine<'a> {
                 line,
             } => {
                 self.check_mma_operands(t, cta, cg2, idesc, a, b, line)?;
+                self.check_mma_a_init(t, cta, cg2, idesc, a, b, line)?;
                 self.mma_accumulator(t, cta, cg2, idesc, d, acc, line)?;
                 let r = if cg2 {
                     let (lo, hi) = self.ctas.split_at_mut(cta as usize + 1);

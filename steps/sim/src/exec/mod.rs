@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 mod alu;
 mod async_ops;
 mod memory;
+mod mma_a;
 pub(crate) mod pair;
 mod sync;
 mod warp;

@@ -65,7 +65,7 @@ impl DataPath {
 
     /// The lane (from the address's lane) of row `i` for the columns from `j`. B's halves are
     /// handled by the caller.
-    fn lane(self, i: u32) -> u32 {
+    pub(super) fn lane(self, i: u32) -> u32 {
         match self {
             DataPath::F => i % 16 + 32 * (i / 16),
             _ => i,
@@ -177,6 +177,60 @@ impl MmaF16 {
         d_taddr: u32,
         accumulate: bool,
     ) -> Result<(), UnitError> {
+        let (op, rows_a, bf16, elem) = (
+            self.a,
+            self.a_rows_per_cta() as usize,
+            self.instr.bf16,
+            self.kind.a,
+        );
+        let f16 = self.kind.kind == MmaKind::F16;
+        let read_a = |_: usize, window: &[u8], _: &TensorMemory, out: &mut [f32]| {
+            if f16 {
+                read_operand(window, &op, rows_a, bf16, "A", out)
+            } else {
+                read_operand_kmajor(window, &op, rows_a, elem, "A", out)
+            }
+        };
+        let shape = Shape {
+            cta_group: self.cta_group,
+            instr: self.instr,
+            kind: self.kind,
+            b: self.b,
+        };
+        shape.run(smem, tmem, d_taddr, accumulate, read_a)
+    }
+}
+
+/// What an MMA's execution needs besides its A operand: the group, the shape and formats, and
+/// B's descriptor (shared by the A-in-shared-memory form above and the A-in-tensor-memory form
+/// of `mma_ts.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub cta_group: u32,
+    pub instr: F16Instr,
+    pub kind: KindInstr,
+    pub b: SmemOperand,
+}
+
+impl Shape {
+    fn a_rows_per_cta(&self) -> u32 {
+        self.instr.m / self.cta_group
+    }
+
+    fn b_rows_per_cta(&self) -> u32 {
+        self.instr.n / self.cta_group
+    }
+
+    /// Runs the MMA (see [`MmaF16::execute`]); `read_a(c, smem, tmem, out)` decodes CTA c's
+    /// rows of A (row-major, K values a row) from its shared or its tensor memory.
+    pub(super) fn run(
+        &self,
+        smem: &[&[u8]],
+        tmem: &mut [&mut TensorMemory],
+        d_taddr: u32,
+        accumulate: bool,
+        mut read_a: impl FnMut(usize, &[u8], &TensorMemory, &mut [f32]) -> Result<(), UnitError>,
+    ) -> Result<(), UnitError> {
         let group = self.cta_group as usize;
         if smem.len() != group || tmem.len() != group {
             return Err(invalid(
@@ -188,7 +242,7 @@ impl MmaF16 {
                 ),
             ));
         }
-        let path = self.datapath();
+        let path = DataPath::of(self.instr.m, self.cta_group);
         // PTX ISA 9.7.16.10.5, "Tensor Memory Datapath Lane Alignment": 0, or 0 or 16 for F.
         let lane0 = taddr_lane(d_taddr);
         let lane_ok = lane0 == 0 || (path == DataPath::F && lane0 == 16);
@@ -245,12 +299,8 @@ impl MmaF16 {
             MmaKind::F16 => dot_row(a_row, b, d, accumulate),
             _ => dot_row_k(a_row, b, d, accumulate, k, sign),
         };
-        for (window, t) in smem.iter().zip(tmem.iter_mut()) {
-            if f16 {
-                read_operand(window, &self.a, rows_a, self.instr.bf16, "A", &mut a)?;
-            } else {
-                read_operand_kmajor(window, &self.a, rows_a, self.kind.a, "A", &mut a)?;
-            }
+        for (c, (window, t)) in smem.iter().zip(tmem.iter_mut()).enumerate() {
+            read_a(c, window, t, &mut a)?;
             for (i, a_row) in a.chunks_exact(k).enumerate() {
                 let i = i as u32;
                 if path == DataPath::B {

@@ -10,7 +10,8 @@
 //! - [`tmem`] holds a CTA's tensor memory, its allocator, `tcgen05.ld`/`st` `.32x32b`.
 //! - [`tmem_cp`] holds the shapes of `tcgen05.cp` and where each source row lands.
 //! - [`mma`] holds `tcgen05.mma.cta_group::{1,2}` of `kind::f16`, and with [`mma_kinds`] the
-//!   dense `kind::tf32`, `kind::f8f6f4` and `kind::i8` (K-major operands).
+//!   dense `kind::tf32`, `kind::f8f6f4` and `kind::i8` (K-major operands); [`mma_ts`] the
+//!   form with A in tensor memory.
 //! - [`mma_sync`] holds the warp-level `mma.sync` fragments and numerics; [`ldmatrix`] the
 //!   `ldmatrix`/`stmatrix` fragment layout.
 
@@ -22,6 +23,7 @@ pub mod ldmatrix;
 pub mod mma;
 pub mod mma_kinds;
 pub mod mma_sync;
+pub mod mma_ts;
 pub mod numeric;
 pub mod tensormap;
 pub mod tmem;
