@@ -7,7 +7,7 @@ use crate::machine::Machine;
 
 /// A size: `512 bytes`, `16 KiB` (whole KiB), `1636 bytes (1.6 KiB)`.
 pub(crate) fn bytes(n: u64) -> String {
-    if n >= 1024 && n % 1024 == 0 {
+    if n >= 1024 && n.is_multiple_of(1024) {
         format!("{} KiB", n / 1024)
     } else if n >= 1024 {
         format!("{n} bytes ({:.1} KiB)", n as f64 / 1024.0)
