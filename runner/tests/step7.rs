@@ -61,6 +61,7 @@ const POLICIES: [&str; 4] = ["random", "pct", "async-early", "async-late"];
 
 #[test]
 fn each_seeded_bug_of_step_7_is_caught_on_the_first_schedule_of_every_policy_by_one_rule() {
+    let try_cancel_line = try_cancel_line_of_step7();
     for (bug, rule) in [
         ("clc-read-early", "clc-read-before-complete"),
         ("clc-stale-response", "clc-id-used-twice"),
@@ -92,8 +93,32 @@ fn each_seeded_bug_of_step_7_is_caught_on_the_first_schedule_of_every_policy_by_
                 out.contains("--sim-seed 1 "),
                 "{bug} under {policy}: caught on the first schedule: {out}"
             );
+            // Every report names the instruction: the dropped id (found when the cluster ends)
+            // at the try_cancel whose answer was dropped.
+            assert!(!out.contains("PTX line 0 "), "{bug} {policy}: {out}");
+            if rule == "clc-canceled-id-dropped" {
+                let at = format!("(source line {try_cancel_line}): the cluster ends");
+                assert!(out.contains(&at), "{bug} {policy}: not at {at}: {out}");
+            }
         }
     }
+}
+
+/// The source line of step 7's `clusterlaunchcontrol.try_cancel`.
+fn try_cancel_line_of_step7() -> usize {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../steps/step7_last_wave/src/kernel.cu"
+    );
+    let src = std::fs::read_to_string(path).expect("step 7's kernel");
+    let lines: Vec<usize> = src
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("bw::clc_try_cancel_multicast("))
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(lines.len(), 1, "one request in step 7: {lines:?}");
+    lines[0]
 }
 
 #[test]

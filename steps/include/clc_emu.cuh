@@ -11,6 +11,16 @@
 //     counts as not started, which is the same contract;
 //   - try_cancel walks the cursor and claims the first cluster still at 0 (atomicCAS), else fails:
 //     each cancelled id goes to one request, as the PTX ISA promises;
+//   - residency: a GPU runs only the clusters its SMs hold, and a request cancels only a launch that
+//     has not started. An H100/H200 holds every cluster of the small grids the checks use, so every
+//     cluster would start before any request and every request would fail: a kernel's multi-tile
+//     path (and its bugs, such as a stale response) would never run. So at most `cap` clusters
+//     (word 1 + 33 * CTAs, set by the host: common::simulate::DEFAULT_CLUSTERS, the simulator's
+//     bound) count as started at once; the others wait at their claim, not started, until a slot
+//     frees or a request cancels them. A slot frees when every warp of a running cluster observed a
+//     failed response (the cluster takes no further tile and leaves), or, for a cluster that
+//     leaves without one, when a waiter has waited FALLBACK_NS. A cap of 0 starts every cluster at
+//     once. This is a legal sm_100a schedule (a fuller GPU), not a rule: it checks nothing;
 //   - the response is copied from a staging word into every CTA with cp.async.bulk (the async
 //     proxy) completing on each CTA's mbarrier after a seeded delay, like the hardware's. Before it,
 //     the buffers get a poison value, so a read not ordered after the mbarrier decodes poison.
@@ -44,6 +54,19 @@ __device__ __forceinline__ u32 this_cluster() {
   return (emu::cta_linear() - emu::cta_rank()) / emu::cluster_size();
 }
 __device__ __forceinline__ u32* claim(u32 cluster) { return wb_emu_clc + 1 + cluster; }
+// After the per-CTA words: [0] the cap on started clusters (0: none), [1] clusters started and
+// not yet done, [2 + c] warps of cluster c that observed a failed response.
+__device__ __forceinline__ u32* resident_words() {
+  return wb_emu_clc + 1 + 33 * (gridDim.x * gridDim.y * gridDim.z);
+}
+// How long a waiting cluster waits for a slot before it starts anyway (a running cluster may
+// leave without observing a failure, which the stand-in cannot see).
+constexpr unsigned long long FALLBACK_NS = 1000ull * 1000 * 1000;  // 1 s
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 // Per CTA, per warp: 1 + the last cancelled cluster the warp decoded; word 31: failure seen.
 __device__ __forceinline__ u32* warp_words(u32 cta) {
   return wb_emu_clc + 1 + clusters_in_grid() + cta * 32;
@@ -53,9 +76,36 @@ __device__ __forceinline__ u32* warp_words(u32 cta) {
 
 __device__ __forceinline__ bool clc_launch_was_cancelled() {
   using namespace clc_emu;
-  // Both CTAs of the cluster try the same claim: it is either cancelled before both, or not.
-  const u32 prior = atomicCAS(claim(this_cluster()), NOT_STARTED, STARTED);
-  return prior == CANCELLED;
+  u32* const res = resident_words();
+  const u32 cap = emu::vld(res);
+  u32* const mine = claim(this_cluster());
+  if (cap == 0) {
+    // Both CTAs of the cluster try the same claim: it is either cancelled before both, or not.
+    const u32 prior = atomicCAS(mine, NOT_STARTED, STARTED);
+    return prior == CANCELLED;
+  }
+  // One thread of the cluster takes a residency slot and starts it, unless a request cancels it
+  // first; every other thread waits for that decision.
+  if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0 && emu::cta_rank() == 0) {
+    const unsigned long long since = now_ns();
+    while (emu::vld(mine) == NOT_STARTED) {
+      const u32 running = emu::vld(res + 1);
+      const bool late = now_ns() - since > FALLBACK_NS;
+      if (running < cap || late) {
+        const bool took = late ? (atomicAdd(res + 1, 1u), true)
+                               : atomicCAS(res + 1, running, running + 1) == running;
+        if (took) {
+          // Cancelled meanwhile: give the slot back, the cluster leaves.
+          if (atomicCAS(mine, NOT_STARTED, STARTED) != NOT_STARTED) atomicSub(res + 1, 1u);
+          break;
+        }
+      }
+      __nanosleep(1000);
+    }
+  }
+  u32 decided;
+  while ((decided = emu::vld(mine)) == NOT_STARTED) __nanosleep(500);
+  return decided == CANCELLED;
 }
 
 __device__ __forceinline__ void clc_try_cancel_multicast(ClcResponse* response, u64* bar) {
@@ -111,6 +161,12 @@ __device__ __forceinline__ bool clc_is_canceled(ClcResponse r) {
   if (tag == FAILED_TAG) {
     u32* seen = warp_words(emu::cta_linear()) + 31;
     *reinterpret_cast<volatile u32*>(seen) = 1;
+    // The cluster takes no further tile: once all its warps saw the failure, its slot frees.
+    u32* const res = resident_words();
+    if (emu::vld(res) != 0 && wb::lane_id() == 0) {
+      const u32 warps = emu::cluster_size() * ((blockDim.x * blockDim.y * blockDim.z + 31) / 32);
+      if (atomicAdd(res + 2 + this_cluster(), 1u) + 1 == warps) atomicSub(res + 1, 1u);
+    }
     return false;
   }
   return true;

@@ -477,7 +477,10 @@ impl EmuBuffers {
             )?;
         }
         s.memset_zeros(&mut self.state).cuda("clear GPU memory")?;
-        s.memset_zeros(&mut self.clc).cuda("clear GPU memory")?;
+        // Zero, but for the cluster launch control stand-in's residency cap.
+        let clc = crate::emulation_clc::initial(self.num_ctas);
+        s.memcpy_htod(clc.as_slice(), &mut self.clc)
+            .cuda("copy to the GPU")?;
         s.synchronize().cuda("wait for the GPU")?;
         // SAFETY: pinned host memory of one Fault and HANG_RECORDS records, not in use by a
         // running kernel now.

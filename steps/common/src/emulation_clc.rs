@@ -8,9 +8,25 @@ use cudarc::driver::{CudaModule, CudaSlice, CudaStream, DevicePtr};
 use std::sync::Arc;
 
 /// Words of `wb_emu_clc` for a grid of `num_ctas` CTAs: the cursor, one claim per cluster (at
-/// most one per CTA), and 32 words per CTA (each warp's last decoded id, the failure seen).
+/// most one per CTA), 32 words per CTA (each warp's last decoded id, the failure seen), then the
+/// residency words: the cap on started clusters, the count started and not done, and per cluster
+/// the warps that observed a failed response.
 pub fn words(num_ctas: usize) -> usize {
-    1 + 33 * num_ctas
+    1 + 33 * num_ctas + 2 + num_ctas
+}
+
+/// The clusters the stand-in lets run at once (clc_emu.cuh, "residency"): the simulator's bound
+/// ([`crate::simulate::DEFAULT_CLUSTERS`] clusters resident), so that, as there, running clusters
+/// find launches to cancel and a kernel's multi-tile path runs at the checks' small shapes.
+pub const RESIDENT_CLUSTERS: u32 = crate::simulate::DEFAULT_CLUSTERS;
+// 0 would start every cluster at once (no cap).
+const _: () = assert!(RESIDENT_CLUSTERS > 0);
+
+/// `wb_emu_clc`'s contents before each launch: zero, but for the residency cap.
+pub fn initial(num_ctas: usize) -> Vec<u32> {
+    let mut w = vec![0; words(num_ctas)];
+    w[1 + 33 * num_ctas] = RESIDENT_CLUSTERS;
+    w
 }
 
 /// Point the module's `wb_emu_clc` at `clc`, if the kernel has one.
@@ -32,5 +48,22 @@ pub fn describe(code: u32, d0: u64) -> String {
         42 => "rule clc-after-failure: clusterlaunchcontrol.try_cancel issued after this CTA observed a failed response, which the PTX ISA leaves undefined (\"clusterlaunchcontrol.try_cancel\"): stop asking after the first failure".to_string(),
         43 => format!("rule clc-ctaid-of-failed: clusterlaunchcontrol.query_cancel.get_first_ctaid of a failed response (word {d0:#x}), which the PTX ISA leaves undefined (\"clusterlaunchcontrol.query_cancel\"): decode the ctaid only when is_canceled is true"),
         c => format!("unknown cluster launch control fault code {c}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_residency_cap_sits_after_the_per_cta_words() {
+        // clc_emu.cuh's resident_words(): wb_emu_clc + 1 + 33 * CTAs; then the running count
+        // and one failure count per cluster (at most one cluster per CTA).
+        for n in [1usize, 2, 6, 148] {
+            let w = initial(n);
+            assert_eq!(w.len(), 1 + 33 * n + 2 + n);
+            assert_eq!(w[1 + 33 * n], RESIDENT_CLUSTERS);
+            assert_eq!(w.iter().filter(|&&x| x != 0).count(), 1);
+        }
     }
 }

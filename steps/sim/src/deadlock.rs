@@ -127,7 +127,8 @@ pub(crate) fn deadlock_report(m: &Machine) -> Vec<String> {
         let what = match why {
             Why::Mbar { cta, off, parity } => {
                 let Some(b) = m.ctas[cta as usize].mbars.get(&off) else {
-                    lines.push(format!("{who} waits on shared-memory offset {off:#x}, whose mbarrier was invalidated"));
+                    let at = crate::trace_words::barrier_place(m, cta, off);
+                    lines.push(format!("{who} waits on {at}, whose mbarrier was invalidated"));
                     continue;
                 };
                 let got = b.count - b.pending;

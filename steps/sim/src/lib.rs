@@ -134,6 +134,7 @@ mod rule_state;
 mod rules;
 pub mod sched;
 pub mod trace_events;
+mod trace_words;
 pub mod units;
 mod xrace;
 

@@ -224,7 +224,15 @@ pub fn mma_issue(
             let ok = r
                 .handed
                 .is_some_and(|(hc, ho, hp)| observed(m, t, (hc, ho)) > hp);
-            if let (false, None, Some(line)) = (ok, r.handed, r.early) {
+            // A reader that read these columns before any MMA had written them read before its
+            // wait (skip-acc-wait, a wait on the wrong parity): that read is the defect, whether
+            // or not it then handed the columns over. In a persistent kernel the epilogue's
+            // hand-over of tile 0 (phase 0 of acc_empty) is one the MMA warp must not wait for
+            // before tile 0's MMAs, so blaming the MMA warp (release-before-overwrite) would
+            // name a correct MMA warp. tcgen05.mma -> tcgen05.ld is ordered only by the commit's
+            // mbarrier phase and the reader's wait on it (PTX ISA "tcgen05 Memory Consistency
+            // Model", "Pipelined tcgen05 Instructions").
+            if let (false, Some(line)) = (ok, r.early) {
                 m.rg.readers = keep;
                 let rank = m.ctas[c as usize].rank;
                 return Err(m.rule_at(

@@ -208,3 +208,32 @@ fn exiting_with_a_request_in_flight_is_undefined() {
         &IN_FLIGHT,
     );
 }
+
+#[test]
+fn a_dropped_id_is_reported_at_the_request_that_cancelled_it() {
+    // The rule fires when the cluster ends, where no instruction executes: the report names the
+    // try_cancel whose successful response nobody decoded (its PTX line; this kernel has no
+    // .loc, so no source line), not "PTX line 0".
+    let ptx = kernel(&[("\t@!%p3 bra DONE;\n", "\tbra DONE;\n")]);
+    let want = 1 + ptx
+        .lines()
+        .position(|l| l.contains("clusterlaunchcontrol.try_cancel"))
+        .expect("the kernel issues a request") as u32;
+    for policy in POLICIES {
+        match run_under(&ptx, policy) {
+            Err(SimError::Rule {
+                rule,
+                cta,
+                warp,
+                ptx_line,
+                source_line,
+                ..
+            }) => {
+                assert_eq!(rule, "clc-canceled-id-dropped", "{policy:?}");
+                assert_eq!((ptx_line, source_line, warp), (want, 0, 0), "{policy:?}");
+                assert!(cta < TILES, "{policy:?}: CTA {cta}");
+            }
+            other => panic!("{policy:?}: {}", rule_of(other)),
+        }
+    }
+}

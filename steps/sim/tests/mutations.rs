@@ -2,8 +2,9 @@
 //! named rule, an explained deadlock, a fault or a wrong result, under one of four schedules)
 //! and the harmless one must pass. Their PTX is `runner inspect N --ptx --mutate NAME` (f16):
 //! committed as differences from the stock kernels for step 3 (and step 6 for the bugs only
-//! persistent kernels have); with `SIM_MUTANT_PTX` set, every `mut-NAME.stepN.ptx` in that
-//! folder (steps 0, 3 and 6).
+//! persistent kernels have, and for `skip-acc-wait`, whose persistent form `acc_read_early.rs`
+//! names); with `SIM_MUTANT_PTX` set, every `mut-NAME.stepN.ptx` in that folder (steps 0, 3
+//! and 6).
 
 mod gemm;
 

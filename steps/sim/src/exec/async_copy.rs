@@ -211,7 +211,11 @@ impl Machine<'_> {
         let (bar, _) = self.addr_of(t, &ins.args[0]);
         let (cta, off) = self.shared_loc(t, bar, 8)?;
         let Some(b) = self.ctas[cta as usize].mbars.get_mut(&off) else {
-            return Err(self.fault(t, format!("cp.async.mbarrier.arrive on shared-memory offset {off:#x}, which holds no initialised mbarrier")));
+            let at = crate::trace_words::barrier_place(self, cta, off);
+            return Err(self.fault(
+                t,
+                format!("cp.async.mbarrier.arrive on {at}, which holds no initialised mbarrier"),
+            ));
         };
         // PTX ISA "cp.async.mbarrier.arrive": without .noinc the pending count is incremented
         // by one before the asynchronous arrive-on, so the two cancel in the phase's count.
@@ -316,8 +320,9 @@ impl Machine<'_> {
                     self.ev(
                         Some(t),
                         format!(
-                            "cp.async.mbarrier.arrive (PTX line {}) arrived on {off:#x}",
-                            job.line.0
+                            "cp.async.mbarrier.arrive (PTX line {}) arrived on {}",
+                            job.line.0,
+                            crate::trace_words::barrier(self, cta, off)
                         ),
                     );
                 }

@@ -130,7 +130,10 @@ impl<'a> Machine<'a> {
             id,
         });
         if self.o.trace {
-            self.ev(Some(t), format!("TMA load issued (PTX line {}), box at {:?} into {doff:#x}, completes on {boff:#x}", line.0, &coords[..2]));
+            let what = self.tma.last().map_or_else(String::new, |j| {
+                crate::trace_words::tma_issued(self, line.0, &coords[..2], j.bytes, &j.dst, &j.mbar)
+            });
+            self.ev(Some(t), what);
         }
         self.report.async_issued += 1;
         self.after_issue()
@@ -190,9 +193,9 @@ impl<'a> Machine<'a> {
             self.ev(
                 Some(t),
                 format!(
-                    "TMA store issued (PTX line {}), from {off:#x} to the box at {:?}",
+                    "TMA store issued (PTX line {}), from shared-memory offset {off:#x} to the box at {}",
                     line.0,
-                    &coords[..2]
+                    crate::trace_words::coords(&coords[..2])
                 ),
             );
         }
@@ -339,6 +342,10 @@ impl<'a> Machine<'a> {
         let line = self.line_of(t);
         let th = &self.threads[t as usize];
         let warp = th.warp;
+        let traced = self
+            .o
+            .trace
+            .then(|| crate::trace_words::commit_issued(self, line.0, &targets));
         self.tcq[t as usize].push_back(TcJob::Commit {
             targets,
             line,
@@ -348,14 +355,8 @@ impl<'a> Machine<'a> {
         if self.tcq[t as usize].len() == 1 {
             self.tc_active.push(t);
         }
-        if self.o.trace {
-            self.ev(
-                Some(t),
-                format!(
-                    "tcgen05.commit issued (PTX line {}) to the barrier at {boff:#x}",
-                    line.0
-                ),
-            );
+        if let Some(what) = traced {
+            self.ev(Some(t), what);
         }
         self.report.async_issued += 1;
         self.after_issue()
@@ -571,14 +572,23 @@ impl<'a> Machine<'a> {
                 })?;
             }
             self.mbar_tx(bc, bo, -(j.bytes as i64)).map_err(|_| {
-                self.rule_at(j.line, who.0, who.1, "mbarrier-init", format!("a TMA load completes on shared-memory offset {bo:#x} of CTA rank {bc}, which holds no initialised mbarrier"))
+                self.rule_at(
+                    j.line,
+                    who.0,
+                    who.1,
+                    "mbarrier-init",
+                    format!(
+                        "a TMA load completes on {}, which holds no initialised mbarrier",
+                        crate::trace_words::barrier_place(self, bc, bo)
+                    ),
+                )
             })?;
         }
         self.emit(Event::Retire { id: j.id })?;
         if self.o.trace {
             self.ev(
                 Some(j.thread),
-                format!("TMA load (PTX line {}) landed in {:?}", j.line.0, j.dst),
+                crate::trace_words::tma_landed(self, j.line.0, j.bytes, &j.dst, &j.mbar),
             );
         }
         self.report.async_retired += 1;
@@ -749,10 +759,7 @@ impl<'a> Machine<'a> {
                 if self.o.trace {
                     self.ev(
                         Some(t),
-                        format!(
-                            "tcgen05.commit (PTX line {}) arrived on {:?} (cta, offset, phase)",
-                            line.0, arrived
-                        ),
+                        crate::trace_words::commit_arrived(self, line.0, &arrived),
                     );
                 }
                 rules::commit_arrived(self, t, &arrived);

@@ -52,9 +52,9 @@ pub(crate) struct ClcJob {
 pub(crate) struct ClcState {
     cancelled: HashSet<u32>,
     jobs: Vec<ClcJob>,
-    /// Cancelled cluster -> the cluster whose request cancelled it, until one of its threads
-    /// decodes the id.
-    owed: HashMap<u32, u32>,
+    /// Cancelled cluster -> the request that cancelled it, until a thread of the requesting
+    /// cluster decodes the id.
+    owed: HashMap<u32, Owed>,
     /// (cluster, CTA) that observed a failed response.
     failed_seen: HashSet<(u32, u32)>,
     /// (cluster, thread, cancelled cluster) already decoded.
@@ -70,6 +70,18 @@ impl ClcState {
     pub(crate) fn pending(&self, cluster: u32) -> usize {
         self.jobs.iter().filter(|j| j.cluster == cluster).count()
     }
+}
+
+/// The request whose response cancelled a cluster: the `clc-canceled-id-dropped` report names
+/// it (its CTA, warp, PTX and source line), since that rule fires at cluster end, where no
+/// instruction executes.
+#[derive(Debug, Clone, Copy)]
+struct Owed {
+    /// The requesting cluster.
+    by: u32,
+    cta: u32,
+    warp: u32,
+    line: (u32, u32),
 }
 
 const RESPONSE_BYTES: u32 = 16;
@@ -304,7 +316,15 @@ impl Machine<'_> {
         let mut bytes = [0u8; RESPONSE_BYTES as usize];
         if let Some(v) = victim {
             self.clc.cancelled.insert(v);
-            self.clc.owed.insert(v, me);
+            self.clc.owed.insert(
+                v,
+                Owed {
+                    by: me,
+                    cta: who,
+                    warp,
+                    line: j.line,
+                },
+            );
             let cl = self.l.cluster;
             let ncl = [self.l.grid[0] / cl[0].max(1), self.l.grid[1] / cl[1].max(1)];
             let cid = [v % ncl[0], (v / ncl[0]) % ncl[1], v / (ncl[0] * ncl[1])];
@@ -327,7 +347,7 @@ impl Machine<'_> {
                 })?;
             }
             self.mbar_tx(bc, bo, -i64::from(RESPONSE_BYTES)).map_err(|_| {
-                self.rule_at(j.line, who, warp, "mbarrier-init", format!("a clusterlaunchcontrol.try_cancel response completes on shared-memory offset {bo:#x} of CTA rank {bc}, which holds no initialised mbarrier"))
+                self.rule_at(j.line, who, warp, "mbarrier-init", format!("a clusterlaunchcontrol.try_cancel response completes on {}, which holds no initialised mbarrier", crate::trace_words::barrier_place(self, bc, bo)))
             })?;
         }
         self.emit(Event::Retire { id: j.id })?;
@@ -348,22 +368,17 @@ impl Machine<'_> {
     /// its id decoded by one of its threads, or that tile was computed by nobody.
     pub(crate) fn clc_cluster_done(&mut self) -> Result<(), SimError> {
         let me = self.clc_cluster();
-        let dropped: Vec<u32> = self
+        let dropped = self
             .clc
             .owed
             .iter()
-            .filter(|&(_, &by)| by == me)
-            .map(|(&v, _)| v)
-            .collect();
-        if let Some(v) = dropped.iter().min() {
-            return Err(SimError::Rule {
-                rule: "clc-canceled-id-dropped",
-                cta: self.cta_linear(0),
-                warp: 0,
-                ptx_line: 0,
-                source_line: 0,
-                detail: format!("the cluster ends, but a clusterlaunchcontrol.try_cancel of it cancelled the launch of cluster {v} and none of its threads decoded that id (query_cancel.get_first_ctaid): cluster {v} never runs and its tile is computed by nobody. Keep asking, and take every tile a successful response names, until a request fails (PTX ISA \"clusterlaunchcontrol.try_cancel\")"),
-            });
+            .filter(|(_, o)| o.by == me)
+            .map(|(&v, &o)| (v, o))
+            .min_by_key(|&(v, _)| v);
+        if let Some((v, o)) = dropped {
+            // Named at the request whose successful response nobody decoded: the rule fires
+            // when the cluster ends, but the defect is that request's answer being dropped.
+            return Err(self.rule_at(o.line, o.cta, o.warp, "clc-canceled-id-dropped", format!("the cluster ends, but this clusterlaunchcontrol.try_cancel cancelled the launch of cluster {v} and none of the cluster's threads decoded that id (query_cancel.get_first_ctaid): cluster {v} never runs and its tile is computed by nobody. Keep asking, and take every tile a successful response names, until a request fails (PTX ISA \"clusterlaunchcontrol.try_cancel\")")));
         }
         Ok(())
     }

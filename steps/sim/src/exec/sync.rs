@@ -38,7 +38,10 @@ impl<'a> Machine<'a> {
             ));
         }
         let Some(b) = self.mbar_mut(cta, off) else {
-            let e = format!("{kind} on shared-memory offset {off:#x} of CTA rank {cta}, which holds no initialised mbarrier");
+            let e = format!(
+                "{kind} on {}, which holds no initialised mbarrier",
+                crate::trace_words::barrier_place(self, cta, off)
+            );
             return Err(match by {
                 Some(t) => self.fault(t, e),
                 None => self.rule_at((who.2, who.3), who.0, who.1, "mbarrier-init", e),
@@ -80,7 +83,10 @@ impl<'a> Machine<'a> {
                 lane: 0,
                 ptx_line: 0,
                 source_line: 0,
-                detail: format!("transaction bytes for shared-memory offset {off:#x}, which holds no initialised mbarrier"),
+                detail: format!(
+                    "transaction bytes for {}, which holds no initialised mbarrier",
+                    crate::trace_words::barrier_place(self, cta, off)
+                ),
             })
         }
     }
@@ -98,11 +104,8 @@ impl<'a> Machine<'a> {
             let done = b.phase - 1;
             self.report.barrier_phases += 1;
             if self.o.trace {
-                let rank = self.ctas[cta as usize].rank;
-                self.ev(
-                    None,
-                    format!("mbarrier at {off:#x} of CTA rank {rank} completes phase {done}"),
-                );
+                let name = crate::trace_words::barrier(self, cta, off);
+                self.ev(None, format!("{name} completes phase {done}"));
             }
             self.emit(Event::MbarPhase {
                 cta,
@@ -411,7 +414,11 @@ impl<'a> Machine<'a> {
                     what: "an mbarrier wait",
                 })?;
                 let Some(b) = self.ctas[c as usize].mbars.get(&off) else {
-                    return Err(self.fault(t, format!("mbarrier wait on shared-memory offset {off:#x}, which holds no initialised mbarrier")));
+                    let at = crate::trace_words::barrier_place(self, c, off);
+                    return Err(self.fault(
+                        t,
+                        format!("mbarrier wait on {at}, which holds no initialised mbarrier"),
+                    ));
                 };
                 let phase = b.phase;
                 let parity = match kind {
