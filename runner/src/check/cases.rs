@@ -300,9 +300,9 @@ pub fn emulation_cases(set: &EmulationSet) -> anyhow::Result<Vec<EmulationCase>>
             .collect();
         for step in on {
             // A persistent kernel runs the bug with one cluster looping over every tile; under
-            // cluster launch control the simulator keeps one cluster resident, which then cancels
-            // every other launch and computes every tile (the GPU emulation's stand-in cannot cap
-            // residency: there every cluster is resident at this shape, and the run refuses the cap).
+            // cluster launch control one cluster runs at a time (the simulator's residency, the
+            // emulation stand-in's cap), which then cancels every other launch and computes every
+            // tile.
             let clusters = (persistent(step, Arch::Blackwell) || launch_control(step)).then_some(1);
             for &e in &set.emu_seeds {
                 out.push(EmulationCase {

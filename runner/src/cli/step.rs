@@ -71,7 +71,9 @@ pub struct Args {
     #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "5",
           value_parser = super::positive_u32, conflicts_with = "trace")]
     time_emulation: Option<u32>,
-    /// Persistent steps: launch at most N clusters, so each loops over more tiles.
+    /// Persistent steps: launch at most N clusters, so each loops over more tiles. Under cluster
+    /// launch control (the simulator, the emulation): at most N clusters run at once, so running
+    /// ones cancel the launches of the others.
     #[arg(long, value_name = "N", value_parser = super::positive_u32)]
     clusters: Option<u32>,
     /// Seed of the emulation's schedule perturbations (emulated runs only).

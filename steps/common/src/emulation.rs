@@ -355,6 +355,8 @@ pub struct EmuBuffers {
     hang_dev: sys::CUdeviceptr,
     watchdog_ns: u64,
     pub num_ctas: usize,
+    /// Clusters the cluster-launch-control stand-in lets run at once (`emulation_clc`).
+    pub resident_clusters: u32,
 }
 
 /// Pinned, device-mapped host memory for `n` values of `T`: (host pointer, device pointer).
@@ -413,6 +415,7 @@ impl EmuBuffers {
             hang_dev,
             watchdog_ns: 0,
             num_ctas,
+            resident_clusters: crate::emulation_clc::RESIDENT_CLUSTERS,
         })
     }
 
@@ -478,7 +481,7 @@ impl EmuBuffers {
         }
         s.memset_zeros(&mut self.state).cuda("clear GPU memory")?;
         // Zero, but for the cluster launch control stand-in's residency cap.
-        let clc = crate::emulation_clc::initial(self.num_ctas);
+        let clc = crate::emulation_clc::initial(self.num_ctas, self.resident_clusters);
         s.memcpy_htod(clc.as_slice(), &mut self.clc)
             .cuda("copy to the GPU")?;
         s.synchronize().cuda("wait for the GPU")?;

@@ -22,10 +22,11 @@ pub const RESIDENT_CLUSTERS: u32 = crate::simulate::DEFAULT_CLUSTERS;
 // 0 would start every cluster at once (no cap).
 const _: () = assert!(RESIDENT_CLUSTERS > 0);
 
-/// `wb_emu_clc`'s contents before each launch: zero, but for the residency cap.
-pub fn initial(num_ctas: usize) -> Vec<u32> {
+/// `wb_emu_clc`'s contents before each launch: zero, but for the residency cap, `resident`
+/// clusters at once (at least 1; `runner step --clusters N` sets it, as it sets the simulator's).
+pub fn initial(num_ctas: usize, resident: u32) -> Vec<u32> {
     let mut w = vec![0; words(num_ctas)];
-    w[1 + 33 * num_ctas] = RESIDENT_CLUSTERS;
+    w[1 + 33 * num_ctas] = resident.max(1);
     w
 }
 
@@ -60,7 +61,7 @@ mod tests {
         // clc_emu.cuh's resident_words(): wb_emu_clc + 1 + 33 * CTAs; then the running count
         // and one failure count per cluster (at most one cluster per CTA).
         for n in [1usize, 2, 6, 148] {
-            let w = initial(n);
+            let w = initial(n, RESIDENT_CLUSTERS);
             assert_eq!(w.len(), 1 + 33 * n + 2 + n);
             assert_eq!(w[1 + 33 * n], RESIDENT_CLUSTERS);
             assert_eq!(w.iter().filter(|&&x| x != 0).count(), 1);

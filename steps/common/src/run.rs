@@ -343,7 +343,10 @@ impl LoadedKernel {
     pub fn plan(&self, gpu: &Gpu, shape: Shape, cap: Option<u32>) -> Result<Plan> {
         self.spec.check_shape(shape).map_err(|e| anyhow!(e))?;
         let k = self.spec.shape();
-        if cap.is_some() && !k.schedule.fills_the_gpu() {
+        // Under cluster launch control the grid stays whole; on the emulation `--clusters` caps
+        // how many clusters the stand-in lets run at once (see `emu_buffers`), as on the simulator.
+        let clc = k.schedule == crate::step::Schedule::ClusterLaunchControl && self.emulated();
+        if cap.is_some() && !k.schedule.fills_the_gpu() && !clc {
             bail!(
                 "--clusters caps the grid of a persistent kernel; step {} launches one cluster per tile",
                 self.spec.info().number
@@ -358,6 +361,7 @@ impl LoadedKernel {
         } else {
             1
         };
+        let cap = if clc { None } else { cap };
         Ok(k.plan(shape, cap.map_or(fit, |c| c.min(fit))))
     }
 
@@ -680,7 +684,10 @@ pub fn run(spec: &KernelSpec, gpu: &Gpu, opts: &RunOptions) -> Result<RunReport>
     )?;
     let args = dp.args(gpu, &plan)?;
     let mut emu = if emulated {
-        let e = EmuBuffers::new(gpu, plan.dims.num_ctas() as usize)?;
+        let mut e = EmuBuffers::new(gpu, plan.dims.num_ctas() as usize)?;
+        if let Some(c) = opts.clusters {
+            e.resident_clusters = c;
+        }
         e.install(gpu, kernel.module())?;
         Some(e)
     } else {
