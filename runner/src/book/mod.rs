@@ -25,6 +25,7 @@ pub mod occupancy;
 pub mod phase_tables;
 pub mod plot;
 pub mod progress;
+pub mod ptx_cache;
 pub mod roofline;
 pub mod rule;
 pub mod spread;

@@ -8,7 +8,7 @@
 //! committed trace figure stays as the fallback without JavaScript.
 
 use anyhow::{anyhow, bail, Context, Result};
-use common::compile::{compile_ptx, KernelSource, Target};
+use common::compile::{KernelSource, Target};
 use common::mutation::MUTATIONS;
 use common::problem::Dtype;
 use common::simulate::{default_shape, DEFAULT_CLUSTERS};
@@ -87,7 +87,7 @@ fn bundle(spec: &KernelSpec, source: &KernelSource, extra: Value) -> Result<Valu
     let k = spec.shape();
     let shape = default_shape(&k);
     let plan = k.plan(shape, DEFAULT_CLUSTERS);
-    let ptx = compile_ptx(source, Target::Sm100a, &spec.defines(Dtype::F16))
+    let ptx = super::ptx_cache::ptx(source, Target::Sm100a, &spec.defines(Dtype::F16))
         .with_context(|| format!("PTX of {}", source.path))?;
     let d = &plan.dims;
     let c_box = match plan.output {
