@@ -5,8 +5,9 @@
 (function () {
   const NS = "http://www.w3.org/2000/svg";
   // Okabe-Ito, a colour-blind-safe palette.
-  const FILL = { loading: "#56B4E9", full: "#009E73", reading: "#E69F00", empty: "#bbbbbb",
-    wait: "#999999", blocked: "#D55E00", issue: "#0072B2", arrive: "#CC79A7" };
+  // The greys are sim-widget.css's, set per theme so they show on light and dark pages.
+  const FILL = { loading: "#56B4E9", full: "#009E73", reading: "#E69F00", empty: "var(--wb-empty)",
+    wait: "var(--wb-wait)", blocked: "#D55E00", issue: "#0072B2", arrive: "#CC79A7" };
   function el(tag, attrs, parent) {
     const e = document.createElementNS(NS, tag);
     for (const k in attrs) e.setAttribute(k, attrs[k]);
@@ -94,12 +95,12 @@
       for (const s of this.spans) {
         const y = top + row * s.lane + 2;
         const kind = s.cat === "slot" ? s.args.state : (s.args && s.args.blocked ? "blocked" : "wait");
-        const r = el("rect", { x: x(s.ts), y, width: Math.max(0.7, x(s.ts + s.dur) - x(s.ts)), height: row - 4, fill: FILL[kind] || "#999" }, svg);
+        const r = el("rect", { x: x(s.ts), y, width: Math.max(0.7, x(s.ts + s.dur) - x(s.ts)), height: row - 4, style: "fill:" + (FILL[kind] || FILL.wait) }, svg);
         el("title", {}, r).textContent = s.name;
       }
       for (const s of this.ticks) {
         const y = top + row * s.lane;
-        const l = el("line", { x1: x(s.ts), x2: x(s.ts), y1: y + 2, y2: y + row - 2, stroke: FILL[s.cat] || FILL.issue, "stroke-width": 1.2 }, svg);
+        const l = el("line", { x1: x(s.ts), x2: x(s.ts), y1: y + 2, y2: y + row - 2, style: "stroke:" + (FILL[s.cat] || FILL.issue), "stroke-width": 1.2 }, svg);
         el("title", {}, l).textContent = s.name;
       }
       if (this.stop) {

@@ -34,6 +34,9 @@
     file.innerHTML = `or load a trace (runner step ${n} --sim --trace): <input type="file" accept=".json,application/json" class="wb-trace-file">`;
     bar.appendChild(file);
     root.appendChild(bar);
+    // Which source the Run button runs: ours, or yours (runner book --serve --kernel).
+    const source = h("div", "wb-source");
+    root.appendChild(source);
     const verdict = h("div", "wb-verdict");
     verdict.setAttribute("role", "status");
     root.appendChild(verdict);
@@ -49,8 +52,8 @@
     function show(out, label) {
       const ok = out.verdict === "PASS";
       verdict.className = "wb-verdict " + (ok ? "wb-pass" : "wb-fail");
-      let text = `${label}: ${out.verdict}`;
-      if (out.rule) text += ` — rule ${out.rule}`;
+      const text = out.rule ? `${label}: rule ${out.rule}` : `${label}: ${out.verdict}`;
+      if (out.sources && out.sources[0]) showSource(out.kernelOf, out.sources[0][0], out.bug);
       verdict.innerHTML = `<b>${esc(text)}</b> <span class="wb-time">(${out.wall_ms} ms in the page, seed ${out.seed}, policy ${esc(out.policy || "")})</span><br><span class="wb-msg">${esc(out.message || "")}</span>`;
       root.dataset.verdict = out.verdict;
       if (out.rule) root.dataset.rule = out.rule; else delete root.dataset.rule;
@@ -71,6 +74,12 @@
       listing.innerHTML = html;
       listing.hidden = false;
     }
+    let reader = null, ourPath = "";
+    function showSource(whose, path, bug) {
+      root.dataset.source = whose;
+      const what = whose === "yours" ? "your kernel" : bug ? `our kernel with the seeded bug ${bug}` : "our kernel";
+      source.innerHTML = `runs <b class="wb-whose">${esc(what)}</b>: <code>${esc(path || "")}</code>`;
+    }
     async function go(name, label) {
       run.disabled = true;
       verdict.className = "wb-verdict";
@@ -79,12 +88,18 @@
       const req = { seed: +root.querySelector(".wb-seed").value || 1, policy: root.querySelector(".wb-policy").value,
         label: { step: n, kernel: name } };
       const t0 = performance.now();
-      const out = await ask({ fn: "wb_run", url: `${base}kernels/step${n}-${name}.json`, req });
+      const url = name === "yours" ? `${base}reader/kernel.json` : `${base}kernels/step${n}-${name}.json`;
+      const out = await ask({ fn: "wb_run", url, req });
       out.wall_ms = Math.round(performance.now() - t0);
+      out.kernelOf = name === "yours" ? "yours" : "ours";
+      if (name !== "yours" && name !== "stock") out.bug = name;
       show(out, label);
       run.disabled = false;
     }
-    run.addEventListener("click", () => go("stock", `step ${n}`));
+    run.addEventListener("click", () => {
+      const yours = reader && root.querySelector(".wb-src-yours") && root.querySelector(".wb-src-yours").checked;
+      go(yours ? "yours" : "stock", yours ? `your step ${n}` : `step ${n}`);
+    });
     root.querySelector(".wb-trace-file").addEventListener("change", async (e) => {
       const f = e.target.files[0];
       if (!f) return;
@@ -101,6 +116,8 @@
     });
     try {
       const index = await (await fetch(base + "kernels/index.json")).json();
+      const stock = index.find((k) => k.step === n && k.name === "stock");
+      if (stock) ourPath = stock.path || "";
       const mine = index.filter((k) => k.step === n && k.name !== "stock");
       if (mine.length) {
         bugs.appendChild(h("span", null, "Break it: "));
@@ -116,6 +133,42 @@
     } catch (err) {
       bugs.textContent = "no seeded bugs found: " + err.message;
     }
+    // What `runner book --serve` brings (the static book's index offers nothing).
+    try {
+      const offer = await (await fetch(base + "reader/index.json", { cache: "no-store" })).json();
+      const k = offer.kernel && offer.kernel.step === n ? offer.kernel : null;
+      if (k) {
+        reader = k;
+        const pick = h("span", "wb-pick");
+        pick.innerHTML = `<label><input type="radio" name="wb-src-${n}" class="wb-src-ours"> our kernel</label>
+          <label title="${esc(k.path)}"><input type="radio" name="wb-src-${n}" class="wb-src-yours" checked> your kernel (${esc(k.path.split("/").pop())})</label>`;
+        bar.insertBefore(pick, run);
+        showSource("yours", k.path);
+      }
+      const t = offer.trace && offer.trace.step === n ? offer.trace : null;
+      if (t) {
+        const b = h("button", "wb-last-trace", `Load your last trace (${t.name})`);
+        b.type = "button";
+        b.title = t.path;
+        b.addEventListener("click", async () => {
+          try {
+            const trace = await (await fetch(base + "reader/trace.json", { cache: "no-store" })).json();
+            if (trace.error) throw new Error(trace.error);
+            player.load(trace);
+            verdict.className = "wb-verdict";
+            verdict.textContent = `loaded your last trace ${t.name}: ${(trace.otherData && trace.otherData.verdict) || "a trace"}`;
+            root.dataset.loaded = t.name;
+          } catch (err) {
+            verdict.className = "wb-verdict wb-fail";
+            verdict.textContent = `your last trace did not load: ${err.message}`;
+          }
+        });
+        bar.appendChild(b);
+      }
+    } catch (err) {
+      // An older build without widgets/reader/: nothing to offer.
+    }
+    if (!root.dataset.source) showSource("ours", ourPath);
     if (root.dataset.layouts) layouts(root);
     root.dataset.ready = "1";
   }

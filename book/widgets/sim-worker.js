@@ -22,7 +22,9 @@ onmessage = async (e) => {
     let r = req;
     let kernel = null;
     if (url) {
-      kernel = await (await fetch(url)).json();
+      kernel = await (await fetch(url, { cache: "no-store" })).json();
+      // The reader's kernel that does not compile (runner book --serve --kernel).
+      if (kernel.error) { postMessage({ id, out: { verdict: "does not compile", message: kernel.error } }); return; }
       r = Object.assign({}, kernel, req);
     }
     const t0 = performance.now();

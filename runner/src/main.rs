@@ -9,6 +9,7 @@ mod contenders;
 mod diff;
 mod exercise;
 mod grade;
+mod last_trace;
 mod outdir;
 mod pool;
 mod provenance;

@@ -524,7 +524,9 @@ fn write_trace(
         records: rec.records(),
         dropped: rec.dropped,
     };
-    trace::write(stem, &timeline, &meta)
+    let files = trace::write(stem, &timeline, &meta)?;
+    crate::last_trace::record(&files.0, meta.step);
+    Ok(files)
 }
 
 fn print_trace_summary(r: &run::RunReport, rec: &Recording, json: &Path, svg: &Path) {

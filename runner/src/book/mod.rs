@@ -28,6 +28,7 @@ pub mod progress;
 pub mod ptx_cache;
 pub mod roofline;
 pub mod rule;
+pub mod serve;
 pub mod spread;
 pub mod terminal;
 pub mod verified;
@@ -763,71 +764,6 @@ pub fn build(out: Option<PathBuf>) -> Result<PathBuf> {
     // The simulator in the page: WebAssembly, the widgets, every kernel's PTX.
     widgets::build(&dir)?;
     Ok(dir)
-}
-
-/// Serve a built book on `bind:port` until interrupted (port 0: a free port, announced).
-pub fn serve(dir: &Path, bind: std::net::IpAddr, port: u16) -> Result<()> {
-    let server = tiny_http::Server::http((bind, port)).map_err(|e| {
-        anyhow!("cannot listen on {bind}:{port}: {e} (choose another with --port, or --port 0 for a free one)")
-    })?;
-    let addr = server
-        .server_addr()
-        .to_ip()
-        .map_or_else(|| format!("{bind}:{port}"), |a| a.to_string());
-    println!(
-        "serving {} on http://{addr}/ (Ctrl-C to stop)",
-        dir.display()
-    );
-    // The book's own "not found" page, where the build wrote one.
-    let not_found = std::fs::read(dir.join("404.html")).ok();
-    for req in server.incoming_requests() {
-        let url = req
-            .url()
-            .split('?')
-            .next()
-            .unwrap_or("/")
-            .trim_start_matches('/')
-            .to_string();
-        let rel = normalise(Path::new(if url.is_empty() { "index.html" } else { &url }));
-        let mut path = dir.join(&rel);
-        if path.is_dir() {
-            path = path.join("index.html");
-        }
-        let resp = match std::fs::read(&path) {
-            Ok(bytes) => {
-                let ct = match path.extension().and_then(|e| e.to_str()) {
-                    Some("html") => "text/html; charset=utf-8",
-                    Some("css") => "text/css",
-                    Some("js") => "application/javascript",
-                    Some("svg") => "image/svg+xml",
-                    Some("png") => "image/png",
-                    Some("json") => "application/json",
-                    Some("woff2") => "font/woff2",
-                    _ => "application/octet-stream",
-                };
-                let header = tiny_http::Header::from_bytes("Content-Type", ct)
-                    .map_err(|_| anyhow!("bad header"))?;
-                req.respond(tiny_http::Response::from_data(bytes).with_header(header))
-            }
-            Err(_) => match &not_found {
-                Some(page) => {
-                    let header =
-                        tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8")
-                            .map_err(|_| anyhow!("bad header"))?;
-                    req.respond(
-                        tiny_http::Response::from_data(page.clone())
-                            .with_header(header)
-                            .with_status_code(404),
-                    )
-                }
-                None => {
-                    req.respond(tiny_http::Response::from_string("not found").with_status_code(404))
-                }
-            },
-        };
-        resp.ok();
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -61,21 +61,23 @@ fn build_wasm() -> Result<PathBuf> {
             "simweb",
             "--target",
             "wasm32-unknown-unknown",
-            "--release",
+            // Cargo.toml's `wasm` profile: release with LTO and one codegen unit.
+            "--profile",
+            "wasm",
             "--quiet",
         ])
         .output()
         .with_context(|| format!("cannot run {cargo} to build the simulator for the book"))?;
     if !out.status.success() {
         bail!(
-            "cannot build the simulator for the book (cargo build -p simweb --target wasm32-unknown-unknown --release; `rustup target add wasm32-unknown-unknown` if the target is missing):\n{}",
+            "cannot build the simulator for the book (cargo build -p simweb --target wasm32-unknown-unknown --profile wasm; `rustup target add wasm32-unknown-unknown` if the target is missing):\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
     }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
-    let wasm = target.join("wasm32-unknown-unknown/release/simweb.wasm");
+    let wasm = target.join("wasm32-unknown-unknown/wasm/simweb.wasm");
     if !wasm.is_file() {
         bail!("the simulator's build left no {}", wasm.display());
     }
@@ -83,7 +85,7 @@ fn build_wasm() -> Result<PathBuf> {
 }
 
 /// One kernel for the page: its PTX, its launch, its sources.
-fn bundle(spec: &KernelSpec, source: &KernelSource, extra: Value) -> Result<Value> {
+pub(super) fn bundle(spec: &KernelSpec, source: &KernelSource, extra: Value) -> Result<Value> {
     let k = spec.shape();
     let shape = default_shape(&k);
     let plan = k.plan(shape, DEFAULT_CLUSTERS);
@@ -184,9 +186,20 @@ pub fn build(dir: &Path) -> Result<()> {
         std::fs::write(kdir.join(&file), v.to_string())
             .with_context(|| format!("cannot write {file}"))?;
         index.push(json!({"step": n, "name": name, "file": file,
+            "path": v["sources"][0][0].clone(),
             "description": v.get("description").cloned().unwrap_or(Value::Null)}));
     }
     std::fs::write(kdir.join("index.json"), Value::Array(index).to_string())
         .context("cannot write the kernels' index")?;
+    // What the reader brings: nothing in the static book (`runner book --serve` answers this
+    // path itself), so the page asks without a failed request.
+    let reader = w.join("reader");
+    std::fs::create_dir_all(&reader)
+        .with_context(|| format!("cannot create {}", reader.display()))?;
+    std::fs::write(
+        reader.join("index.json"),
+        super::serve::offer(None, None).to_string(),
+    )
+    .context("cannot write widgets/reader/index.json")?;
     Ok(())
 }

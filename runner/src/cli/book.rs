@@ -1,4 +1,4 @@
-//! `runner book`: build the HTML book, and serve it.
+//! `runner book`: build the HTML book, and serve it (with the reader's kernel and last trace).
 //!
 //! mdbook empties its output folder before it writes ("remove stale output"), so `--out` is
 //! guarded: a folder is only ever emptied if an earlier `runner book` left its marker there, and
@@ -27,6 +27,13 @@ pub struct Args {
     /// With --serve: the address to listen on, e.g. 0.0.0.0 to serve a lab's network.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     bind: std::net::IpAddr,
+    /// With --serve: your edited kernel (a .cu file, or a .toml of edits, as `runner step N
+    /// --kernel` takes it), compiled to PTX and run by step --step's widget in the page.
+    #[arg(long, value_name = "FILE", requires_all = ["serve", "step"])]
+    kernel: Option<PathBuf>,
+    /// With --kernel: the step whose launch and chapter the kernel belongs to.
+    #[arg(long, value_name = "N", requires = "kernel")]
+    step: Option<u32>,
 }
 
 pub fn run(a: Args) -> Result<ExitCode> {
@@ -43,6 +50,11 @@ pub fn run(a: Args) -> Result<ExitCode> {
     if let Some(out) = &a.out {
         check_out_dir(out, &project_root())?;
     }
+    // The reader's kernel is checked and compiled before the book is built: a typo fails fast.
+    let kernel = match (a.kernel, a.step) {
+        (Some(path), Some(step)) => Some(crate::book::serve::ReaderKernel::new(step, path)?),
+        _ => None,
+    };
     let lock = build_lock()?;
     let dir = crate::book::build(a.out)?;
     std::fs::write(
@@ -53,7 +65,7 @@ pub fn run(a: Args) -> Result<ExitCode> {
     drop(lock);
     println!("book built: {}", dir.join("index.html").display());
     if a.serve {
-        crate::book::serve(&dir, a.bind, a.port)?;
+        crate::book::serve::serve(&dir, a.bind, a.port, kernel)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -191,6 +191,7 @@ fn write_trace(stem: &Path, r: &SimReport) -> Result<PathBuf> {
         let s = path.with_extension("svg");
         std::fs::write(&s, crate::trace_sim::svg(json)?)
             .with_context(|| format!("cannot write {}", s.display()))?;
+        crate::last_trace::record(&j, r.step);
         eprintln!(
             "{:<10}{} and {} (the first cluster's ring: Perfetto, chrome://tracing or the book's player)",
             "trace",

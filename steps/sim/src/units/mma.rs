@@ -318,6 +318,7 @@ impl Shape {
 
 /// One row of D: `d[j] = (accumulate ? d[j] : 0) + fma-chain(a_row . b_j)` for every row `b_j`
 /// of `b` (16 floats each), D held as f32 bits.
+#[cfg(not(target_arch = "wasm32"))]
 #[inline(always)]
 fn dot_row_body(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
     for (d, b_row) in d_row.iter_mut().zip(b.chunks_exact(K)) {
@@ -343,6 +344,7 @@ unsafe fn dot_row_fma(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: b
     dot_row_body(a_row, b, d_row, accumulate)
 }
 
+#[cfg(not(target_arch = "wasm32"))]
 fn dot_row(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("fma") {
@@ -433,6 +435,106 @@ fn read_operand_kmajor(
     Ok(())
 }
 
+/// [`dot_row_body`] on WebAssembly (the book's simulator in the page): wasm32 has no FMA
+/// instruction, and `mul_add` there is a call into the software `fmaf`, most of a run's time.
+#[cfg(target_arch = "wasm32")]
+fn dot_row(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
+    dot_row_portable(a_row, b, d_row, accumulate)
+}
+
+/// Whether `x * y` is exact in f32 for every `y` that is also tame: at most 12 significant
+/// bits (every f16 and bf16 value has at most 11) and zero or a magnitude in [2^-60, 2^61), so
+/// the product has at most 24 significant bits and is a normal f32, never rounded.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn tame(x: f32) -> bool {
+    let bits = x.to_bits();
+    let e = (bits >> 23) & 0xff;
+    bits & 0xfff == 0 && (bits & 0x7fff_ffff == 0 || (67..=187).contains(&e))
+}
+
+/// [`dot_row_body`]'s results without an FMA instruction, bit for bit. Where every operand is
+/// [`tame`] (the kernels' f16 and bf16 data), each product is exact, so `fma(a, b, dot)` is
+/// `a * b + dot` with its one rounding, in plain f32; other operands take [`fma_via_f64`]. Four
+/// columns' chains run interleaved so that their latencies overlap; each chain's order is
+/// unchanged.
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+fn dot_row_portable(a_row: &[f32], b: &[f32], d_row: &mut [u32], accumulate: bool) {
+    const W: usize = 4;
+    let exact = a_row.iter().chain(b).all(|&x| tame(x));
+    let fma = |x: f32, y: f32, z: f32| {
+        if exact {
+            x * y + z
+        } else {
+            fma_via_f64(x, y, z)
+        }
+    };
+    let store = |d: &mut u32, dot: f32| {
+        let sum = if accumulate {
+            f32::from_bits(*d) + dot
+        } else {
+            dot
+        };
+        *d = sum.to_bits();
+    };
+    let mut d4 = d_row.chunks_exact_mut(W);
+    let mut b4 = b.chunks_exact(W * K);
+    for (d, bw) in d4.by_ref().zip(b4.by_ref()) {
+        let mut dots = [0f32; W];
+        for k in 0..K {
+            for (c, dot) in dots.iter_mut().enumerate() {
+                *dot = fma(a_row[k], bw[c * K + k], *dot);
+            }
+        }
+        for (d, dot) in d.iter_mut().zip(dots) {
+            store(d, dot);
+        }
+    }
+    for (d, b_row) in d4
+        .into_remainder()
+        .iter_mut()
+        .zip(b4.remainder().chunks_exact(K))
+    {
+        let mut dot = 0f32;
+        for k in 0..K {
+            dot = fma(a_row[k], b_row[k], dot);
+        }
+        store(d, dot);
+    }
+}
+
+/// `x * y + z` rounded once to f32 (round to nearest even), as the fused multiply-add: the
+/// product is exact in f64 (two 24-bit significands), the f64 sum is rounded once, and its
+/// rounding to f32 is then correct unless the sum landed exactly halfway between two f32
+/// values while inexact; that case is nudged one f64 ulp toward the exact sum. The method is
+/// musl's `fmaf` (and the Rust `libm` crate's, which wasm32's `mul_add` calls).
+#[cfg_attr(not(target_arch = "wasm32"), allow(dead_code))]
+#[inline(always)]
+fn fma_via_f64(x: f32, y: f32, z: f32) -> f32 {
+    let xy = f64::from(x) * f64::from(y);
+    let zb = f64::from(z);
+    let result = xy + zb;
+    let bits = result.to_bits();
+    // f64 keeps 29 bits more than f32: a halfway case has exactly the top one of them set.
+    let halfway = bits & 0x1fff_ffff == 0x1000_0000;
+    let special = (bits >> 52) & 0x7ff == 0x7ff;
+    if !halfway || special || (result - xy == zb && result - zb == xy) {
+        return result as f32;
+    }
+    // The exact sum lies on the side of `result` that the rounding error says.
+    let neg = bits >> 63 != 0;
+    let err = if neg == (zb > xy) {
+        xy - result + zb
+    } else {
+        zb - result + xy
+    };
+    let nudged = if neg == (err < 0.0) {
+        bits + 1
+    } else {
+        bits - 1
+    };
+    f64::from_bits(nudged) as f32
+}
+
 /// Decodes `rows` rows of a K = 16 slice of 16-bit elements of operand `op` from one CTA's shared
 /// memory into `out` (row-major, 16 floats a row), chunk by chunk in either major-ness.
 fn read_operand(
@@ -519,6 +621,117 @@ mod tests {
     }
     fn b_val(j: u32, k: u32) -> f32 {
         ((j * 5 + k * 13) % 9) as f32 - 4.0
+    }
+
+    /// The wasm32 dot products' FMA equals the correctly rounded one (`mul_add`, on the host's
+    /// FMA instruction or C library) bit for bit: random operands over the whole exponent range,
+    /// products that cancel, and the halfway cases the nudge exists for.
+    #[test]
+    fn fma_via_f64_is_the_fused_multiply_add() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let check = |x: f32, y: f32, z: f32| {
+            let (got, want) = (fma_via_f64(x, y, z), x.mul_add(y, z));
+            assert!(
+                got.to_bits() == want.to_bits() || (got.is_nan() && want.is_nan()),
+                "fma({x:e}, {y:e}, {z:e}) = {got:e}, not {want:e}"
+            );
+        };
+        for _ in 0..300_000 {
+            let r = next();
+            let (x, y) = (f32::from_bits(r as u32), f32::from_bits((r >> 32) as u32));
+            let z = f32::from_bits(next() as u32);
+            check(x, y, z);
+            // Operands of the kernels' scale: f16 values, sums that nearly cancel.
+            let (a, b) = (
+                (r as u16) as f32 / 512.0 - 64.0,
+                ((r >> 16) as u16) as f32 / 4096.0,
+            );
+            check(a, b, -(a * b));
+            check(a, b, (r >> 40) as u32 as f32 * 1e-3);
+        }
+        // Halfway cases: (1 + 2^-12)^2 = 1 + 2^-11 + 2^-24 lies exactly halfway between two
+        // f32s; a tiny third term decides the side, which the f64 sum alone rounds away.
+        let x = 1.0 + 2f32.powi(-12);
+        for z in [
+            2f32.powi(-80),
+            -2f32.powi(-80),
+            f32::MIN_POSITIVE,
+            0.0,
+            -2f32.powi(-11),
+        ] {
+            check(x, x, z);
+            check(-x, x, z);
+        }
+        assert_ne!(
+            fma_via_f64(x, x, 2f32.powi(-80)),
+            ((f64::from(x) * f64::from(x)) + 2f64.powi(-80)) as f32,
+            "the nudge decides this case"
+        );
+    }
+
+    /// The page's dot products equal the native ones bit for bit: f16 and bf16 data over their
+    /// whole range (bf16's extremes are not tame and take the f64 path), accumulate or not,
+    /// a column count that leaves a remainder of the four-column blocks.
+    #[test]
+    fn portable_dot_rows_match_the_fma_ones() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for round in 0..400 {
+            let bf16 = round % 2 == 1;
+            // Mostly data of the kernels' scale, sometimes any 16-bit pattern but NaN.
+            let mut val = || {
+                let r = next();
+                let h = if r % 4 == 0 {
+                    (r >> 8) as u16
+                } else {
+                    (r >> 8) as u16 & 0xbfff
+                };
+                let x = if bf16 {
+                    f32::from_bits(u32::from(h) << 16)
+                } else {
+                    super::super::numeric::f16_to_f32(h)
+                };
+                if x.is_nan() {
+                    1.0
+                } else {
+                    x
+                }
+            };
+            let n = 4 * (1 + round % 9) + round % 4;
+            let a: Vec<f32> = (0..K).map(|_| val()).collect();
+            let b: Vec<f32> = (0..n * K).map(|_| val()).collect();
+            let init: Vec<u32> = (0..n).map(|_| val().to_bits()).collect();
+            for acc in [false, true] {
+                let (mut want, mut got) = (init.clone(), init.clone());
+                dot_row(&a, &b, &mut want, acc);
+                dot_row_portable(&a, &b, &mut got, acc);
+                for (j, (w, g)) in want.iter().zip(&got).enumerate() {
+                    let (w, g) = (f32::from_bits(*w), f32::from_bits(*g));
+                    assert!(
+                        w.to_bits() == g.to_bits() || (w.is_nan() && g.is_nan()),
+                        "round {round} column {j} bf16={bf16} acc={acc}: {g:e}, not {w:e}"
+                    );
+                }
+            }
+        }
+        assert!(tame(1.0) && tame(-0.0) && tame(65504.0) && tame(2f32.powi(-24)));
+        assert!(
+            !tame(2f32.powi(100))
+                && !tame(2f32.powi(-100))
+                && !tame(f32::INFINITY)
+                && !tame(1.0 + f32::EPSILON)
+        );
     }
 
     fn d_at(t: &TensorMemory, lane: u32, col: u32) -> f32 {
