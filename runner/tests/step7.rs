@@ -104,6 +104,54 @@ fn each_seeded_bug_of_step_7_is_caught_on_the_first_schedule_of_every_policy_by_
     }
 }
 
+#[test]
+fn a_response_read_early_is_named_so_whatever_the_schedule_decodes() {
+    // At the agreement check's case (one cluster at a time, three tiles) some schedules read the
+    // empty buffer, decode a failure and ask again: the defect is still the early read, so the
+    // rule is clc-read-before-complete, never clc-after-failure (seen as a disagreement with the
+    // GPU emulation on schedule 2). The stock kernel verifies on the same schedules.
+    for seed in ["1", "2"] {
+        for policy in POLICIES {
+            for bug in [Some("clc-read-early"), None] {
+                let mut args = vec![
+                    "step",
+                    "7",
+                    "--sim",
+                    "--m",
+                    "256",
+                    "--n",
+                    "768",
+                    "--k",
+                    "512",
+                    "--clusters",
+                    "1",
+                    "--sim-seed",
+                    seed,
+                    "--sim-policy",
+                    policy,
+                ];
+                if let Some(b) = bug {
+                    args.extend(["--mutate", b, "--no-static-check"]);
+                }
+                let o = runner(&args);
+                let out = text(&o.stdout);
+                match bug {
+                    Some(b) => assert!(
+                        out.contains("rule clc-read-before-complete"),
+                        "{b} seed {seed} {policy}: {out}{}",
+                        text(&o.stderr)
+                    ),
+                    None => assert_eq!(
+                        o.status.code(),
+                        Some(0),
+                        "stock seed {seed} {policy}: {out}"
+                    ),
+                }
+            }
+        }
+    }
+}
+
 /// The source line of step 7's `clusterlaunchcontrol.try_cancel`.
 fn try_cancel_line_of_step7() -> usize {
     let path = concat!(

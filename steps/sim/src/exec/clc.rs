@@ -57,6 +57,8 @@ pub(crate) struct ClcState {
     owed: HashMap<u32, Owed>,
     /// (cluster, CTA) that observed a failed response.
     failed_seen: HashSet<(u32, u32)>,
+    /// (cluster, CTA) in whose shared memory a failed response has landed.
+    failed_landed: HashSet<(u32, u32)>,
     /// (cluster, thread, cancelled cluster) already decoded.
     decoded: HashSet<(u32, u32, u32)>,
 }
@@ -188,6 +190,13 @@ impl Machine<'_> {
     fn clc_try_cancel(&mut self, t: u32, ins: &Instr, multicast: bool) -> Result<(), SimError> {
         let me = self.clc_cluster();
         let cta = self.threads[t as usize].cta;
+        // A failure this CTA decoded although none has landed in it: it read a response buffer
+        // that no response had completed (zeroes decode as a failure), so the defect is the read
+        // before the request's mbarrier completed, not the request after it.
+        if self.clc.failed_seen.contains(&(me, cta)) && !self.clc.failed_landed.contains(&(me, cta))
+        {
+            return Err(self.rule(t, "clc-read-before-complete", "this CTA decoded a failed clusterlaunchcontrol response (query_cancel.is_canceled false), but no failed response has landed in it: a thread read a response buffer before the request's mbarrier completed it. A response is ordered before a read of it only by a wait on the mbarrier its request completes on (PTX ISA \"clusterlaunchcontrol.try_cancel\")"));
+        }
         if self.clc.failed_seen.contains(&(me, cta)) {
             return Err(self.rule(t, "clc-after-failure", "clusterlaunchcontrol.try_cancel issued by a CTA that already observed a failed response (query_cancel.is_canceled false): the PTX ISA leaves it undefined (\"clusterlaunchcontrol.try_cancel\"); a failure means every cluster of the grid has started, so stop asking"));
         }
@@ -334,6 +343,9 @@ impl Machine<'_> {
             }
         }
         for (&(c, o), &(bc, bo)) in j.dst.iter().zip(&j.bar) {
+            if victim.is_none() {
+                self.clc.failed_landed.insert((me, c));
+            }
             let cta = &mut self.ctas[c as usize];
             cta.smem[o as usize..(o + RESPONSE_BYTES) as usize].copy_from_slice(&bytes);
             cta.init.mark(o, RESPONSE_BYTES);
