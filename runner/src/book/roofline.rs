@@ -785,6 +785,33 @@ pub fn published_gain(spec: &str) -> Result<String> {
     })
 }
 
+/// A twin's CTA tile of C, from its step crate's `HOPPER` configuration.
+fn twin_tile(step: u32) -> Result<(u32, u32)> {
+    let spec = KernelSpec::new(runner::steps::get(step)?, Arch::Hopper);
+    Ok((
+        spec.params.get_or("tile_m", 0),
+        spec.params.get_or("tile_n", 0),
+    ))
+}
+
+/// What a twin-gain cell must add when step N's twin also changes its CTA tile over step
+/// N − 1's: the gain then mixes the chapter's idea with the tile (review S13, step 1's twin
+/// doubles its tile), and the cell says so instead of crediting the idea with all of it.
+fn tile_change(step: u32) -> Result<String> {
+    let Some(prev) = step.checked_sub(1) else {
+        return Ok(String::new());
+    };
+    let (now, before) = (twin_tile(step)?, twin_tile(prev)?);
+    Ok(if now == before {
+        String::new()
+    } else {
+        format!(
+            "; the twin's tile also grows, {} × {} → {} × {}, and no bench separates the two",
+            before.0, before.1, now.0, now.1
+        )
+    })
+}
+
 /// `{{#twin-gain N}}`: step N's twin against step N - 1's in the committed bench, at the default
 /// shape in f16 (step 0: its share of cuBLAS in the same run).
 pub fn twin_gain(spec: &str) -> Result<String> {
@@ -820,8 +847,9 @@ pub fn twin_gain(spec: &str) -> Result<String> {
                 )
                 .map_or(String::new(), |c| format!(": {}", c.call.words()));
             format!(
-                "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}",
-                100.0 * (now / before - 1.0)
+                "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}{}",
+                100.0 * (now / before - 1.0),
+                tile_change(step)?
             )
         }
         None => format!(
@@ -854,5 +882,16 @@ mod map_tests {
         assert_eq!(published_gain("1").unwrap(), "+21 % (37.6 → 45.5 % util.)");
         assert!(published_gain("x").is_err());
         assert!(twin_gain("9").is_err());
+        // Step 1's twin doubles step 0's tile: its cell says so; step 2's keeps the tile.
+        assert_eq!(twin_tile(0).unwrap(), (128, 128));
+        assert!(
+            tile_change(1)
+                .unwrap()
+                .contains("128 × 128 → 128 × 256, and no bench separates"),
+            "{}",
+            tile_change(1).unwrap()
+        );
+        assert_eq!(tile_change(2).unwrap(), "");
+        assert_eq!(tile_change(0).unwrap(), "");
     }
 }
