@@ -28,6 +28,7 @@ pub mod progress;
 pub mod roofline;
 pub mod rule;
 pub mod spread;
+pub mod step0_figure;
 pub mod terminal;
 pub mod verified;
 pub mod widgets;
