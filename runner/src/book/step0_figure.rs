@@ -229,7 +229,9 @@ impl Step0 {
 
 /// The trace's structure, without its times: warp 0's issues in order, each slot's states in
 /// order, and which MMAs each refill waited for. A fresh trace of the same kernel must have the
-/// same structure as the committed one, or the figure is stale.
+/// same structure as the committed one, or the figure is stale. Only
+/// `runner/tests/book_step0_figure.rs` calls it (it includes this file by path).
+#[allow(dead_code)]
 pub fn structure(json: &str) -> Result<Vec<String>> {
     let t = Step0::parse(json)?;
     let mut out = vec![format!("stages {}", t.stages)];
