@@ -222,7 +222,25 @@ pub fn trace_shares(spec: &str) -> Result<String> {
     };
     let t: TraceEvents =
         serde_json::from_str(&text).with_context(|| format!("{file} is not a trace"))?;
-    shares_table(&t, &file)
+    // The twin's store warp (steps 5 on) waits on `out_full` under the accumulator's mark.
+    let kernel = runner::steps::get(step)?.info().kernel(Arch::Hopper).text;
+    shares_table(&t, &file, kernel.contains("mbarrier_wait(&smem.out_full"))
+}
+
+/// An activity's words in the shares table, for the role that took it (review S27). The names
+/// come from the kernels' `trace.enter` marks, which every role shares, and a few mislead for one
+/// role: the producer warpgroup's spare warps have no role and sit at the teardown barrier from
+/// set-up to exit, and a twin's store warp marks its wait on `out_full` (a consumer's output tile)
+/// with the accumulator's mark, though on Hopper the accumulator never leaves the consumers.
+fn activity_words(role: &str, act: &str, store_waits_out_full: bool) -> String {
+    match (role, act) {
+        ("idle", "teardown") => "parked at the teardown barrier (no role)".into(),
+        ("idle", "idle") => "parked (no role)".into(),
+        ("epilogue", "wait for the accumulator") if store_waits_out_full => {
+            "wait for a full output tile (`out_full`)".into()
+        }
+        _ => act.into(),
+    }
 }
 
 /// A trace file with the Perfetto events this table sums (the book's other readers need only
@@ -254,7 +272,7 @@ struct ThreadName {
     name: Option<String>,
 }
 
-fn shares_table(t: &TraceEvents, file: &str) -> Result<String> {
+fn shares_table(t: &TraceEvents, file: &str, store_waits_out_full: bool) -> Result<String> {
     let events = &t.events;
     // Thread names say "warp 3 (warpgroup 0): producer": the role is after the colon.
     let mut role_of = std::collections::BTreeMap::new();
@@ -305,7 +323,13 @@ fn shares_table(t: &TraceEvents, file: &str) -> Result<String> {
         let cells: Vec<String> = acts
             .iter()
             .filter(|(_, t)| *t >= 0.01 * total)
-            .map(|(a, t)| format!("{a} {:.0} %", 100.0 * t / total))
+            .map(|(a, t)| {
+                format!(
+                    "{} {:.0} %",
+                    activity_words(role, a, store_waits_out_full),
+                    100.0 * t / total
+                )
+            })
             .collect();
         md.push_str(&format!("| {role} | {} |\n", cells.join(", ")));
     }
@@ -727,7 +751,7 @@ mod tests {
             other,
             events: serde_json::from_value(events).unwrap(),
         };
-        let t = shares_table(&v, "t.json").unwrap();
+        let t = shares_table(&v, "t.json", false).unwrap();
         assert!(
             t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"),
             "{t}"
@@ -739,6 +763,34 @@ mod tests {
         for n in 0..runner::steps::all().len() {
             trace_shares(&n.to_string()).unwrap();
         }
+        // Review S27: roles' words. The spare warps are parked, not tearing down; a twin's store
+        // warp waits for an output tile, and only where its kernel waits on `out_full`.
+        assert_eq!(
+            activity_words("idle", "teardown", false),
+            "parked at the teardown barrier (no role)"
+        );
+        assert_eq!(
+            activity_words("epilogue", "wait for the accumulator", true),
+            "wait for a full output tile (`out_full`)"
+        );
+        assert_eq!(
+            activity_words("epilogue", "wait for the accumulator", false),
+            "wait for the accumulator"
+        );
+        assert_eq!(
+            activity_words("consumer", "wait for the accumulator", true),
+            "wait for the accumulator"
+        );
+        let step5 = trace_shares("5").unwrap();
+        assert!(
+            step5.contains("| epilogue | wait for a full output tile"),
+            "{step5}"
+        );
+        let step3 = trace_shares("3").unwrap();
+        assert!(
+            step3.contains("| idle | parked at the teardown barrier (no role)"),
+            "{step3}"
+        );
     }
 
     #[test]
