@@ -143,11 +143,11 @@ impl Step0 {
                     Some(start) => mmas.push((start, e.ts)),
                     None => acc_commit = Some(e.ts),
                 },
-                ("i", "arrive") if e.name.starts_with("commit arrives") => {
-                    if e.barrier.contains("load_empty") {
-                        if let Some(s) = slot_of(&e.barrier) {
-                            arrivals.push((e.ts, s));
-                        }
+                ("i", "arrive")
+                    if e.name.starts_with("commit arrives") && e.barrier.contains("load_empty") =>
+                {
+                    if let Some(s) = slot_of(&e.barrier) {
+                        arrivals.push((e.ts, s));
                     }
                 }
                 _ => {}
