@@ -42,7 +42,25 @@ pub const FIGURES: &[Figure] = &[
         file: "final-kernel.svg",
         draw: final_kernel,
     },
+    Figure {
+        file: "step0-timeline.svg",
+        draw: step0_timeline,
+    },
 ];
+
+/// Step 0's timeline, drawn from the committed simulator trace of step 0 (`step0_figure`).
+fn step0_timeline() -> Result<String> {
+    use anyhow::Context;
+    let path = common::toolkit::project_root().join(super::step0_figure::TRACE);
+    let json = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "cannot read {} (written by `{}`)",
+            path.display(),
+            super::step0_figure::REGENERATE
+        )
+    })?;
+    super::step0_figure::draw(&json)
+}
 
 /// A minimal SVG writer: absolute coordinates, escaped text.
 struct Svg {

@@ -30,6 +30,7 @@ pub mod roofline;
 pub mod rule;
 pub mod serve;
 pub mod spread;
+pub mod step0_figure;
 pub mod terminal;
 pub mod verified;
 pub mod widgets;

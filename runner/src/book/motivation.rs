@@ -3,8 +3,10 @@
 //! targeted bench measured there: step N's twin against step N − 1's, paired round by round in
 //! the same run (`vs_previous`, a bootstrap 95 % interval of the ratio). The bench is
 //! `gpu/book6.sh`'s, committed under `assets/results/motivation/` (apart from the bench of
-//! record, which every other table reads); the paragraph ends with the headline shapes' call
-//! from the bench of record, so the two stand side by side.
+//! record, which every other table reads). The shapes were picked from the heatmap after it was
+//! measured, so the paragraph says so: the targeted bench replicates the heatmap's largest gain
+//! in a separate run, it does not test a prediction (review S16). The headline shapes' call is
+//! the chapter's own sentence under the bench table, not repeated here (review S24).
 
 use super::claims::{self, Comparison};
 use crate::results::{self, BenchReport, Results};
@@ -102,27 +104,20 @@ pub fn latest_in(dir: &Path) -> Result<Option<(String, BenchReport, Value)>> {
 }
 
 /// The generated paragraph for step `n`: the targeted bench `bench` (its file name, report and
-/// raw JSON) where there is one, and the headline call of the bench of record, `headline`.
-pub fn paragraph(
-    n: u32,
-    bench: Option<(&str, &BenchReport, &Value)>,
-    headline: Option<&str>,
-) -> Result<String> {
+/// raw JSON) where there is one.
+pub fn paragraph(n: u32, bench: Option<(&str, &BenchReport, &Value)>) -> Result<String> {
     let t = target(n).with_context(|| format!("step {n} has no motivation (steps 1 to 6 do)"))?;
     let shapes: Vec<String> = t.shapes.iter().map(|&s| shape_words(s)).collect();
     let (a, b) = (format!("step {n}"), format!("step {}", n - 1));
     let mut md = format!(
-        "**Where step {n}'s idea should pay.** {} The shape{} chosen for it: {} (f16).",
+        "**Where step {n}'s idea should pay, re-measured.** {} The shape{} picked for it from the heatmap, after the heatmap was measured: {} (f16).",
         t.why,
         if shapes.len() == 1 { "" } else { "s" },
         shapes.join(" and ")
     );
-    let headline = headline
-        .map(|h| format!(" At the headline shapes the bench of record finds the twin {h}."))
-        .unwrap_or_default();
     let Some((name, report, raw)) = bench else {
         md.push_str(&format!(
-            " *Not yet measured there: `gpu/book6.sh` times step {n}'s twin against step {}'s at {} in the same rounds, and its results go to `assets/results/{FOLDER}/`.*{headline}\n",
+            " *Not yet measured there: `gpu/book6.sh` times step {n}'s twin against step {}'s at {} in the same rounds, and its results go to `assets/results/{FOLDER}/`.*\n",
             n - 1,
             if shapes.len() == 1 { "this shape" } else { "these shapes" }
         ));
@@ -161,7 +156,7 @@ pub fn paragraph(
         .max_by(|x, y| x.gain_pct.total_cmp(&y.gain_pct))
     {
         md.push_str(&format!(
-            " So the heatmap's largest gain for this idea, re-measured in a separate run: {:+.1} % at {}, {}.",
+            " So the heatmap's largest gain for this idea, re-measured in a separate run (a replication, not a tested prediction): {:+.1} % at {}, {}.",
             best.gain_pct,
             shape_words(best.shape),
             best.call.words()
@@ -177,7 +172,6 @@ pub fn paragraph(
             shape_words(best.shape)
         ));
     }
-    md.push_str(&headline);
     md.push('\n');
     Ok(md)
 }
@@ -189,11 +183,9 @@ pub fn marker(spec: &str) -> Result<String> {
         .parse()
         .with_context(|| format!("motivation wants a step number, got {spec:?}"))?;
     let bench = latest_in(&results::dir().join(FOLDER))?;
-    let headline = claims::headline_call(&n.to_string()).ok();
     paragraph(
         n,
         bench.as_ref().map(|(name, r, raw)| (name.as_str(), r, raw)),
-        headline.as_deref(),
     )
 }
 
@@ -256,27 +248,29 @@ mod tests {
     fn each_call_gets_its_sentence() {
         let (report, raw) = fixture();
         let bench = Some(("bench-h100-2026-11-27.json", &report, &raw));
-        let faster = paragraph(2, bench, Some("faster in all 4 bench cases")).unwrap();
+        let faster = paragraph(2, bench).unwrap();
         assert!(
             faster.contains("at 4096 × 8192 × 256 the twin is faster than step 1's in one run, not yet repeated (60.0 → 35.0 µs, +71.0 %; paired 1.710 [1.700–1.720], 900 rounds; one bench)"),
             "{faster}"
         );
         assert!(
             faster.contains(
-                "So the heatmap's largest gain for this idea, re-measured in a separate run: +71.0 % at 4096 × 8192 × 256, faster in one run, not yet repeated."
+                "So the heatmap's largest gain for this idea, re-measured in a separate run (a replication, not a tested prediction): +71.0 % at 4096 × 8192 × 256, faster in one run, not yet repeated."
             ),
             "{faster}"
         );
         assert!(
-            faster.contains("the bench of record finds the twin faster in all 4 bench cases"),
+            faster.contains("picked for it from the heatmap, after the heatmap was measured"),
             "{faster}"
         );
+        // The headline call is the chapter's sentence under the bench table, not repeated here.
+        assert!(!faster.contains("bench of record finds"), "{faster}");
         assert!(
             faster.contains("assets/results/motivation/bench-h100-2026-11-27.json"),
             "{faster}"
         );
 
-        let same = paragraph(3, bench, None).unwrap();
+        let same = paragraph(3, bench).unwrap();
         assert!(
             same.contains(
                 "the twin is the same within run-to-run variation as step 2's (200.0 → 199.8 µs, +0.0 %"
@@ -288,7 +282,7 @@ mod tests {
             "{same}"
         );
 
-        let slower = paragraph(6, bench, None).unwrap();
+        let slower = paragraph(6, bench).unwrap();
         assert!(
             slower.contains("the twin is slower than step 5's in one run, not yet repeated (150.0 → 156.0 µs, -3.9 %"),
             "{slower}"
@@ -299,24 +293,20 @@ mod tests {
         );
 
         // A step whose shapes the bench did not time says so, and claims nothing.
-        let none = paragraph(4, bench, None).unwrap();
+        let none = paragraph(4, bench).unwrap();
         assert!(none.contains("the bench timed no pair"), "{none}");
         assert!(!none.contains("So "), "{none}");
     }
 
     #[test]
     fn without_a_targeted_bench_the_chapter_says_not_yet_measured() {
-        let md = paragraph(5, None, Some("faster in 2 of the 4 bench cases")).unwrap();
+        let md = paragraph(5, None).unwrap();
         assert!(
             md.contains("*Not yet measured there: `gpu/book6.sh`"),
             "{md}"
         );
         assert!(md.contains("4096 × 8192 × 256"), "{md}");
-        assert!(
-            md.contains("finds the twin faster in 2 of the 4 bench cases"),
-            "{md}"
-        );
-        assert!(paragraph(0, None, None).is_err());
+        assert!(paragraph(0, None).is_err());
         // Every step's chapter renders from the committed files, measured or not.
         for n in 1..=6 {
             marker(&n.to_string()).unwrap();

@@ -222,7 +222,25 @@ pub fn trace_shares(spec: &str) -> Result<String> {
     };
     let t: TraceEvents =
         serde_json::from_str(&text).with_context(|| format!("{file} is not a trace"))?;
-    shares_table(&t, &file)
+    // The twin's store warp (steps 5 on) waits on `out_full` under the accumulator's mark.
+    let kernel = runner::steps::get(step)?.info().kernel(Arch::Hopper).text;
+    shares_table(&t, &file, kernel.contains("mbarrier_wait(&smem.out_full"))
+}
+
+/// An activity's words in the shares table, for the role that took it (review S27). The names
+/// come from the kernels' `trace.enter` marks, which every role shares, and a few mislead for one
+/// role: the producer warpgroup's spare warps have no role and sit at the teardown barrier from
+/// set-up to exit, and a twin's store warp marks its wait on `out_full` (a consumer's output tile)
+/// with the accumulator's mark, though on Hopper the accumulator never leaves the consumers.
+fn activity_words(role: &str, act: &str, store_waits_out_full: bool) -> String {
+    match (role, act) {
+        ("idle", "teardown") => "parked at the teardown barrier (no role)".into(),
+        ("idle", "idle") => "parked (no role)".into(),
+        ("epilogue", "wait for the accumulator") if store_waits_out_full => {
+            "wait for a full output tile (`out_full`)".into()
+        }
+        _ => act.into(),
+    }
 }
 
 /// A trace file with the Perfetto events this table sums (the book's other readers need only
@@ -254,7 +272,7 @@ struct ThreadName {
     name: Option<String>,
 }
 
-fn shares_table(t: &TraceEvents, file: &str) -> Result<String> {
+fn shares_table(t: &TraceEvents, file: &str, store_waits_out_full: bool) -> Result<String> {
     let events = &t.events;
     // Thread names say "warp 3 (warpgroup 0): producer": the role is after the colon.
     let mut role_of = std::collections::BTreeMap::new();
@@ -305,7 +323,13 @@ fn shares_table(t: &TraceEvents, file: &str) -> Result<String> {
         let cells: Vec<String> = acts
             .iter()
             .filter(|(_, t)| *t >= 0.01 * total)
-            .map(|(a, t)| format!("{a} {:.0} %", 100.0 * t / total))
+            .map(|(a, t)| {
+                format!(
+                    "{} {:.0} %",
+                    activity_words(role, a, store_waits_out_full),
+                    100.0 * t / total
+                )
+            })
             .collect();
         md.push_str(&format!("| {role} | {} |\n", cells.join(", ")));
     }
@@ -727,7 +751,7 @@ mod tests {
             other,
             events: serde_json::from_value(events).unwrap(),
         };
-        let t = shares_table(&v, "t.json").unwrap();
+        let t = shares_table(&v, "t.json", false).unwrap();
         assert!(
             t.contains("| producer | wait for a free slot 75 %, issue loads 25 % |"),
             "{t}"
@@ -739,6 +763,34 @@ mod tests {
         for n in 0..runner::steps::all().len() {
             trace_shares(&n.to_string()).unwrap();
         }
+        // Review S27: roles' words. The spare warps are parked, not tearing down; a twin's store
+        // warp waits for an output tile, and only where its kernel waits on `out_full`.
+        assert_eq!(
+            activity_words("idle", "teardown", false),
+            "parked at the teardown barrier (no role)"
+        );
+        assert_eq!(
+            activity_words("epilogue", "wait for the accumulator", true),
+            "wait for a full output tile (`out_full`)"
+        );
+        assert_eq!(
+            activity_words("epilogue", "wait for the accumulator", false),
+            "wait for the accumulator"
+        );
+        assert_eq!(
+            activity_words("consumer", "wait for the accumulator", true),
+            "wait for the accumulator"
+        );
+        let step5 = trace_shares("5").unwrap();
+        assert!(
+            step5.contains("| epilogue | wait for a full output tile"),
+            "{step5}"
+        );
+        let step3 = trace_shares("3").unwrap();
+        assert!(
+            step3.contains("| idle | parked at the teardown barrier (no role)"),
+            "{step3}"
+        );
     }
 
     #[test]
@@ -785,6 +837,33 @@ pub fn published_gain(spec: &str) -> Result<String> {
     })
 }
 
+/// A twin's CTA tile of C, from its step crate's `HOPPER` configuration.
+fn twin_tile(step: u32) -> Result<(u32, u32)> {
+    let spec = KernelSpec::new(runner::steps::get(step)?, Arch::Hopper);
+    Ok((
+        spec.params.get_or("tile_m", 0),
+        spec.params.get_or("tile_n", 0),
+    ))
+}
+
+/// What a twin-gain cell must add when step N's twin also changes its CTA tile over step
+/// N − 1's: the gain then mixes the chapter's idea with the tile (review S13, step 1's twin
+/// doubles its tile), and the cell says so instead of crediting the idea with all of it.
+fn tile_change(step: u32) -> Result<String> {
+    let Some(prev) = step.checked_sub(1) else {
+        return Ok(String::new());
+    };
+    let (now, before) = (twin_tile(step)?, twin_tile(prev)?);
+    Ok(if now == before {
+        String::new()
+    } else {
+        format!(
+            "; the twin's tile also grows, {} × {} → {} × {}, and no bench separates the two",
+            before.0, before.1, now.0, now.1
+        )
+    })
+}
+
 /// `{{#twin-gain N}}`: step N's twin against step N - 1's in the committed bench, at the default
 /// shape in f16 (step 0: its share of cuBLAS in the same run).
 pub fn twin_gain(spec: &str) -> Result<String> {
@@ -820,8 +899,9 @@ pub fn twin_gain(spec: &str) -> Result<String> {
                 )
                 .map_or(String::new(), |c| format!(": {}", c.call.words()));
             format!(
-                "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}",
-                100.0 * (now / before - 1.0)
+                "{:+.0} % ({before:.0} → {now:.0} TFLOP/s){call}{}",
+                100.0 * (now / before - 1.0),
+                tile_change(step)?
             )
         }
         None => format!(
@@ -854,5 +934,16 @@ mod map_tests {
         assert_eq!(published_gain("1").unwrap(), "+21 % (37.6 → 45.5 % util.)");
         assert!(published_gain("x").is_err());
         assert!(twin_gain("9").is_err());
+        // Step 1's twin doubles step 0's tile: its cell says so; step 2's keeps the tile.
+        assert_eq!(twin_tile(0).unwrap(), (128, 128));
+        assert!(
+            tile_change(1)
+                .unwrap()
+                .contains("128 × 128 → 128 × 256, and no bench separates"),
+            "{}",
+            tile_change(1).unwrap()
+        );
+        assert_eq!(tile_change(2).unwrap(), "");
+        assert_eq!(tile_change(0).unwrap(), "");
     }
 }
