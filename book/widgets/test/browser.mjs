@@ -56,6 +56,11 @@ async function evaluate(expr) {
 async function until(expr, what, ms = 60000) {
   const t0 = Date.now();
   while (Date.now() - t0 < ms) { const v = await evaluate(expr); if (v) return v; await new Promise((r) => setTimeout(r, 100)); }
+  // What the page showed and logged, so a failure in CI can be read from its log alone.
+  let shown = "";
+  try { shown = await evaluate("(document.querySelector('.wb-sim') || document.body).innerText.slice(0, 1500)"); } catch (e) { shown = String(e); }
+  console.log("page text at the timeout: " + shown);
+  console.log("page errors so far: " + JSON.stringify(errors));
   fail("waited " + ms + " ms for " + what);
 }
 async function shot(name) {

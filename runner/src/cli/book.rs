@@ -47,6 +47,14 @@ pub fn run(a: Args) -> Result<ExitCode> {
             }
         }
     }
+    // The reader's kernel (its path and compiled PTX) is served to whoever reaches the address:
+    // only this machine.
+    if a.kernel.is_some() && !a.bind.is_loopback() {
+        bail!(
+            "--kernel serves your kernel's path and its PTX, so only on a loopback address (--bind {} is not one); serve a lab's network without --kernel",
+            a.bind
+        );
+    }
     if let Some(out) = &a.out {
         check_out_dir(out, &project_root())?;
     }
@@ -145,6 +153,23 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         d
+    }
+
+    #[test]
+    fn the_readers_kernel_is_served_on_loopback_only() {
+        let args = |bind: [u8; 4]| Args {
+            out: None,
+            serve: true,
+            port: 0,
+            bind: std::net::IpAddr::from(bind),
+            kernel: Some(PathBuf::from("no-such-kernel.cu")),
+            step: Some(3),
+        };
+        let e = run(args([0, 0, 0, 0])).unwrap_err().to_string();
+        assert!(e.contains("only on a loopback address"), "{e}");
+        // On loopback the refusal is not this one (here: the missing file).
+        let e = run(args([127, 0, 0, 1])).unwrap_err().to_string();
+        assert!(!e.contains("loopback"), "{e}");
     }
 
     #[test]
